@@ -1,0 +1,94 @@
+# lbr2prof - build, test and demo.
+#
+#   make            build build/lbr2prof (and build/liblbr2prof.a)
+#   make demo       install deps, build, run the main job on inputs/
+#   make check      install deps; -Werror build + all tests; then the same
+#                   tests again under AddressSanitizer + UBSan (build-asan/)
+#   make fuzz       build the libFuzzer targets (clang-19) into build-fuzz/
+#
+# Sources are found by wildcard: a new module is a new folder under src/,
+# a new command a new src/builtin/cmd_*.c, a new test a new tests/unit/test_*.c
+# or tests/e2e/test_*.sh. Nothing here needs editing for those.
+
+CC      ?= cc
+BUILD   ?= build
+SAN     ?=
+OPT     ?= -O2
+
+PKGS_CFLAGS := $(shell pkg-config --cflags capstone libdw libelf libzstd 2>/dev/null)
+CFLAGS_ALL  = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
+              -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) $(SANFLAGS) $(CFLAGS)
+LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -lpfm -lz -lpthread -lm $(LDLIBS)
+
+ifeq ($(SAN),1)
+SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+endif
+
+LIB_SRCS   := $(filter-out src/cli/% src/builtin/%,$(wildcard src/*/*.c))
+CLI_SRCS   := $(wildcard src/cli/*.c) $(wildcard src/builtin/*.c)
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+HELPER_SRCS:= $(wildcard tests/unit/helpers/*.c)
+HEADERS    := $(wildcard include/lbr2prof/*.h) $(wildcard src/*/*.h) $(wildcard tests/unit/helpers/*.h)
+
+LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+CLI_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
+HELPER_OBJS:= $(patsubst %.c,$(BUILD)/obj/%.o,$(HELPER_SRCS))
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all deps demo check test unit e2e fuzz clean
+all: $(BUILD)/lbr2prof
+
+deps:
+	@./scripts/install-deps.sh
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/gen/builtins.inc: $(wildcard src/builtin/*.c)
+	@mkdir -p $(dir $@)
+	@grep -h 'LP_BUILTIN(' $^ /dev/null | sed 's/.*\(LP_BUILTIN(.*)\).*/\1/' | sort > $@.tmp
+	@mv $@.tmp $@
+
+$(BUILD)/obj/src/cli/main.o: $(BUILD)/gen/builtins.inc
+$(BUILD)/obj/src/cli/main.o: CFLAGS_ALL += -I$(BUILD)/gen
+
+$(BUILD)/liblbr2prof.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/lbr2prof: $(CLI_OBJS) $(BUILD)/liblbr2prof.a
+	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_OBJS) $(BUILD)/liblbr2prof.a $(LDLIBS_ALL)
+
+$(BUILD)/tests/%: tests/unit/%.c $(HELPER_OBJS) $(BUILD)/liblbr2prof.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests/unit -o $@ $< $(HELPER_OBJS) $(BUILD)/liblbr2prof.a -lcmocka $(LDLIBS_ALL)
+
+unit: $(UNIT_BINS)
+e2e: $(BUILD)/lbr2prof
+
+# Run every test of one build (BUILD=..., SAN=...).
+test: $(BUILD)/lbr2prof $(UNIT_BINS)
+	@./tests/run.sh $(BUILD)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@./scripts/demo.sh $(BUILD)
+
+check: deps
+	@$(MAKE) --no-print-directory all unit BUILD=build
+	@$(MAKE) --no-print-directory all unit BUILD=build-asan SAN=1 OPT=-O1
+	@./tests/check.sh build build-asan
+
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+fuzz: deps
+	@mkdir -p build-fuzz
+	@for f in $(FUZZ_SRCS); do \
+	  n=$$(basename $$f .c); \
+	  echo "  FUZZ $$n"; \
+	  clang-19 -std=gnu11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) \
+	    -fsanitize=fuzzer,address,undefined $$f $(LIB_SRCS) -o build-fuzz/$$n $(LDLIBS_ALL) || exit 1; \
+	done
+
+clean:
+	rm -rf build build-asan build-fuzz

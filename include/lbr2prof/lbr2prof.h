@@ -1,0 +1,15 @@
+/*
+ * lbr2prof/lbr2prof.h - umbrella header of the lbr2prof library.
+ * Public API prefix: lp_. Each stage has its own header; include this one
+ * to get them all.
+ */
+#ifndef LBR2PROF_H
+#define LBR2PROF_H
+
+#define LP_VERSION "0.1.0"
+
+#include "lbr2prof/error.h"
+#include "lbr2prof/outfile.h"
+#include "lbr2prof/reader.h"
+
+#endif

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs, with apt-get, every Debian package lbr2prof needs to build, test
+# and compare itself with the reference tools. Installs only what is missing,
+# so a second run costs a few dpkg queries.
+set -eu
+
+PKGS="build-essential pkg-config libelf-dev libdw-dev libcapstone-dev
+libpfm4-dev uthash-dev libcmocka-dev libzstd-dev linux-perf llvm-19 clang-19
+libclang-rt-19-dev zlib1g-dev"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root or sudo to install:$missing" >&2; exit 1; }
+    SUDO=sudo
+fi
+echo "install-deps: installing$missing"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

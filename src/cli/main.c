@@ -1,0 +1,92 @@
+/*
+ * main.c - the lbr2prof command: picks a subcommand and runs it.
+ * Owns argument dispatch and exit statuses only; all work is in the library
+ * and in src/builtin/. `lbr2prof FILE ...` (no subcommand, or llvm-profgen
+ * style `--perfdata=...` flags) runs the `profile` command, the main job.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "builtin.h"
+
+#define LP_BUILTIN(name, fn, help) int fn(int argc, char **argv);
+#include "builtins.inc"
+#undef LP_BUILTIN
+
+struct lp_cmd {
+    const char *name;
+    lp_builtin_fn fn;
+    const char *help;
+};
+
+static const struct lp_cmd commands[] = {
+#define LP_BUILTIN(name, fn, help) {#name, fn, help},
+#include "builtins.inc"
+#undef LP_BUILTIN
+    {NULL, NULL, NULL},
+};
+
+int lp_cli_fail(const lp_error *err)
+{
+    fprintf(stderr, "lbr2prof: %s\n", err->msg[0] ? err->msg : "unknown error");
+    return err->code == LP_ENOMEM ? 1 : 2;
+}
+
+int lp_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "lbr2prof %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 2;
+}
+
+static void usage(FILE *out)
+{
+    const struct lp_cmd *c;
+
+    fprintf(out, "usage: lbr2prof PERF.DATA -o OUT.prof [options]\n"
+                 "       lbr2prof COMMAND [args]\n\ncommands:\n");
+    for (c = commands; c->name; c++)
+        fprintf(out, "  %-12s %s\n", c->name, c->help);
+    fprintf(out, "\n`lbr2prof COMMAND --help` describes each command.\n");
+}
+
+static const struct lp_cmd *find(const char *name)
+{
+    const struct lp_cmd *c;
+
+    for (c = commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const struct lp_cmd *c;
+
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    c = find(argv[1]);
+    if (c)
+        return c->fn(argc - 1, argv + 1);
+    /* The main job: lbr2prof perf.data -o out.prof, or llvm-profgen flags. */
+    c = find("profile");
+    if (c)
+        return c->fn(argc, argv);
+    fprintf(stderr, "lbr2prof: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,34 @@
+/*
+ * perfscript.h - internal interface between the reader front end
+ * (reader.c, which detects the input kind) and the perf script text backend
+ * (perfscript.c). Not public: users go through lbr2prof/reader.h.
+ *
+ * The text backend parses what llvm-profgen accepts: LBR-only lines
+ * (optional leading IP, then 0xFROM/0xTO/flags... entries), hybrid samples
+ * (callchain lines leaf first, then one brstack line), an optional decimal
+ * repeat count on its own line before a sample (aggregated input), and
+ * PERF_RECORD_MMAP / PERF_RECORD_MMAP2 lines from --show-mmap-events.
+ */
+#ifndef LBR2PROF_READER_PERFSCRIPT_H
+#define LBR2PROF_READER_PERFSCRIPT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "lbr2prof/reader.h"
+
+typedef struct lp_pscript lp_pscript;
+
+/* `f` is read sequentially to EOF and not closed. `prefix` holds bytes the
+ * caller already consumed from `f` while sniffing the format (may be 0). */
+lp_pscript *lp_pscript_open(FILE *f, const void *prefix, size_t prefix_len,
+                            const char *name, lp_error *err);
+/* Same contract as lp_reader_next(); `ev` is owned by the backend. */
+int lp_pscript_next(lp_pscript *p, const lp_event **ev, lp_error *err);
+void lp_pscript_close(lp_pscript *p);
+
+/* True if the first bytes of an input look like perf script text rather
+ * than anything else we know (used for error messages). */
+int lp_pscript_sniff(const void *buf, size_t len);
+
+#endif

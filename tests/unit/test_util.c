@@ -1,0 +1,89 @@
+/*
+ * test_util.c - unit tests for src/util: error formatting and atomic output.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lbr2prof/error.h"
+#include "lbr2prof/outfile.h"
+
+static void test_error_set_and_prefix(void **state)
+{
+    lp_error e;
+    (void)state;
+    assert_int_equal(lp_error_set(&e, LP_EFORMAT, "offset 0x%x: bad", 0x1a8), -1);
+    assert_int_equal(e.code, LP_EFORMAT);
+    assert_string_equal(e.msg, "offset 0x1a8: bad");
+    lp_error_prefix(&e, "%s", "f.data");
+    assert_string_equal(e.msg, "f.data: offset 0x1a8: bad");
+    assert_int_equal(lp_error_set(NULL, LP_EIO, "x"), -1); /* NULL is allowed */
+    lp_error_clear(&e);
+    assert_int_equal(e.code, LP_OK);
+    assert_string_equal(e.msg, "");
+}
+
+static void test_outfile_commit_renames(void **state)
+{
+    char dir[] = "/tmp/lp-ut-XXXXXX", path[256], buf[32];
+    lp_outfile o;
+    lp_error e;
+    FILE *f;
+    struct stat st;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out.prof", dir);
+    assert_int_equal(lp_outfile_open(&o, path, &e), 0);
+    fputs("hello\n", o.fp);
+    assert_int_not_equal(stat(path, &st), 0); /* not visible before commit */
+    assert_int_equal(lp_outfile_commit(&o, &e), 0);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "hello\n");
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_outfile_abort_leaves_nothing(void **state)
+{
+    char dir[] = "/tmp/lp-ut-XXXXXX", path[256];
+    lp_outfile o;
+    lp_error e;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out.prof", dir);
+    assert_int_equal(lp_outfile_open(&o, path, &e), 0);
+    fputs("partial", o.fp);
+    lp_outfile_abort(&o);
+    assert_int_equal(rmdir(dir), 0); /* directory is empty again */
+}
+
+static void test_outfile_bad_dir(void **state)
+{
+    lp_outfile o;
+    lp_error e;
+    (void)state;
+    assert_int_equal(lp_outfile_open(&o, "/nonexistent-dir/x.prof", &e), -1);
+    assert_int_equal(e.code, LP_EIO);
+    assert_non_null(strstr(e.msg, "/nonexistent-dir/x.prof"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_set_and_prefix),
+        cmocka_unit_test(test_outfile_commit_renames),
+        cmocka_unit_test(test_outfile_abort_leaves_nothing),
+        cmocka_unit_test(test_outfile_bad_dir),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
