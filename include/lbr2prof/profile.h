@@ -1,0 +1,157 @@
+/*
+ * lbr2prof/profile.h - the sample-profile model (LLVM's FunctionSamples) and
+ * its writers/readers: LLVM text, extbinary and legacy binary.
+ *
+ * A profile (lp_profile) maps a context key to a top-level function
+ * profile (lp_fsamples). For flat (AutoFDO) profiles the key is just the
+ * function name; context-sensitive profiles use "main:1 @ foo" keys.
+ * A function profile has a total and a head count, body records keyed by
+ * (line offset, discriminator) each with call-target counts, and nested
+ * inlinee profiles keyed by (line offset, discriminator) then callee name.
+ * Counts saturate at UINT64_MAX like LLVM's SaturatingAdd.
+ */
+#ifndef LBR2PROF_PROFILE_H
+#define LBR2PROF_PROFILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lbr2prof/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lp_loc {
+    uint32_t line;          /* line offset from the function's start line */
+    uint32_t disc;          /* base discriminator (0: none) */
+} lp_loc;
+
+typedef struct lp_body_rec lp_body_rec;    /* opaque */
+typedef struct lp_callsite lp_callsite;    /* opaque */
+typedef struct lp_fsamples lp_fsamples;
+
+struct lp_fsamples {
+    char *name;             /* function name */
+    char *context;          /* top-level key (== name for flat profiles) */
+    uint64_t total, head;
+    uint32_t attrs;         /* !Attributes bitmask (CS) */
+    lp_body_rec *body;      /* uthash by loc */
+    lp_callsite *callsites; /* uthash by loc */
+};
+
+/* Owner of all top-level profiles. */
+typedef struct lp_profile {
+    void *funcs;            /* uthash of top-level entries, by context */
+    size_t nr_funcs;
+    int is_cs;              /* keys are contexts: text prints [ctx] */
+} lp_profile;
+
+lp_profile *lp_profile_new(void);
+void lp_profile_free(lp_profile *p);
+
+/* Top-level profile for `context` (created with function `name` if absent;
+ * `name` NULL means "same as context"). NULL only on allocation failure. */
+lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
+                            const char *name);
+lp_fsamples *lp_profile_find(const lp_profile *p, const char *context);
+/* Remove and free one top-level profile. */
+void lp_profile_remove(lp_profile *p, const char *context);
+
+/* Body record at loc, created with count 0 if absent (NULL: no memory). */
+lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc);
+const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc);
+uint64_t lp_body_count(const lp_body_rec *b);
+void lp_body_set_count(lp_body_rec *b, uint64_t count);
+/* Add `n` to the record's sample count (saturating). */
+void lp_body_add(lp_body_rec *b, uint64_t n);
+/* Add `n` to the call target `callee` of the record. -1 on no memory. */
+int lp_body_add_target(lp_body_rec *b, const char *callee, uint64_t n);
+/* Sum of the call-target counts of a record. */
+uint64_t lp_body_target_sum(const lp_body_rec *b);
+
+/* Inlinee profile for `callee` at `loc`, created empty if absent. */
+lp_fsamples *lp_fs_callee(lp_fsamples *fs, lp_loc loc, const char *callee);
+
+uint64_t lp_sat_add(uint64_t a, uint64_t b);
+
+/* Sorted views, for writers and tests. Arrays are malloc'ed; free() them.
+ * Return the element count, or (size_t)-1 on allocation failure. */
+typedef struct lp_target_view {
+    const char *name;
+    uint64_t count;
+} lp_target_view;
+typedef struct lp_body_view {
+    lp_loc loc;
+    uint64_t count;
+    lp_target_view *targets;        /* by count desc, then name */
+    size_t nr_targets;
+} lp_body_view;
+typedef struct lp_callee_view {
+    lp_loc loc;
+    const lp_fsamples *fs;          /* by loc, then callee name */
+} lp_callee_view;
+
+size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out);
+void lp_body_views_free(lp_body_view *v, size_t n);
+size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out);
+/* Top-level profiles by total desc, then context (llvm sortFuncProfiles). */
+size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out);
+/* Every top-level profile, unsorted (iteration helper). */
+size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out);
+
+/* Set every body record to max(count, sum of call targets), recursively
+ * (llvm updateCallsiteSamples). */
+void lp_fs_update_callsite_samples(lp_fsamples *fs);
+/* total := sum of body counts + sum of inlinee totals, recursively
+ * (llvm updateTotalSamples). */
+void lp_fs_update_total_samples(lp_fsamples *fs);
+
+/* ---- writers ---------------------------------------------------------- */
+
+typedef enum lp_prof_format {
+    LP_PROF_TEXT = 1,
+    LP_PROF_EXTBINARY,
+    LP_PROF_BINARY,
+} lp_prof_format;
+
+typedef struct lp_write_opts {
+    lp_prof_format format;
+    int use_md5;            /* extbinary only: MD5 name table */
+    const char *const *symbol_list; /* extbinary ProfileSymbolList, or NULL */
+    size_t nr_symbols;
+} lp_write_opts;
+
+int lp_profile_write(FILE *f, const lp_profile *p, const lp_write_opts *o,
+                     lp_error *err);
+
+/* Profile summary (llvm ProfileSummaryBuilder with the default cutoffs). */
+#define LP_NR_CUTOFFS 16
+typedef struct lp_summary_entry {
+    uint32_t cutoff;
+    uint64_t min_count;
+    uint64_t num_counts;
+} lp_summary_entry;
+typedef struct lp_summary {
+    uint64_t total_count, max_count, max_function_count;
+    uint64_t num_counts, num_functions;
+    lp_summary_entry entries[LP_NR_CUTOFFS];
+} lp_summary;
+
+int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err);
+/* Count at or above which the cutoff `cutoff` (e.g. 990000) is reached. */
+uint64_t lp_summary_count_for_cutoff(const lp_summary *s, uint32_t cutoff);
+
+/* LLVM's MD5Hash(): low 64 bits (little-endian) of the MD5 digest. */
+uint64_t lp_md5_hash64(const void *data, size_t len);
+void lp_md5(const void *data, size_t len, uint8_t digest[16]);
+
+/* ---- reader (LLVM text format) ---------------------------------------- */
+
+/* Parse an LLVM text sample profile. `name` is used in messages. */
+lp_profile *lp_profile_read_text(FILE *f, const char *name, lp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

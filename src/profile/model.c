@@ -1,0 +1,399 @@
+/*
+ * model.c - the in-memory sample profile (LLVM FunctionSamples): creation,
+ * lookup, counting, sorted views and the count fix-ups LLVM applies before
+ * writing. Owns the hash tables (uthash); not file formats (src/writer/)
+ * nor how counts are derived from LBR data (src/flat/).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "lbr2prof/profile.h"
+
+/* ---- data structures ------------------------------------------------ */
+
+struct lp_target {              /* one call target of a body record */
+    char *name;
+    uint64_t count;
+    UT_hash_handle hh;
+};
+
+struct lp_body_rec {
+    lp_loc loc;                 /* hash key */
+    uint64_t count;
+    struct lp_target *targets;
+    UT_hash_handle hh;
+};
+
+struct lp_callee {              /* an inlinee profile, keyed by fs.name */
+    lp_fsamples fs;
+    UT_hash_handle hh;
+};
+
+struct lp_callsite {
+    lp_loc loc;                 /* hash key */
+    struct lp_callee *callees;
+    UT_hash_handle hh;
+};
+
+struct lp_top {                 /* a top-level profile, keyed by fs.context */
+    lp_fsamples fs;
+    UT_hash_handle hh;
+};
+
+/* ---- helpers ---------------------------------------------------------- */
+
+uint64_t lp_sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+static int loc_cmp(lp_loc a, lp_loc b)
+{
+    if (a.line != b.line)
+        return a.line < b.line ? -1 : 1;
+    if (a.disc != b.disc)
+        return a.disc < b.disc ? -1 : 1;
+    return 0;
+}
+
+static void fs_clear(lp_fsamples *fs);
+
+static void free_targets(struct lp_target **head)
+{
+    struct lp_target *t, *tmp;
+
+    HASH_ITER(hh, *head, t, tmp) {
+        HASH_DEL(*head, t);
+        free(t->name);
+        free(t);
+    }
+}
+
+static void fs_clear(lp_fsamples *fs)
+{
+    lp_body_rec *b, *bt;
+    lp_callsite *c, *ct;
+    struct lp_callee *e, *et;
+
+    HASH_ITER(hh, fs->body, b, bt) {
+        HASH_DEL(fs->body, b);
+        free_targets(&b->targets);
+        free(b);
+    }
+    HASH_ITER(hh, fs->callsites, c, ct) {
+        HASH_DEL(fs->callsites, c);
+        HASH_ITER(hh, c->callees, e, et) {
+            HASH_DEL(c->callees, e);
+            fs_clear(&e->fs);
+            free(e);
+        }
+        free(c);
+    }
+    if (fs->context != fs->name)
+        free(fs->context);
+    free(fs->name);
+    fs->name = fs->context = NULL;
+}
+
+/* ---- profile ------------------------------------------------------------ */
+
+lp_profile *lp_profile_new(void)
+{
+    return calloc(1, sizeof(lp_profile));
+}
+
+void lp_profile_free(lp_profile *p)
+{
+    struct lp_top *head, *t, *tmp;
+
+    if (!p)
+        return;
+    head = p->funcs;
+    HASH_ITER(hh, head, t, tmp) {
+        HASH_DEL(head, t);
+        fs_clear(&t->fs);
+        free(t);
+    }
+    free(p);
+}
+
+lp_fsamples *lp_profile_find(const lp_profile *p, const char *context)
+{
+    struct lp_top *head = p->funcs, *t;
+
+    HASH_FIND_STR(head, context, t);
+    return t ? &t->fs : NULL;
+}
+
+lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
+                            const char *name)
+{
+    struct lp_top *head = p->funcs, *t;
+
+    HASH_FIND(hh, head, context, strlen(context), t);
+    if (t)
+        return &t->fs;
+    t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->fs.name = strdup(name ? name : context);
+    t->fs.context = name ? strdup(context) : t->fs.name;
+    if (!t->fs.name || !t->fs.context) {
+        fs_clear(&t->fs);
+        free(t);
+        return NULL;
+    }
+    HASH_ADD_KEYPTR(hh, head, t->fs.context, strlen(t->fs.context), t);
+    p->funcs = head;
+    p->nr_funcs++;
+    return &t->fs;
+}
+
+void lp_profile_remove(lp_profile *p, const char *context)
+{
+    struct lp_top *head = p->funcs, *t;
+
+    HASH_FIND_STR(head, context, t);
+    if (!t)
+        return;
+    HASH_DEL(head, t);
+    p->funcs = head;
+    p->nr_funcs--;
+    fs_clear(&t->fs);
+    free(t);
+}
+
+/* ---- body records and call sites ------------------------------------------ */
+
+lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc)
+{
+    lp_body_rec *b;
+
+    HASH_FIND(hh, fs->body, &loc, sizeof loc, b);
+    if (b)
+        return b;
+    b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->loc = loc;
+    HASH_ADD(hh, fs->body, loc, sizeof loc, b);
+    return b;
+}
+
+const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc)
+{
+    lp_body_rec *b, *head = fs->body;
+
+    HASH_FIND(hh, head, &loc, sizeof loc, b);
+    return b;
+}
+
+uint64_t lp_body_count(const lp_body_rec *b) { return b->count; }
+void lp_body_set_count(lp_body_rec *b, uint64_t c) { b->count = c; }
+void lp_body_add(lp_body_rec *b, uint64_t n) { b->count = lp_sat_add(b->count, n); }
+
+int lp_body_add_target(lp_body_rec *b, const char *callee, uint64_t n)
+{
+    struct lp_target *t;
+
+    HASH_FIND_STR(b->targets, callee, t);
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t || !(t->name = strdup(callee))) {
+            free(t);
+            return -1;
+        }
+        HASH_ADD_KEYPTR(hh, b->targets, t->name, strlen(t->name), t);
+    }
+    t->count = lp_sat_add(t->count, n);
+    return 0;
+}
+
+uint64_t lp_body_target_sum(const lp_body_rec *b)
+{
+    const struct lp_target *t;
+    uint64_t s = 0;
+
+    for (t = b->targets; t; t = t->hh.next)
+        s = lp_sat_add(s, t->count);
+    return s;
+}
+
+lp_fsamples *lp_fs_callee(lp_fsamples *fs, lp_loc loc, const char *callee)
+{
+    lp_callsite *c;
+    struct lp_callee *e;
+
+    HASH_FIND(hh, fs->callsites, &loc, sizeof loc, c);
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        c->loc = loc;
+        HASH_ADD(hh, fs->callsites, loc, sizeof loc, c);
+    }
+    HASH_FIND_STR(c->callees, callee, e);
+    if (e)
+        return &e->fs;
+    e = calloc(1, sizeof *e);
+    if (!e || !(e->fs.name = strdup(callee))) {
+        free(e);
+        return NULL;
+    }
+    e->fs.context = e->fs.name;
+    HASH_ADD_KEYPTR(hh, c->callees, e->fs.name, strlen(e->fs.name), e);
+    return &e->fs;
+}
+
+/* ---- sorted views ------------------------------------------------------- */
+
+static int target_cmp(const void *a, const void *b)
+{
+    const lp_target_view *x = a, *y = b;
+
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int body_view_cmp(const void *a, const void *b)
+{
+    return loc_cmp(((const lp_body_view *)a)->loc,
+                   ((const lp_body_view *)b)->loc);
+}
+
+size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
+{
+    size_t n = HASH_COUNT(fs->body), i = 0, j;
+    const lp_body_rec *b;
+    const struct lp_target *t;
+    lp_body_view *v = calloc(n ? n : 1, sizeof *v);
+
+    if (!v)
+        return (size_t)-1;
+    for (b = fs->body; b; b = b->hh.next, i++) {
+        v[i].loc = b->loc;
+        v[i].count = b->count;
+        v[i].nr_targets = HASH_COUNT(b->targets);
+        v[i].targets = calloc(v[i].nr_targets + 1, sizeof *v[i].targets);
+        if (!v[i].targets) {
+            lp_body_views_free(v, i);
+            return (size_t)-1;
+        }
+        for (t = b->targets, j = 0; t; t = t->hh.next, j++)
+            v[i].targets[j] = (lp_target_view){t->name, t->count};
+        qsort(v[i].targets, v[i].nr_targets, sizeof *v[i].targets, target_cmp);
+    }
+    qsort(v, n, sizeof *v, body_view_cmp);
+    *out = v;
+    return n;
+}
+
+void lp_body_views_free(lp_body_view *v, size_t n)
+{
+    size_t i;
+
+    if (!v)
+        return;
+    for (i = 0; i < n; i++)
+        free(v[i].targets);
+    free(v);
+}
+
+static int callee_view_cmp(const void *a, const void *b)
+{
+    const lp_callee_view *x = a, *y = b;
+    int c = loc_cmp(x->loc, y->loc);
+
+    return c ? c : strcmp(x->fs->name, y->fs->name);
+}
+
+size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out)
+{
+    const lp_callsite *c;
+    const struct lp_callee *e;
+    size_t n = 0, i = 0;
+    lp_callee_view *v;
+
+    for (c = fs->callsites; c; c = c->hh.next)
+        n += HASH_COUNT(c->callees);
+    v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return (size_t)-1;
+    for (c = fs->callsites; c; c = c->hh.next)
+        for (e = c->callees; e; e = e->hh.next)
+            v[i++] = (lp_callee_view){c->loc, &e->fs};
+    qsort(v, n, sizeof *v, callee_view_cmp);
+    *out = v;
+    return n;
+}
+
+static int top_cmp(const void *a, const void *b)
+{
+    const lp_fsamples *x = *(lp_fsamples *const *)a;
+    const lp_fsamples *y = *(lp_fsamples *const *)b;
+
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return strcmp(x->context, y->context);
+}
+
+size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
+{
+    const struct lp_top *t;
+    size_t i = 0;
+    lp_fsamples **v = calloc(p->nr_funcs ? p->nr_funcs : 1, sizeof *v);
+
+    if (!v)
+        return (size_t)-1;
+    for (t = p->funcs; t; t = t->hh.next)
+        v[i++] = (lp_fsamples *)&t->fs;
+    *out = v;
+    return i;
+}
+
+size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
+{
+    size_t n = lp_profile_all(p, out);
+
+    if (n != (size_t)-1)
+        qsort(*out, n, sizeof **out, top_cmp);
+    return n;
+}
+
+/* ---- fix-ups ------------------------------------------------------------ */
+
+void lp_fs_update_callsite_samples(lp_fsamples *fs)
+{
+    lp_body_rec *b;
+    lp_callsite *c;
+    struct lp_callee *e;
+    uint64_t s;
+
+    for (b = fs->body; b; b = b->hh.next) {
+        s = lp_body_target_sum(b);
+        if (s > b->count)
+            b->count = s;
+    }
+    for (c = fs->callsites; c; c = c->hh.next)
+        for (e = c->callees; e; e = e->hh.next)
+            lp_fs_update_callsite_samples(&e->fs);
+}
+
+void lp_fs_update_total_samples(lp_fsamples *fs)
+{
+    lp_body_rec *b;
+    lp_callsite *c;
+    struct lp_callee *e;
+    uint64_t s = 0;
+
+    for (b = fs->body; b; b = b->hh.next)
+        s = lp_sat_add(s, b->count);
+    for (c = fs->callsites; c; c = c->hh.next)
+        for (e = c->callees; e; e = e->hh.next) {
+            lp_fs_update_total_samples(&e->fs);
+            s = lp_sat_add(s, e->fs.total);
+        }
+    fs->total = s;
+}
