@@ -244,7 +244,7 @@ typedef struct lp_frame {
  * discriminator are the call site (DW_AT_call_line/column/
  * DW_AT_GNU_discriminator of the next-inner inlined subroutine). The stack
  * is cut at the first frame (from the outermost) with an empty name.
- * Returns 0 and sets *frames/*n (n == 0: no debug info for addr), -1 on
+ * Returns 0 and sets *frames and *n (n == 0: no debug info for addr), -1 on
  * error (e.g. a malformed DWARF unit). Cached: the second call for the
  * same address is a hash lookup. */
 int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
