@@ -107,6 +107,11 @@ void lp_fs_update_callsite_samples(lp_fsamples *fs);
  * (llvm updateTotalSamples). */
 void lp_fs_update_total_samples(lp_fsamples *fs);
 
+/* Remove, recursively, every inlinee profile whose name satisfies pred
+ * (the call-site location itself stays, empty, as in LLVM). */
+typedef int (*lp_name_pred)(const char *name);
+void lp_fs_drop_callees(lp_fsamples *fs, lp_name_pred pred);
+
 /* ---- writers ---------------------------------------------------------- */
 
 typedef enum lp_prof_format {

@@ -397,3 +397,20 @@ void lp_fs_update_total_samples(lp_fsamples *fs)
         }
     fs->total = s;
 }
+
+void lp_fs_drop_callees(lp_fsamples *fs, lp_name_pred pred)
+{
+    lp_callsite *c;
+    struct lp_callee *e, *et;
+
+    for (c = fs->callsites; c; c = c->hh.next)
+        HASH_ITER(hh, c->callees, e, et) {
+            if (pred(e->fs.name)) {
+                HASH_DEL(c->callees, e);
+                fs_clear(&e->fs);
+                free(e);
+            } else {
+                lp_fs_drop_callees(&e->fs, pred);
+            }
+        }
+}

@@ -1,0 +1,117 @@
+/*
+ * lbr2prof/flat.h - flat (AutoFDO) profiles from LBR samples, the way
+ * llvm-profgen 19 makes them for LBR-only input:
+ *
+ *   samples --lp_lbr_agg--> range and branch counters (canonical addresses)
+ *           --lp_rawprof_write/read--> the unsymbolized text profile
+ *           --lp_flat_generate--> an lp_profile (body/head/call targets)
+ *           --lp_flat_postprocess--> thresholds, trimming, filtering.
+ *
+ * Addresses in counters are link-time (preferred) addresses of the binary;
+ * LP_EXTERNAL_ADDR (1) stands for anything outside the binary's code.
+ * Warnings llvm-profgen prints are handed to a callback (the library never
+ * prints), already formatted without the "warning: " prefix.
+ */
+#ifndef LBR2PROF_FLAT_H
+#define LBR2PROF_FLAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lbr2prof/binary.h"
+#include "lbr2prof/error.h"
+#include "lbr2prof/profile.h"
+#include "lbr2prof/reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LP_EXTERNAL_ADDR 1u
+
+typedef void (*lp_warn_fn)(void *ctx, const char *msg);
+
+/* ---- counters ---------------------------------------------------------- */
+
+typedef struct lp_counters lp_counters;
+
+typedef struct lp_addr_pair_count {
+    uint64_t a, b;          /* range [a, b] or branch a -> b */
+    uint64_t count;
+} lp_addr_pair_count;
+
+lp_counters *lp_counters_new(void);
+void lp_counters_free(lp_counters *c);
+int lp_counters_add_range(lp_counters *c, uint64_t start, uint64_t end,
+                          uint64_t n);
+int lp_counters_add_branch(lp_counters *c, uint64_t src, uint64_t dst,
+                           uint64_t n);
+/* Sorted by (a, b); malloc'ed array (free()), count returned, -1 on OOM. */
+long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out);
+long lp_counters_branches(const lp_counters *c, lp_addr_pair_count **out);
+
+/* ---- LBR aggregation (PerfScriptReader, LBR-only) ---------------------- */
+
+typedef struct lp_lbr_agg lp_lbr_agg;
+
+typedef struct lp_lbr_agg_opts {
+    lp_warn_fn warn;        /* may be NULL */
+    void *warn_ctx;
+    bool show_detailed_warning;
+    int64_t pid_filter;     /* -1: none */
+} lp_lbr_agg_opts;
+
+lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
+                           lp_error *err);
+void lp_lbr_agg_free(lp_lbr_agg *a);
+/* An mmap event (updateBinaryAddress): -1 on the fatal segment errors. */
+int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err);
+/* One LBR sample: br[0] newest; addresses as recorded (runtime). */
+int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
+                      uint64_t repeat, lp_error *err);
+/* Range/branch counters (computeCounterFromLBR) and warnInvalidRange's
+ * warnings. The counters stay owned by the aggregator. */
+lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err);
+bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a);
+uint64_t lp_lbr_agg_nr_samples(const lp_lbr_agg *a);
+
+/* ---- unsymbolized profile (--skip-symbolization) ----------------------- */
+
+/* Addresses are printed minus `base` (preferred base or first loadable
+ * segment with --use-offset, 0 without). */
+int lp_rawprof_write(FILE *f, const lp_counters *c, uint64_t base,
+                     lp_error *err);
+/* Strict reader; adds `base` back. Flat (no [context]) profiles only. */
+int lp_rawprof_read(FILE *f, const char *name, uint64_t base, lp_counters *c,
+                    lp_error *err);
+
+/* ---- profile generation (ProfileGenerator) ----------------------------- */
+
+typedef struct lp_flat_opts {
+    bool fill_zero_for_all_funcs;
+    bool update_total_samples;
+    bool trim_cold_profile;
+    int64_t hot_count;      /* --profile-summary-hot-count, -1: not given */
+    int64_t cold_count;     /* --profile-summary-cold-count, -1: not given */
+    uint32_t cutoff_hot, cutoff_cold;  /* 990000, 999999 */
+    double density_threshold;          /* 50 */
+    uint32_t density_cutoff_hot;       /* 990000 */
+    bool show_density;
+    lp_warn_fn warn;
+    void *warn_ctx;
+    FILE *info;             /* --show-density output (stdout), may be NULL */
+} lp_flat_opts;
+
+void lp_flat_opts_default(lp_flat_opts *o);
+
+int lp_flat_generate(lp_binary *bin, const lp_counters *c,
+                     const lp_flat_opts *o, lp_profile *out, lp_error *err);
+/* computeSummaryAndThreshold, trimColdProfiles, filterAmbiguousProfile,
+ * calculateAndShowDensity. */
+int lp_flat_postprocess(lp_profile *p, const lp_flat_opts *o, lp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

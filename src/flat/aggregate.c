@@ -1,0 +1,335 @@
+/*
+ * aggregate.c - LBR-only sample aggregation as llvm-profgen 19's
+ * PerfScriptReader/LBRPerfReader does it: mmap events move the binary's
+ * single base address (updateBinaryAddress), LBR entries are canonicalized
+ * to link-time addresses and mapped to LP_EXTERNAL_ADDR when they are not
+ * an instruction start of the binary (external->external entries dropped),
+ * then computeCounterFromLBR turns each sample into branch counts and the
+ * fall-through ranges between consecutive entries, and warnInvalidRange
+ * reports the odd ranges. Owns none of the parsing of perf data.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "lbr2prof/flat.h"
+
+typedef struct range_key {
+    uint64_t start, end;
+} range_key;
+
+typedef struct range_ent {      /* every consecutive LBR pair, for warnings */
+    range_key k;
+    uint64_t count;
+    UT_hash_handle hh;
+} range_ent;
+
+struct lp_lbr_agg {
+    lp_binary *bin;
+    lp_lbr_agg_opts o;
+    uint64_t base, preferred, text_offset;
+    bool loaded_by_mmap, missing_warned;
+    const char *name;           /* basename of the binary */
+    lp_counters *c;
+    range_ent *pairs;
+    uint64_t nr_samples;
+};
+
+static void warnf(const lp_lbr_agg *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void warnf(const lp_lbr_agg *a, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+
+    if (!a->o.warn)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    a->o.warn(a->o.warn_ctx, buf);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+
+    return s ? s + 1 : p;
+}
+
+lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
+                           lp_error *err)
+{
+    lp_lbr_agg *a = calloc(1, sizeof *a);
+    const lp_segment *segs;
+
+    if (!a || !(a->c = lp_counters_new())) {
+        free(a);
+        lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+        return NULL;
+    }
+    a->bin = bin;
+    if (o)
+        a->o = *o;
+    else
+        a->o.pid_filter = -1;
+    a->preferred = a->base = lp_binary_preferred_base(bin);
+    if (lp_binary_exec_segments(bin, &segs) > 0)
+        a->text_offset = segs[0].offset & ~(uint64_t)0xfff;
+    a->name = base_name(lp_binary_path(bin));
+    return a;
+}
+
+void lp_lbr_agg_free(lp_lbr_agg *a)
+{
+    range_ent *e, *t;
+
+    if (!a)
+        return;
+    HASH_ITER(hh, a->pairs, e, t) {
+        HASH_DEL(a->pairs, e);
+        free(e);
+    }
+    lp_counters_free(a->c);
+    free(a);
+}
+
+bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a) { return a->loaded_by_mmap; }
+uint64_t lp_lbr_agg_nr_samples(const lp_lbr_agg *a) { return a->nr_samples; }
+
+/* updateBinaryAddress: the other executable segments must follow the
+ * first one at the same distance as in the file. */
+static int check_other_segment(lp_lbr_agg *a, const lp_mmap_event *m,
+                               lp_error *err)
+{
+    const lp_segment *segs;
+    size_t n = lp_binary_exec_segments(a->bin, &segs), i;
+    uint64_t off, prev = 0;
+    bool have_prev = false;
+
+    for (i = 0; i < n; i++) {
+        off = segs[i].offset & ~(uint64_t)0xfff;
+        if (off == m->pgoff) {
+            if ((segs[i].vaddr & ~(uint64_t)0xfff) - a->preferred !=
+                m->start - a->base)
+                return lp_error_set(err, LP_EFORMAT, "%s: Executable segments "
+                                    "not loaded consecutively", m->filename);
+            return 0;
+        }
+        if (off < m->pgoff) {
+            prev = off;
+            have_prev = true;
+        }
+    }
+    if (!have_prev)
+        return lp_error_set(err, LP_EFORMAT, "%s: File offset not found "
+                            "(mmap pgoff 0x%" PRIx64 ")", m->filename, m->pgoff);
+    if (m->pgoff - prev != m->start - a->base)
+        return lp_error_set(err, LP_EFORMAT, "%s: Segment not loaded by "
+                            "consecutive mmaps", m->filename);
+    return 0;
+}
+
+int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err)
+{
+    if (!m->filename || strcmp(base_name(m->filename), a->name) != 0)
+        return 0;
+    if (a->o.pid_filter >= 0 && (int64_t)m->pid != a->o.pid_filter)
+        return 0;
+    if (m->start == a->base) {
+        a->loaded_by_mmap = true;
+        return 0;
+    }
+    if (m->pgoff == a->text_offset) {
+        a->base = m->start;
+        a->loaded_by_mmap = true;
+        return 0;
+    }
+    return check_other_segment(a, m, err);
+}
+
+static uint64_t canon(const lp_lbr_agg *a, uint64_t addr, bool *code)
+{
+    uint64_t c = addr - a->base + a->preferred;
+
+    *code = lp_binary_is_code(a->bin, c);
+    return *code ? c : LP_EXTERNAL_ADDR;
+}
+
+static int add_pair(lp_lbr_agg *a, uint64_t start, uint64_t end, uint64_t n)
+{
+    range_key k = {start, end};
+    range_ent *e;
+
+    HASH_FIND(hh, a->pairs, &k, sizeof k, e);
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e)))
+            return -1;
+        e->k = k;
+        HASH_ADD(hh, a->pairs, k, sizeof k, e);
+    }
+    e->count = lp_sat_add(e->count, n);
+    return 0;
+}
+
+/* computeCounterFromLBR for one canonical entry (src, dst, codeness) with
+ * `end` the newer entry's source. */
+static int count_entry(lp_lbr_agg *a, uint64_t src, uint64_t dst, bool dst_code,
+                       uint64_t end, uint64_t n, lp_error *err)
+{
+    int v;
+
+    if (dst_code && lp_counters_add_branch(a->c, src, dst, n))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    if (end != 0 && add_pair(a, dst, end, n))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    if (!dst_code || end == 0 || end == LP_EXTERNAL_ADDR)
+        return 0;
+    v = lp_binary_valid_fallthrough(a->bin, dst, end, err);
+    if (v < 0)
+        return -1;
+    if (v && lp_counters_add_range(a->c, dst, end, n))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    return 0;
+}
+
+int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
+                      uint64_t repeat, lp_error *err)
+{
+    uint64_t src, dst, end = 0;
+    bool sc, dc, any = false;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        src = canon(a, br[i].from, &sc);
+        dst = canon(a, br[i].to, &dc);
+        if (!sc && !dc)
+            continue; /* external -> external */
+        if (!any && !a->loaded_by_mmap && !a->missing_warned) {
+            warnf(a, "No relevant mmap event is matched for %s, will use "
+                     "preferred address (0x%" PRIx64 ") as the base loading "
+                     "address!", a->name, a->preferred);
+            a->missing_warned = true;
+        }
+        any = true;
+        if (count_entry(a, src, dst, dc, end, repeat, err))
+            return -1;
+        end = src;
+    }
+    if (any)
+        a->nr_samples += repeat;
+    return 0;
+}
+
+/* emitWarningSummary */
+static void summary_warn(const lp_lbr_agg *a, uint64_t num, uint64_t total,
+                         const char *msg)
+{
+    if (!num || !total)
+        return;
+    warnf(a, "%.2f%%(%" PRIu64 "/%" PRIu64 ") %s", (double)num * 100 / total,
+          num, total, msg);
+}
+
+static void detail(const lp_lbr_agg *a, const range_key *k, const char *msg)
+{
+    if (a->o.show_detailed_warning)
+        warnf(a, "[%8" PRIx64 ",%8" PRIx64 "]: %s", k->start, k->end, msg);
+}
+
+static int pair_key_cmp(const void *x, const void *y)
+{
+    const range_ent *p = *(range_ent *const *)x, *q = *(range_ent *const *)y;
+
+    if (p->k.start != q->k.start)
+        return p->k.start < q->k.start ? -1 : 1;
+    return p->k.end < q->k.end ? -1 : p->k.end > q->k.end;
+}
+
+typedef struct range_stats {
+    uint64_t total, not_boundary, unmatched, cross_func, bogus;
+} range_stats;
+
+static int classify(lp_lbr_agg *a, const range_ent *e, range_stats *st,
+                    lp_error *err)
+{
+    uint64_t s = e->k.start, en = e->k.end;
+    bool sc = lp_binary_is_code(a->bin, s), ec = lp_binary_is_code(a->bin, en);
+    const lp_func_range *fr;
+    int v;
+
+    st->total += e->count;
+    if (!sc && !ec)
+        return 0;
+    if (!sc || !(lp_binary_is_branch(a->bin, en) || lp_binary_is_call(a->bin, en) ||
+                 lp_binary_is_return(a->bin, en))) {
+        st->not_boundary += e->count;
+        detail(a, &e->k, "Range is not on instruction boundary, likely due to "
+                         "profile and binary mismatch.");
+    }
+    fr = lp_binary_func_range(a->bin, s);
+    if (!fr) {
+        st->unmatched += e->count;
+        detail(a, &e->k, "Range does not belong to any functions, likely from "
+                         "PLT, .init or .fini section.");
+        return 0;
+    }
+    if (en >= fr->end) {
+        st->cross_func += e->count;
+        detail(a, &e->k, "Fall through range should not cross function "
+                         "boundaries, likely due to profile and binary mismatch.");
+    }
+    if (sc && ec) {
+        if ((v = lp_binary_valid_fallthrough(a->bin, s, en, err)) < 0)
+            return -1;
+        if (!v) {
+            st->bogus += e->count;
+            detail(a, &e->k, "Range start is after or too far from range end.");
+        }
+    }
+    return 0;
+}
+
+/* warnInvalidRange */
+static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
+{
+    size_t n = HASH_COUNT(a->pairs), i = 0;
+    range_ent **v, *e;
+    range_stats st = {0};
+    int rc = 0;
+
+    if (n == 0) {
+        warnf(a, "No samples in perf script!");
+        return 0;
+    }
+    if (!(v = malloc(n * sizeof *v)))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    for (e = a->pairs; e; e = e->hh.next)
+        v[i++] = e;
+    qsort(v, n, sizeof *v, pair_key_cmp);
+    for (i = 0; i < n && rc == 0; i++)
+        rc = classify(a, v[i], &st, err);
+    free(v);
+    if (rc)
+        return -1;
+    summary_warn(a, st.not_boundary, st.total, "of samples are from ranges "
+                 "that are not on instruction boundary.");
+    summary_warn(a, st.unmatched, st.total, "of samples are from ranges that "
+                 "do not belong to any functions.");
+    summary_warn(a, st.cross_func, st.total, "of samples are from ranges that "
+                 "do cross function boundaries.");
+    summary_warn(a, st.bogus, st.total, "of samples are from ranges that have "
+                 "range start after or too far from range end acrossing the "
+                 "unconditinal jmp.");
+    return 0;
+}
+
+lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err)
+{
+    if (warn_invalid_ranges(a, err))
+        return NULL;
+    return a->c;
+}

@@ -1,0 +1,477 @@
+/*
+ * generate.c - llvm-profgen 19's ProfileGenerator for flat (AutoFDO)
+ * profiles: zero-filled function ranges, disjoint ranges, per-instruction
+ * body samples through the binary's inline stacks (totals per byte, body
+ * counts the max at a location times the duplication factor), call targets
+ * and head samples from branches, then the count fix-ups and the
+ * post-processing (summary thresholds, cold trimming, ambiguous-name
+ * filtering, the density warning). Owns no I/O.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "lbr2prof/flat.h"
+
+void lp_flat_opts_default(lp_flat_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->hot_count = o->cold_count = -1;
+    o->cutoff_hot = 990000;
+    o->cutoff_cold = 999999;
+    o->density_threshold = 50;
+    o->density_cutoff_hot = 990000;
+}
+
+static void warnf(const lp_flat_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void warnf(const lp_flat_opts *o, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+
+    if (!o->warn)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    o->warn(o->warn_ctx, buf);
+}
+
+static int oom(lp_error *err)
+{
+    return lp_error_set(err, LP_ENOMEM, "profile generation: out of memory");
+}
+
+/* ---- disjoint ranges (findDisjointRanges) --------------------------------- */
+
+typedef struct bpoint {         /* a boundary point of the input ranges */
+    uint64_t addr;
+    uint64_t begin, end;        /* UINT64_MAX: none */
+    bool zero_begin, zero_end;
+    UT_hash_handle hh;
+} bpoint;
+
+static bpoint *point(bpoint **pts, uint64_t addr)
+{
+    bpoint *p;
+
+    HASH_FIND(hh, *pts, &addr, sizeof addr, p);
+    if (p)
+        return p;
+    if (!(p = calloc(1, sizeof *p)))
+        return NULL;
+    p->addr = addr;
+    p->begin = p->end = UINT64_MAX;
+    HASH_ADD(hh, *pts, addr, sizeof addr, p);
+    return p;
+}
+
+static int add_range(bpoint **pts, uint64_t a, uint64_t b, uint64_t n)
+{
+    bpoint *pa, *pb;
+
+    if (a > b)
+        return 0; /* not a range; LLVM asserts */
+    if (!(pa = point(pts, a)) || !(pb = point(pts, b)))
+        return -1;
+    pa->begin = (pa->begin == UINT64_MAX ? 0 : pa->begin) + n;
+    pb->end = (pb->end == UINT64_MAX ? 0 : pb->end) + n;
+    if (n == 0) {
+        pa->zero_begin = true;
+        pb->zero_end = true;
+    }
+    return 0;
+}
+
+static int bpoint_cmp(const bpoint *x, const bpoint *y)
+{
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+typedef struct djvec {
+    lp_addr_pair_count *v;
+    size_t n, cap;
+} djvec;
+
+/* DisjointRanges[{a, b}] = n (a std::map: a later write replaces) */
+static int dj_set(djvec *d, uint64_t a, uint64_t b, uint64_t n)
+{
+    lp_addr_pair_count *nv;
+
+    if (d->n && d->v[d->n - 1].a == a && d->v[d->n - 1].b == b) {
+        d->v[d->n - 1].count = n;
+        return 0;
+    }
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 256;
+        if (!(nv = realloc(d->v, d->cap * sizeof *nv)))
+            return -1;
+        d->v = nv;
+    }
+    d->v[d->n++] = (lp_addr_pair_count){a, b, n};
+    return 0;
+}
+
+static int pair_cmp(const void *x, const void *y)
+{
+    const lp_addr_pair_count *p = x, *q = y;
+
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return p->b < q->b ? -1 : p->b > q->b;
+}
+
+static void free_points(bpoint *pts)
+{
+    bpoint *p, *t;
+
+    HASH_ITER(hh, pts, p, t) {
+        HASH_DEL(pts, p);
+        free(p);
+    }
+}
+
+static int disjoint(bpoint **pts, djvec *d)
+{
+    uint64_t begin = UINT64_MAX, count = 0;
+    int zdepth = 0, rc = 0;
+    bpoint *p;
+
+    HASH_SORT(*pts, bpoint_cmp);
+    for (p = *pts; p && rc == 0; p = p->hh.next) {
+        if (p->begin != UINT64_MAX) {
+            if (begin != UINT64_MAX)
+                rc |= dj_set(d, begin, p->addr - 1, count);
+            count += p->begin;
+            begin = p->addr;
+            zdepth += p->zero_begin;
+        }
+        if (p->end != UINT64_MAX) {
+            rc |= dj_set(d, begin, p->addr, count);
+            count -= p->end;
+            begin = p->addr + 1;
+            zdepth -= p->zero_end;
+            if (count == 0 && zdepth == 0)
+                begin = UINT64_MAX;
+        }
+    }
+    free_points(*pts);
+    *pts = NULL;
+    if (rc == 0)
+        qsort(d->v, d->n, sizeof *d->v, pair_cmp);
+    return rc;
+}
+
+/* preprocessRangeCounter: add zero ranges for the functions touched (or all
+ * functions), then cut into disjoint ranges. */
+static int preprocess(lp_binary *bin, const lp_counters *c, bool all_funcs,
+                      djvec *out)
+{
+    lp_addr_pair_count *r = NULL;
+    const lp_function *const *funcs;
+    const lp_func_range *fr;
+    bpoint *pts = NULL;
+    long n = lp_counters_ranges(c, &r), i;
+    size_t nf, j, k;
+    int rc = n < 0;
+
+    for (i = 0; rc == 0 && i < n; i++)
+        rc = add_range(&pts, r[i].a, r[i].b, r[i].count);
+    if (all_funcs) {
+        nf = lp_binary_functions(bin, &funcs);
+        for (j = 0; rc == 0 && j < nf; j++)
+            for (k = 0; rc == 0 && k < funcs[j]->nranges; k++)
+                rc = add_range(&pts, funcs[j]->ranges[k]->start,
+                               funcs[j]->ranges[k]->end - 1, 0);
+    } else {
+        for (i = 0; rc == 0 && i < n; i++) {
+            if (!(fr = lp_binary_func_range(bin, r[i].a)))
+                continue;
+            for (k = 0; rc == 0 && k < fr->func->nranges; k++)
+                rc = add_range(&pts, fr->func->ranges[k]->start,
+                               fr->func->ranges[k]->end - 1, 0);
+        }
+    }
+    free(r);
+    if (rc == 0)
+        rc = disjoint(&pts, out);
+    else
+        free_points(pts);
+    return rc ? -1 : 0;
+}
+
+/* ---- body samples ------------------------------------------------------------ */
+
+typedef struct gen {
+    lp_binary *bin;
+    lp_profile *p;
+    bool fs;                    /* flow-sensitive discriminators */
+    lp_error *err;
+} gen;
+
+/* getLeafProfileAndAddTotalSamples */
+static lp_fsamples *leaf_profile(gen *g, const lp_frame *fr, size_t n,
+                                 uint64_t add)
+{
+    lp_fsamples *fs = lp_profile_get(g->p, fr[0].func, NULL);
+    size_t i;
+
+    if (!fs)
+        return NULL;
+    fs->total = lp_sat_add(fs->total, add);
+    for (i = 1; i < n; i++) {
+        lp_loc cs = {fr[i - 1].line_offset,
+                     lp_disc_base(fr[i - 1].discriminator, g->fs)};
+        if (!(fs = lp_fs_callee(fs, cs, fr[i].func)))
+            return NULL;
+        fs->total = lp_sat_add(fs->total, add);
+    }
+    return fs;
+}
+
+/* updateBodySamplesforFunctionProfile: keep the max at a location */
+static int body_max(gen *g, lp_fsamples *fs, const lp_frame *leaf,
+                    uint64_t count)
+{
+    lp_loc loc = {leaf->line_offset, lp_disc_base(leaf->discriminator, g->fs)};
+    lp_body_rec *b;
+    uint64_t c = count * lp_disc_dup_factor(leaf->discriminator, g->fs);
+
+    if (!(b = lp_fs_body(fs, loc)))
+        return -1;
+    if (lp_body_count(b) <= c)
+        lp_body_set_count(b, c);
+    return 0;
+}
+
+static int body_range(gen *g, const lp_addr_pair_count *r)
+{
+    const lp_frame *fr;
+    lp_fsamples *fs;
+    uint64_t ip;
+    lp_inst in;
+    size_t n;
+    int k;
+
+    k = lp_binary_inst_at_or_after(g->bin, r->a, &ip, g->err);
+    while (k == 1 && ip <= r->b) {
+        if (lp_binary_symbolize(g->bin, ip, &fr, &n, g->err) ||
+            lp_binary_inst(g->bin, ip, &in, g->err) < 0)
+            return -1;
+        if (n > 0) {
+            if (!(fs = leaf_profile(g, fr, n, r->count * in.size)) ||
+                body_max(g, fs, &fr[n - 1], r->count))
+                return oom(g->err);
+        }
+        k = lp_binary_next_inst(g->bin, ip, &ip, g->err);
+    }
+    return k < 0 ? -1 : 0;
+}
+
+/* ---- boundary samples ------------------------------------------------------- */
+
+static int boundary(gen *g, const lp_addr_pair_count *br)
+{
+    const char *callee = lp_binary_callee_name(g->bin, br->b);
+    const lp_frame *fr;
+    lp_fsamples *fs;
+    lp_body_rec *b;
+    size_t n;
+
+    if (!callee)
+        return 0;
+    n = 0;
+    if (br->a != LP_EXTERNAL_ADDR &&
+        lp_binary_symbolize(g->bin, br->a, &fr, &n, g->err))
+        return -1;
+    if (n > 0) {
+        lp_loc loc = {fr[n - 1].line_offset,
+                      lp_disc_base(fr[n - 1].discriminator, g->fs)};
+        if (!(fs = leaf_profile(g, fr, n, 0)) || !(b = lp_fs_body(fs, loc)) ||
+            lp_body_add_target(b, callee, br->count))
+            return oom(g->err);
+    }
+    if (!(fs = lp_profile_get(g->p, callee, NULL)))
+        return oom(g->err);
+    fs->head = lp_sat_add(fs->head, br->count);
+    return 0;
+}
+
+static int finish_functions(lp_profile *p, bool update_total, lp_error *err)
+{
+    lp_fsamples **v;
+    size_t n = lp_profile_all(p, &v), i;
+
+    if (n == (size_t)-1)
+        return oom(err);
+    for (i = 0; i < n; i++) {
+        lp_fs_update_callsite_samples(v[i]);
+        if (update_total)
+            lp_fs_update_total_samples(v[i]);
+    }
+    free(v);
+    return 0;
+}
+
+int lp_flat_generate(lp_binary *bin, const lp_counters *c,
+                     const lp_flat_opts *o, lp_profile *out, lp_error *err)
+{
+    gen g = {bin, out, lp_binary_fs_discriminator(bin), err};
+    djvec d = {0};
+    lp_addr_pair_count *br = NULL;
+    long nb, i;
+    size_t j;
+    int rc;
+
+    rc = preprocess(bin, c, o->fill_zero_for_all_funcs, &d) ? oom(err) : 0;
+    for (j = 0; rc == 0 && j < d.n; j++)
+        rc = body_range(&g, &d.v[j]);
+    free(d.v);
+    if (rc)
+        return -1;
+    if ((nb = lp_counters_branches(c, &br)) < 0)
+        return oom(err);
+    for (i = 0; rc == 0 && i < nb; i++)
+        rc = boundary(&g, &br[i]);
+    free(br);
+    if (rc)
+        return -1;
+    return finish_functions(out, o->update_total_samples, err);
+}
+
+/* ---- post-processing ---------------------------------------------------------- */
+
+/* ProfileSummaryBuilder::getEntryForPercentile: first cutoff >= pct */
+static uint64_t count_at(const lp_summary *s, uint32_t pct)
+{
+    int k;
+
+    for (k = 0; k < LP_NR_CUTOFFS; k++)
+        if (s->entries[k].cutoff >= pct)
+            return s->entries[k].min_count;
+    return s->entries[LP_NR_CUTOFFS - 1].min_count;
+}
+
+static int ambiguous(const char *name)
+{
+    return strncmp(name, "__cxx_global_var_init", 21) == 0 ||
+           strncmp(name, "__tls_init", 10) == 0;
+}
+
+static void body_and_size(const lp_fsamples *fs, uint64_t *samples,
+                          uint64_t *size, int *oom_flag)
+{
+    lp_body_view *b;
+    lp_callee_view *c;
+    size_t nb = lp_fs_sorted_body(fs, &b), nc, i;
+
+    if (nb == (size_t)-1) {
+        *oom_flag = 1;
+        return;
+    }
+    *size += nb;
+    for (i = 0; i < nb; i++)
+        *samples += b[i].count;
+    lp_body_views_free(b, nb);
+    if ((nc = lp_fs_sorted_callees(fs, &c)) == (size_t)-1) {
+        *oom_flag = 1;
+        return;
+    }
+    for (i = 0; i < nc; i++)
+        body_and_size(c[i].fs, samples, size, oom_flag);
+    free(c);
+}
+
+typedef struct dens {
+    double d;
+    uint64_t samples;
+} dens;
+
+static int dens_cmp(const void *x, const void *y)
+{
+    const dens *a = x, *b = y;
+
+    if (a->d != b->d)
+        return a->d > b->d ? -1 : 1;
+    return a->samples < b->samples ? -1 : a->samples > b->samples;
+}
+
+/* calculateDensity + showDensitySuggestion */
+static int density(lp_profile *p, const lp_flat_opts *o, lp_error *err)
+{
+    lp_fsamples **v;
+    size_t n = lp_profile_all(p, &v), i, m = 0;
+    uint64_t total = 0, acc = 0, s, sz;
+    double result = 0;
+    dens *dl;
+    int bad = 0;
+
+    if (n == (size_t)-1 || !(dl = calloc(n ? n : 1, sizeof *dl))) {
+        if (n != (size_t)-1)
+            free(v);
+        return oom(err);
+    }
+    for (i = 0; i < n; i++) {
+        s = sz = 0;
+        body_and_size(v[i], &s, &sz, &bad);
+        if (sz == 0)
+            continue;
+        dl[m++] = (dens){(double)s / sz, s};
+        total += s;
+    }
+    free(v);
+    /* ties keep the hash order in LLVM too; (d, samples) is a total order
+     * on what can be observed (only the last density taken is used) */
+    qsort(dl, m, sizeof *dl, dens_cmp);
+    for (i = 0; i < m && acc < total * ((float)o->density_cutoff_hot) / 1000000;
+         i++) {
+        acc += dl[i].samples;
+        result = dl[i].d;
+    }
+    free(dl);
+    if (bad)
+        return oom(err);
+    if (result == 0.0)
+        warnf(o, "The output profile is empty or the --profile-density-cutoff-"
+                 "hot option is set too low. Please check your command.");
+    else if (result < o->density_threshold)
+        warnf(o, "Sample PGO is estimated to optimize better with %.1fx more "
+                 "samples. Please consider increasing sampling rate or profiling "
+                 "for longer duration to get more samples.",
+              o->density_threshold / result);
+    if (o->show_density && o->info)
+        fprintf(o->info, "Functions with density >= %.1f account for %.2f%% "
+                         "total sample counts.\n",
+                result, (double)o->density_cutoff_hot / 10000);
+    return 0;
+}
+
+int lp_flat_postprocess(lp_profile *p, const lp_flat_opts *o, lp_error *err)
+{
+    lp_summary s;
+    lp_fsamples **v;
+    uint64_t cold;
+    size_t n, i, k;
+
+    if (lp_profile_summary(p, &s, err))
+        return -1;
+    cold = o->cold_count >= 0 ? (uint64_t)o->cold_count : count_at(&s, o->cutoff_cold);
+    if ((n = lp_profile_all(p, &v)) == (size_t)-1)
+        return oom(err);
+    /* trimColdProfiles, then filterAmbiguousProfile; the survivors are
+     * moved to the front of v, the rest removed (which frees them) */
+    for (i = 0, k = 0; i < n; i++) {
+        if ((o->trim_cold_profile && v[i]->total < cold) || ambiguous(v[i]->name))
+            lp_profile_remove(p, v[i]->context);
+        else
+            v[k++] = v[i];
+    }
+    for (i = 0; i < k; i++)
+        lp_fs_drop_callees(v[i], ambiguous);
+    free(v);
+    return density(p, o, err);
+}

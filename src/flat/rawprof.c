@@ -1,0 +1,137 @@
+/*
+ * rawprof.c - llvm-profgen's unsymbolized ("raw") profile, the output of
+ * --skip-symbolization and the input of --unsymbolized-profile:
+ *     <number of ranges>\n  START-END:COUNT\n ...
+ *     <number of branches>\n SRC->DST:COUNT\n ...
+ * hex without 0x, relative to a base, sorted by address pair. Flat (LBR)
+ * profiles only: a "[context]" header is rejected as unsupported. Owns the
+ * text format; the counters live in counters.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/flat.h"
+
+static int write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
+                       uint64_t base, const char *sep)
+{
+    long i;
+
+    fprintf(f, "%ld\n", n);
+    for (i = 0; i < n; i++)
+        fprintf(f, "%" PRIx64 "%s%" PRIx64 ":%" PRIu64 "\n", v[i].a - base, sep,
+                v[i].b - base, v[i].count);
+    return 0;
+}
+
+int lp_rawprof_write(FILE *f, const lp_counters *c, uint64_t base,
+                     lp_error *err)
+{
+    lp_addr_pair_count *r = NULL, *b = NULL;
+    long nr = lp_counters_ranges(c, &r), nb = lp_counters_branches(c, &b);
+
+    if (nr >= 0 && nb >= 0) {
+        write_pairs(f, nr, r, base, "-");
+        write_pairs(f, nb, b, base, "->");
+    }
+    free(r);
+    free(b);
+    if (nr < 0 || nb < 0)
+        return lp_error_set(err, LP_ENOMEM, "raw profile: out of memory");
+    return 0;
+}
+
+typedef struct raw_reader {
+    FILE *f;
+    const char *name;
+    unsigned long lineno;
+    char *line;
+    size_t cap;
+} raw_reader;
+
+static int bad(raw_reader *r, lp_error *err, const char *what)
+{
+    return lp_error_set(err, LP_EFORMAT, "%s: Invalid raw profile at line %lu: %s",
+                        r->name, r->lineno, what);
+}
+
+/* 1: a line, 0: EOF */
+static int next_line(raw_reader *r)
+{
+    ssize_t n = getline(&r->line, &r->cap, r->f);
+
+    if (n < 0)
+        return 0;
+    r->lineno++;
+    if (n > 0 && r->line[n - 1] == '\n')
+        r->line[--n] = 0;
+    return 1;
+}
+
+static int parse_num(const char *s, const char *end, int base, uint64_t *v)
+{
+    char *e;
+
+    if (s == end || !((base == 10 && s[0] >= '0' && s[0] <= '9') ||
+                      (base == 16 && strchr("0123456789abcdefABCDEF", s[0]))))
+        return -1;
+    errno = 0;
+    *v = strtoull(s, &e, base);
+    return (e != end || errno) ? -1 : 0;
+}
+
+static int read_block(raw_reader *r, lp_counters *c, uint64_t base,
+                      const char *sep, lp_error *err)
+{
+    uint64_t n, a, b, cnt;
+    char *p, *colon, *s;
+    int rc;
+
+    if (!next_line(r))
+        return bad(r, err, "unexpected end of file");
+    if (parse_num(r->line, r->line + strlen(r->line), 10, &n))
+        return bad(r, err, "expected a number of entries");
+    while (n--) {
+        if (!next_line(r))
+            return bad(r, err, "unexpected end of file");
+        for (p = r->line; *p == ' ' || *p == '\t'; p++)
+            ;
+        colon = strchr(p, ':');
+        s = strstr(p, sep);
+        if (!colon || !s || s > colon || parse_num(p, s, 16, &a) ||
+            parse_num(s + strlen(sep), colon, 16, &b) ||
+            parse_num(colon + 1, colon + 1 + strlen(colon + 1), 10, &cnt))
+            return bad(r, err, strcmp(sep, "-") == 0 ? "expected START-END:COUNT"
+                                                    : "expected SRC->DST:COUNT");
+        rc = sep[1] ? lp_counters_add_branch(c, a + base, b + base, cnt)
+                    : lp_counters_add_range(c, a + base, b + base, cnt);
+        if (rc)
+            return lp_error_set(err, LP_ENOMEM, "raw profile: out of memory");
+    }
+    return 0;
+}
+
+int lp_rawprof_read(FILE *f, const char *name, uint64_t base, lp_counters *c,
+                    lp_error *err)
+{
+    raw_reader r = {f, name, 0, NULL, 0};
+    int ch, rc = 0;
+
+    while (rc == 0 && (ch = fgetc(f)) != EOF) {
+        ungetc(ch, f);
+        if (ch == '[') {
+            next_line(&r);
+            rc = lp_error_set(err, LP_EUNSUPP, "%s:%lu: context-sensitive "
+                              "unsymbolized profiles are not supported yet",
+                              name, r.lineno);
+            break;
+        }
+        rc = read_block(&r, c, base, "-", err);
+        if (rc == 0)
+            rc = read_block(&r, c, base, "->", err);
+    }
+    free(r.line);
+    return rc;
+}
