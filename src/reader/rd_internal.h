@@ -1,0 +1,203 @@
+/*
+ * rd_internal.h - private structures of the perf.data reader, shared by
+ * reader.c (front end, ordering queue), rd_input.c (byte sources and zstd),
+ * rd_header.c (file header, attrs, features, pipe user records) and
+ * rd_decode.c (record and sample decoding). Not public; the perf script
+ * text backend has its own header (perfscript.h).
+ */
+#ifndef LBR2PROF_READER_RD_INTERNAL_H
+#define LBR2PROF_READER_RD_INTERNAL_H
+
+#include <byteswap.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "lbr2prof/reader.h"
+#include "reader/perfscript.h"
+
+/* Record types we act on (PERF_RECORD_*). */
+enum {
+    RD_MMAP = 1, RD_LOST = 2, RD_COMM = 3, RD_EXIT = 4, RD_THROTTLE = 5,
+    RD_UNTHROTTLE = 6, RD_FORK = 7, RD_READ = 8, RD_SAMPLE = 9, RD_MMAP2 = 10,
+    RD_LOST_SAMPLES = 13,
+    RD_USER_START = 64,
+    RD_HEADER_ATTR = 64, RD_HEADER_EVENT_TYPE = 65, RD_TRACING_DATA = 66,
+    RD_HEADER_BUILD_ID = 67, RD_FINISHED_ROUND = 68, RD_AUXTRACE = 71,
+    RD_HEADER_FEATURE = 80, RD_COMPRESSED = 81, RD_FINISHED_INIT = 82,
+    RD_COMPRESSED2 = 83,
+};
+
+/* Feature ids (HEADER_*). */
+enum {
+    RD_FEAT_BUILD_ID = 2, RD_FEAT_HOSTNAME = 3, RD_FEAT_OSRELEASE = 4,
+    RD_FEAT_VERSION = 5, RD_FEAT_ARCH = 6, RD_FEAT_CPUDESC = 8,
+    RD_FEAT_CPUID = 9, RD_FEAT_CMDLINE = 11, RD_FEAT_EVENT_DESC = 12,
+    RD_FEAT_DIR_FORMAT = 24, RD_FEAT_COMPRESSED = 27,
+};
+
+#define RD_MAX_RECORD 65536u          /* header.size is a u16 */
+#define RD_STREAM_BUF (1u << 20)      /* refill buffer for pipes */
+#define RD_ZOUT_BUF (1u << 20)        /* decompression window */
+#define RD_MAX_FILES 4096             /* main file + data.N of a directory */
+
+/* ---- byte order --------------------------------------------------------- */
+
+static inline uint64_t rd_ld64(const void *p, int swap)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return swap ? bswap_64(v) : v;
+}
+static inline uint32_t rd_ld32(const void *p, int swap)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return swap ? bswap_32(v) : v;
+}
+static inline uint16_t rd_ld16(const void *p, int swap)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return swap ? bswap_16(v) : v;
+}
+
+/* ---- one raw record as it came out of a source -------------------------- */
+
+typedef struct rd_raw {
+    const uint8_t *p;    /* header + body, possibly unaligned, file order */
+    uint32_t type;
+    uint16_t misc, size;
+    uint64_t off;        /* offset in its file or decompressed stream */
+    int file_idx;        /* index into rd_reader.files */
+    int zst;             /* came out of a COMPRESSED record */
+    int stable;          /* p points into a mapping that outlives the reader */
+} rd_raw;
+
+/* ---- byte sources ------------------------------------------------------- */
+
+/* One input file (or stream). Memory sources are mmap'd files or a caller's
+ * buffer; stream sources read a FILE through a refill buffer. */
+typedef struct rd_file {
+    char *name;
+    int is_mem;
+    const uint8_t *base; /* memory: whole file */
+    size_t map_len;      /* memory: mmap length to unmap (0: not ours) */
+    uint64_t pos, end;   /* current offset, end of the record stream */
+    FILE *f;             /* stream */
+    int own_f;
+    uint8_t *buf;        /* stream refill buffer */
+    size_t b0, b1;       /* valid bytes buf[b0..b1) start at file offset pos */
+    int eof;
+} rd_file;
+
+/* zstd state: one DStream per input file, a carry window for records that
+ * straddle COMPRESSED records. */
+typedef struct rd_zstd {
+    ZSTD_DStream *ds;
+    uint8_t *in;         /* copy of the current COMPRESSED payload */
+    size_t in_len, in_pos;
+    uint8_t *out;        /* decompressed window */
+    size_t o0, o1;       /* unread bytes out[o0..o1) */
+    uint64_t off;        /* decompressed-stream offset of out[o0] */
+    int active;          /* input left or output pending */
+} rd_zstd;
+
+/* ---- ordering queue ----------------------------------------------------- */
+
+#define RD_LOC_ARENA (1ull << 63)
+#define RD_LOC_FILE_SHIFT 48
+
+typedef struct rd_qent {  /* 24 bytes */
+    uint64_t time, seq;
+    uint64_t loc;        /* RD_LOC_ARENA|arena offset, or file_idx<<48|off */
+} rd_qent;
+
+/* Arena-held records carry their origin in a small prefix. */
+typedef struct rd_arena_hdr {
+    uint64_t off;
+    uint32_t file_idx, zst;
+} rd_arena_hdr;
+
+typedef struct rd_queue {
+    rd_qent *e;
+    size_t n, head, cap;
+    int sorted;
+    uint64_t seq, max_time, next_flush, last_flush;
+    uint8_t *arena, *arena2;
+    size_t arena_len, arena_cap, arena2_cap;
+} rd_queue;
+
+/* ---- the reader ----------------------------------------------------------- */
+
+typedef struct rd_idmap rd_idmap;  /* uthash id -> attr index (rd_header.c) */
+
+enum rd_state { RD_RUN, RD_FLUSH, RD_DONE, RD_FAILED };
+
+struct lp_reader {
+    lp_reader_opts opts;
+    int swap;
+    lp_file_info info;
+    lp_reader_stats stats;
+
+    lp_attr *attrs;
+    size_t attr_cap;
+    rd_idmap *idmap;
+    int id_pos, is_pos;  /* from the first attr, -1 when absent */
+
+    lp_build_id *build_ids;
+    size_t bid_cap;
+    char **cmdline;
+
+    rd_file *files;
+    size_t nr_files, cur_file;
+    rd_zstd z;
+
+    rd_queue q;
+    enum rd_state state;
+    uint64_t flush_limit;
+    int at_eof;          /* input exhausted; the final flush is running */
+    rd_raw pending;      /* FINISHED_ROUND delivered once its flush ends */
+    uint64_t *pend_buf;  /* ... and its bytes */
+    lp_error saved_err;
+    uint64_t bad_features; /* malformed feature sections ignored */  /* after a failure every call returns this */
+
+    uint64_t *abuf;      /* aligned copy of the record being decoded */
+    lp_event ev;
+
+    lp_pscript *text;    /* perf script text backend, when the input is text */
+    FILE *own_text_f;    /* stream we opened for the text backend */
+};
+
+/* rd_input.c */
+int rd_file_open_mem(rd_file *f, const void *buf, size_t len, const char *name);
+int rd_file_map(rd_file *f, int fd, const char *name, lp_error *err);
+int rd_file_stream(rd_file *f, FILE *s, const char *name, lp_error *err);
+void rd_file_close(rd_file *f);
+int rd_file_read(rd_file *f, void *dst, size_t n, lp_error *err);
+int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err);
+void rd_zstd_free(rd_zstd *z);
+
+/* rd_header.c */
+int rd_read_file_header(lp_reader *r, rd_file *f, lp_error *err);
+int rd_user_record(lp_reader *r, const rd_raw *raw, lp_error *err);
+int rd_add_attr(lp_reader *r, const uint8_t *p, size_t avail, const uint8_t *ids,
+                size_t nr_ids, int ids_swap, uint64_t off, const char *fname,
+                lp_error *err);
+int rd_parse_feature(lp_reader *r, int feat, const uint8_t *p, size_t len,
+                     uint64_t off, const char *fname, lp_error *err);
+int rd_attr_for(const lp_reader *r, const rd_raw *raw, const uint8_t *body,
+                size_t nwords);
+void rd_header_free(lp_reader *r);
+
+/* rd_decode.c */
+int rd_timestamp(lp_reader *r, const rd_raw *raw, uint64_t *time, lp_error *err);
+int rd_decode(lp_reader *r, const rd_raw *raw, lp_error *err);
+
+/* Error helper: "FILE: offset 0xNNN: <msg>". */
+int rd_errf(lp_error *err, const char *file, uint64_t off, int zst,
+            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

@@ -1,0 +1,597 @@
+/*
+ * reader.c - the public face of the trace reader (lbr2prof/reader.h):
+ * opening inputs (file, stream, memory, `perf record --threads` directory),
+ * sniffing perf.data against perf script text (handed to perfscript.c), and
+ * delivering events in perf's order through the ordering queue below
+ * (a re-implementation of the behaviour of perf's ordered_events).
+ * Record bytes come from rd_input.c, their meaning from rd_header.c and
+ * rd_decode.c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader/rd_internal.h"
+
+/* The text backend lives in perfscript.c; weak so the reader links alone. */
+#pragma weak lp_pscript_open
+#pragma weak lp_pscript_next
+#pragma weak lp_pscript_close
+
+static const char MAGIC2[8] = { 'P', 'E', 'R', 'F', 'I', 'L', 'E', '2' };
+static const char MAGIC2_BE[8] = { '2', 'E', 'L', 'I', 'F', 'R', 'E', 'P' };
+static const char MAGIC1[8] = { 'P', 'E', 'R', 'F', 'F', 'I', 'L', 'E' };
+
+typedef enum sniff { SNIFF_PERF, SNIFF_V1, SNIFF_TEXT } sniff;
+
+static sniff sniff_magic(const void *p, size_t n)
+{
+    if (n >= 8 && (!memcmp(p, MAGIC2, 8) || !memcmp(p, MAGIC2_BE, 8)))
+        return SNIFF_PERF;
+    if (n >= 8 && !memcmp(p, MAGIC1, 8))
+        return SNIFF_V1;
+    return SNIFF_TEXT;
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+static lp_reader *reader_new(const lp_reader_opts *opts, lp_error *err)
+{
+    lp_reader *r = calloc(1, sizeof *r);
+    if (r)
+        r->abuf = aligned_alloc(8, RD_MAX_RECORD + 64);
+    if (r && r->abuf)
+        r->pend_buf = aligned_alloc(8, RD_MAX_RECORD + 64);
+    if (!r || !r->abuf || !r->pend_buf) {
+        if (r)
+            free(r->abuf);
+        free(r);
+        lp_error_set(err, LP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (opts)
+        r->opts = *opts;
+    r->id_pos = r->is_pos = -1;
+    return r;
+}
+
+static rd_file *add_file(lp_reader *r, lp_error *err)
+{
+    if (r->nr_files >= RD_MAX_FILES) {
+        lp_error_set(err, LP_EUNSUPP, "more than %d input files",
+                     RD_MAX_FILES);
+        return NULL;
+    }
+    rd_file *n = realloc(r->files, (r->nr_files + 1) * sizeof *n);
+    if (!n) {
+        lp_error_set(err, LP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    r->files = n;
+    memset(&n[r->nr_files], 0, sizeof *n);
+    return &n[r->nr_files++];
+}
+
+static lp_reader *fail_open(lp_reader *r)
+{
+    lp_reader_close(r);
+    return NULL;
+}
+
+static lp_reader *open_text(lp_reader *r, FILE *f, const void *prefix,
+                            size_t n, const char *name, lp_error *err)
+{
+    if (!lp_pscript_open) {
+        lp_error_set(err, LP_EUNSUPP,
+                     "%s: not a perf.data file, and perf script text input "
+                     "is not available in this build", name);
+        return fail_open(r);
+    }
+    r->info.format = LP_FMT_PERF_SCRIPT;
+    r->text = lp_pscript_open(f, prefix, n, name, err);
+    return r->text ? r : fail_open(r);
+}
+
+static int cmp_data_n(const void *a, const void *b)
+{
+    unsigned long x = strtoul(*(char *const *)a + 5, NULL, 10);
+    unsigned long y = strtoul(*(char *const *)b + 5, NULL, 10);
+    return x < y ? -1 : x > y;
+}
+
+static int map_path(lp_reader *r, const char *path, lp_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
+    rd_file *f = add_file(r, err);
+    int rc = f ? rd_file_map(f, fd, path, err) : -1;
+    close(fd);
+    if (rc < 0 && f)
+        r->nr_files--;
+    return rc;
+}
+
+/* `perf record --threads`: dir/data has the header, dir/data.N the rest. */
+static int open_dir_streams(lp_reader *r, const char *dir, lp_error *err)
+{
+    DIR *d = opendir(dir);
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    int rc = 0;
+
+    if (!d)
+        return lp_error_set(err, LP_EIO, "%s: %s", dir, strerror(errno));
+    while ((de = readdir(d)) != NULL && n < RD_MAX_FILES) {
+        const char *s = de->d_name;
+        if (strncmp(s, "data.", 5) || !s[5] || strspn(s + 5, "0123456789") !=
+                                                   strlen(s + 5))
+            continue;
+        char **nn = realloc(names, (n + 1) * sizeof *nn);
+        if (!nn || !(nn[n] = strdup(s))) {
+            names = nn ? nn : names;
+            rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+            break;
+        }
+        names = nn;
+        n++;
+    }
+    closedir(d);
+    if (rc == 0)
+        qsort(names, n, sizeof *names, cmp_data_n);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            rc = map_path(r, path, err);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+/* files[0] is open and holds a perf.data header. */
+static lp_reader *open_perf(lp_reader *r, const char *dir, lp_error *err)
+{
+    if (rd_read_file_header(r, &r->files[0], err) < 0)
+        return fail_open(r);
+    if (dir && r->info.format == LP_FMT_PERF_DIR &&
+        open_dir_streams(r, dir, err) < 0)
+        return fail_open(r);
+    return r;
+}
+
+static lp_reader *open_v1(lp_reader *r, const char *name, lp_error *err)
+{
+    lp_error_set(err, LP_EUNSUPP,
+                 "%s: perf.data v1 (\"PERFFILE\", perf <= 2.6.3x) is not "
+                 "supported; re-record with a newer perf", name);
+    return fail_open(r);
+}
+
+lp_reader *lp_reader_open_mem(const void *buf, size_t len, const char *name,
+                              const lp_reader_opts *opts, lp_error *err)
+{
+    lp_reader *r = reader_new(opts, err);
+    if (!r)
+        return NULL;
+    name = name ? name : "(memory)";
+    switch (sniff_magic(buf, len)) {
+    case SNIFF_PERF: {
+        rd_file *f = add_file(r, err);
+        if (!f || rd_file_open_mem(f, buf, len, name) < 0) {
+            lp_error_set(err, LP_ENOMEM, "out of memory");
+            return fail_open(r);
+        }
+        return open_perf(r, NULL, err);
+    }
+    case SNIFF_V1:
+        return open_v1(r, name, err);
+    default: {
+        FILE *f = len ? fmemopen((void *)buf, len, "r") : NULL;
+        if (!f) {
+            lp_error_set(err, LP_EFORMAT, "%s: empty input", name);
+            return fail_open(r);
+        }
+        r->own_text_f = f;
+        return open_text(r, f, NULL, 0, name, err);
+    }
+    }
+}
+
+lp_reader *lp_reader_open_stream(FILE *s, const char *name,
+                                 const lp_reader_opts *opts, lp_error *err)
+{
+    char pre[8];
+    lp_reader *r = reader_new(opts, err);
+    if (!r)
+        return NULL;
+    name = name ? name : "(stream)";
+    size_t n = fread(pre, 1, sizeof pre, s);
+    if (n == 0) {
+        lp_error_set(err, LP_EFORMAT, "%s: empty input", name);
+        return fail_open(r);
+    }
+    switch (sniff_magic(pre, n)) {
+    case SNIFF_PERF: {
+        rd_file *f = add_file(r, err);
+        if (!f || rd_file_stream(f, s, name, err) < 0)
+            return fail_open(r);
+        memcpy(f->buf, pre, n);
+        f->b1 = n;
+        return open_perf(r, NULL, err);
+    }
+    case SNIFF_V1:
+        return open_v1(r, name, err);
+    default:
+        return open_text(r, s, pre, n, name, err);
+    }
+}
+
+lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
+                          lp_error *err)
+{
+    struct stat st;
+    char pre[8];
+
+    if (!strcmp(path, "-"))
+        return lp_reader_open_stream(stdin, "(stdin)", opts, err);
+    if (stat(path, &st) < 0) {
+        lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    lp_reader *r = reader_new(opts, err);
+    if (!r)
+        return NULL;
+    if (S_ISDIR(st.st_mode)) {
+        char main_path[4096];
+        snprintf(main_path, sizeof main_path, "%s/data", path);
+        if (map_path(r, main_path, err) < 0)
+            return fail_open(r);
+        if (sniff_magic(r->files[0].base, r->files[0].end) != SNIFF_PERF) {
+            lp_error_set(err, LP_EFORMAT, "%s: not a perf.data file",
+                         main_path);
+            return fail_open(r);
+        }
+        return open_perf(r, path, err);
+    }
+    if (!S_ISREG(st.st_mode)) { /* fifo, character device */
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
+            return fail_open(r);
+        }
+        lp_reader_close(r);
+        r = lp_reader_open_stream(f, path, opts, err);
+        if (r && r->nr_files)
+            r->files[0].own_f = 1;
+        else if (r && r->text)
+            r->own_text_f = f;
+        else
+            fclose(f);
+        return r;
+    }
+    if (map_path(r, path, err) < 0)
+        return fail_open(r);
+    rd_file *f = &r->files[0];
+    size_t n = f->end < 8 ? (size_t)f->end : 8;
+    memcpy(pre, f->base, n);
+    switch (sniff_magic(pre, n)) {
+    case SNIFF_PERF:
+        return open_perf(r, NULL, err);
+    case SNIFF_V1:
+        return open_v1(r, path, err);
+    default:
+        break;
+    }
+    if (n == 0) {
+        lp_error_set(err, LP_EFORMAT, "%s: empty file", path);
+        return fail_open(r);
+    }
+    rd_file_close(f);
+    r->nr_files = 0;
+    FILE *tf = fopen(path, "rb");
+    if (!tf) {
+        lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
+        return fail_open(r);
+    }
+    r->own_text_f = tf;
+    return open_text(r, tf, NULL, 0, path, err);
+}
+
+/* ---- the ordering queue ------------------------------------------------ */
+
+static int cmp_qent(const void *a, const void *b)
+{
+    const rd_qent *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int arena_reserve(uint8_t **a, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 1u << 20;
+    while (c < need)
+        c *= 2;
+    uint8_t *n = realloc(*a, c);
+    if (!n)
+        return -1;
+    *a = n;
+    *cap = c;
+    return 0;
+}
+
+/* Append a copy of a record to arena `a`; returns its offset or -1. */
+static int64_t arena_put(uint8_t **a, size_t *len, size_t *cap,
+                         const rd_arena_hdr *h, const uint8_t *p, size_t size)
+{
+    size_t off = *len, tot = (sizeof *h + size + 7) & ~(size_t)7;
+    if (arena_reserve(a, cap, off + tot) < 0)
+        return -1;
+    memcpy(*a + off, h, sizeof *h);
+    memcpy(*a + off + sizeof *h, p, size);
+    *len = off + tot;
+    return (int64_t)off;
+}
+
+static int enqueue(lp_reader *r, const rd_raw *raw, uint64_t t, lp_error *err)
+{
+    rd_queue *q = &r->q;
+    rd_qent e = { t, q->seq++, 0 };
+
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 4096;
+        rd_qent *n = realloc(q->e, cap * sizeof *n);
+        if (!n)
+            return lp_error_set(err, LP_ENOMEM, "out of memory");
+        q->e = n;
+        q->cap = cap;
+    }
+    if (raw->stable && raw->off < (1ull << RD_LOC_FILE_SHIFT)) {
+        e.loc = (uint64_t)raw->file_idx << RD_LOC_FILE_SHIFT | raw->off;
+    } else {
+        rd_arena_hdr h = { raw->off, (uint32_t)raw->file_idx,
+                           (uint32_t)raw->zst };
+        int64_t off = arena_put(&q->arena, &q->arena_len, &q->arena_cap, &h,
+                                raw->p, raw->size);
+        if (off < 0)
+            return lp_error_set(err, LP_ENOMEM, "out of memory");
+        e.loc = RD_LOC_ARENA | (uint64_t)off;
+    }
+    if (t < q->last_flush)
+        r->stats.out_of_order++;
+    if (q->n > q->head && t < q->e[q->n - 1].time)
+        q->sorted = 0;
+    if (t > q->max_time)
+        q->max_time = t;
+    q->e[q->n++] = e;
+    return 0;
+}
+
+static void queue_raw(const lp_reader *r, const rd_qent *e, rd_raw *raw)
+{
+    memset(raw, 0, sizeof *raw);
+    if (e->loc & RD_LOC_ARENA) {
+        const uint8_t *a = r->q.arena + (e->loc & ~RD_LOC_ARENA);
+        rd_arena_hdr h;
+        memcpy(&h, a, sizeof h);
+        raw->p = a + sizeof h;
+        raw->off = h.off;
+        raw->file_idx = (int)h.file_idx;
+        raw->zst = (int)h.zst;
+    } else {
+        raw->file_idx = (int)(e->loc >> RD_LOC_FILE_SHIFT);
+        raw->off = e->loc & ((1ull << RD_LOC_FILE_SHIFT) - 1);
+        raw->p = r->files[raw->file_idx].base + raw->off;
+        raw->stable = 1;
+    }
+    raw->type = rd_ld32(raw->p, r->swap);
+    raw->misc = rd_ld16(raw->p + 4, r->swap);
+    raw->size = rd_ld16(raw->p + 6, r->swap);
+}
+
+static void start_flush(lp_reader *r, uint64_t limit)
+{
+    rd_queue *q = &r->q;
+    if (!q->sorted) {
+        qsort(q->e + q->head, q->n - q->head, sizeof *q->e, cmp_qent);
+        q->sorted = 1;
+    }
+    r->flush_limit = limit;
+    r->state = RD_FLUSH;
+}
+
+/* Drop delivered entries; move arena records still queued to a fresh arena. */
+static int end_flush(lp_reader *r, lp_error *err)
+{
+    rd_queue *q = &r->q;
+    size_t left = q->n - q->head;
+    memmove(q->e, q->e + q->head, left * sizeof *q->e);
+    q->n = left;
+    q->head = 0;
+    if (q->arena_len == 0)
+        return 0;
+    size_t len2 = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        if (!(q->e[i].loc & RD_LOC_ARENA))
+            continue;
+        const uint8_t *a = q->arena + (q->e[i].loc & ~RD_LOC_ARENA);
+        rd_arena_hdr h;
+        memcpy(&h, a, sizeof h);
+        uint16_t size = rd_ld16(a + sizeof h + 6, r->swap);
+        int64_t off = arena_put(&q->arena2, &len2, &q->arena2_cap, &h,
+                                a + sizeof h, size);
+        if (off < 0)
+            return lp_error_set(err, LP_ENOMEM, "out of memory");
+        q->e[i].loc = RD_LOC_ARENA | (uint64_t)off;
+    }
+    uint8_t *t = q->arena;
+    size_t tc = q->arena_cap;
+    q->arena = q->arena2;
+    q->arena_cap = q->arena2_cap;
+    q->arena2 = t;
+    q->arena2_cap = tc;
+    q->arena_len = len2;
+    return 0;
+}
+
+/* ---- delivery ------------------------------------------------------------ */
+
+static int failed(lp_reader *r, lp_error *err)
+{
+    if (err)
+        r->saved_err = *err;
+    r->state = RD_FAILED;
+    return -1;
+}
+
+/* One step of a flush: 1 delivered, 0 flush over, -1 error. */
+static int flush_step(lp_reader *r, lp_error *err)
+{
+    rd_queue *q = &r->q;
+    while (q->head < q->n && q->e[q->head].time <= r->flush_limit) {
+        rd_raw raw;
+        rd_qent e = q->e[q->head++];
+        queue_raw(r, &e, &raw);
+        q->last_flush = e.time;
+        int rc = rd_decode(r, &raw, err);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* After a flush: the round's FINISHED_ROUND (or end of input). */
+static int after_flush(lp_reader *r, lp_error *err)
+{
+    if (end_flush(r, err) < 0)
+        return -1;
+    if (r->at_eof) {
+        r->state = RD_DONE;
+        return 0;
+    }
+    r->q.next_flush = r->q.max_time;
+    r->state = RD_RUN;
+    rd_raw raw = r->pending;
+    raw.p = (const uint8_t *)r->pend_buf;
+    return rd_decode(r, &raw, err);
+}
+
+/* Handle one raw record in RUN state: 1 delivered, 0 not (yet), -1 error. */
+static int run_step(lp_reader *r, const rd_raw *raw, lp_error *err)
+{
+    uint64_t t = 0;
+    int timed = r->opts.order == LP_ORDER_TIME;
+
+    if (raw->type >= RD_USER_START) {
+        if (rd_user_record(r, raw, err) < 0)
+            return -1;
+        if (raw->type == RD_FINISHED_ROUND && timed) {
+            r->pending = *raw;
+            memcpy(r->pend_buf, raw->p, raw->size);
+            start_flush(r, r->q.next_flush);
+            return 0;
+        }
+        return rd_decode(r, raw, err);
+    }
+    if (timed && rd_timestamp(r, raw, &t, err) < 0)
+        return -1;
+    if (!timed || t == 0 || t == UINT64_MAX)
+        return rd_decode(r, raw, err);
+    return enqueue(r, raw, t, err) < 0 ? -1 : 0;
+}
+
+int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err)
+{
+    if (r->text)
+        return lp_pscript_next(r->text, ev, err);
+    for (;;) {
+        int rc;
+        switch (r->state) {
+        case RD_FAILED:
+            if (err)
+                *err = r->saved_err;
+            return -1;
+        case RD_DONE:
+            return 0;
+        case RD_FLUSH:
+            rc = flush_step(r, err);
+            if (rc == 0)
+                rc = after_flush(r, err);
+            break;
+        case RD_RUN:
+        default: {
+            rd_raw raw;
+            rc = rd_next_raw(r, &raw, err);
+            if (rc == 0) {
+                r->at_eof = 1;
+                start_flush(r, UINT64_MAX);
+                continue;
+            }
+            if (rc > 0)
+                rc = run_step(r, &raw, err);
+            break;
+        }
+        }
+        if (rc < 0)
+            return failed(r, err);
+        if (rc > 0) {
+            *ev = &r->ev;
+            return 1;
+        }
+    }
+}
+
+const lp_file_info *lp_reader_info(const lp_reader *r)
+{
+    return &r->info;
+}
+
+const lp_reader_stats *lp_reader_stats_get(const lp_reader *r)
+{
+    return &r->stats;
+}
+
+void lp_reader_close(lp_reader *r)
+{
+    if (!r)
+        return;
+    if (r->text && lp_pscript_close)
+        lp_pscript_close(r->text);
+    if (r->own_text_f)
+        fclose(r->own_text_f);
+    for (size_t i = 0; i < r->nr_files; i++)
+        rd_file_close(&r->files[i]);
+    free(r->files);
+    rd_zstd_free(&r->z);
+    rd_header_free(r);
+    free(r->q.e);
+    free(r->q.arena);
+    free(r->q.arena2);
+    free(r->abuf);
+    free(r->pend_buf);
+    free(r);
+}
+
+const char *lp_event_kind_name(lp_event_kind k)
+{
+    static const char *const names[] = {
+        [LP_EV_SAMPLE] = "SAMPLE", [LP_EV_MMAP] = "MMAP",
+        [LP_EV_COMM] = "COMM", [LP_EV_FORK] = "FORK", [LP_EV_EXIT] = "EXIT",
+        [LP_EV_LOST] = "LOST", [LP_EV_LOST_SAMPLES] = "LOST_SAMPLES",
+        [LP_EV_THROTTLE] = "THROTTLE", [LP_EV_UNTHROTTLE] = "UNTHROTTLE",
+        [LP_EV_FINISHED_ROUND] = "FINISHED_ROUND",
+        [LP_EV_FINISHED_INIT] = "FINISHED_INIT", [LP_EV_OTHER] = "OTHER",
+    };
+    if ((unsigned)k < sizeof names / sizeof names[0] && names[k])
+        return names[k];
+    return "UNKNOWN";
+}
