@@ -13,6 +13,7 @@
 #define LBR2PROF_READER_PERFSCRIPT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "lbr2prof/reader.h"
@@ -26,6 +27,20 @@ lp_pscript *lp_pscript_open(FILE *f, const void *prefix, size_t prefix_len,
 /* Same contract as lp_reader_next(); `ev` is owned by the backend. */
 int lp_pscript_next(lp_pscript *p, const lp_event **ev, lp_error *err);
 void lp_pscript_close(lp_pscript *p);
+
+/* What llvm-profgen would have warned about, and what was delivered. */
+typedef struct lp_pscript_stats {
+    uint64_t samples_seen;   /* lines taken as the start of a sample */
+    uint64_t samples;        /* LP_EV_SAMPLE events delivered */
+    uint64_t mmaps;          /* LP_EV_MMAP events delivered */
+    uint64_t skipped_lines;  /* comments, blank lines, aborted samples */
+    uint64_t bad_lbr_lines;  /* "Invalid address in LBR record" */
+    uint64_t bad_mmap_lines; /* "Cannot parse mmap event" */
+} lp_pscript_stats;
+
+const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p);
+/* After the first lp_pscript_next(): 1 if samples carry call stacks. */
+int lp_pscript_is_hybrid(const lp_pscript *p);
 
 /* True if the first bytes of an input look like perf script text rather
  * than anything else we know (used for error messages). */

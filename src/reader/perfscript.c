@@ -1,0 +1,856 @@
+/*
+ * perfscript.c - the `perf script` text backend of the trace reader: turns
+ * the text llvm-profgen 19 reads (`perf script -F ip,brstack`, with or
+ * without callchains, aggregated or not, with --show-mmap-events lines)
+ * into lp_event values. It mirrors llvm-profgen's PerfReader line rules:
+ *
+ *   - the kind of file (LBR-only or hybrid) is decided by the first line
+ *     that looks like an LBR sample (checkPerfScriptType): hybrid if
+ *     call-stack lines come right before it; no such line at all is an
+ *     error ("Invalid perf script input!");
+ *   - each line is then an MMAP event (>= 50 chars, not starting with a
+ *     digit, containing PERF_RECORD_MMAP) or a sample, optionally preceded
+ *     by a decimal repeat count on its own line;
+ *   - lines llvm-profgen only warns about (comments, blank lines, broken
+ *     LBR tokens, unparsable MMAP lines) are skipped and counted.
+ *
+ * Owns line buffering and text parsing. Does not own perf.data parsing,
+ * format detection (reader.c) or any interpretation of the addresses.
+ * Memory is bounded by the longest line (plus, before the first sample
+ * line, the text that precedes it, up to LP_PSCRIPT_MAX_PREAMBLE bytes).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader/perfscript.h"
+
+#define LP_PSCRIPT_MAX_PREAMBLE (64u << 20)
+#define LP_PSCRIPT_MAX_LINE (256u << 20)
+#define LP_PSCRIPT_CHUNK (1u << 20)
+
+enum ps_mode { PS_UNKNOWN = 0, PS_LBR, PS_HYBRID };
+
+/* A line of the input: points into lp_pscript.buf, valid until the next
+ * advance. */
+typedef struct ps_line {
+    const char *s;
+    size_t len;
+} ps_line;
+
+/* One distinct `event:` name seen in front of LBR lines. */
+typedef struct ps_named_attr {
+    lp_attr attr;
+    char *name;
+    struct ps_named_attr *next;
+} ps_named_attr;
+
+struct lp_pscript {
+    FILE *f;
+    char *name;
+    /* Input buffer: [0, end) holds text; lines before `pos` are consumed.
+     * While the mode is unknown nothing is discarded, so the preamble can
+     * be parsed again once the mode is known. */
+    char *buf;
+    size_t cap, pos, end;
+    uint64_t base;      /* file offset of buf[0] */
+    uint64_t start_off; /* file offset of the current event's first line */
+    int eof;            /* no more bytes from f */
+    int io_error;
+    uint64_t lineno;    /* number of the current line (1-based) */
+    ps_line cur;
+    int have_cur;       /* cur is valid; 0 at end of input */
+    enum ps_mode mode;
+    int failed;
+    /* Per-sample scratch, reused. */
+    uint64_t *frames;
+    size_t nframes, frames_cap;
+    lp_branch_entry *br;
+    size_t nbr, br_cap;
+    char *fname;        /* mmap filename copy */
+    size_t fname_cap;
+    lp_attr attr_lbr;   /* samples without an event name */
+    ps_named_attr *named;
+    lp_pscript_stats stats;
+    lp_event ev;
+};
+
+/* ---- small parsers ------------------------------------------------------ */
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* StringRef::getAsInteger(16): the whole of [s, s+n) is hex digits, no
+ * prefix, no sign, fits in 64 bits. */
+static int parse_hex(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t i;
+
+    if (n == 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        int d = hexval((unsigned char)s[i]);
+        if (d < 0 || (v >> 60) != 0)
+            return -1;
+        v = (v << 4) | (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* StringRef::getAsInteger(10) into a uint64_t. */
+static int parse_dec(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t i;
+
+    if (n == 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        unsigned d = (unsigned char)s[i] - '0';
+        if (d > 9 || v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* StringRef's trim set: " \t\n\v\f\r". */
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+           c == '\r';
+}
+
+static ps_line ltrim(ps_line l)
+{
+    while (l.len && is_ws(*l.s)) {
+        l.s++;
+        l.len--;
+    }
+    return l;
+}
+
+static ps_line rtrim(ps_line l)
+{
+    while (l.len && is_ws(l.s[l.len - 1]))
+        l.len--;
+    return l;
+}
+
+static int starts_with(ps_line l, const char *p)
+{
+    size_t n = strlen(p);
+    return l.len >= n && memcmp(l.s, p, n) == 0;
+}
+
+/* Next space-separated token of l starting at *i (empty tokens skipped, as
+ * StringRef::split(..., " ", -1, false) does). */
+static int next_token(ps_line l, size_t *i, ps_line *tok)
+{
+    size_t a = *i, b;
+
+    while (a < l.len && l.s[a] == ' ')
+        a++;
+    if (a >= l.len)
+        return 0;
+    b = a;
+    while (b < l.len && l.s[b] != ' ')
+        b++;
+    tok->s = l.s + a;
+    tok->len = b - a;
+    *i = b;
+    return 1;
+}
+
+static int has_char(ps_line l, char c)
+{
+    return l.len && memchr(l.s, c, l.len) != NULL;
+}
+
+/* ---- input buffering ------------------------------------------------------ */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    size_t n = *cap ? *cap : 16;
+    void *q;
+
+    if (need <= *cap)
+        return 0;
+    while (n < need)
+        n *= 2;
+    q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int fill(lp_pscript *p, lp_error *err)
+{
+    size_t n;
+
+    if (p->eof)
+        return 0;
+    if (p->mode != PS_UNKNOWN && p->pos > 0) {
+        memmove(p->buf, p->buf + p->pos, p->end - p->pos);
+        p->base += p->pos;
+        p->end -= p->pos;
+        p->pos = 0;
+    }
+    if (p->cap - p->end < LP_PSCRIPT_CHUNK / 2) {
+        size_t limit = p->mode == PS_UNKNOWN ? LP_PSCRIPT_MAX_PREAMBLE
+                                             : LP_PSCRIPT_MAX_LINE;
+        if (p->end >= limit)
+            return lp_error_set(err, LP_EFORMAT,
+                                "%s: line %llu: %s longer than %zu MB", p->name,
+                                (unsigned long long)p->lineno + 1,
+                                p->mode == PS_UNKNOWN
+                                    ? "text before the first LBR sample line"
+                                    : "line",
+                                limit >> 20);
+        if (grow((void **)&p->buf, &p->cap, p->end + LP_PSCRIPT_CHUNK, 1))
+            return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
+    }
+    if (!p->f) {
+        p->eof = 1;
+        return 0;
+    }
+    n = fread(p->buf + p->end, 1, p->cap - p->end, p->f);
+    p->end += n;
+    if (n == 0) {
+        p->eof = 1;
+        if (ferror(p->f))
+            return lp_error_set(err, LP_EIO, "%s: read error: %s", p->name,
+                                strerror(errno ? errno : EIO));
+    }
+    return 1;
+}
+
+/* Make `cur` the next line (std::getline semantics: a final line without
+ * '\n' counts, an empty tail does not). Returns 1, 0 at end, -1 on error. */
+static int advance(lp_pscript *p, lp_error *err)
+{
+    size_t scan = p->pos;
+
+    if (p->have_cur) {
+        p->pos = (size_t)(p->cur.s - p->buf) + p->cur.len;
+        if (p->pos < p->end && p->buf[p->pos] == '\n')
+            p->pos++;
+        scan = p->pos;
+        p->have_cur = 0;
+    }
+    for (;;) {
+        char *nl = memchr(p->buf + scan, '\n', p->end - scan);
+        if (nl || (p->eof && p->end > p->pos)) {
+            size_t e = nl ? (size_t)(nl - p->buf) : p->end;
+            p->cur.s = p->buf + p->pos;
+            p->cur.len = e - p->pos;
+            p->have_cur = 1;
+            p->lineno++;
+            return 1;
+        }
+        if (p->eof)
+            return 0;
+        scan = p->end;
+        {
+            size_t base = p->pos;
+            int r = fill(p, err);
+            if (r < 0)
+                return -1;
+            scan -= base - p->pos; /* fill may have moved the text */
+        }
+    }
+}
+
+/* ---- line classification (llvm-profgen's predicates) --------------------- */
+
+/* isMMapEvent: length >= 50, first char not a digit, has PERF_RECORD_MMAP. */
+static int is_mmap_line(ps_line l)
+{
+    if (l.len < 50 || (l.s[0] >= '0' && l.s[0] <= '9'))
+        return 0;
+    return memmem(l.s, l.len, "PERF_RECORD_MMAP", 16) != NULL;
+}
+
+static int is_count_line(ps_line l, uint64_t *count)
+{
+    return parse_dec(l.s, l.len, count) == 0;
+}
+
+static int is_frame_line(ps_line l, uint64_t *addr)
+{
+    l = ltrim(l);
+    return parse_hex(l.s, l.len, addr) == 0;
+}
+
+/* isLBRSample: the second token (after an optional `event:` token) starts
+ * with 0x and contains '/'. A one-entry line without leading IP fails. */
+static int is_lbr_line(ps_line l)
+{
+    ps_line t0, t1;
+    size_t i = 0;
+
+    l = rtrim(ltrim(l));
+    if (!next_token(l, &i, &t0))
+        return 0;
+    if (t0.s[t0.len - 1] == ':' && !next_token(l, &i, &t0))
+        return 0;
+    if (!next_token(l, &i, &t1))
+        return 0;
+    return starts_with(t1, "0x") && has_char(t1, '/');
+}
+
+/* ---- mode detection (checkPerfScriptType) ---------------------------------- */
+
+/* Scan from the start without consuming; then rewind to line 1. */
+static int detect_mode(lp_pscript *p, lp_error *err)
+{
+    uint64_t v, frames = 0;
+    int may_count = 1, r;
+
+    while ((r = advance(p, err)) == 1) {
+        if (may_count && is_count_line(p->cur, &v)) {
+            may_count = 0;
+            continue;
+        }
+        if (is_frame_line(p->cur, &v)) {
+            frames++;
+            may_count = 0;
+            continue;
+        }
+        if (is_lbr_line(p->cur)) {
+            p->mode = frames ? PS_HYBRID : PS_LBR;
+            break;
+        }
+        frames = 0;
+        may_count = 1;
+    }
+    if (r < 0)
+        return -1;
+    if (p->mode == PS_UNKNOWN)
+        return lp_error_set(
+            err, LP_EFORMAT,
+            "%s: line %llu: no LBR sample line found (expected perf script "
+            "-F ip,brstack text: a line with at least two "
+            "0xFROM/0xTO/... entries, or an IP and one entry)",
+            p->name, (unsigned long long)p->lineno);
+    p->have_cur = 0;
+    p->pos = 0;
+    p->lineno = 0;
+    p->attr_lbr.sample_type = LP_SAMPLE_BRANCH_STACK |
+                              (p->mode == PS_HYBRID ? LP_SAMPLE_CALLCHAIN : 0);
+    return advance(p, err) < 0 ? -1 : 0;
+}
+
+/* ---- MMAP lines --------------------------------------------------------------- */
+
+/* Cursor over a line for the MMAP grammar. */
+typedef struct ps_cur {
+    const char *s, *e;
+} ps_cur;
+
+static int cur_lit(ps_cur *c, const char *lit)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(c->e - c->s) < n || memcmp(c->s, lit, n) != 0)
+        return -1;
+    c->s += n;
+    return 0;
+}
+
+/* [0-9]+ (with an optional leading '-' when `neg` is allowed). */
+static int cur_dec(ps_cur *c, int neg, uint64_t *v)
+{
+    const char *a = c->s;
+    int minus = 0;
+
+    if (neg && c->s < c->e && *c->s == '-') {
+        minus = 1;
+        c->s++;
+        a++;
+    }
+    while (c->s < c->e && *c->s >= '0' && *c->s <= '9')
+        c->s++;
+    if (parse_dec(a, (size_t)(c->s - a), v))
+        return -1;
+    if (minus)
+        *v = (uint64_t)0 - *v;
+    return 0;
+}
+
+/* 0x[a-f0-9]+ (lowercase, as the v19 regex); `zero_ok` also accepts "0". */
+static int cur_hex(ps_cur *c, int zero_ok, uint64_t *v)
+{
+    const char *a;
+
+    if (cur_lit(c, "0x") < 0) {
+        if (zero_ok && c->s < c->e && *c->s == '0') {
+            c->s++;
+            *v = 0;
+            return 0;
+        }
+        return -1;
+    }
+    a = c->s;
+    while (c->s < c->e && ((*c->s >= '0' && *c->s <= '9') ||
+                           (*c->s >= 'a' && *c->s <= 'f')))
+        c->s++;
+    return parse_hex(a, (size_t)(c->s - a), v);
+}
+
+/* "]: PROT PATH" where PROT is [-a-z]+; the v19 regex's `.*\]:` is greedy,
+ * so the last "]: " that is followed by a valid PROT wins. */
+static int find_prot(const char *s, const char *e, const char **prot,
+                     const char **path)
+{
+    const char *q;
+
+    for (q = e - 3; q >= s; q--) {
+        const char *r;
+        if (q[0] != ']' || q[1] != ':' || q[2] != ' ')
+            continue;
+        r = q + 3;
+        while (r < e && ((*r >= 'a' && *r <= 'z') || *r == '-'))
+            r++;
+        if (r > q + 3 && r < e && *r == ' ') {
+            *prot = q + 3;
+            *path = r + 1;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void parse_prot(lp_mmap_event *m, const char *s, const char *e)
+{
+    m->prot = m->flags = 0;
+    for (; s < e && *s != ' '; s++) {
+        switch (*s) {
+        case 'r': m->prot |= 1; break;  /* PROT_READ */
+        case 'w': m->prot |= 2; break;  /* PROT_WRITE */
+        case 'x': m->prot |= 4; break;  /* PROT_EXEC */
+        case 's': m->flags |= 1; break; /* MAP_SHARED */
+        case 'p': m->flags |= 2; break; /* MAP_PRIVATE */
+        default: break;
+        }
+    }
+}
+
+/* Parse one "PERF_RECORD_MMAP[2] ..." occurrence starting at `s`. */
+static int parse_mmap_at(lp_pscript *p, const char *s, const char *e)
+{
+    lp_mmap_event *m = &p->ev.u.mmap;
+    ps_cur c = {s, e};
+    uint64_t pid, tid;
+    const char *prot, *path;
+    size_t plen;
+
+    memset(m, 0, sizeof *m);
+    if (cur_lit(&c, "PERF_RECORD_MMAP2 ") == 0)
+        m->is_mmap2 = 1;
+    else if (cur_lit(&c, "PERF_RECORD_MMAP ") < 0)
+        return -1;
+    if (cur_dec(&c, 1, &pid) || cur_lit(&c, "/") || cur_dec(&c, 0, &tid) ||
+        cur_lit(&c, ": [") || cur_hex(&c, 0, &m->start) || cur_lit(&c, "(") ||
+        cur_hex(&c, 0, &m->len) || cur_lit(&c, ") @ ") ||
+        cur_hex(&c, 1, &m->pgoff))
+        return -1;
+    if (m->is_mmap2) {
+        unsigned maj = 0, mn = 0;
+        unsigned long long ino = 0, gen = 0;
+        if (cur_lit(&c, " ") || find_prot(c.s, e, &prot, &path))
+            return -1;
+        if (sscanf(c.s, "%x:%x %llu %llu", &maj, &mn, &ino, &gen) == 4) {
+            m->maj = maj;
+            m->min = mn;
+            m->ino = ino;
+            m->ino_generation = gen;
+        }
+    } else if (find_prot(c.s, e, &prot, &path) || prot != c.s + 3) {
+        return -1;
+    }
+    m->pid = (uint32_t)pid;
+    m->tid = (uint32_t)tid;
+    parse_prot(m, prot, e);
+    plen = (size_t)(e - path);
+    if (grow((void **)&p->fname, &p->fname_cap, plen + 1, 1))
+        return -2;
+    memcpy(p->fname, path, plen);
+    p->fname[plen] = '\0';
+    m->filename = p->fname;
+    return 0;
+}
+
+/* 1: event ready; 0: line skipped (llvm-profgen warns); -1 error. */
+static int parse_mmap_line(lp_pscript *p, lp_error *err)
+{
+    const char *s = p->cur.s, *e = p->cur.s + p->cur.len;
+    const char *q = s;
+
+    while ((q = memmem(q, (size_t)(e - q), "PERF_RECORD_MMAP", 16))) {
+        int r = parse_mmap_at(p, q, e);
+        if (r == -2)
+            return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
+        if (r == 0) {
+            p->ev.kind = LP_EV_MMAP;
+            p->ev.type = p->ev.u.mmap.is_mmap2 ? 10 : 1;
+            p->stats.mmaps++;
+            return 1;
+        }
+        q += 16;
+    }
+    p->stats.bad_mmap_lines++;
+    return 0;
+}
+
+/* ---- LBR lines ------------------------------------------------------------------ */
+
+static const char *const br_type_names[] = {
+    "", "COND", "UNCOND", "IND", "CALL", "IND_CALL", "RET", "SYSCALL",
+    "SYSRET", "COND_CALL", "COND_RET", "ERET", "IRQ", "SERROR", "NO_TX",
+};
+
+/* Flags after from/to, as perf prints them: M|P|-, X|-, A|-, cycles, type.
+ * llvm-profgen ignores them; anything unexpected is left at 0. */
+static uint64_t parse_br_flags(ps_line rest)
+{
+    uint64_t fl = 0, v;
+    size_t i = 0, field = 0;
+
+    while (i <= rest.len) {
+        size_t j = i;
+        while (j < rest.len && rest.s[j] != '/')
+            j++;
+        ps_line f = {rest.s + i, j - i};
+        if (field == 0 && f.len == 1)
+            fl |= f.s[0] == 'M' ? 1u : f.s[0] == 'P' ? 2u : 0u;
+        else if (field == 1 && f.len == 1 && f.s[0] == 'X')
+            fl |= 4;
+        else if (field == 2 && f.len == 1 && f.s[0] == 'A')
+            fl |= 8;
+        else if (field == 3 && parse_dec(f.s, f.len, &v) == 0)
+            fl |= (v > 0xffff ? 0xffff : v) << 4;
+        else if (field == 4 && f.len) {
+            unsigned t;
+            for (t = 1; t < sizeof br_type_names / sizeof *br_type_names; t++)
+                if (strlen(br_type_names[t]) == f.len &&
+                    memcmp(br_type_names[t], f.s, f.len) == 0)
+                    fl |= (uint64_t)t << 20;
+        }
+        field++;
+        i = j + 1;
+    }
+    return fl;
+}
+
+/* One `0xFROM/0xTO[/flags]` token; the first two characters of from and to
+ * are dropped unchecked, as llvm-profgen's substr(2) does. */
+static int parse_br_token(ps_line t, lp_branch_entry *b)
+{
+    const char *s1 = memchr(t.s, '/', t.len), *s2;
+    size_t n0, n1;
+
+    if (!s1)
+        return -1;
+    n0 = (size_t)(s1 - t.s);
+    s2 = memchr(s1 + 1, '/', (size_t)(t.s + t.len - s1 - 1));
+    n1 = (size_t)((s2 ? s2 : t.s + t.len) - s1 - 1);
+    if (n0 < 2 || n1 < 2 || parse_hex(t.s + 2, n0 - 2, &b->from) ||
+        parse_hex(s1 + 3, n1 - 2, &b->to))
+        return -1;
+    b->flags = 0;
+    if (s2) {
+        ps_line rest = {s2 + 1, (size_t)(t.s + t.len - s2 - 1)};
+        b->flags = parse_br_flags(rest);
+    }
+    return 0;
+}
+
+static const lp_attr *attr_for_event(lp_pscript *p, ps_line name)
+{
+    ps_named_attr *a;
+
+    for (a = p->named; a; a = a->next)
+        if (strlen(a->name) == name.len && memcmp(a->name, name.s, name.len) == 0)
+            return &a->attr;
+    a = calloc(1, sizeof *a);
+    if (!a || !(a->name = strndup(name.s, name.len))) {
+        free(a);
+        return NULL;
+    }
+    a->attr = p->attr_lbr;
+    a->attr.name = a->name;
+    a->next = p->named;
+    p->named = a;
+    return &a->attr;
+}
+
+/* extractLBRStack: fills p->br. Returns 1 if entries were found, 0 if the
+ * line is not a usable sample, -1 on allocation failure. */
+static int parse_lbr_line(lp_pscript *p, lp_sample *s)
+{
+    ps_line l = rtrim(p->cur), t;
+    size_t i = 0;
+    int have = next_token(l, &i, &t);
+
+    p->nbr = 0;
+    s->attr = &p->attr_lbr;
+    if (have && t.s[t.len - 1] == ':') {
+        ps_line nm = {t.s, t.len - 1};
+        if (!(s->attr = attr_for_event(p, nm)))
+            return -1;
+        have = next_token(l, &i, &t);
+    }
+    if (have && !has_char(t, '/')) {
+        if (parse_hex(t.s, t.len, &s->ip)) {
+            p->stats.bad_lbr_lines++;
+            return 0;
+        }
+        s->sample_type |= LP_SAMPLE_IP;
+        have = next_token(l, &i, &t);
+    }
+    for (; have; have = next_token(l, &i, &t)) {
+        if (grow((void **)&p->br, &p->br_cap, p->nbr + 1, sizeof *p->br))
+            return -1;
+        if (parse_br_token(t, &p->br[p->nbr])) {
+            p->stats.bad_lbr_lines++;
+            break;
+        }
+        p->nbr++;
+    }
+    s->branches = p->br;
+    s->branch_nr = p->nbr;
+    return p->nbr > 0;
+}
+
+/* ---- samples ----------------------------------------------------------------- */
+
+static void sample_init(lp_pscript *p, uint64_t count)
+{
+    lp_sample *s = &p->ev.u.sample;
+
+    memset(&p->ev, 0, sizeof p->ev);
+    p->ev.kind = LP_EV_SAMPLE;
+    p->ev.type = 9;
+    p->ev.source = p->name;
+    s->attr = &p->attr_lbr;
+    s->sample_type = LP_SAMPLE_BRANCH_STACK;
+    s->repeat = count;
+}
+
+/* extractCallstack: frame lines up to the " 0x" line. 1: frames read and
+ * cur is the line after them; 0: a non-frame line aborted the sample (it
+ * was consumed); -1 error. */
+static int read_frames(lp_pscript *p, lp_error *err)
+{
+    uint64_t a;
+
+    p->nframes = 0;
+    while (p->have_cur && !starts_with(p->cur, " 0x")) {
+        if (!is_frame_line(p->cur, &a)) {
+            p->stats.skipped_lines++;
+            return advance(p, err) < 0 ? -1 : 0;
+        }
+        if (grow((void **)&p->frames, &p->frames_cap, p->nframes + 1,
+                 sizeof *p->frames))
+            return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
+        p->frames[p->nframes++] = a;
+        if (advance(p, err) < 0)
+            return -1;
+    }
+    return p->nframes > 0;
+}
+
+/* HybridPerfReader::parseSample. 1: sample ready; 0: nothing; -1 error. */
+static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
+{
+    lp_sample *s = &p->ev.u.sample;
+    int r = read_frames(p, err);
+
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        if (p->have_cur && starts_with(p->cur, " 0x")) {
+            p->stats.skipped_lines++;
+            return advance(p, err) < 0 ? -1 : 0;
+        }
+        return 0;
+    }
+    if (!p->have_cur)
+        return lp_error_set(err, LP_EFORMAT,
+                            "%s: line %llu: hybrid sample is corrupted: %zu "
+                            "call-stack lines but no LBR line after them "
+                            "(expected a line starting with \" 0x\")",
+                            p->name, (unsigned long long)p->lineno + 1,
+                            p->nframes);
+    sample_init(p, count);
+    r = parse_lbr_line(p, s);
+    if (r < 0)
+        return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
+    if (advance(p, err) < 0)
+        return -1;
+    if (r == 0)
+        return 0;
+    s->sample_type |= LP_SAMPLE_CALLCHAIN;
+    s->callchain = p->frames;
+    s->callchain_nr = p->nframes;
+    if (!(s->sample_type & LP_SAMPLE_IP))
+        s->ip = p->frames[0];
+    s->sample_type |= LP_SAMPLE_IP;
+    return 1;
+}
+
+/* LBRPerfReader::parseSample. */
+static int lbr_sample(lp_pscript *p, uint64_t count, lp_error *err)
+{
+    int r;
+
+    sample_init(p, count);
+    r = parse_lbr_line(p, &p->ev.u.sample);
+    if (r < 0)
+        return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
+    if (r == 0)
+        p->stats.skipped_lines++;
+    if (advance(p, err) < 0)
+        return -1;
+    return r;
+}
+
+/* parseEventOrSample for the current line. 1 event, 0 nothing, -1 error. */
+static int step(lp_pscript *p, lp_error *err)
+{
+    uint64_t count = 1;
+
+    p->start_off = p->base + (uint64_t)(p->cur.s - p->buf);
+    if (is_mmap_line(p->cur)) {
+        int r;
+        memset(&p->ev, 0, sizeof p->ev);
+        r = parse_mmap_line(p, err);
+        if (r < 0)
+            return -1;
+        p->ev.source = p->name;
+        p->ev.sid.pid = p->ev.u.mmap.pid;
+        p->ev.sid.tid = p->ev.u.mmap.tid;
+        if (advance(p, err) < 0)
+            return -1;
+        return r;
+    }
+    p->stats.samples_seen++;
+    if (is_count_line(p->cur, &count)) {
+        if (advance(p, err) < 0)
+            return -1;
+        if (!p->have_cur)
+            return 0;
+    }
+    if (p->mode == PS_HYBRID)
+        return hybrid_sample(p, count, err);
+    return lbr_sample(p, count, err);
+}
+
+/* ---- public entry points ------------------------------------------------------ */
+
+lp_pscript *lp_pscript_open(FILE *f, const void *prefix, size_t prefix_len,
+                            const char *name, lp_error *err)
+{
+    lp_pscript *p = calloc(1, sizeof *p);
+
+    if (!p || !(p->name = strdup(name ? name : "-")))
+        goto oom;
+    p->f = f;
+    if (grow((void **)&p->buf, &p->cap, prefix_len + LP_PSCRIPT_CHUNK, 1))
+        goto oom;
+    if (prefix_len)
+        memcpy(p->buf, prefix, prefix_len);
+    p->end = prefix_len;
+    p->attr_lbr.branch_sample_type = LP_BRANCH_ANY;
+    return p;
+oom:
+    lp_pscript_close(p);
+    lp_error_set(err, LP_ENOMEM, "%s: out of memory", name ? name : "-");
+    return NULL;
+}
+
+int lp_pscript_next(lp_pscript *p, const lp_event **ev, lp_error *err)
+{
+    if (p->failed)
+        return lp_error_set(err, LP_EFORMAT, "%s: reader already failed",
+                            p->name);
+    if (p->mode == PS_UNKNOWN && detect_mode(p, err) < 0)
+        goto fail;
+    while (p->have_cur) {
+        int r = step(p, err);
+        if (r < 0)
+            goto fail;
+        if (r > 0) {
+            p->ev.offset = p->start_off;
+            if (p->ev.kind == LP_EV_SAMPLE)
+                p->stats.samples++;
+            *ev = &p->ev;
+            return 1;
+        }
+    }
+    return 0;
+fail:
+    p->failed = 1;
+    return -1;
+}
+
+const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p)
+{
+    return &p->stats;
+}
+
+int lp_pscript_is_hybrid(const lp_pscript *p)
+{
+    return p->mode == PS_HYBRID;
+}
+
+void lp_pscript_close(lp_pscript *p)
+{
+    ps_named_attr *a, *n;
+
+    if (!p)
+        return;
+    for (a = p->named; a; a = n) {
+        n = a->next;
+        free(a->name);
+        free(a);
+    }
+    free(p->name);
+    free(p->buf);
+    free(p->frames);
+    free(p->br);
+    free(p->fname);
+    free(p);
+}
+
+int lp_pscript_sniff(const void *buf, size_t len)
+{
+    const unsigned char *b = buf;
+    size_t i;
+
+    if (len == 0)
+        return 0;
+    for (i = 0; i < len; i++) {
+        unsigned char c = b[i];
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' &&
+            c != '\v')
+            return 0;
+        if (c == 0x7f)
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,382 @@
+/*
+ * test_perfscript.c - unit tests for the perf script text backend
+ * (src/reader/perfscript.c): every llvm-profgen test input, checked against
+ * counts an awk script computes from the same file at test time, plus
+ * crafted inputs for flags, MMAP lines, aggregation and errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader/perfscript.h"
+
+typedef struct counts {
+    uint64_t samples, mmaps, branches, frames, repeat;
+} counts;
+
+/* Read everything; returns lp_pscript_next's last status. */
+static int count_events(lp_pscript *p, counts *c, lp_error *e)
+{
+    const lp_event *ev;
+    int r;
+
+    memset(c, 0, sizeof *c);
+    while ((r = lp_pscript_next(p, &ev, e)) == 1) {
+        if (ev->kind == LP_EV_SAMPLE) {
+            c->samples++;
+            c->branches += ev->u.sample.branch_nr;
+            c->frames += ev->u.sample.callchain_nr;
+            c->repeat += ev->u.sample.repeat;
+        } else if (ev->kind == LP_EV_MMAP) {
+            c->mmaps++;
+        }
+    }
+    return r;
+}
+
+/* The oracle: the same rules written independently in awk. */
+static const char *awk_oracle =
+    "awk '"
+    "function isframe(s) { return s ~ /^[ \\t]+[0-9a-fA-F]+$/ }"
+    "function isdec(s) { return s ~ /^[0-9]+$/ }"
+    "function ismmap(s) { return length(s) >= 50 && s !~ /^[0-9]/ &&"
+    "  s ~ /PERF_RECORD_MMAP2? -?[0-9]+\\/[0-9]+: \\[0x[0-9a-f]+\\(0x[0-9a-f]+\\) @ (0x[0-9a-f]+|0)[] ]/ }"
+    "function entries(s,   n, t, i, k) { n = split(s, t, / +/); k = 0; i = 1;"
+    "  if (t[i] == \"\") i++; if (t[i] ~ /:$/) i++;"
+    "  if (t[i] !~ /\\//) { if (t[i] !~ /^[0-9a-fA-F]+$/) return 0; i++ }"
+    "  for (; i <= n; i++) { if (t[i] !~ /^..[0-9a-fA-F]+\\/..[0-9a-fA-F]+(\\/|$)/) break; k++ }"
+    "  return k }"
+    "{ L[NR] = $0 }"
+    "END { hybrid = 0;"
+    "  for (i = 1; i <= NR; i++) { s = L[i]; if (ismmap(s)) continue;"
+    "    x = s; sub(/^[ \\t]+/, \"\", x); n = split(x, t, / +/); j = (t[1] ~ /:$/) ? 2 : 1;"
+    "    if (n > j && t[j+1] ~ /^0x/ && t[j+1] ~ /\\//) { hybrid = isframe(L[i-1]); break } }"
+    "  for (i = 1; i <= NR; i++) { s = L[i];"
+    "    if (ismmap(s)) { if (!isdec(L[i-1])) mm++; continue }"
+    "    if (hybrid) { if (s !~ /^ 0x/ || !isframe(L[i-1])) continue;"
+    "      k = i - 1; while (k >= 1 && isframe(L[k])) k--;"
+    "      e = entries(s); if (!e) continue; ns++; nb += e; nf += i - 1 - k;"
+    "      rp += isdec(L[k]) ? L[k] : 1 }"
+    "    else { if (isdec(s)) continue; e = entries(s); if (!e) continue;"
+    "      ns++; nb += e; rp += isdec(L[i-1]) ? L[i-1] : 1 } }"
+    "  printf \"%d %d %d %d %d\\n\", ns, mm, nb, nf, rp }' ";
+
+static void check_file(const char *path)
+{
+    char cmd[4096];
+    counts want, got;
+    FILE *pipe, *f;
+    lp_error e;
+    lp_pscript *p;
+    unsigned long long w[5];
+
+    snprintf(cmd, sizeof cmd, "%s '%s'", awk_oracle, path);
+    pipe = popen(cmd, "r");
+    assert_non_null(pipe);
+    assert_int_equal(fscanf(pipe, "%llu %llu %llu %llu %llu", &w[0], &w[1],
+                            &w[2], &w[3], &w[4]),
+                     5);
+    pclose(pipe);
+    want = (counts){w[0], w[1], w[2], w[3], w[4]};
+    f = fopen(path, "r");
+    assert_non_null(f);
+    p = lp_pscript_open(f, NULL, 0, path, &e);
+    assert_non_null(p);
+    assert_int_equal(count_events(p, &got, &e), 0);
+    print_message("%s: %" PRIu64 " samples, %" PRIu64 " mmaps, %" PRIu64
+                  " branches, %" PRIu64 " frames, repeat %" PRIu64 "\n",
+                  path, got.samples, got.mmaps, got.branches, got.frames,
+                  got.repeat);
+    assert_true(want.samples > 0);
+    assert_int_equal(got.samples, want.samples);
+    assert_int_equal(got.mmaps, want.mmaps);
+    assert_int_equal(got.branches, want.branches);
+    assert_int_equal(got.frames, want.frames);
+    assert_int_equal(got.repeat, want.repeat);
+    lp_pscript_close(p);
+    fclose(f);
+}
+
+static void test_llvm_profgen_inputs(void **state)
+{
+    const char *top = getenv("TOP");
+    char pat[1024];
+    glob_t g;
+    size_t i, n = 0;
+    const char *ext[] = {"perfscript", "aggperfscript"};
+    (void)state;
+
+    for (i = 0; i < 2; i++) {
+        snprintf(pat, sizeof pat, "%s/tests/data/llvm-profgen-inputs/*.%s",
+                 top ? top : ".", ext[i]);
+        assert_int_equal(glob(pat, 0, NULL, &g), 0);
+        for (size_t k = 0; k < g.gl_pathc; k++, n++)
+            check_file(g.gl_pathv[k]);
+        globfree(&g);
+    }
+    assert_true(n >= 30);
+}
+
+/* ---- crafted inputs ------------------------------------------------------ */
+
+typedef struct mem_input {
+    FILE *f;
+    lp_pscript *p;
+} mem_input;
+
+static mem_input open_text(const char *text)
+{
+    mem_input m;
+    lp_error e;
+
+    m.f = fmemopen((void *)text, strlen(text), "r");
+    assert_non_null(m.f);
+    m.p = lp_pscript_open(m.f, NULL, 0, "crafted.txt", &e);
+    assert_non_null(m.p);
+    return m;
+}
+
+static void close_text(mem_input *m)
+{
+    lp_pscript_close(m->p);
+    fclose(m->f);
+}
+
+static void test_lbr_flags(void **state)
+{
+    mem_input m = open_text(
+        "  br_inst_retired.near_taken:upp:   400 0x10/0x20/M/X/A/17/CALL  "
+        "0x30/0x40/P/-/-/0//-  0xAb/0xcd\n");
+    const lp_event *ev;
+    lp_error e;
+    const lp_sample *s;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->kind, LP_EV_SAMPLE);
+    s = &ev->u.sample;
+    assert_int_equal(s->ip, 0x400);
+    assert_true(s->sample_type & LP_SAMPLE_IP);
+    assert_string_equal(s->attr->name, "br_inst_retired.near_taken:upp");
+    assert_int_equal(s->branch_nr, 3);
+    assert_int_equal(s->branches[0].from, 0x10);
+    assert_int_equal(s->branches[0].to, 0x20);
+    assert_int_equal(LP_BR_MISPRED(s->branches[0].flags), 1);
+    assert_int_equal(LP_BR_PREDICTED(s->branches[0].flags), 0);
+    assert_int_equal(LP_BR_IN_TX(s->branches[0].flags), 1);
+    assert_int_equal(LP_BR_ABORT(s->branches[0].flags), 1);
+    assert_int_equal(LP_BR_CYCLES(s->branches[0].flags), 17);
+    assert_int_equal(LP_BR_TYPE(s->branches[0].flags), 4); /* CALL */
+    assert_int_equal(s->branches[1].flags, 2);             /* P only */
+    assert_int_equal(s->branches[2].from, 0xab);
+    assert_int_equal(s->branches[2].flags, 0);
+    assert_int_equal(s->repeat, 1);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
+    assert_false(lp_pscript_is_hybrid(m.p));
+    close_text(&m);
+}
+
+static void test_mmap_lines(void **state)
+{
+    mem_input m = open_text(
+        "PERF_RECORD_MMAP2 2854748/2854749: [0x400000(0x1000) @ 0 00:1d "
+        "123291722 526021]: r-xp /home/a b.perfbin\n"
+        "  perf 1/1 0.0: PERF_RECORD_MMAP -1/0: [0xffffffff81000000(0x1000) "
+        "@ 0xffffffff81000000]: x [kernel.kallsyms]_text\n"
+        "PERF_RECORD_MMAP2 1/1: [0x400000(0x1000) @ 0 00:1d 1 2]: r-xp\n"
+        "PERF_RECORD_MMAP2 1/1: [0X400000(0x1000) @ 0 00:1d 1 2]: r-xp /x\n"
+        "  40 0x10/0x20 0x30/0x40\n");
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->kind, LP_EV_MMAP);
+    assert_int_equal(ev->u.mmap.is_mmap2, 1);
+    assert_int_equal(ev->u.mmap.pid, 2854748);
+    assert_int_equal(ev->u.mmap.tid, 2854749);
+    assert_int_equal(ev->u.mmap.start, 0x400000);
+    assert_int_equal(ev->u.mmap.len, 0x1000);
+    assert_int_equal(ev->u.mmap.pgoff, 0);
+    assert_int_equal(ev->u.mmap.maj, 0);
+    assert_int_equal(ev->u.mmap.min, 0x1d);
+    assert_int_equal(ev->u.mmap.ino, 123291722);
+    assert_int_equal(ev->u.mmap.prot, 5);
+    assert_string_equal(ev->u.mmap.filename, "/home/a b.perfbin");
+    assert_int_equal(ev->offset, 0);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->kind, LP_EV_MMAP);
+    assert_int_equal(ev->u.mmap.is_mmap2, 0);
+    assert_int_equal(ev->u.mmap.pid, (uint32_t)-1);
+    assert_int_equal(ev->u.mmap.pgoff, 0xffffffff81000000ull);
+    assert_string_equal(ev->u.mmap.filename, "[kernel.kallsyms]_text");
+    /* Line 3 (no path: shorter than 50? no, but no " PATH") and line 4
+     * (uppercase 0X) are skipped like llvm-profgen's "Cannot parse". */
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->kind, LP_EV_SAMPLE);
+    assert_int_equal(lp_pscript_stats_get(m.p)->bad_mmap_lines, 2);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
+    close_text(&m);
+}
+
+static void test_hybrid_and_counts(void **state)
+{
+    mem_input m = open_text(
+        "// comment\n"
+        "3\n"
+        "\t          4005dc\n"
+        "\t          400634\n"
+        " 0x4005c8/0x4005dc/P/-/-/0  0x40062f/0x4005b0/P/-/-/0\n"
+        "\n"
+        " 0x1/0x2/P/-/-/0  0x3/0x4/P/-/-/0\n" /* no stack: dropped */
+        "\t4005dc\n"
+        "; aborts the sample\n"
+        " 0x5/0x6/P/-/-/0  0x7/0x8/P/-/-/0\n" /* skipped with it */
+        "\t5541f689495641d7\n"
+        " 0x9/0xa 0xb/0xc\n");
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_true(lp_pscript_is_hybrid(m.p));
+    assert_int_equal(ev->u.sample.repeat, 3);
+    assert_int_equal(ev->u.sample.callchain_nr, 2);
+    assert_int_equal(ev->u.sample.callchain[0], 0x4005dc);
+    assert_int_equal(ev->u.sample.callchain[1], 0x400634);
+    assert_int_equal(ev->u.sample.ip, 0x4005dc);
+    assert_int_equal(ev->u.sample.branch_nr, 2);
+    assert_int_equal(ev->offset, strlen("// comment\n"));
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->u.sample.repeat, 1);
+    assert_int_equal(ev->u.sample.callchain[0], 0x5541f689495641d7ull);
+    assert_int_equal(ev->u.sample.branches[1].to, 0xc);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
+    close_text(&m);
+}
+
+/* llvm-profgen quirks: substr(2) on addresses, stop at a broken token,
+ * a decimal frame line at column 0 is a count, count 0 is kept. */
+static void test_quirks(void **state)
+{
+    mem_input m = open_text("  40065d 40065d/0x40068f/M/-/-/1 0x1/0x2\n"
+                            "  400 0x10/0x20 0x30/0x40 zz 0x50/0x60\n"
+                            "0\n"
+                            "  400 0x10/0x20 0x30/0x40\n"
+                            "  nothex 0x10/0x20 0x30/0x40\n");
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->u.sample.branch_nr, 2);
+    assert_int_equal(ev->u.sample.branches[0].from, 0x65d);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->u.sample.branch_nr, 2);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(ev->u.sample.repeat, 0);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
+    assert_int_equal(lp_pscript_stats_get(m.p)->bad_lbr_lines, 2);
+    close_text(&m);
+}
+
+static void test_error_no_lbr_line(void **state)
+{
+    /* One entry without a leading IP is not an LBR line for detection. */
+    mem_input m = open_text("// nothing\n\n 0x10/0x20\n");
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1);
+    assert_int_equal(e.code, LP_EFORMAT);
+    assert_non_null(strstr(e.msg, "crafted.txt: line 3: no LBR sample line"));
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1); /* sticky */
+    close_text(&m);
+}
+
+static void test_error_hybrid_eof(void **state)
+{
+    mem_input m = open_text("\t4005dc\n 0x1/0x2 0x3/0x4\n\t4005dc\n\t400634\n");
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1);
+    assert_non_null(strstr(e.msg, "crafted.txt: line 5: hybrid sample is "
+                                  "corrupted"));
+    close_text(&m);
+}
+
+static void test_empty_input(void **state)
+{
+    mem_input m = open_text("");
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1);
+    assert_non_null(strstr(e.msg, "no LBR sample line"));
+    close_text(&m);
+}
+
+/* The caller's sniffed prefix is parsed before the stream; a long input
+ * streams through without memory growing with the number of samples. */
+static void test_prefix_and_streaming(void **state)
+{
+    const char *line = "  400 0x10/0x20/P/-/-/0 0x30/0x40/P/-/-/0\n";
+    size_t n = 200000, ll = strlen(line), i;
+    char *big = malloc(n * ll + 1);
+    FILE *f;
+    lp_pscript *p;
+    lp_error e;
+    counts c;
+    (void)state;
+
+    assert_non_null(big);
+    for (i = 0; i < n; i++)
+        memcpy(big + i * ll, line, ll);
+    f = fmemopen(big + 10, n * ll - 10, "r");
+    assert_non_null(f);
+    p = lp_pscript_open(f, big, 10, "big", &e);
+    assert_non_null(p);
+    assert_int_equal(count_events(p, &c, &e), 0);
+    assert_int_equal(c.samples, n);
+    assert_int_equal(c.branches, 2 * n);
+    lp_pscript_close(p);
+    fclose(f);
+    free(big);
+}
+
+static void test_sniff(void **state)
+{
+    (void)state;
+    assert_true(lp_pscript_sniff("  400 0x10/0x20\n", 16));
+    assert_false(lp_pscript_sniff("PERFILE2\0\0\0\0", 12));
+    assert_false(lp_pscript_sniff("", 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llvm_profgen_inputs),
+        cmocka_unit_test(test_lbr_flags),
+        cmocka_unit_test(test_mmap_lines),
+        cmocka_unit_test(test_hybrid_and_counts),
+        cmocka_unit_test(test_quirks),
+        cmocka_unit_test(test_error_no_lbr_line),
+        cmocka_unit_test(test_error_hybrid_eof),
+        cmocka_unit_test(test_empty_input),
+        cmocka_unit_test(test_prefix_and_streaming),
+        cmocka_unit_test(test_sniff),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
