@@ -1,0 +1,514 @@
+/*
+ * cmd_profile.c - `lbr2prof profile` (and the default command): perf.data
+ * or perf script text + the profiled binary -> an LLVM sample profile,
+ * with llvm-profgen 19's command line (`--perfdata=`, `--perfscript=`,
+ * `--unsymbolized-profile=`, `--binary=`, `--output=`/`-o`, `--format=`...)
+ * and its flat (LBR-only) semantics. Owns option parsing and the order of
+ * the pipeline stages; the work is in src/flat, src/writer, src/binary.
+ * LP_BUILTIN(profile, cmd_profile, "make an LLVM sample profile from LBR samples; llvm-profgen flags")
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/builtin.h"
+#include "lbr2prof/binary.h"
+#include "lbr2prof/flat.h"
+#include "lbr2prof/outfile.h"
+#include "lbr2prof/profile.h"
+#include "lbr2prof/reader.h"
+#include "reader/perfscript.h"
+
+/* ---- options ---------------------------------------------------------- */
+
+typedef struct prof_args {
+    const char *perfdata, *perfscript, *unsym, *llvm_prof;
+    const char *binary, *debug_binary, *dwp, *output, *format;
+    bool skip_symbolization, use_offset, first_loadable_base;
+    bool ignore_stack_samples, use_md5, populate_symbol_list;
+    bool show_detailed_warning, show_mmap_events;
+    int64_t pid;
+    lp_flat_opts flat;
+} prof_args;
+
+enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_DBL, O_IGNORED, O_UNSUPP };
+
+typedef struct opt_def {
+    const char *name;
+    enum opt_kind kind;
+    size_t off;            /* offset in prof_args */
+} opt_def;
+
+#define A(f) offsetof(prof_args, f)
+static const opt_def opt_defs[] = {
+    {"perfdata", O_STR, A(perfdata)}, {"pd", O_STR, A(perfdata)},
+    {"perfscript", O_STR, A(perfscript)}, {"ps", O_STR, A(perfscript)},
+    {"unsymbolized-profile", O_STR, A(unsym)}, {"up", O_STR, A(unsym)},
+    {"llvm-sample-profile", O_STR, A(llvm_prof)},
+    {"binary", O_STR, A(binary)}, {"debug-binary", O_STR, A(debug_binary)},
+    {"dwp", O_STR, A(dwp)}, {"output", O_STR, A(output)},
+    {"o", O_STR, A(output)}, {"format", O_STR, A(format)},
+    {"skip-symbolization", O_BOOL, A(skip_symbolization)},
+    {"use-offset", O_BOOL, A(use_offset)},
+    {"use-first-loadable-segment-as-base", O_BOOL, A(first_loadable_base)},
+    {"ignore-stack-samples", O_BOOL, A(ignore_stack_samples)},
+    {"use-md5", O_BOOL, A(use_md5)},
+    {"populate-profile-symbol-list", O_BOOL, A(populate_symbol_list)},
+    {"show-detailed-warning", O_BOOL, A(show_detailed_warning)},
+    {"show-mmap-events", O_BOOL, A(show_mmap_events)},
+    {"pid", O_I64, A(pid)},
+    {"fill-zero-for-all-funcs", O_BOOL, A(flat.fill_zero_for_all_funcs)},
+    {"update-total-samples", O_BOOL, A(flat.update_total_samples)},
+    {"trim-cold-profile", O_BOOL, A(flat.trim_cold_profile)},
+    {"profile-summary-hot-count", O_I64, A(flat.hot_count)},
+    {"profile-summary-cold-count", O_I64, A(flat.cold_count)},
+    {"profile-summary-cutoff-hot", O_U32, A(flat.cutoff_hot)},
+    {"profile-summary-cutoff-cold", O_U32, A(flat.cutoff_cold)},
+    {"profile-density-threshold", O_DBL, A(flat.density_threshold)},
+    {"profile-density-cutoff-hot", O_U32, A(flat.density_cutoff_hot)},
+    {"show-density", O_BOOL, A(flat.show_density)},
+    /* context-sensitive options: no effect on flat profiles */
+    {"compress-recursion", O_IGNORED, 0}, {"csprof-max-context-depth", O_IGNORED, 0},
+    {"csprof-merge-cold-context", O_IGNORED, 0},
+    {"csprof-max-cold-context-depth", O_IGNORED, 0},
+    {"gen-cs-nested-profile", O_IGNORED, 0},
+    {"generate-merged-base-profiles", O_IGNORED, 0},
+    {"infer-missing-frames", O_IGNORED, 0}, {"max-search-depth", O_IGNORED, 0},
+    {"csspgo-preinliner", O_IGNORED, 0}, {"use-context-cost-for-preinliner", O_IGNORED, 0},
+    {"csspgo-replay-preinline", O_IGNORED, 0},
+    {"csspgo-preinliner-multiplier-for-previous-inlining", O_IGNORED, 0},
+    {"sample-profile-hot-inline-threshold", O_IGNORED, 0},
+    {"sample-profile-cold-inline-threshold", O_IGNORED, 0},
+    {"sample-profile-inline-limit-max", O_IGNORED, 0},
+    {"profile-summary-contextless", O_IGNORED, 0},
+    {"use-dwarf-correlation", O_IGNORED, 0},
+    /* not implemented: refuse rather than silently ignore */
+    {"leading-ip-only", O_UNSUPP, 0}, {"perf-event", O_UNSUPP, 0},
+    {"perf-events", O_UNSUPP, 0}, {"sample-period", O_UNSUPP, 0},
+    {"kernel", O_UNSUPP, 0}, {"show-disassembly-only", O_UNSUPP, 0},
+    {NULL, 0, 0},
+};
+#undef A
+
+static const char usage_text[] =
+    "usage: lbr2prof [profile] PERF.DATA -o OUT [--binary=PATH] [options]\n"
+    "       lbr2prof --perfscript=FILE|--perfdata=FILE|--unsymbolized-profile=FILE\n"
+    "                --binary=PATH --output=OUT [llvm-profgen options]\n"
+    "options (as llvm-profgen 19): --format=extbinary|text|binary, --use-md5,\n"
+    "  --skip-symbolization, --use-offset=BOOL, --use-first-loadable-segment-as-base,\n"
+    "  --ignore-stack-samples, --update-total-samples, --fill-zero-for-all-funcs,\n"
+    "  --populate-profile-symbol-list, --trim-cold-profile, --pid=N,\n"
+    "  --profile-summary-cold-count=N, --profile-summary-hot-count=N,\n"
+    "  --show-detailed-warning, --show-density, --debug-binary=PATH\n";
+
+static int bad_usage(const char *fmt, const char *arg)
+    __attribute__((format(printf, 1, 0)));
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fputs("lbr2prof profile: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    return -1;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    if (!v || !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "TRUE"))
+        *out = true;
+    else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "FALSE"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+static int set_opt(prof_args *a, const opt_def *d, const char *v)
+{
+    char *base = (char *)a + d->off, *e;
+
+    switch (d->kind) {
+    case O_STR: *(const char **)base = v; return 0;
+    case O_BOOL: return parse_bool(v, (bool *)base);
+    case O_I64: *(int64_t *)base = strtoll(v, &e, 10); return *e || !*v ? -1 : 0;
+    case O_U32: *(uint32_t *)base = (uint32_t)strtoul(v, &e, 10); return *e || !*v ? -1 : 0;
+    case O_DBL: *(double *)base = strtod(v, &e); return *e || !*v ? -1 : 0;
+    default: return 0;
+    }
+}
+
+/* One argument (and maybe the next); returns args consumed, or -1. */
+static int parse_one(prof_args *a, int argc, char **argv, int i)
+{
+    const char *arg = argv[i], *name = arg + (arg[1] == '-' ? 2 : 1), *eq;
+    const opt_def *d;
+    size_t len;
+
+    eq = strchr(name, '=');
+    len = eq ? (size_t)(eq - name) : strlen(name);
+    for (d = opt_defs; d->name; d++)
+        if (strlen(d->name) == len && strncmp(d->name, name, len) == 0)
+            break;
+    if (!d->name)
+        return bad_usage("Unknown command line argument '%s'", arg);
+    if (d->kind == O_UNSUPP)
+        return bad_usage("option '%s' is not supported yet", arg);
+    if (d->kind == O_BOOL || (d->kind == O_IGNORED && !eq)) {
+        if (set_opt(a, d, eq ? eq + 1 : NULL))
+            return bad_usage("'%s': expected true or false", arg);
+        return 1;
+    }
+    if (!eq && i + 1 >= argc)
+        return bad_usage("option '%s' needs a value", arg);
+    if (set_opt(a, d, eq ? eq + 1 : argv[i + 1]))
+        return bad_usage("'%s': bad value", arg);
+    return eq ? 1 : 2;
+}
+
+static int parse_args(prof_args *a, int argc, char **argv)
+{
+    int i = 1, n;
+
+    memset(a, 0, sizeof *a);
+    a->use_offset = true;
+    a->pid = -1;
+    lp_flat_opts_default(&a->flat);
+    while (i < argc) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 1;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            if ((n = parse_one(a, argc, argv, i)) < 0)
+                return -1;
+            i += n;
+            continue;
+        }
+        if (a->perfdata)
+            return bad_usage("more than one input: '%s'", argv[i]);
+        a->perfdata = argv[i++];
+    }
+    return 0;
+}
+
+/* ---- input -------------------------------------------------------------- */
+
+static void print_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "warning: %s\n", msg);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+
+    return s ? s + 1 : p;
+}
+
+typedef struct pid_set {
+    uint32_t *v;
+    size_t n, cap;
+} pid_set;
+
+static bool pid_in(const pid_set *s, uint32_t pid)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++)
+        if (s->v[i] == pid)
+            return true;
+    return false;
+}
+
+static int pid_add(pid_set *s, uint32_t pid)
+{
+    uint32_t *nv;
+
+    if (pid_in(s, pid))
+        return 0;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 16;
+        if (!(nv = realloc(s->v, s->cap * sizeof *nv)))
+            return -1;
+        s->v = nv;
+    }
+    s->v[s->n++] = pid;
+    return 0;
+}
+
+/* perf.data: llvm-profgen's first perf script pass, the processes that
+ * mapped the binary (by basename), optionally only --pid. */
+static int collect_pids(const prof_args *a, pid_set *pids, lp_error *err)
+{
+    lp_reader *r = lp_reader_open(a->perfdata, NULL, err);
+    const char *want = base_name(a->binary);
+    const lp_event *ev;
+    int k;
+
+    if (!r)
+        return -1;
+    while ((k = lp_reader_next(r, &ev, err)) == 1) {
+        if (ev->kind != LP_EV_MMAP || !ev->u.mmap.filename ||
+            strcmp(base_name(ev->u.mmap.filename), want) != 0)
+            continue;
+        if (a->pid >= 0 && (int64_t)ev->u.mmap.pid != a->pid)
+            continue;
+        if (pid_add(pids, ev->u.mmap.pid)) {
+            k = lp_error_set(err, LP_ENOMEM, "out of memory");
+            break;
+        }
+    }
+    lp_reader_close(r);
+    if (k < 0)
+        return -1;
+    if (pids->n == 0)
+        return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is "
+                            "found in perf data for %s.", a->perfdata, want);
+    return 0;
+}
+
+static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
+                       const lp_sample *s, lp_error *err)
+{
+    if (s->callchain_nr > 0 && !a->ignore_stack_samples)
+        return lp_error_set(err, LP_EUNSUPP, "samples with call stacks (hybrid "
+                            "input): context-sensitive profiles are not "
+                            "supported yet; use --ignore-stack-samples for a "
+                            "flat profile");
+    return lp_lbr_agg_sample(agg, s->branches, s->branch_nr,
+                             s->repeat ? s->repeat : 1, err);
+}
+
+/* The second pass (or the only one for perf script text). */
+static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
+                      lp_error *err)
+{
+    const char *path = a->perfdata ? a->perfdata : a->perfscript;
+    lp_reader_opts ro = {0};
+    const lp_event *ev;
+    lp_reader *r;
+    int k;
+
+    ro.force_text = a->perfscript != NULL;
+    /* reader.c refers to the text backend weakly: make sure it is linked */
+    if (ro.force_text && !lp_pscript_sniff("0x", 2))
+        return lp_error_set(err, LP_EUNSUPP, "perf script backend missing");
+    ro.skip_payloads = 1;
+    if (!(r = lp_reader_open(path, &ro, err)))
+        return -1;
+    while ((k = lp_reader_next(r, &ev, err)) == 1) {
+        if (ev->kind == LP_EV_MMAP) {
+            if (pids && !pid_in(pids, ev->u.mmap.pid))
+                continue;
+            if (a->show_mmap_events)
+                printf("Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
+                       ev->u.mmap.filename, ev->u.mmap.start);
+            if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err))
+                break;
+        } else if (ev->kind == LP_EV_SAMPLE) {
+            if (pids && (ev->u.sample.sample_type & LP_SAMPLE_TID) &&
+                !pid_in(pids, ev->u.sample.pid))
+                continue;
+            if (feed_sample(a, agg, &ev->u.sample, err))
+                break;
+        }
+    }
+    if (k == 1)
+        k = -1;
+    lp_reader_close(r);
+    return k < 0 ? -1 : 0;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static int output_format(const prof_args *a, lp_prof_format *f)
+{
+    const char *s = a->format ? a->format : "extbinary";
+
+    if (!strcmp(s, "text"))
+        *f = LP_PROF_TEXT;
+    else if (!strcmp(s, "extbinary"))
+        *f = LP_PROF_EXTBINARY;
+    else if (!strcmp(s, "binary"))
+        *f = LP_PROF_BINARY;
+    else if (!strcmp(s, "gcc"))
+        return bad_usage("%s: Profile encoding format unsupported for writing "
+                         "operations", s);
+    else
+        return bad_usage("Cannot find option named '%s' for --format", s);
+    return 0;
+}
+
+static int write_profile(const prof_args *a, lp_binary *bin, lp_profile *p,
+                         lp_error *err)
+{
+    lp_write_opts wo = {0};
+    const lp_function *const *funcs;
+    const char **names = NULL;
+    lp_outfile out;
+    size_t i, n = 0;
+    int rc;
+
+    output_format(a, &wo.format);
+    if (a->use_md5 && wo.format != LP_PROF_EXTBINARY)
+        print_warning(NULL, "-use-md5 is ignored. Specify --format=extbinary to "
+                            "enable it");
+    wo.use_md5 = a->use_md5 && wo.format == LP_PROF_EXTBINARY;
+    if (a->populate_symbol_list && wo.format == LP_PROF_EXTBINARY && bin) {
+        n = lp_binary_functions(bin, &funcs);
+        if (!(names = calloc(n ? n : 1, sizeof *names)))
+            return lp_error_set(err, LP_ENOMEM, "out of memory");
+        for (i = 0; i < n; i++)
+            names[i] = funcs[i]->name;
+        wo.symbol_list = names;
+        wo.nr_symbols = n;
+    }
+    rc = lp_outfile_open(&out, a->output, err);
+    if (rc == 0 && (rc = lp_profile_write(out.fp, p, &wo, err)) == 0)
+        rc = lp_outfile_commit(&out, err);
+    else if (rc == 0 || out.fp)
+        lp_outfile_abort(&out);
+    free(names);
+    return rc;
+}
+
+static int write_raw(const prof_args *a, lp_binary *bin, const lp_counters *c,
+                     lp_error *err)
+{
+    uint64_t base = !a->use_offset ? 0
+                    : a->first_loadable_base ? lp_binary_first_loadable(bin)
+                                             : lp_binary_preferred_base(bin);
+    lp_outfile out;
+
+    if (lp_outfile_open(&out, a->output, err))
+        return -1;
+    if (lp_rawprof_write(out.fp, c, base, err)) {
+        lp_outfile_abort(&out);
+        return -1;
+    }
+    return lp_outfile_commit(&out, err);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+static int validate(const prof_args *a)
+{
+    int inputs = !!a->perfdata + !!a->perfscript + !!a->unsym + !!a->llvm_prof;
+    lp_prof_format f;
+    struct stat st;
+    const char *in = a->perfdata    ? a->perfdata
+                     : a->perfscript ? a->perfscript
+                     : a->unsym      ? a->unsym
+                                     : a->llvm_prof;
+
+    if (inputs != 1)
+        return bad_usage("%s", "exactly one of --perfdata, --perfscript, "
+                               "--unsymbolized-profile or --llvm-sample-profile "
+                               "(or a perf.data argument) is required");
+    if (!a->output)
+        return bad_usage("%s", "--output (-o) is required");
+    if (!a->binary)
+        return bad_usage("%s", "--binary is required");
+    if (stat(in, &st) != 0)
+        return bad_usage("Input perf file does not exist: %s", in);
+    return output_format(a, &f);
+}
+
+static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
+                        lp_lbr_agg **agg, const lp_counters **c, lp_error *err)
+{
+    lp_lbr_agg_opts ao = {print_warning, NULL, a->show_detailed_warning, a->pid};
+    uint64_t base;
+    pid_set pids = {0};
+    FILE *f;
+    int rc;
+
+    if (a->unsym) {
+        base = !a->use_offset ? 0
+               : a->first_loadable_base ? lp_binary_first_loadable(bin)
+                                        : lp_binary_preferred_base(bin);
+        if (!(f = fopen(a->unsym, "r")))
+            return lp_error_set(err, LP_EIO, "%s: cannot open", a->unsym);
+        if (!(*own = lp_counters_new()))
+            rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+        else
+            rc = lp_rawprof_read(f, a->unsym, base, *own, err);
+        fclose(f);
+        *c = *own;
+        return rc;
+    }
+    if (!(*agg = lp_lbr_agg_new(bin, &ao, err)))
+        return -1;
+    rc = a->perfdata ? collect_pids(a, &pids, err) : 0;
+    if (rc == 0)
+        rc = read_trace(a, *agg, a->perfdata ? &pids : NULL, err);
+    free(pids.v);
+    if (rc == 0 && !(*c = lp_lbr_agg_finish(*agg, err)))
+        rc = -1;
+    return rc;
+}
+
+static int run(const prof_args *a, lp_error *err)
+{
+    lp_binary_opts bo = {a->debug_binary, a->dwp, -1};
+    lp_counters *own = NULL;
+    const lp_counters *c = NULL;
+    lp_lbr_agg *agg = NULL;
+    lp_profile *p = NULL;
+    lp_flat_opts fo = a->flat;
+    lp_binary *bin;
+    FILE *f;
+    int rc;
+
+    if (!(bin = lp_binary_open(a->binary, &bo, err)))
+        return -1;
+    fo.warn = print_warning;
+    fo.info = stdout;
+    if (a->llvm_prof) {
+        if (!(f = fopen(a->llvm_prof, "r")))
+            rc = lp_error_set(err, LP_EIO, "%s: cannot open", a->llvm_prof);
+        else {
+            rc = (p = lp_profile_read_text(f, a->llvm_prof, err)) ? 0 : -1;
+            fclose(f);
+        }
+    } else {
+        rc = run_counters(a, bin, &own, &agg, &c, err);
+        if (rc == 0 && a->skip_symbolization) {
+            rc = write_raw(a, bin, c, err);
+            goto out;
+        }
+        if (rc == 0 && !(p = lp_profile_new()))
+            rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+        if (rc == 0)
+            rc = lp_flat_generate(bin, c, &fo, p, err);
+    }
+    if (rc == 0)
+        rc = lp_flat_postprocess(p, &fo, err);
+    if (rc == 0)
+        rc = write_profile(a, bin, p, err);
+out:
+    lp_profile_free(p);
+    lp_counters_free(own);
+    lp_lbr_agg_free(agg);
+    lp_binary_close(bin);
+    return rc;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+    lp_error err = {0};
+    prof_args a;
+    int k = parse_args(&a, argc, argv);
+
+    if (k)
+        return k > 0 ? 0 : 2;
+    if (validate(&a))
+        return 2;
+    if (run(&a, &err))
+        return lp_cli_fail(&err);
+    return 0;
+}
