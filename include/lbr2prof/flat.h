@@ -70,6 +70,19 @@ int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err);
 /* One LBR sample: br[0] newest; addresses as recorded (runtime). */
 int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
                       uint64_t repeat, lp_error *err);
+/* A hybrid sample (call stack + LBR) with its stack ignored
+ * (--ignore-stack-samples): like lp_lbr_agg_sample, except that the sample
+ * is dropped when its leaf frame lies in a function prolog or epilog, as
+ * HybridPerfReader does before it looks at the stack. `stack` is leaf
+ * first and may hold LP_CONTEXT_* markers. */
+int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
+                            const lp_branch_entry *br, size_t n,
+                            uint64_t repeat, lp_error *err);
+/* llvm-profgen's PrologEpilogTracker test for a canonical address: the
+ * first two instructions of a function range, a return and the
+ * instruction before it. */
+bool lp_flat_in_prolog_epilog(lp_binary *bin, uint64_t addr);
+
 /* Range/branch counters (computeCounterFromLBR) and warnInvalidRange's
  * warnings. The counters stay owned by the aggregator. */
 lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err);

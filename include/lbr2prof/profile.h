@@ -100,8 +100,8 @@ size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out);
 /* Every top-level profile, unsorted (iteration helper). */
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out);
 
-/* Set every body record to max(count, sum of call targets), recursively
- * (llvm updateCallsiteSamples). */
+/* Set every body record of fs itself to max(count, sum of call targets)
+ * (llvm 19 updateCallsiteSamples: inlinee bodies are observed unchanged). */
 void lp_fs_update_callsite_samples(lp_fsamples *fs);
 /* total := sum of body counts + sum of inlinee totals, recursively
  * (llvm updateTotalSamples). */
@@ -123,6 +123,7 @@ typedef enum lp_prof_format {
 typedef struct lp_write_opts {
     lp_prof_format format;
     int use_md5;            /* extbinary only: MD5 name table */
+    int fs_discriminator;   /* extbinary: flag the summary section "fs" */
     const char *const *symbol_list; /* extbinary ProfileSymbolList, or NULL */
     size_t nr_symbols;
 } lp_write_opts;

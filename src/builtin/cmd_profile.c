@@ -279,6 +279,10 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
                             "input): context-sensitive profiles are not "
                             "supported yet; use --ignore-stack-samples for a "
                             "flat profile");
+    if (s->callchain_nr > 0)
+        return lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
+                                       s->branches, s->branch_nr,
+                                       s->repeat ? s->repeat : 1, err);
     return lp_lbr_agg_sample(agg, s->branches, s->branch_nr,
                              s->repeat ? s->repeat : 1, err);
 }
@@ -358,6 +362,7 @@ static int write_profile(const prof_args *a, lp_binary *bin, lp_profile *p,
         print_warning(NULL, "-use-md5 is ignored. Specify --format=extbinary to "
                             "enable it");
     wo.use_md5 = a->use_md5 && wo.format == LP_PROF_EXTBINARY;
+    wo.fs_discriminator = bin && lp_binary_fs_discriminator(bin);
     if (a->populate_symbol_list && wo.format == LP_PROF_EXTBINARY && bin) {
         n = lp_binary_functions(bin, &funcs);
         if (!(names = calloc(n ? n : 1, sizeof *names)))

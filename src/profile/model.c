@@ -367,8 +367,6 @@ size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 void lp_fs_update_callsite_samples(lp_fsamples *fs)
 {
     lp_body_rec *b;
-    lp_callsite *c;
-    struct lp_callee *e;
     uint64_t s;
 
     for (b = fs->body; b; b = b->hh.next) {
@@ -376,9 +374,6 @@ void lp_fs_update_callsite_samples(lp_fsamples *fs)
         if (s > b->count)
             b->count = s;
     }
-    for (c = fs->callsites; c; c = c->hh.next)
-        for (e = c->callees; e; e = e->hh.next)
-            lp_fs_update_callsite_samples(&e->fs);
 }
 
 void lp_fs_update_total_samples(lp_fsamples *fs)

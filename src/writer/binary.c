@@ -29,6 +29,7 @@ enum {
     SEC_FLAG_MD5_NAME = 1,
     SEC_FLAG_FIXED_LENGTH_MD5 = 2,
     SEC_FLAG_UNIQ_SUFFIX = 4,
+    SEC_FLAG_FS_DISCRIMINATOR = 4, /* ProfileSummary section */
 };
 
 /* ---- byte buffer ---------------------------------------------------------- */
@@ -326,6 +327,8 @@ static int write_ext(lp_buf *b, lp_fsamples **v, size_t n, const name_table *t,
     table = b->n;
     for (k = 0; k < 4 * NR_SECTIONS; k++)
         lp_buf_u64le(b, 0);
+    if (o->fs_discriminator)
+        h[0].flags |= (uint64_t)SEC_FLAG_FS_DISCRIMINATOR << 32;
     if (o->use_md5)
         h[1].flags |= (uint64_t)(SEC_FLAG_MD5_NAME | SEC_FLAG_FIXED_LENGTH_MD5) << 32;
     else if (uniq_names(t))

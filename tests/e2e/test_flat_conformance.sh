@@ -1,0 +1,156 @@
+#!/bin/sh
+# Flat (LBR-only) profiles: lbr2prof against llvm-profgen-19, run now on the
+# same inputs with the same options. For each case: the text profile (or the
+# unsymbolized profile with --skip-symbolization) must be identical line
+# for line; for profiles, llvm-profdata-19 must read our text and our
+# extbinary, `show` must print the same for our extbinary as for
+# llvm-profgen's, and `overlap` must report 100% similarity.
+# Inputs: every LBR-only perf script of the llvm-profgen test suite with an
+# ELF binary, the hybrid ones with --ignore-stack-samples (DWARF binaries),
+# the unsymbolized profiles, and AutoFDO's test.lbr (perf.data).
+set -u
+PG=llvm-profgen-19
+PD=llvm-profdata-19
+command -v $PG >/dev/null 2>&1 || { echo "$PG not found"; exit 77; }
+command -v $PD >/dev/null 2>&1 || { echo "$PD not found"; exit 77; }
+D=$TOP/tests/data/llvm-profgen-inputs
+A=$TOP/tests/data/autofdo
+cd "$WORK" || exit 1
+fails=0; n=0
+
+# run NAME OPTIONS... : compare one configuration
+run() {
+    name=$1; shift
+    n=$((n + 1))
+    $PG "$@" --output=ref.out >ref.err 2>&1; rs=$?
+    "$LBR2PROF" "$@" --output=my.out >my.err 2>&1; ms=$?
+    if [ $rs -ne 0 ] || [ $ms -ne 0 ]; then
+        if [ $rs -ne 0 ] && [ $ms -ne 0 ]; then
+            echo "ok   $name (both refuse)"; return
+        fi
+        echo "FAIL $name: exit llvm-profgen=$rs lbr2prof=$ms"; sed 's/^/  my: /' my.err | head -5
+        sed 's/^/  ref: /' ref.err | head -5
+        fails=$((fails + 1)); return
+    fi
+    if ! cmp -s ref.out my.out; then
+        echo "FAIL $name: output differs"; diff ref.out my.out | head -10
+        fails=$((fails + 1)); return
+    fi
+    echo "ok   $name"
+}
+
+# prof NAME OPTIONS... : text identical, then extbinary checks
+prof() {
+    name=$1; shift
+    run "$name [text]" "$@" --format=text
+    cp my.out my.txt
+    $PG "$@" --output=ref.ext >/dev/null 2>&1
+    "$LBR2PROF" "$@" --output=my.ext >/dev/null 2>&1
+    n=$((n + 1))
+    if ! $PD show --sample my.txt >/dev/null 2>&1; then
+        echo "FAIL $name: llvm-profdata cannot read our text"; fails=$((fails + 1)); return
+    fi
+    $PD show --sample ref.ext >ref.show 2>&1
+    $PD show --sample my.ext >my.show 2>&1
+    if ! cmp -s ref.show my.show; then
+        echo "FAIL $name: llvm-profdata show differs on extbinary"; diff ref.show my.show | head
+        fails=$((fails + 1)); return
+    fi
+    $PD merge --sample --text my.ext -o my.merged.txt >/dev/null 2>&1
+    case " $* " in *" --use-md5 "*) cp my.txt my.merged.txt ;; esac # names are hashes
+    if ! cmp -s my.merged.txt my.txt; then
+        echo "FAIL $name: extbinary -> text via llvm-profdata differs from our text"
+        fails=$((fails + 1)); return
+    fi
+    $PD overlap --sample ref.ext my.ext >ov.txt 2>&1
+    if ! grep -q 'Sum of sample counts for profile my.ext is 0\.' ov.txt; then
+        if ! grep -q 'Whole program profile similarity: 100.000%' ov.txt; then
+            echo "FAIL $name: overlap is not 100%"; head -12 ov.txt; fails=$((fails + 1)); return
+        fi
+    fi
+    echo "ok   $name [extbinary: show, merge, overlap]"
+}
+
+raw() { name=$1; shift; run "$name [raw]" "$@" --skip-symbolization; }
+
+# LBR-only perf scripts
+for c in noprobe.perfscript:noprobe noprobe.mmap.perfscript:noprobe \
+         noprobe.aggperfscript:noprobe noprobe-skid.perfscript:noprobe \
+         inline-noprobe.perfscript:inline-noprobe \
+         inline-noprobe2.perfscript:inline-noprobe2 \
+         artificial-branch.perfscript:inline-noprobe2 \
+         ip-duplication.perfscript:inline-noprobe2 \
+         coroutine.perfscript:coroutine; do
+    s=${c%%:*}; b=${c#*:}
+    raw "$s" --perfscript="$D/$s" --binary="$D/$b.perfbin"
+    prof "$s" --perfscript="$D/$s" --binary="$D/$b.perfbin"
+done
+prof "noprobe update-total-samples" --perfscript="$D/noprobe.perfscript" \
+    --binary="$D/noprobe.perfbin" --update-total-samples
+prof "inline-noprobe update-total-samples" --perfscript="$D/inline-noprobe.perfscript" \
+    --binary="$D/inline-noprobe.perfbin" --update-total-samples
+prof "inline-noprobe fill-zero" --perfscript="$D/inline-noprobe.perfscript" \
+    --binary="$D/inline-noprobe.perfbin" --fill-zero-for-all-funcs
+raw "noprobe use-offset=0" --perfscript="$D/noprobe.perfscript" \
+    --binary="$D/noprobe.perfbin" --use-offset=0
+raw "inline-noprobe2 first-loadable" --perfscript="$D/inline-noprobe2.perfscript" \
+    --binary="$D/inline-noprobe2.perfbin" --use-first-loadable-segment-as-base
+prof "inline-noprobe2 md5" --perfscript="$D/inline-noprobe2.perfscript" \
+    --binary="$D/inline-noprobe2.perfbin" --use-md5
+run "inline-noprobe2 extbinary+md5 bytes" --perfscript="$D/inline-noprobe2.perfscript" \
+    --binary="$D/inline-noprobe2.perfbin" --use-md5
+run "inline-noprobe2 extbinary+symbol-list bytes" --perfscript="$D/inline-noprobe2.perfscript" \
+    --binary="$D/inline-noprobe2.perfbin" --populate-profile-symbol-list
+run "inline-noprobe2 legacy binary bytes" --perfscript="$D/inline-noprobe2.perfscript" \
+    --binary="$D/inline-noprobe2.perfbin" --format=binary
+
+# hybrid perf scripts, stacks ignored (DWARF binaries only)
+for c in noinline-cs-noprobe.perfscript:noinline-cs-noprobe \
+         noinline-cs-noprobe.aggperfscript:noinline-cs-noprobe \
+         inline-cs-noprobe.perfscript:inline-cs-noprobe \
+         recursion-compression-noprobe.perfscript:recursion-compression-noprobe \
+         func-split.perfscript:func-split \
+         callback-external-addr.perfscript:callback-external-addr \
+         multi-load-segs.perfscript:multi-load-segs \
+         unique-linkage-name-dwarf.perfscript:unique-linkage-name-dwarf \
+         cs-interrupt.perfscript:noinline-cs-noprobe \
+         cs-invalid-ret-addr.perfscript:noinline-cs-noprobe \
+         external-address.perfscript:inline-cs-noprobe; do
+    s=${c%%:*}; b=${c#*:}
+    raw "$s ignore-stack" --perfscript="$D/$s" --binary="$D/$b.perfbin" --ignore-stack-samples
+    prof "$s ignore-stack" --perfscript="$D/$s" --binary="$D/$b.perfbin" --ignore-stack-samples
+done
+
+# unsymbolized profiles
+prof "out-of-bounds.raw.prof" --unsymbolized-profile="$D/out-of-bounds.raw.prof" \
+    --binary="$D/inline-noprobe.perfbin"
+prof "cold-profile-trimming" --unsymbolized-profile="$D/cold-profile-trimming.raw.prof" \
+    --binary="$D/inline-noprobe2.perfbin" --use-offset=0 --trim-cold-profile \
+    --profile-summary-cold-count=100
+prof "profile-density" --unsymbolized-profile="$D/profile-density.raw.prof" \
+    --binary="$D/inline-noprobe2.perfbin" --use-offset=0
+# fs-discriminator: only the section flags are compared for now; the binary
+# loader symbolizes this binary's lines as 0 (reported), so bodies differ.
+n=$((n + 1))
+$PG --unsymbolized-profile="$D/fs-discriminator.raw.prof" --binary="$D/fs-discriminator.perfbin" \
+    --output=ref.ext >/dev/null 2>&1
+"$LBR2PROF" --unsymbolized-profile="$D/fs-discriminator.raw.prof" \
+    --binary="$D/fs-discriminator.perfbin" --output=my.ext >/dev/null 2>&1
+$PD show --sample --show-sec-info-only ref.ext | grep Flags | sed 's/Offset.*Flags/Flags/' >ref.sec
+$PD show --sample --show-sec-info-only my.ext | grep Flags | sed 's/Offset.*Flags/Flags/' >my.sec
+if grep -q fs-discriminator ref.sec && cmp -s ref.sec my.sec; then
+    echo "ok   fs-discriminator section flags"
+else
+    echo "FAIL fs-discriminator section flags"; diff ref.sec my.sec; fails=$((fails + 1))
+fi
+printf '0\n0\n' > empty.raw
+prof "empty raw fill-zero" --unsymbolized-profile=empty.raw \
+    --binary="$D/inline-noprobe.perfbin" --fill-zero-for-all-funcs
+
+# AutoFDO's perf.data (perf 3.3), through perf script for llvm-profgen
+if command -v perf >/dev/null 2>&1; then
+    raw "test.lbr" --perfdata="$A/test.lbr" --binary="$A/test.binary"
+    prof "test.lbr" --perfdata="$A/test.lbr" --binary="$A/test.binary"
+fi
+echo "$((n - fails))/$n checks passed"
+[ $fails -eq 0 ]
