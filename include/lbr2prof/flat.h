@@ -99,6 +99,9 @@ int lp_rawprof_write(FILE *f, const lp_counters *c, uint64_t base,
 int lp_rawprof_read(FILE *f, const char *name, uint64_t base, lp_counters *c,
                     lp_error *err);
 
+/* 1 if the ELF file has both pseudo-probe sections, 0 if not, -1 on error. */
+int lp_flat_has_pseudo_probes(const char *path, lp_error *err);
+
 /* ---- profile generation (ProfileGenerator) ----------------------------- */
 
 typedef struct lp_flat_opts {

@@ -29,7 +29,7 @@ typedef struct prof_args {
     const char *binary, *debug_binary, *dwp, *output, *format;
     bool skip_symbolization, use_offset, first_loadable_base;
     bool ignore_stack_samples, use_md5, populate_symbol_list;
-    bool show_detailed_warning, show_mmap_events;
+    bool show_detailed_warning, show_mmap_events, use_dwarf_correlation;
     int64_t pid;
     lp_flat_opts flat;
 } prof_args;
@@ -84,7 +84,7 @@ static const opt_def opt_defs[] = {
     {"sample-profile-cold-inline-threshold", O_IGNORED, 0},
     {"sample-profile-inline-limit-max", O_IGNORED, 0},
     {"profile-summary-contextless", O_IGNORED, 0},
-    {"use-dwarf-correlation", O_IGNORED, 0},
+    {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     /* not implemented: refuse rather than silently ignore */
     {"leading-ip-only", O_UNSUPP, 0}, {"perf-event", O_UNSUPP, 0},
     {"perf-events", O_UNSUPP, 0}, {"sample-period", O_UNSUPP, 0},
@@ -469,6 +469,14 @@ static int run(const prof_args *a, lp_error *err)
     FILE *f;
     int rc;
 
+    rc = a->use_dwarf_correlation ? 0 : lp_flat_has_pseudo_probes(a->binary, err);
+    if (rc < 0)
+        return -1;
+    if (rc > 0)
+        return lp_error_set(err, LP_EUNSUPP, "%s: the binary has pseudo probes; "
+                            "probe-based profiles are not supported yet (use "
+                            "--use-dwarf-correlation for a line-based profile)",
+                            a->binary);
     if (!(bin = lp_binary_open(a->binary, &bo, err)))
         return -1;
     fo.warn = print_warning;

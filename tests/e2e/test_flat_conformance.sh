@@ -121,6 +121,27 @@ for c in noinline-cs-noprobe.perfscript:noinline-cs-noprobe \
     prof "$s ignore-stack" --perfscript="$D/$s" --binary="$D/$b.perfbin" --ignore-stack-samples
 done
 
+# a pseudo-probe binary read through DWARF (inline-probe-afdo)
+prof "cs-preinline-cost dwarf-correlation" --perfscript="$D/cs-preinline-cost.perfscript" \
+    --binary="$D/cs-preinline-cost.perfbin" --ignore-stack-samples --use-dwarf-correlation
+prof "cmov_3 (event names)" --perfscript="$D/cmov_3.perfscript" --binary="$D/cmov_3.perfbin"
+
+# refusals: probe binaries without --use-dwarf-correlation, hybrid input
+# without --ignore-stack-samples (both context/probe features not built yet)
+for c in "inline-cs-pseudoprobe --ignore-stack-samples" "noinline-cs-noprobe"; do
+    n=$((n + 1))
+    set -- $c
+    b=$1; shift
+    "$LBR2PROF" --perfscript="$D/$b.perfscript" --binary="$D/$b.perfbin" "$@" \
+        --output=refused.out >refused.err 2>&1
+    st=$?
+    if [ $st -eq 2 ] && [ ! -e refused.out ] && grep -q 'not supported yet' refused.err; then
+        echo "ok   $b refused (status 2, no output)"
+    else
+        echo "FAIL $b: expected a clear refusal, got status $st"; fails=$((fails + 1))
+    fi
+done
+
 # unsymbolized profiles
 prof "out-of-bounds.raw.prof" --unsymbolized-profile="$D/out-of-bounds.raw.prof" \
     --binary="$D/inline-noprobe.perfbin"
