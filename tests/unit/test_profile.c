@@ -1,0 +1,194 @@
+/*
+ * test_profile.c - unit tests for src/profile: the FunctionSamples model
+ * (counting, sorted views, LLVM's count fix-ups) and the text reader.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/profile.h"
+
+static lp_loc L(uint32_t line, uint32_t disc) { return (lp_loc){line, disc}; }
+
+static void test_saturating_add(void **state)
+{
+    (void)state;
+    assert_true(lp_sat_add(UINT64_MAX - 1, 5) == UINT64_MAX);
+    assert_true(lp_sat_add(2, 3) == 5);
+}
+
+static void test_body_and_targets_sorted(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs = lp_profile_get(p, "foo", NULL);
+    lp_body_rec *b;
+    lp_body_view *v;
+    size_t n;
+    (void)state;
+
+    lp_body_add(lp_fs_body(fs, L(3, 0)), 7);
+    lp_body_add(lp_fs_body(fs, L(1, 2)), 1);
+    lp_body_add(lp_fs_body(fs, L(1, 0)), 2);
+    b = lp_fs_body(fs, L(3, 0));
+    assert_int_equal(lp_body_add_target(b, "zed", 4), 0);
+    assert_int_equal(lp_body_add_target(b, "bar", 4), 0);
+    assert_int_equal(lp_body_add_target(b, "baz", 9), 0);
+    assert_int_equal(lp_body_add_target(b, "bar", 1), 0);
+    assert_true(lp_body_target_sum(b) == 18);
+    n = lp_fs_sorted_body(fs, &v);
+    assert_int_equal(n, 3);
+    assert_int_equal(v[0].loc.line, 1);
+    assert_int_equal(v[0].loc.disc, 0);
+    assert_int_equal(v[1].loc.disc, 2);
+    assert_int_equal(v[2].nr_targets, 3);
+    /* count descending, then name */
+    assert_string_equal(v[2].targets[0].name, "baz");
+    assert_string_equal(v[2].targets[1].name, "bar");
+    assert_true(v[2].targets[1].count == 5);
+    assert_string_equal(v[2].targets[2].name, "zed");
+    lp_body_views_free(v, n);
+    lp_profile_free(p);
+}
+
+static void test_top_level_order(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples **v;
+    size_t n;
+    (void)state;
+
+    lp_profile_get(p, "b", NULL)->total = 10;
+    lp_profile_get(p, "a", NULL)->total = 10;
+    lp_profile_get(p, "c", NULL)->total = 11;
+    assert_ptr_equal(lp_profile_get(p, "a", NULL), lp_profile_find(p, "a"));
+    n = lp_profile_sorted(p, &v);
+    assert_int_equal(n, 3);
+    assert_string_equal(v[0]->name, "c");
+    assert_string_equal(v[1]->name, "a");
+    assert_string_equal(v[2]->name, "b");
+    free(v);
+    lp_profile_remove(p, "a");
+    assert_null(lp_profile_find(p, "a"));
+    assert_int_equal(p->nr_funcs, 2);
+    lp_profile_free(p);
+}
+
+static void test_fixups(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs = lp_profile_get(p, "main", NULL), *in;
+    (void)state;
+
+    lp_body_add_target(lp_fs_body(fs, L(2, 0)), "f", 30);
+    lp_body_add(lp_fs_body(fs, L(2, 0)), 10);
+    lp_body_add(lp_fs_body(fs, L(4, 0)), 5);
+    in = lp_fs_callee(fs, L(1, 0), "inl");
+    assert_ptr_equal(in, lp_fs_callee(fs, L(1, 0), "inl"));
+    lp_body_add_target(lp_fs_body(in, L(1, 0)), "g", 8);
+    lp_body_add(lp_fs_body(in, L(1, 0)), 3);
+    lp_fs_update_callsite_samples(fs);
+    assert_true(lp_body_count(lp_fs_body_find(fs, L(2, 0))) == 30);
+    /* LLVM 19 leaves inlinee bodies alone */
+    assert_true(lp_body_count(lp_fs_body_find(in, L(1, 0))) == 3);
+    lp_fs_update_total_samples(fs);
+    assert_true(in->total == 3);
+    assert_true(fs->total == 30 + 5 + 3);
+    lp_profile_free(p);
+}
+
+static int starts_with_x(const char *n) { return n[0] == 'x'; }
+
+static void test_drop_callees(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs = lp_profile_get(p, "main", NULL), *a;
+    lp_callee_view *v;
+    size_t n;
+    (void)state;
+
+    a = lp_fs_callee(fs, L(1, 0), "a");
+    lp_fs_callee(a, L(2, 0), "xdeep");
+    lp_fs_callee(fs, L(1, 0), "xtop");
+    lp_fs_drop_callees(fs, starts_with_x);
+    n = lp_fs_sorted_callees(fs, &v);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].fs->name, "a");
+    free(v);
+    n = lp_fs_sorted_callees(a, &v);
+    assert_int_equal(n, 0);
+    free(v);
+    lp_profile_free(p);
+}
+
+static const char sample_text[] =
+    "main:2609:3\n"
+    " 0: 0\n"
+    " 2: 5 foo:3 bar:2\n"
+    " 1: foo:2609\n"
+    "  2.1: 42\n"
+    "  3.1: bar:546\n"
+    "   65533: 42\n";
+
+static void test_read_text(void **state)
+{
+    FILE *f = fmemopen((void *)sample_text, sizeof sample_text - 1, "r");
+    lp_error e = {0};
+    lp_profile *p = lp_profile_read_text(f, "mem", &e);
+    lp_fsamples *m, *foo, *bar;
+    (void)state;
+
+    fclose(f);
+    assert_non_null(p);
+    m = lp_profile_find(p, "main");
+    assert_non_null(m);
+    assert_true(m->total == 2609 && m->head == 3);
+    assert_true(lp_body_target_sum(lp_fs_body_find(m, L(2, 0))) == 5);
+    foo = lp_fs_callee(m, L(1, 0), "foo");
+    assert_true(foo->total == 2609);
+    assert_true(lp_body_count(lp_fs_body_find(foo, L(2, 1))) == 42);
+    bar = lp_fs_callee(foo, L(3, 1), "bar");
+    assert_true(bar->total == 546);
+    assert_true(lp_body_count(lp_fs_body_find(bar, L(65533, 0))) == 42);
+    lp_profile_free(p);
+}
+
+static void test_read_text_errors(void **state)
+{
+    static const char *bad[] = {
+        "main:1\n",                 /* no head count */
+        "main:1:0\n x: 3\n",        /* bad location */
+        "main:1:0\n 1: 3 foo\n",    /* target without count */
+        "  1: 3\n",                 /* body without a function */
+        "main:1:0\n 1: 2\n   1: 3\n", /* too deep */
+    };
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        FILE *f = fmemopen((void *)bad[i], strlen(bad[i]), "r");
+        lp_error e = {0};
+        assert_null(lp_profile_read_text(f, "t.prof", &e));
+        assert_int_equal(e.code, LP_EFORMAT);
+        assert_non_null(strstr(e.msg, "t.prof:"));
+        fclose(f);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_saturating_add),
+        cmocka_unit_test(test_body_and_targets_sorted),
+        cmocka_unit_test(test_top_level_order),
+        cmocka_unit_test(test_fixups),
+        cmocka_unit_test(test_drop_callees),
+        cmocka_unit_test(test_read_text),
+        cmocka_unit_test(test_read_text_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
