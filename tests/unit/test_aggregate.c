@@ -1,0 +1,264 @@
+/*
+ * test_aggregate.c - unit tests for src/flat on llvm-profgen's noprobe
+ * test binary: LBR aggregation (ranges, branches, external addresses,
+ * bogus ranges and their warnings, mmap base), the unsymbolized profile
+ * format, the prolog/epilog test and profile generation (Example A of the
+ * llvm-profgen reference).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/flat.h"
+
+#define BIN "tests/data/llvm-profgen-inputs/noprobe.perfbin"
+
+typedef struct warns {
+    char buf[4096];
+} warns;
+
+static void collect(void *ctx, const char *msg)
+{
+    warns *w = ctx;
+
+    strncat(w->buf, msg, sizeof w->buf - strlen(w->buf) - 2);
+    strcat(w->buf, "\n");
+}
+
+static lp_binary *open_bin(void)
+{
+    lp_error e = {0};
+    lp_binary *b = lp_binary_open(BIN, NULL, &e);
+
+    if (!b)
+        fail_msg("%s", e.msg);
+    return b;
+}
+
+static char *raw_string(const lp_counters *c, uint64_t base)
+{
+    char *buf = NULL;
+    size_t len;
+    lp_error e = {0};
+    FILE *f = open_memstream(&buf, &len);
+
+    assert_int_equal(lp_rawprof_write(f, c, base, &e), 0);
+    fclose(f);
+    return buf;
+}
+
+/* the first five entries of the first sample of noprobe.perfscript */
+static const lp_branch_entry sample1[] = {
+    {0x40062f, 0x4005b0, 0}, {0x400645, 0x4005ff, 0}, {0x400637, 0x400645, 0},
+    {0x4005e9, 0x400634, 0}, {0x4005d7, 0x4005e5, 0},
+};
+
+static void test_ranges_and_branches(void **state)
+{
+    lp_binary *b = open_bin();
+    warns w = {{0}};
+    lp_lbr_agg_opts o = {collect, &w, false, -1};
+    lp_error e = {0};
+    lp_lbr_agg *a = lp_lbr_agg_new(b, &o, &e);
+    lp_counters *c;
+    char *s;
+    (void)state;
+
+    assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 2, &e), 0);
+    c = lp_lbr_agg_finish(a, &e);
+    assert_non_null(c);
+    s = raw_string(c, 0x400000);
+    /* N entries give N-1 ranges; the leading IP is not used */
+    assert_string_equal(s, "4\n5e5-5e9:2\n5ff-62f:2\n634-637:2\n645-645:2\n"
+                           "5\n5d7->5e5:2\n5e9->634:2\n62f->5b0:2\n637->645:2\n"
+                           "645->5ff:2\n");
+    free(s);
+    assert_non_null(strstr(w.buf, "No relevant mmap event is matched for "
+                                  "noprobe.perfbin, will use preferred address "
+                                  "(0x400000)"));
+    assert_null(strstr(w.buf, "of samples are from ranges"));
+    lp_lbr_agg_free(a);
+    lp_binary_close(b);
+}
+
+static void test_external_and_bogus(void **state)
+{
+    static const lp_branch_entry br[] = {
+        {0x7f0000001000, 0x4005b0, 0}, /* external source: head sample only */
+        {0x7f0000002000, 0x7f0000003000, 0}, /* external -> external: dropped */
+        {0x4005d7, 0x400645, 0},       /* range [645, ext]: none */
+        {0x400645, 0x4005ff, 0},       /* range [5ff, 5d7]: start after end */
+        {0x40062f, 0x4005ff, 0},       /* [5ff, 645] crosses the call at 62f */
+    };
+    lp_binary *b = open_bin();
+    warns w = {{0}};
+    lp_lbr_agg_opts o = {collect, &w, true, -1};
+    lp_error e = {0};
+    lp_lbr_agg *a = lp_lbr_agg_new(b, &o, &e);
+    lp_counters *c;
+    char *s;
+    (void)state;
+
+    assert_int_equal(lp_lbr_agg_sample(a, br, 5, 1, &e), 0);
+    c = lp_lbr_agg_finish(a, &e);
+    s = raw_string(c, 0x400000);
+    assert_string_equal(s, "0\n4\nffffffffffc00001->5b0:1\n5d7->645:1\n"
+                           "62f->5ff:1\n645->5ff:1\n");
+    free(s);
+    /* [645,1], [5ff,5d7], [5ff,645] were seen: two of three are bogus, one
+     * ends outside the code */
+    assert_non_null(strstr(w.buf, "66.67%(2/3) of samples are from ranges that "
+                                  "have range start after or too far from range "
+                                  "end acrossing the unconditinal jmp."));
+    assert_non_null(strstr(w.buf, "[  4005ff,  4005d7]: Range start is after"));
+    assert_non_null(strstr(w.buf, "33.33%(1/3) of samples are from ranges that "
+                                  "are not on instruction boundary."));
+    lp_lbr_agg_free(a);
+    lp_binary_close(b);
+}
+
+static void test_mmap_moves_base(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_lbr_agg_opts o = {NULL, NULL, false, -1};
+    lp_error e = {0};
+    lp_lbr_agg *a = lp_lbr_agg_new(b, &o, &e);
+    lp_mmap_event m = {0};
+    lp_branch_entry br[5];
+    char *s;
+    size_t i;
+    (void)state;
+
+    m.pid = 7;
+    m.start = 0x10000000;
+    m.len = 0x1000;
+    m.filename = "/somewhere/else/noprobe.perfbin";
+    assert_int_equal(lp_lbr_agg_mmap(a, &m, &e), 0);
+    assert_true(lp_lbr_agg_loaded_by_mmap(a));
+    for (i = 0; i < 5; i++) {
+        br[i].from = sample1[i].from - 0x400000 + 0x10000000;
+        br[i].to = sample1[i].to - 0x400000 + 0x10000000;
+    }
+    assert_int_equal(lp_lbr_agg_sample(a, br, 5, 1, &e), 0);
+    s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
+    assert_non_null(strstr(s, "4\n5e5-5e9:1\n"));
+    free(s);
+    /* another file name is ignored; a foreign offset is fatal */
+    m.filename = "/bin/true";
+    assert_int_equal(lp_lbr_agg_mmap(a, &m, &e), 0);
+    m.filename = "noprobe.perfbin";
+    m.start = 0x20000000;
+    m.pgoff = 0x5000;
+    assert_int_equal(lp_lbr_agg_mmap(a, &m, &e), -1);
+    assert_int_equal(e.code, LP_EFORMAT);
+    lp_lbr_agg_free(a);
+    lp_binary_close(b);
+}
+
+static void test_prolog_epilog(void **state)
+{
+    lp_binary *b = open_bin();
+    (void)state;
+
+    assert_true(lp_flat_in_prolog_epilog(b, 0x4005b0));  /* entry */
+    assert_true(lp_flat_in_prolog_epilog(b, 0x4005b1));  /* second inst */
+    assert_false(lp_flat_in_prolog_epilog(b, 0x4005b4));
+    assert_false(lp_flat_in_prolog_epilog(b, 0x4005e5));
+    assert_true(lp_flat_in_prolog_epilog(b, 0x4005e8));  /* before ret */
+    assert_true(lp_flat_in_prolog_epilog(b, 0x4005e9));  /* ret */
+    lp_binary_close(b);
+}
+
+static const char example_a_raw[] =
+    "7\n5b0-5c8:7\n5b0-5d7:13\n5dc-5e9:6\n5e5-5e9:12\n5ff-62f:19\n634-637:18\n"
+    "645-645:18\n6\n5c8->5dc:7\n5d7->5e5:13\n5e9->634:18\n62f->5b0:21\n"
+    "637->645:18\n645->5ff:19\n";
+
+static lp_counters *read_raw(const char *text)
+{
+    lp_counters *c = lp_counters_new();
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    lp_error e = {0};
+
+    assert_int_equal(lp_rawprof_read(f, "mem", 0x400000, c, &e), 0);
+    fclose(f);
+    return c;
+}
+
+static void test_rawprof_round_trip_and_errors(void **state)
+{
+    static const char *bad[] = {"1\n", "1\n5b0-5c8\n0\n", "1\n5b0:5c8:1\n0\n",
+                                "0\n1\n5c8-5dc:7\n", "x\n", "[main]\n 0\n 0\n"};
+    lp_counters *c = read_raw(example_a_raw);
+    char *s = raw_string(c, 0x400000);
+    size_t i;
+    (void)state;
+
+    assert_string_equal(s, example_a_raw);
+    free(s);
+    lp_counters_free(c);
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        lp_counters *d = lp_counters_new();
+        FILE *f = fmemopen((void *)bad[i], strlen(bad[i]), "r");
+        lp_error e = {0};
+
+        assert_int_equal(lp_rawprof_read(f, "bad.raw", 0, d, &e), -1);
+        assert_non_null(strstr(e.msg, "bad.raw"));
+        fclose(f);
+        lp_counters_free(d);
+    }
+}
+
+static void test_generate_example_a(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_counters *c = read_raw(example_a_raw);
+    lp_profile *p = lp_profile_new();
+    lp_flat_opts o;
+    lp_write_opts wo = {LP_PROF_TEXT, 0, 0, NULL, 0};
+    lp_error e = {0};
+    char *buf = NULL;
+    size_t len;
+    FILE *f;
+    (void)state;
+
+    lp_flat_opts_default(&o);
+    assert_int_equal(lp_flat_generate(b, c, &o, p, &e), 0);
+    assert_int_equal(lp_flat_postprocess(p, &o, &e), 0);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(lp_profile_write(f, p, &wo, &e), 0);
+    fclose(f);
+    assert_string_equal(buf, "foo:1241:0\n 0: 0\n 1: 0\n 2: 19\n 3: 21 bar:21\n"
+                             " 4: 0\n 5: 0\nbar:926:21\n 0: 20\n 1: 20\n 2: 13\n"
+                             " 4: 6\n 5: 18\n");
+    free(buf);
+    lp_profile_free(p);
+
+    /* --update-total-samples: totals become sums of body counts */
+    p = lp_profile_new();
+    o.update_total_samples = true;
+    assert_int_equal(lp_flat_generate(b, c, &o, p, &e), 0);
+    assert_true(lp_profile_find(p, "foo")->total == 40);
+    assert_true(lp_profile_find(p, "bar")->total == 77);
+    lp_profile_free(p);
+    lp_counters_free(c);
+    lp_binary_close(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ranges_and_branches),
+        cmocka_unit_test(test_external_and_bogus),
+        cmocka_unit_test(test_mmap_moves_base),
+        cmocka_unit_test(test_prolog_epilog),
+        cmocka_unit_test(test_rawprof_round_trip_and_errors),
+        cmocka_unit_test(test_generate_example_a),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
