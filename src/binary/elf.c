@@ -90,7 +90,10 @@ static Elf *open_elf(const char *path, int *fdp, lp_error *err)
     size_t phnum = 0, shnum = 0;
     const char *why = NULL;
     uint64_t where = 0;
-    if (elf_getphdrnum(e, &phnum) != 0 || elf_getshdrnum(e, &shnum) != 0) {
+    phnum = eh.e_phnum;
+    shnum = eh.e_shnum;
+    if ((phnum == PN_XNUM && elf_getphdrnum(e, &phnum) != 0) ||
+        (shnum == 0 && eh.e_shoff && elf_getshdrnum(e, &shnum) != 0)) {
         why = "program/section header count unreadable";
     } else if (phnum && eh.e_phoff + (uint64_t)phnum * eh.e_phentsize > fsize) {
         why = "program headers extend past end of file";
