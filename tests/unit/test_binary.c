@@ -556,7 +556,7 @@ static void test_func_entries_and_callee_names(void **state)
 static void check_elf_facts(const char *bin)
 {
     lp_binary *b = open_ok(bin, NULL);
-    char *out = run("readelf -lW %s", bin);
+    char *out = run("readelf -lW %s 2>/dev/null", bin);
     assert_non_null(out);
     const lp_segment *segs, *xs;
     size_t ns = lp_binary_segments(b, &segs), nx = lp_binary_exec_segments(b, &xs);
@@ -588,13 +588,13 @@ static void check_elf_facts(const char *bin)
     assert_int_equal(k, ns);
     assert_int_equal(kx, nx);
     free(out);
-    out = run("readelf -n %s | sed -n 's/.*Build ID: *//p'", bin);
+    out = run("readelf -n %s 2>/dev/null | sed -n 's/.*Build ID: *//p'", bin);
     out[strcspn(out, "\n")] = 0;
     assert_string_equal(lp_binary_build_id_hex(b), out);
     const uint8_t *id;
     assert_int_equal(lp_binary_build_id(b, &id) * 2, strlen(out));
     free(out);
-    out = run("readelf -hW %s | grep -c 'Type: *DYN'", bin);
+    out = run("readelf -hW %s 2>/dev/null | grep -c 'Type: *DYN'", bin);
     assert_int_equal(lp_binary_is_pie(b), atoi(out) > 0);
     free(out);
     lp_binary_close(b);
@@ -744,7 +744,22 @@ static void test_split_dwarf(void **state)
                         IN "split-dwarf-single.exe", dir,
                         IN "split-dwarf-single.o.yaml", dir), 0);
     snprintf(exe, sizeof exe, "%s/split-dwarf-single.exe", dir);
-    check_symbolize(exe, NULL, NULL);
+    /* -gsplit-dwarf=single (.dwo sections inside the .o): libdw 0.188 does
+     * not read them (known limitation, docs/binary.md); it must be a clear
+     * warning and no stacks, never wrong ones. */
+    b = open_ok(exe, NULL);
+    assert_non_null(lp_binary_warning(b, 0));
+    assert_non_null(strstr(lp_binary_warning(b, 0), "DWO"));
+    const lp_function *fn = lp_binary_function(b, "foo");
+    assert_non_null(fn);
+    assert_true(fn->from_symtab);
+    const lp_frame *fr;
+    size_t nf = 1;
+    lp_error e = {0};
+    assert_int_equal(lp_binary_symbolize(b, fn->ranges[0]->start, &fr, &nf,
+                                         &e), 0);
+    assert_int_equal(nf, 0);
+    lp_binary_close(b);
     snprintf(exe, sizeof exe, "%s/split-dwarf-split.exe", dir);
     /* without the .dwo: a warning, no functions from it */
     assert_int_equal(sh("rm %s/split-dwarf-split.dwo", dir), 0);
