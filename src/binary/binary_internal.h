@@ -152,6 +152,7 @@ struct lp_binary {
     lp_die_range *dies;                 /* sorted by start */
     size_t ndies, dies_cap;
     size_t ndup_starts;
+    size_t ndwo_missing;
 
     lp_sym_cache *cache;                /* uthash */
     lp_line_cache *lines;               /* uthash */

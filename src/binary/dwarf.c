@@ -160,6 +160,7 @@ static int load_units(lp_binary *b, lp_error *err)
                                     "reading DWARF", b->dbg_path);
         }
     }
+    b->ndwo_missing = missing;
     if (missing)
         lp_bin_warn(b, "DWO debug information was not loaded for %zu "
                     "modules. Please check the .o, .dwo or .dwp path.",
@@ -253,9 +254,8 @@ int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
         }
     }
     if (!b->dw)
-        lp_bin_warn(b, "%s: no DWARF debug information; function ranges "
-                    "come from the symbol table and addresses cannot be "
-                    "symbolized", b->dbg_path);
+        lp_bin_warn(b, "%s: no DWARF debug information: addresses cannot "
+                    "be symbolized", b->dbg_path);
     else if (load_units(b, err) != 0)
         return -1;
     if (b->dw)

@@ -309,8 +309,14 @@ static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
                             o->dwp_path);
     if (lp_bin_load_dwarf(b, err))
         return -1;
-    if (b->nfuncs == 0 && lp_bin_functions_from_symtab(b, err))
+    if (b->nmap == 0 && o->symtab_functions &&
+        lp_bin_functions_from_symtab(b, err))
         return -1;
+    char dwp[4096];
+    snprintf(dwp, sizeof dwp, "%s.dwp", b->path);
+    if (o->dwp_path || (b->ndwo_missing && file_exists(dwp)))
+        lp_bin_warn(b, "DWARF package files (.dwp) are not read (libdw "
+                    "0.188); only .dwo files next to DW_AT_comp_dir are");
     lp_bin_mark_entries(b);
     bool fs = false;
     for (size_t i = 0; i < b->nsyms; i++)
@@ -323,7 +329,7 @@ static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
 lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
                           lp_error *err)
 {
-    lp_binary_opts def = {NULL, NULL, -1};
+    lp_binary_opts def = {NULL, NULL, -1, 0};
     const lp_binary_opts *o = opts ? opts : &def;
     if (!path)
         return lp_error_set(err, LP_EUSAGE, "no binary path given"), NULL;
