@@ -820,6 +820,148 @@ static void test_open_errors(void **state)
     assert_int_equal(e.code, LP_EUSAGE);
 }
 
+
+/* ---- tests: laziness, prolog/epilog, corrupt input ------------------------ */
+
+static void test_lazy_disassembly(void **state)
+{
+    (void)state;
+    const char *bin = "tests/data/autofdo/test.binary";
+    lp_binary *b = open_ok(bin, NULL);
+    size_t total;
+    assert_int_equal(lp_binary_decoded_regions(b, &total), 0);
+    assert_true(total > 50);
+    const lp_function *f = lp_binary_function(b, "main");
+    assert_non_null(f);
+    uint64_t a = f->ranges[0]->start;
+    lp_error e = {0};
+    assert_int_equal(lp_binary_inst(b, a, NULL, &e), 1);
+    const lp_frame *fr;
+    size_t nf;
+    assert_int_equal(lp_binary_symbolize(b, a, &fr, &nf, &e), 0);
+    assert_true(nf >= 1);
+    assert_string_equal(fr[0].func, "main");
+    size_t after_one = lp_binary_decoded_regions(b, NULL);
+    assert_true(after_one >= 1 && after_one <= 2);
+    /* walking all code decodes everything, once */
+    size_t n = 0;
+    assert_int_equal(lp_binary_inst_at_or_after(b, 0, &a, &e), 1);
+    do
+        n++;
+    while (lp_binary_next_inst(b, a, &a, &e) == 1);
+    assert_true(n > 1000);
+    assert_true(lp_binary_decoded_regions(b, NULL) > total / 2);
+    lp_binary_close(b);
+}
+
+/* Prolog/epilog: range starts and the next instruction, rets and the
+ * instruction before, as llvm-profgen's PrologEpilogTracker. */
+static void test_prolog_epilog(void **state)
+{
+    (void)state;
+    if (!have_tool("llvm-profgen-19"))
+        skip();
+    const char *bin = IN "inline-cs-noprobe.perfbin";
+    size_t n, hits = 0;
+    pg_inst *v = profgen_listing(bin, &n);
+    lp_binary *b = open_ok(bin, NULL);
+    for (size_t i = 0; i < n; i++) {
+        const lp_func_range *r = lp_binary_func_range(b, v[i].addr);
+        const lp_func_range *rp = i ? lp_binary_func_range(b, v[i - 1].addr)
+                                    : NULL;
+        bool want = (r && r->start == v[i].addr) ||
+                    (rp && rp->start == v[i - 1].addr) ||
+                    expected_kind(&v[i]) == LP_INST_RET ||
+                    (i + 1 < n && expected_kind(&v[i + 1]) == LP_INST_RET);
+        assert_int_equal(lp_binary_in_prolog_epilog(b, v[i].addr), want);
+        hits += want;
+    }
+    assert_true(hits > 4 && hits < n);
+    lp_binary_close(b);
+    free(v);
+}
+
+/* Section [off, off+size) in the file, from readelf. */
+static bool sec_extent(const char *bin, const char *name, long *off,
+                       long *size)
+{
+    char *out = run("readelf -SW %s 2>/dev/null", bin);
+    bool ok = false;
+    for (char *save = NULL, *l = strtok_r(out, "\n", &save); l && !ok;
+         l = strtok_r(NULL, "\n", &save)) {
+        char *p = strstr(l, name);
+        if (!p || p[strlen(name)] != ' ')
+            continue;
+        char type[32];
+        unsigned long addr;
+        ok = sscanf(p + strlen(name), " %31s %lx %lx %lx", type, &addr,
+                    (unsigned long *)off, (unsigned long *)size) == 4;
+    }
+    free(out);
+    return ok;
+}
+
+/* Corrupted DWARF and code bytes: a clean error or a loaded binary whose
+ * queries answer without crashing (ASan/UBSan build checks memory). */
+static void test_corrupt_sections(void **state)
+{
+    (void)state;
+    const char *src = IN "inline-noprobe.perfbin";
+    static const char *const secs[] = {".debug_line", ".debug_info",
+                                       ".debug_abbrev", ".debug_ranges",
+                                       ".text", ".symtab"};
+    FILE *in = fopen(src, "rb");
+    assert_non_null(in);
+    fseek(in, 0, SEEK_END);
+    long fsz = ftell(in);
+    unsigned char *orig = malloc((size_t)fsz), *buf = malloc((size_t)fsz);
+    rewind(in);
+    assert_int_equal(fread(orig, 1, (size_t)fsz, in), (size_t)fsz);
+    fclose(in);
+    char path[128];
+    snprintf(path, sizeof path, "%s/corrupt", scratch);
+    uint32_t seed = 12345;
+    size_t opened = 0, runs = 0;
+    for (size_t s = 0; s < sizeof secs / sizeof *secs; s++) {
+        long off, size;
+        if (!sec_extent(src, secs[s], &off, &size) || size <= 0)
+            continue;
+        for (int round = 0; round < 12; round++, runs++) {
+            memcpy(buf, orig, (size_t)fsz);
+            for (int k = 0; k < 1 + round * 3; k++) {
+                seed = seed * 1103515245u + 12345u;
+                long at = off + (long)((seed >> 8) % (uint32_t)size);
+                buf[at] = (unsigned char)(seed >> 24);
+            }
+            FILE *o = fopen(path, "wb");
+            fwrite(buf, 1, (size_t)fsz, o);
+            fclose(o);
+            lp_error e = {0};
+            lp_binary *b = lp_binary_open(path, NULL, &e);
+            if (!b) {
+                assert_true(e.msg[0] != 0);
+                continue;
+            }
+            opened++;
+            uint64_t a;
+            size_t steps = 0;
+            if (lp_binary_inst_at_or_after(b, 0, &a, &e) == 1)
+                do {
+                    const lp_frame *fr;
+                    size_t nf;
+                    lp_binary_symbolize(b, a, &fr, &nf, &e);
+                    lp_binary_in_prolog_epilog(b, a);
+                    lp_binary_func_range(b, a);
+                } while (++steps < 100000 &&
+                         lp_binary_next_inst(b, a, &a, &e) == 1);
+            lp_binary_close(b);
+        }
+    }
+    assert_true(runs >= 48 && opened > 0);
+    free(orig);
+    free(buf);
+}
+
 /* ---- tests: pure rules --------------------------------------------------- */
 
 static void test_canonical_names(void **state)
@@ -913,6 +1055,9 @@ int main(void)
         cmocka_unit_test(test_debug_binary_and_stripped),
         cmocka_unit_test(test_split_dwarf),
         cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_lazy_disassembly),
+        cmocka_unit_test(test_prolog_epilog),
+        cmocka_unit_test(test_corrupt_sections),
         cmocka_unit_test(test_canonical_names),
         cmocka_unit_test(test_discriminators),
         cmocka_unit_test(test_fs_discriminator_detected),
