@@ -317,6 +317,8 @@ static void check_symbolize(const char *bin, const lp_binary_opts *o,
     free(v);
 }
 
+static void check_functions(const char *bin);
+
 /* ---- tests: disassembly and symbolization ------------------------------ */
 
 static const char *const bins[] = {
@@ -344,6 +346,22 @@ static void test_symbolize_matches_profgen(void **state)
         skip();
     for (size_t i = 0; i < sizeof bins / sizeof *bins; i++)
         check_symbolize(bins[i], NULL, NULL);
+}
+
+/* This test program itself: GCC-built, DWARF 5, a few thousand functions
+ * (the whole library, cmocka stubs, and under ASan the instrumentation). */
+static void test_self_matches_profgen(void **state)
+{
+    (void)state;
+    if (!have_tool("llvm-profgen-19"))
+        skip();
+    char *self = realpath("/proc/self/exe", NULL);
+    assert_non_null(self);
+    check_disasm(self);
+    check_symbolize(self, NULL, NULL);
+    if (have_tool("llvm-dwarfdump-19"))
+        check_functions(self);
+    free(self);
 }
 
 /* File, line, column and start line against llvm-symbolizer, on a copy
@@ -617,8 +635,9 @@ static const char *make_lld_pie(void)
           "  int s = 0;\n  for (int i = 0; i < argc * 1000; i++)\n"
           "    s += add(i, argc);\n  (void)argv;\n  return s & 1;\n}\n", f);
     fclose(f);
-    if (sh("clang-19 -O2 -g -fPIE -pie -fuse-ld=lld -Wl,--build-id=sha1 "
-           "-o %s %s", path, src) != 0)
+    if (sh("clang-19 -O2 -g -fdebug-info-for-profiling -funroll-loops "
+           "-fPIE -pie -fuse-ld=lld -Wl,--build-id=sha1 -o %s %s", path,
+           src) != 0)
         return NULL;
     return path;
 }
@@ -633,6 +652,10 @@ static void test_elf_facts_match_readelf(void **state)
     const char *pie = make_lld_pie();
     if (pie) {
         check_elf_facts(pie);
+        if (have_tool("llvm-profgen-19")) { /* DWARF 5, discriminators */
+            check_disasm(pie);
+            check_symbolize(pie, NULL, NULL);
+        }
         lp_binary *b = open_ok(pie, NULL);
         assert_true(lp_binary_is_pie(b));
         assert_int_equal(lp_binary_build_id(b, NULL), 20);
@@ -1047,6 +1070,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_disasm_matches_profgen),
         cmocka_unit_test(test_symbolize_matches_profgen),
+        cmocka_unit_test(test_self_matches_profgen),
         cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
         cmocka_unit_test(test_functions_match_dwarfdump),
         cmocka_unit_test(test_func_entries_and_callee_names),
