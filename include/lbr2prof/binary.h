@@ -48,6 +48,12 @@ typedef struct lp_binary_opts {
     /* Flow-sensitive discriminators: -1 = auto (on iff the symbol
      * __llvm_fs_discriminator__ exists, as llvm-profgen), 0 = off, 1 = on. */
     int fs_discriminator;
+    /* No DWARF functions at all (stripped of debug info, or a .dwo that
+     * cannot be read): 0 = none, as llvm-profgen 19 (which warns "Loading
+     * of DWARF info completed, but no binary functions have been
+     * retrieved."); 1 = one function per sized STT_FUNC symbol (what LLVM
+     * [main] does since PR #163654). Zero-initialized = 0. */
+    int symtab_functions;
 } lp_binary_opts;
 
 /* Open an ELF binary. opts may be NULL (all defaults). Errors: not a file,
@@ -155,8 +161,10 @@ int lp_binary_inst(lp_binary *b, uint64_t addr, lp_inst *out, lp_error *err);
 
 /* Convenience predicates (false when addr is not an instruction start or
  * on error). is_uncond_branch is llvm-profgen's UncondBranchAddrSet: calls,
- * returns and unconditional jumps. is_branch: BranchAddressSet (jumps,
- * conditional or not, not calls/returns). */
+ * returns and direct unconditional jumps (an indirect jmp is not in it:
+ * MCInstrDesc::isUnconditionalBranch excludes indirect branches).
+ * is_branch: BranchAddressSet (jumps, conditional or not, direct or
+ * indirect; not calls/returns). */
 bool lp_binary_is_code(lp_binary *b, uint64_t addr);
 bool lp_binary_is_call(lp_binary *b, uint64_t addr);
 bool lp_binary_is_return(lp_binary *b, uint64_t addr);
@@ -180,6 +188,16 @@ int lp_binary_inst_at_or_after(lp_binary *b, uint64_t addr, uint64_t *out,
  * previous instruction is not a call, -1 on error. */
 int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
                         lp_error *err);
+
+/* llvm-profgen's PrologEpilogTracker, answered lazily: addr is the start
+ * of a function range or the instruction after it, a return, or the
+ * instruction before a return. Used to drop hybrid samples whose leaf IP
+ * is in a prolog/epilog (no frame set up there). */
+bool lp_binary_in_prolog_epilog(lp_binary *b, uint64_t addr);
+
+/* Laziness counters: how many disassembly regions (symbol ranges) were
+ * decoded so far; *total (if non-NULL) gets the number of regions. */
+size_t lp_binary_decoded_regions(const lp_binary *b, size_t *total);
 
 /* llvm-profgen's isValidFallThroughRange for an LBR range [start, end]:
  * start <= end, both code, and no call/ret/unconditional jump at any
@@ -207,7 +225,8 @@ struct lp_function {
 /* Functions are llvm-profgen's BinaryFunctions: one per DWARF subprogram
  * name (with code), several ranges each (hot/cold parts of a split
  * function are ranges of one function; "foo.cold" is not an entry).
- * Without DWARF, one function per STT_FUNC symbol of non-zero size. */
+ * Without DWARF functions: none, or with opts.symtab_functions one per
+ * STT_FUNC symbol of non-zero size (from_symtab set). */
 size_t lp_binary_functions(const lp_binary *b,
                            const lp_function *const **funcs);
 const lp_function *lp_binary_function(const lp_binary *b, const char *name);

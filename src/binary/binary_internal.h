@@ -50,8 +50,42 @@ const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch);
 typedef struct lp_die_range {
     uint64_t start, end;
     Dwarf_Die die;              /* the subprogram DIE (main or .dwo) */
-    Dwarf_Die cudie;            /* its CU DIE (line table owner) */
+    Dwarf_Die cudie;            /* its CU DIE (split unit DIE for .dwo) */
+    Dwarf_Die linecu;           /* the CU DIE holding DW_AT_stmt_list
+                                   (the skeleton for split DWARF) */
 } lp_die_range;
+
+/* A decoded DWARF line table (lines.c). */
+typedef struct lp_line_row {
+    uint64_t addr;
+    uint32_t line, col, disc, file;
+    bool end_seq;
+} lp_line_row;
+
+typedef struct lp_line_seq {
+    uint64_t low, high;         /* [low, high) */
+    size_t first, last;         /* rows [first, last), end row included */
+} lp_line_seq;
+
+typedef struct lp_line_table {
+    lp_line_row *rows;
+    size_t nrows, rows_cap;
+    lp_line_seq *seqs;          /* sorted by high */
+    size_t nseqs, seqs_cap;
+} lp_line_table;
+
+/* Line tables by .debug_line offset (uthash), parsed on first use. */
+typedef struct lp_line_cache {
+    uint64_t off;
+    lp_line_table t;
+    bool ok;
+    UT_hash_handle hh;
+} lp_line_cache;
+
+int lp_line_table_parse(const uint8_t *data, size_t size, uint64_t off,
+                        lp_line_table *t);
+void lp_line_table_free(lp_line_table *t);
+const lp_line_row *lp_line_table_lookup(const lp_line_table *t, uint64_t addr);
 
 /* Symbolization cache entry (uthash keyed by addr). */
 typedef struct lp_sym_cache {
@@ -118,8 +152,12 @@ struct lp_binary {
     lp_die_range *dies;                 /* sorted by start */
     size_t ndies, dies_cap;
     size_t ndup_starts;
+    size_t ndwo_missing;
 
     lp_sym_cache *cache;                /* uthash */
+    lp_line_cache *lines;               /* uthash */
+    const uint8_t *debug_line;          /* .debug_line of dbg_elf */
+    size_t debug_line_size;
     lp_str *strs;                       /* uthash */
 
     char **warnings;

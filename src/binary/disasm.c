@@ -419,3 +419,30 @@ int lp_binary_valid_fallthrough(lp_binary *b, uint64_t start, uint64_t end,
     }
     return r < 0 ? -1 : r;
 }
+
+bool lp_binary_in_prolog_epilog(lp_binary *b, uint64_t addr)
+{
+    uint64_t p, n;
+    const lp_func_range *r = lp_binary_func_range(b, addr);
+    if (r && r->start == addr)
+        return true;
+    if (lp_binary_prev_inst(b, addr, &p, NULL) == 1) {
+        r = lp_binary_func_range(b, p);
+        if (r && r->start == p)
+            return true;
+    }
+    if (lp_binary_is_return(b, addr))
+        return true;
+    return lp_binary_next_inst(b, addr, &n, NULL) == 1 &&
+           lp_binary_is_return(b, n);
+}
+
+size_t lp_binary_decoded_regions(const lp_binary *b, size_t *total)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->nregions; i++)
+        n += b->regions[i].decoded;
+    if (total)
+        *total = b->nregions;
+    return n;
+}

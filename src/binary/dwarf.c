@@ -66,7 +66,7 @@ static int add_range(lp_binary *b, lp_func_entry *f, uint64_t lo, uint64_t hi)
 }
 
 static int add_die_range(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
-                         uint64_t lo, uint64_t hi)
+                         Dwarf_Die *linecu, uint64_t lo, uint64_t hi)
 {
     if (b->ndies == b->dies_cap) {
         size_t nc = b->dies_cap * 2 + 64;
@@ -76,7 +76,7 @@ static int add_die_range(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
         b->dies = d;
         b->dies_cap = nc;
     }
-    b->dies[b->ndies++] = (lp_die_range){lo, hi, *die, *cudie};
+    b->dies[b->ndies++] = (lp_die_range){lo, hi, *die, *cudie, *linecu};
     return 0;
 }
 
@@ -97,7 +97,8 @@ static const char *die_name(Dwarf_Die *die)
     return NULL;
 }
 
-static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie)
+static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
+                      Dwarf_Die *linecu)
 {
     const char *name = die_name(die);
     if (!name)
@@ -110,23 +111,25 @@ static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie)
             return -1;
         if (hi <= lo || lo < b->preferred_base)
             continue;
-        if (add_range(b, f, lo, hi) || add_die_range(b, die, cudie, lo, hi))
+        if (add_range(b, f, lo, hi) || add_die_range(b, die, cudie, linecu, lo, hi))
             return -1;
     }
     return 0;
 }
 
 /* Pre-order walk of every DIE under `die` (llvm's CU.dies() order). */
-static int walk(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie, int depth)
+static int walk(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
+                Dwarf_Die *linecu, int depth)
 {
     Dwarf_Die child;
     if (depth > 256 || dwarf_child(die, &child) != 0)
         return 0;
     do {
         if (dwarf_tag(&child) == DW_TAG_subprogram &&
-            subprogram(b, &child, cudie) != 0)
+            subprogram(b, &child, cudie, linecu) != 0)
             return -1;
-        if (dwarf_haschildren(&child) && walk(b, &child, cudie, depth + 1))
+        if (dwarf_haschildren(&child) &&
+            walk(b, &child, cudie, linecu, depth + 1))
             return -1;
     } while (dwarf_siblingof(&child, &child) == 0);
     return 0;
@@ -145,10 +148,10 @@ static int load_units(lp_binary *b, lp_error *err)
             if (ut != DW_UT_compile && ut != DW_UT_skeleton)
                 continue;
             if (pass == 0) {
-                r = walk(b, &cudie, &cudie, 0);
+                r = walk(b, &cudie, &cudie, &cudie, 0);
             } else if (ut == DW_UT_skeleton) {
                 if (dwarf_tag(&subdie) == DW_TAG_compile_unit)
-                    r = walk(b, &subdie, &subdie, 0);
+                    r = walk(b, &subdie, &subdie, &cudie, 0);
                 else
                     missing++;
             }
@@ -157,6 +160,7 @@ static int load_units(lp_binary *b, lp_error *err)
                                     "reading DWARF", b->dbg_path);
         }
     }
+    b->ndwo_missing = missing;
     if (missing)
         lp_bin_warn(b, "DWO debug information was not loaded for %zu "
                     "modules. Please check the .o, .dwo or .dwp path.",
@@ -216,6 +220,29 @@ static int build_map(lp_binary *b)
     return 0;
 }
 
+static void find_debug_line(lp_binary *b)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(b->dbg_elf, &shstrndx) != 0)
+        return;
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(b->dbg_elf, s));) {
+        GElf_Shdr sh;
+        const char *nm;
+        if (!gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS ||
+            !(nm = elf_strptr(b->dbg_elf, shstrndx, sh.sh_name)) ||
+            strcmp(nm, ".debug_line") != 0)
+            continue;
+        if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
+            return;
+        Elf_Data *d = elf_getdata(s, NULL);
+        if (d && d->d_buf) {
+            b->debug_line = d->d_buf;
+            b->debug_line_size = d->d_size;
+        }
+        return;
+    }
+}
+
 int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
 {
     b->dw = dwarf_begin_elf(b->dbg_elf, DWARF_C_READ, NULL);
@@ -227,11 +254,12 @@ int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
         }
     }
     if (!b->dw)
-        lp_bin_warn(b, "%s: no DWARF debug information; function ranges "
-                    "come from the symbol table and addresses cannot be "
-                    "symbolized", b->dbg_path);
+        lp_bin_warn(b, "%s: no DWARF debug information: addresses cannot "
+                    "be symbolized", b->dbg_path);
     else if (load_units(b, err) != 0)
         return -1;
+    if (b->dw)
+        find_debug_line(b);
     if (b->dw && b->nranges == 0)
         lp_bin_warn(b, "Loading of DWARF info completed, but no binary "
                     "functions have been retrieved.");
@@ -279,6 +307,12 @@ void lp_bin_free_dwarf(lp_binary *b)
         HASH_DEL(b->cache, c);
         free(c->frames);
         free(c);
+    }
+    lp_line_cache *lc, *ltmp;
+    HASH_ITER(hh, b->lines, lc, ltmp) {
+        HASH_DEL(b->lines, lc);
+        lp_line_table_free(&lc->t);
+        free(lc);
     }
     free(b->funcs);
     free(b->ranges);
@@ -441,10 +475,33 @@ static const char *file_name(Dwarf_Die *cudie, uint32_t idx)
     return s ? s : "";
 }
 
-static size_t make_frames(const lp_die_range *dr, uint64_t addr,
+/* The line table of a CU (parsed once); NULL if it has none. */
+static const lp_line_table *cu_lines(lp_binary *b, Dwarf_Die *linecu)
+{
+    Dwarf_Attribute a;
+    Dwarf_Word off;
+    if (!b->debug_line || !dwarf_attr(linecu, DW_AT_stmt_list, &a) ||
+        dwarf_formudata(&a, &off) != 0)
+        return NULL;
+    lp_line_cache *c;
+    HASH_FIND(hh, b->lines, &off, sizeof off, c);
+    if (!c) {
+        if (!(c = calloc(1, sizeof *c)))
+            return NULL;
+        c->off = off;
+        c->ok = lp_line_table_parse(b->debug_line, b->debug_line_size, off,
+                                    &c->t) == 0;
+        if (!c->ok)
+            lp_line_table_free(&c->t);
+        HASH_ADD(hh, b->lines, off, sizeof c->off, c);
+    }
+    return c->ok ? &c->t : NULL;
+}
+
+static size_t make_frames(lp_binary *b, const lp_die_range *dr, uint64_t addr,
                           Dwarf_Die *chain, size_t n, lp_frame *out)
 {
-    Dwarf_Die cudie = dr->cudie;
+    Dwarf_Die cudie = dr->linecu;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         lp_frame *f = &out[k];
@@ -459,18 +516,15 @@ static size_t make_frames(const lp_die_range *dr, uint64_t addr,
             f->discriminator = udata(&chain[i + 1], DW_AT_GNU_discriminator);
             f->file = file_name(&cudie, udata(&chain[i + 1], DW_AT_call_file));
         } else {
-            Dwarf_Line *l = dwarf_getsrc_die(&cudie, addr);
-            int ln = 0, col = 0;
-            unsigned disc = 0;
-            if (l) {
-                dwarf_lineno(l, &ln);
-                dwarf_linecol(l, &col);
-                dwarf_linediscriminator(l, &disc);
-                f->file = dwarf_linesrc(l, NULL, NULL);
+            Dwarf_Die lcu = dr->linecu;
+            const lp_line_table *t = cu_lines(b, &lcu);
+            const lp_line_row *row = t ? lp_line_table_lookup(t, addr) : NULL;
+            if (row) {
+                f->line = row->line;
+                f->column = row->col;
+                f->discriminator = row->disc;
+                f->file = file_name(&cudie, row->file);
             }
-            f->line = (uint32_t)ln;
-            f->column = (uint32_t)col;
-            f->discriminator = disc;
         }
         if (!f->file)
             f->file = "";
@@ -499,7 +553,7 @@ int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
             return lp_error_set(err, LP_ENOMEM, "out of memory");
         }
         c->addr = addr;
-        c->n = dr ? make_frames(dr, addr, chain, nc, c->frames) : 0;
+        c->n = dr ? make_frames(b, dr, addr, chain, nc, c->frames) : 0;
         HASH_ADD(hh, b->cache, addr, sizeof c->addr, c);
     }
     *frames = c->frames;

@@ -90,7 +90,10 @@ static Elf *open_elf(const char *path, int *fdp, lp_error *err)
     size_t phnum = 0, shnum = 0;
     const char *why = NULL;
     uint64_t where = 0;
-    if (elf_getphdrnum(e, &phnum) != 0 || elf_getshdrnum(e, &shnum) != 0) {
+    phnum = eh.e_phnum;
+    shnum = eh.e_shnum;
+    if ((phnum == PN_XNUM && elf_getphdrnum(e, &phnum) != 0) ||
+        (shnum == 0 && eh.e_shoff && elf_getshdrnum(e, &shnum) != 0)) {
         why = "program/section header count unreadable";
     } else if (phnum && eh.e_phoff + (uint64_t)phnum * eh.e_phentsize > fsize) {
         why = "program headers extend past end of file";
@@ -306,8 +309,14 @@ static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
                             o->dwp_path);
     if (lp_bin_load_dwarf(b, err))
         return -1;
-    if (b->nfuncs == 0 && lp_bin_functions_from_symtab(b, err))
+    if (b->nmap == 0 && o->symtab_functions &&
+        lp_bin_functions_from_symtab(b, err))
         return -1;
+    char dwp[4096];
+    snprintf(dwp, sizeof dwp, "%s.dwp", b->path);
+    if (o->dwp_path || (b->ndwo_missing && file_exists(dwp)))
+        lp_bin_warn(b, "DWARF package files (.dwp) are not read (libdw "
+                    "0.188); only .dwo files next to DW_AT_comp_dir are");
     lp_bin_mark_entries(b);
     bool fs = false;
     for (size_t i = 0; i < b->nsyms; i++)
@@ -320,7 +329,7 @@ static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
 lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
                           lp_error *err)
 {
-    lp_binary_opts def = {NULL, NULL, -1};
+    lp_binary_opts def = {NULL, NULL, -1, 0};
     const lp_binary_opts *o = opts ? opts : &def;
     if (!path)
         return lp_error_set(err, LP_EUSAGE, "no binary path given"), NULL;
