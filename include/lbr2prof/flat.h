@@ -78,10 +78,6 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
 int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err);
-/* llvm-profgen's PrologEpilogTracker test for a canonical address: the
- * first two instructions of a function range, a return and the
- * instruction before it. */
-bool lp_flat_in_prolog_epilog(lp_binary *bin, uint64_t addr);
 
 /* Range/branch counters (computeCounterFromLBR) and warnInvalidRange's
  * warnings. The counters stay owned by the aggregator. */

@@ -334,29 +334,6 @@ lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err)
     return a->c;
 }
 
-bool lp_flat_in_prolog_epilog(lp_binary *bin, uint64_t addr)
-{
-    const lp_func_range *fr;
-    uint64_t other;
-
-    if (!lp_binary_is_code(bin, addr))
-        return false;
-    if (lp_binary_is_return(bin, addr))
-        return true;
-    if (lp_binary_next_inst(bin, addr, &other, NULL) == 1 &&
-        lp_binary_is_return(bin, other))
-        return true;
-    fr = lp_binary_func_range(bin, addr);
-    if (fr && fr->start == addr)
-        return true;
-    if (lp_binary_prev_inst(bin, addr, &other, NULL) == 1) {
-        fr = lp_binary_func_range(bin, other);
-        if (fr && fr->start == other)
-            return true;
-    }
-    return false;
-}
-
 int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err)
@@ -370,7 +347,7 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
     if (i == ns)
         return 0; /* no frame: HybridPerfReader rejects the sample */
     leaf = canon(a, stack[i], &code);
-    if (code && lp_flat_in_prolog_epilog(a->bin, leaf))
+    if (code && lp_binary_in_prolog_epilog(a->bin, leaf))
         return 0;
     return lp_lbr_agg_sample(a, br, n, repeat, err);
 }

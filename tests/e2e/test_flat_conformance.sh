@@ -150,8 +150,11 @@ prof "cold-profile-trimming" --unsymbolized-profile="$D/cold-profile-trimming.ra
     --profile-summary-cold-count=100
 prof "profile-density" --unsymbolized-profile="$D/profile-density.raw.prof" \
     --binary="$D/inline-noprobe2.perfbin" --use-offset=0
-# fs-discriminator: only the section flags are compared for now; the binary
-# loader symbolizes this binary's lines as 0 (reported), so bodies differ.
+# fs-discriminator: also the header flags (not visible in show's output)
+prof "fs-discriminator" --unsymbolized-profile="$D/fs-discriminator.raw.prof" \
+    --binary="$D/fs-discriminator.perfbin"
+run "fs-discriminator extbinary bytes" --unsymbolized-profile="$D/fs-discriminator.raw.prof" \
+    --binary="$D/fs-discriminator.perfbin"
 n=$((n + 1))
 $PG --unsymbolized-profile="$D/fs-discriminator.raw.prof" --binary="$D/fs-discriminator.perfbin" \
     --output=ref.ext >/dev/null 2>&1

@@ -1,9 +1,9 @@
 /*
  * test_aggregate.c - unit tests for src/flat on llvm-profgen's noprobe
  * test binary: LBR aggregation (ranges, branches, external addresses,
- * bogus ranges and their warnings, mmap base), the unsymbolized profile
- * format, the prolog/epilog test and profile generation (Example A of the
- * llvm-profgen reference).
+ * bogus ranges and their warnings, mmap base, hybrid samples with a
+ * prolog leaf), the unsymbolized profile format and profile generation
+ * (Example A of the llvm-profgen reference).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -160,17 +160,26 @@ static void test_mmap_moves_base(void **state)
     lp_binary_close(b);
 }
 
-static void test_prolog_epilog(void **state)
+static void test_stack_sample_prolog_leaf(void **state)
 {
+    /* leaf at bar's entry (prolog): dropped; leaf inside bar: kept */
+    static const uint64_t in_prolog[] = {LP_CONTEXT_USER, 0x4005b0, 0x400684};
+    static const uint64_t inside[] = {0x4005dc, 0x400634};
     lp_binary *b = open_bin();
+    lp_lbr_agg_opts o = {NULL, NULL, false, -1};
+    lp_error e = {0};
+    lp_lbr_agg *a = lp_lbr_agg_new(b, &o, &e);
+    char *s;
     (void)state;
 
-    assert_true(lp_flat_in_prolog_epilog(b, 0x4005b0));  /* entry */
-    assert_true(lp_flat_in_prolog_epilog(b, 0x4005b1));  /* second inst */
-    assert_false(lp_flat_in_prolog_epilog(b, 0x4005b4));
-    assert_false(lp_flat_in_prolog_epilog(b, 0x4005e5));
-    assert_true(lp_flat_in_prolog_epilog(b, 0x4005e8));  /* before ret */
-    assert_true(lp_flat_in_prolog_epilog(b, 0x4005e9));  /* ret */
+    assert_int_equal(lp_lbr_agg_stack_sample(a, in_prolog, 3, sample1, 5, 1, &e), 0);
+    assert_true(lp_lbr_agg_nr_samples(a) == 0);
+    assert_int_equal(lp_lbr_agg_stack_sample(a, inside, 2, sample1, 5, 3, &e), 0);
+    assert_true(lp_lbr_agg_nr_samples(a) == 3);
+    s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
+    assert_non_null(strstr(s, "4\n5e5-5e9:3\n"));
+    free(s);
+    lp_lbr_agg_free(a);
     lp_binary_close(b);
 }
 
@@ -256,7 +265,7 @@ int main(void)
         cmocka_unit_test(test_ranges_and_branches),
         cmocka_unit_test(test_external_and_bogus),
         cmocka_unit_test(test_mmap_moves_base),
-        cmocka_unit_test(test_prolog_epilog),
+        cmocka_unit_test(test_stack_sample_prolog_leaf),
         cmocka_unit_test(test_rawprof_round_trip_and_errors),
         cmocka_unit_test(test_generate_example_a),
     };
