@@ -60,6 +60,9 @@ typedef struct lp_lbr_agg_opts {
     void *warn_ctx;
     bool show_detailed_warning;
     int64_t pid_filter;     /* -1: none */
+    bool leading_ip_only;   /* --leading-ip-only: count the sample IP only */
+    bool has_sample_period; /* --sample-period=P given */
+    uint64_t sample_period;
 } lp_lbr_agg_opts;
 
 lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
@@ -70,6 +73,10 @@ int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err);
 /* One LBR sample: br[0] newest; addresses as recorded (runtime). */
 int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
                       uint64_t repeat, lp_error *err);
+/* --leading-ip-only: the sample's IP (runtime address) as a one-address
+ * range; the LBR entries are not used. */
+int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
+                         lp_error *err);
 /* A hybrid sample (call stack + LBR) with its stack ignored
  * (--ignore-stack-samples): like lp_lbr_agg_sample, except that the sample
  * is dropped when its leaf frame lies in a function prolog or epilog, as
@@ -110,6 +117,7 @@ typedef struct lp_flat_opts {
     double density_threshold;          /* 50 */
     uint32_t density_cutoff_hot;       /* 990000 */
     bool show_density;
+    bool leading_ip_only;   /* body counts are summed, no duplication factor */
     lp_warn_fn warn;
     void *warn_ctx;
     FILE *info;             /* --show-density output (stdout), may be NULL */

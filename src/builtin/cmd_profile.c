@@ -24,6 +24,8 @@
 
 /* ---- options ---------------------------------------------------------- */
 
+#define MAX_EVENTS 64
+
 typedef struct prof_args {
     const char *perfdata, *perfscript, *unsym, *llvm_prof;
     const char *binary, *debug_binary, *dwp, *output, *format;
@@ -31,10 +33,16 @@ typedef struct prof_args {
     bool ignore_stack_samples, use_md5, populate_symbol_list;
     bool show_detailed_warning, show_mmap_events, use_dwarf_correlation;
     int64_t pid;
+    bool leading_ip_only;
+    uint64_t sample_period;
+    bool have_sample_period;
+    char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
+    size_t nr_events;
     lp_flat_opts flat;
 } prof_args;
 
-enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_DBL, O_IGNORED, O_UNSUPP };
+enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT,
+                O_IGNORED, O_UNSUPP };
 
 typedef struct opt_def {
     const char *name;
@@ -86,8 +94,9 @@ static const opt_def opt_defs[] = {
     {"profile-summary-contextless", O_IGNORED, 0},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     /* not implemented: refuse rather than silently ignore */
-    {"leading-ip-only", O_UNSUPP, 0}, {"perf-event", O_UNSUPP, 0},
-    {"perf-events", O_UNSUPP, 0}, {"sample-period", O_UNSUPP, 0},
+    {"leading-ip-only", O_BOOL, A(leading_ip_only)},
+    {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},
+    {"sample-period", O_U64, A(sample_period)},
     {"kernel", O_UNSUPP, 0}, {"show-disassembly-only", O_UNSUPP, 0},
     {NULL, 0, 0},
 };
@@ -126,6 +135,24 @@ static int parse_bool(const char *v, bool *out)
     return 0;
 }
 
+/* --perf-event=E (repeatable) or --perf-events=E1,E2 */
+static int add_events(prof_args *a, const char *v)
+{
+    const char *p = v, *c;
+
+    for (;;) {
+        c = strchr(p, ',');
+        if (a->nr_events == MAX_EVENTS)
+            return -1;
+        if (!(a->events[a->nr_events] = strndup(p, c ? (size_t)(c - p) : strlen(p))))
+            return -1;
+        a->nr_events++;
+        if (!c)
+            return 0;
+        p = c + 1;
+    }
+}
+
 static int set_opt(prof_args *a, const opt_def *d, const char *v)
 {
     char *base = (char *)a + d->off, *e;
@@ -135,6 +162,11 @@ static int set_opt(prof_args *a, const opt_def *d, const char *v)
     case O_BOOL: return parse_bool(v, (bool *)base);
     case O_I64: *(int64_t *)base = strtoll(v, &e, 10); return *e || !*v ? -1 : 0;
     case O_U32: *(uint32_t *)base = (uint32_t)strtoul(v, &e, 10); return *e || !*v ? -1 : 0;
+    case O_U64:
+        *(uint64_t *)base = strtoull(v, &e, 10);
+        a->have_sample_period = true;
+        return *e || !*v || v[0] == '-' ? -1 : 0;
+    case O_EVENT: return add_events(a, v);
     case O_DBL: *(double *)base = strtod(v, &e); return *e || !*v ? -1 : 0;
     default: return 0;
     }
@@ -279,6 +311,20 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
                             "input): context-sensitive profiles are not "
                             "supported yet; use --ignore-stack-samples for a "
                             "flat profile");
+    size_t i;
+
+    if (a->nr_events > 0 && s->attr && s->attr->name) {
+        for (i = 0; i < a->nr_events; i++)
+            if (strcmp(a->events[i], s->attr->name) == 0)
+                break;
+        if (i == a->nr_events)
+            return 0; /* filtered out by --perf-event */
+    }
+    if (a->leading_ip_only) {
+        if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0)
+            return 0;
+        return lp_lbr_agg_ip_sample(agg, s->ip, s->repeat ? s->repeat : 1, err);
+    }
     if (s->callchain_nr > 0)
         return lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
                                        s->branches, s->branch_nr,
@@ -426,7 +472,9 @@ static int validate(const prof_args *a)
 static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
                         lp_lbr_agg **agg, const lp_counters **c, lp_error *err)
 {
-    lp_lbr_agg_opts ao = {print_warning, NULL, a->show_detailed_warning, a->pid};
+    lp_lbr_agg_opts ao = {print_warning, NULL, a->show_detailed_warning, a->pid,
+                          a->leading_ip_only, a->have_sample_period,
+                          a->sample_period};
     uint64_t base;
     pid_set pids = {0};
     FILE *f;
@@ -480,6 +528,7 @@ static int run(const prof_args *a, lp_error *err)
     if (!(bin = lp_binary_open(a->binary, &bo, err)))
         return -1;
     fo.warn = print_warning;
+    fo.leading_ip_only = a->leading_ip_only;
     fo.info = stdout;
     if (a->llvm_prof) {
         if (!(f = fopen(a->llvm_prof, "r")))
@@ -517,11 +566,11 @@ int cmd_profile(int argc, char **argv)
     prof_args a;
     int k = parse_args(&a, argc, argv);
 
-    if (k)
-        return k > 0 ? 0 : 2;
-    if (validate(&a))
-        return 2;
-    if (run(&a, &err))
-        return lp_cli_fail(&err);
-    return 0;
+    if (k == 0 && validate(&a))
+        k = -1;
+    if (k == 0 && run(&a, &err))
+        k = -2;
+    while (a.nr_events > 0)
+        free(a.events[--a.nr_events]);
+    return k == 0 || k == 1 ? 0 : k == -1 ? 2 : lp_cli_fail(&err);
 }

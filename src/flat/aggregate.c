@@ -196,31 +196,78 @@ static int count_entry(lp_lbr_agg *a, uint64_t src, uint64_t dst, bool dst_code,
     return 0;
 }
 
+static void warn_missing_mmap(lp_lbr_agg *a)
+{
+    if (a->loaded_by_mmap || a->missing_warned)
+        return;
+    warnf(a, "No relevant mmap event is matched for %s, will use preferred "
+             "address (0x%" PRIx64 ") as the base loading address!", a->name,
+          a->preferred);
+    a->missing_warned = true;
+}
+
+/* extractLBRStack's filtering: canonical entries, external -> external
+ * dropped. Returns the number kept in *out (allocated), -1 on OOM. */
+static long kept_entries(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
+                         lp_branch_entry **out)
+{
+    lp_branch_entry *v = malloc((n ? n : 1) * sizeof *v);
+    bool sc, dc;
+    size_t i;
+    long k = 0;
+
+    if (!v)
+        return -1;
+    for (i = 0; i < n; i++) {
+        v[k].from = canon(a, br[i].from, &sc);
+        v[k].to = canon(a, br[i].to, &dc);
+        v[k].flags = (uint64_t)dc; /* reused: target is code */
+        if (sc || dc)
+            k++;
+    }
+    *out = v;
+    return k;
+}
+
 int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
                       uint64_t repeat, lp_error *err)
 {
-    uint64_t src, dst, end = 0;
-    bool sc, dc, any = false;
-    size_t i;
+    lp_branch_entry *v;
+    uint64_t end = 0;
+    long k = kept_entries(a, br, n, &v), i;
+    int rc = 0;
 
-    for (i = 0; i < n; i++) {
-        src = canon(a, br[i].from, &sc);
-        dst = canon(a, br[i].to, &dc);
-        if (!sc && !dc)
-            continue; /* external -> external */
-        if (!any && !a->loaded_by_mmap && !a->missing_warned) {
-            warnf(a, "No relevant mmap event is matched for %s, will use "
-                     "preferred address (0x%" PRIx64 ") as the base loading "
-                     "address!", a->name, a->preferred);
-            a->missing_warned = true;
-        }
-        any = true;
-        if (count_entry(a, src, dst, dc, end, repeat, err))
-            return -1;
-        end = src;
-    }
-    if (any)
+    if (k < 0)
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    if (k > 0) {
+        warn_missing_mmap(a);
         a->nr_samples += repeat;
+        if (a->o.has_sample_period) {
+            repeat *= a->o.sample_period;
+            if (k > 1)
+                repeat /= (uint64_t)(k - 1);
+        }
+    }
+    for (i = 0; i < k && rc == 0; i++) {
+        rc = count_entry(a, v[i].from, v[i].to, v[i].flags != 0, end, repeat, err);
+        end = v[i].from;
+    }
+    free(v);
+    return rc;
+}
+
+int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
+                         lp_error *err)
+{
+    bool code;
+    uint64_t c = canon(a, ip, &code);
+
+    warn_missing_mmap(a);
+    a->nr_samples += repeat;
+    if (a->o.has_sample_period)
+        repeat *= a->o.sample_period;
+    if (code && lp_counters_add_range(a->c, c, c, repeat))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     return 0;
 }
 

@@ -211,6 +211,7 @@ typedef struct gen {
     lp_profile *p;
     bool fs;                    /* flow-sensitive discriminators */
     lp_error *err;
+    bool sum;                   /* --leading-ip-only */
 } gen;
 
 /* getLeafProfileAndAddTotalSamples */
@@ -243,6 +244,10 @@ static int body_max(gen *g, lp_fsamples *fs, const lp_frame *leaf,
 
     if (!(b = lp_fs_body(fs, loc)))
         return -1;
+    if (g->sum) {
+        lp_body_add(b, count); /* --leading-ip-only: sum, no dup factor */
+        return 0;
+    }
     if (lp_body_count(b) <= c)
         lp_body_set_count(b, c);
     return 0;
@@ -320,7 +325,8 @@ static int finish_functions(lp_profile *p, bool update_total, lp_error *err)
 int lp_flat_generate(lp_binary *bin, const lp_counters *c,
                      const lp_flat_opts *o, lp_profile *out, lp_error *err)
 {
-    gen g = {bin, out, lp_binary_fs_discriminator(bin), err};
+    gen g = {bin, out, lp_binary_fs_discriminator(bin), err,
+             o->leading_ip_only};
     djvec d = {0};
     lp_addr_pair_count *br = NULL;
     long nb, i;

@@ -104,6 +104,23 @@ run "inline-noprobe2 extbinary+symbol-list bytes" --perfscript="$D/inline-noprob
 run "inline-noprobe2 legacy binary bytes" --perfscript="$D/inline-noprobe2.perfscript" \
     --binary="$D/inline-noprobe2.perfbin" --format=binary
 
+# HWPGO options: leading IP only, event filter, sample period
+printf '           7f0000001000 0x40062f/0x4005b0/P/-/-/9  0x400645/0x4005ff/P/-/-/1\n           4005d7 0x4005d7/0x4005e5/P/-/-/8  0x40062f/0x4005b0/P/-/-/6\n           4005d8 0x4005d7/0x4005e5/P/-/-/8  0x40062f/0x4005b0/P/-/-/6\n' >ip-external.ps
+for c in "$D/noprobe-skid.perfscript noprobe --leading-ip-only" \
+         "ip-external.ps noprobe --leading-ip-only" \
+         "$D/ip-duplication.perfscript inline-noprobe2 --leading-ip-only" \
+         "$D/cmov_3.perfscript cmov_3 --perf-event=br_inst_retired.near_taken:upp --leading-ip-only" \
+         "$D/cmov_3.perfscript cmov_3 --perf-events=br_misp_retired.all_branches:upp" \
+         "$D/cmov_3.perfscript cmov_3 --sample-period=1000003 --perf-event=br_inst_retired.near_taken:upp" \
+         "$D/noprobe.perfscript noprobe --sample-period=62" \
+         "$D/noprobe.aggperfscript noprobe --sample-period=62 --leading-ip-only" \
+         "$D/noprobe.perfscript noprobe --sample-period=1"; do
+    set -- $c
+    s=$1; b=$2; shift 2
+    raw "$(basename "$s") $*" --perfscript="$s" --binary="$D/$b.perfbin" "$@"
+    prof "$(basename "$s") $*" --perfscript="$s" --binary="$D/$b.perfbin" "$@"
+done
+
 # hybrid perf scripts, stacks ignored (DWARF binaries only)
 for c in noinline-cs-noprobe.perfscript:noinline-cs-noprobe \
          noinline-cs-noprobe.aggperfscript:noinline-cs-noprobe \
