@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/builtin.h"
 #include "lbr2prof/binary.h"
 #include "lbr2prof/flat.h"
+#include "lbr2prof/machine.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/reader.h"
@@ -373,6 +375,159 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
     return k < 0 ? -1 : 0;
 }
 
+/* ---- finding the binary (no --binary) ------------------------------------ */
+
+typedef struct file_hits {      /* samples whose IP fell in a mapped file */
+    char *path;
+    uint64_t hits;
+} file_hits;
+
+typedef struct text_map {       /* an mmap line of a perf script */
+    uint64_t start, end;
+    char *path;
+} text_map;
+
+typedef struct hit_table {
+    file_hits *v;
+    size_t n, cap;
+    text_map *maps;             /* for samples without a pid (perf script) */
+    size_t nmaps, mcap;
+} hit_table;
+
+static int add_text_map(hit_table *t, const lp_mmap_event *m)
+{
+    text_map *nv;
+
+    if (!m->filename || m->filename[0] != '/')
+        return 0;
+    if (t->nmaps == t->mcap) {
+        t->mcap = t->mcap ? t->mcap * 2 : 16;
+        if (!(nv = realloc(t->maps, t->mcap * sizeof *nv)))
+            return -1;
+        t->maps = nv;
+    }
+    if (!(t->maps[t->nmaps].path = strdup(m->filename)))
+        return -1;
+    t->maps[t->nmaps].start = m->start;
+    t->maps[t->nmaps++].end = m->start + m->len;
+    return 0;
+}
+
+/* the latest text mmap covering addr */
+static const char *text_map_find(const hit_table *t, uint64_t addr)
+{
+    size_t i;
+
+    for (i = t->nmaps; i-- > 0;)
+        if (addr >= t->maps[i].start && addr < t->maps[i].end)
+            return t->maps[i].path;
+    return NULL;
+}
+
+static int add_hit(hit_table *t, const char *path)
+{
+    file_hits *nv;
+    size_t i;
+
+    for (i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].path, path) == 0) {
+            t->v[i].hits++;
+            return 0;
+        }
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 16;
+        if (!(nv = realloc(t->v, t->cap * sizeof *nv)))
+            return -1;
+        t->v = nv;
+    }
+    if (!(t->v[t->n].path = strdup(path)))
+        return -1;
+    t->v[t->n++].hits = 1;
+    return 0;
+}
+
+static int count_sample(hit_table *t, const lp_machine *m, const lp_event *ev)
+{
+    const lp_sample *s = &ev->u.sample;
+    const lp_map *mp;
+
+    const char *f;
+
+    if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0)
+        return 0;
+    if (!(s->sample_type & LP_SAMPLE_TID))
+        return (f = text_map_find(t, s->ip)) ? add_hit(t, f) : 0;
+    mp = lp_machine_find_map(m, s->pid, s->ip, ev->misc & LP_MISC_CPUMODE_MASK);
+    if (!mp || mp->kernel || mp->anon || !mp->filename || mp->filename[0] != '/')
+        return 0;
+    return add_hit(t, mp->filename);
+}
+
+/* `recorded` if readable, else its basename next to the trace, else in
+ * the current directory. NULL if none (malloc'ed result). */
+static char *locate(const char *recorded, const char *trace)
+{
+    const char *slash = strrchr(trace, '/'), *bn = base_name(recorded);
+    char *p;
+
+    if (access(recorded, R_OK) == 0)
+        return strdup(recorded);
+    if (slash && asprintf(&p, "%.*s/%s", (int)(slash - trace), trace, bn) > 0) {
+        if (access(p, R_OK) == 0)
+            return p;
+        free(p);
+    }
+    return access(bn, R_OK) == 0 ? strdup(bn) : NULL;
+}
+
+/* The user-space file that holds the most sampled IPs (with branch
+ * stacks), found at its recorded path or by basename (see locate). */
+static char *find_binary(const char *path, int text, lp_error *err)
+{
+    lp_reader_opts ro = {0};
+    hit_table t = {0};
+    lp_machine *m = lp_machine_new(LP_MACHINE_KEEP_MAPS_ON_EXEC, err);
+    lp_reader *r;
+    const lp_event *ev;
+    char *best = NULL;
+    size_t i, b = 0;
+    int k = -1;
+
+    ro.force_text = text;
+    ro.skip_payloads = 1;
+    if (m && (r = lp_reader_open(path, &ro, err))) {
+        while ((k = lp_reader_next(r, &ev, err)) == 1) {
+            if (lp_machine_process_event(m, ev, err) ||
+                (ev->kind == LP_EV_MMAP && add_text_map(&t, &ev->u.mmap) &&
+                 lp_error_set(err, LP_ENOMEM, "out of memory")) ||
+                (ev->kind == LP_EV_SAMPLE && count_sample(&t, m, ev) &&
+                 lp_error_set(err, LP_ENOMEM, "out of memory"))) {
+                k = -1;
+                break;
+            }
+        }
+        lp_reader_close(r);
+    }
+    for (i = 0; i < t.n; i++)
+        if (t.v[i].hits > t.v[b].hits)
+            b = i;
+    if (k == 0 && t.n == 0)
+        lp_error_set(err, LP_EFORMAT, "%s: no sample with a branch stack falls "
+                     "in a mapped file; pass --binary", path);
+    else if (k == 0 && !(best = locate(t.v[b].path, path)))
+        lp_error_set(err, LP_EIO, "%s: the most sampled binary is %s, which is "
+                     "neither there nor next to the trace nor in the current "
+                     "directory; pass --binary", path, t.v[b].path);
+    for (i = 0; i < t.n; i++)
+        free(t.v[i].path);
+    for (i = 0; i < t.nmaps; i++)
+        free(t.maps[i].path);
+    free(t.v);
+    free(t.maps);
+    lp_machine_free(m);
+    return best;
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 static int output_format(const prof_args *a, lp_prof_format *f)
@@ -462,7 +617,7 @@ static int validate(const prof_args *a)
                                "(or a perf.data argument) is required");
     if (!a->output)
         return bad_usage("%s", "--output (-o) is required");
-    if (!a->binary)
+    if (!a->binary && !a->perfdata && !a->perfscript)
         return bad_usage("%s", "--binary is required");
     if (stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
@@ -564,13 +719,23 @@ int cmd_profile(int argc, char **argv)
 {
     lp_error err = {0};
     prof_args a;
+    char *found = NULL;
     int k = parse_args(&a, argc, argv);
 
     if (k == 0 && validate(&a))
         k = -1;
+    if (k == 0 && !a.binary) {
+        a.binary = found = find_binary(a.perfdata ? a.perfdata : a.perfscript,
+                                       a.perfscript != NULL, &err);
+        if (!found)
+            k = -2;
+        else
+            fprintf(stderr, "lbr2prof: using binary %s\n", found);
+    }
     if (k == 0 && run(&a, &err))
         k = -2;
     while (a.nr_events > 0)
         free(a.events[--a.nr_events]);
+    free(found);
     return k == 0 || k == 1 ? 0 : k == -1 ? 2 : lp_cli_fail(&err);
 }
