@@ -409,7 +409,9 @@ static void feature_bitmap(lp_reader *r, const uint8_t *p)
 {
     for (int i = 0; i < 4; i++)
         r->info.features[i] = rd_ld64(p + 8 * i, r->swap);
-    if (!r->swap || (r->info.features[0] & (1u << RD_FEAT_HOSTNAME)))
+    if (!r->swap || (r->info.features[0] & (1u << RD_FEAT_HOSTNAME)) ||
+        !(r->info.features[0] | r->info.features[1] | r->info.features[2] |
+          r->info.features[3]))
         return;
     for (int i = 0; i < 4; i++) {
         uint32_t lo = rd_ld32(p + 8 * i, 1), hi = rd_ld32(p + 8 * i + 4, 1);

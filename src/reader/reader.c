@@ -401,7 +401,7 @@ static void queue_raw(const lp_reader *r, const rd_qent *e, rd_raw *raw)
 static void start_flush(lp_reader *r, uint64_t limit)
 {
     rd_queue *q = &r->q;
-    if (!q->sorted) {
+    if (!q->sorted && q->n > q->head) {
         qsort(q->e + q->head, q->n - q->head, sizeof *q->e, cmp_qent);
         q->sorted = 1;
     }
@@ -414,7 +414,8 @@ static int end_flush(lp_reader *r, lp_error *err)
 {
     rd_queue *q = &r->q;
     size_t left = q->n - q->head;
-    memmove(q->e, q->e + q->head, left * sizeof *q->e);
+    if (left && q->head)
+        memmove(q->e, q->e + q->head, left * sizeof *q->e);
     q->n = left;
     q->head = 0;
     if (q->arena_len == 0)
