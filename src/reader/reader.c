@@ -409,6 +409,22 @@ static void start_flush(lp_reader *r, uint64_t limit)
     r->state = RD_FLUSH;
 }
 
+/* Give back mapped pages of the current file below everything queued. */
+static void release_behind(lp_reader *r)
+{
+    if (r->cur_file >= r->nr_files || !r->files[r->cur_file].map_len)
+        return;
+    uint64_t low = r->files[r->cur_file].pos;
+    for (size_t i = 0; i < r->q.n; i++) {
+        uint64_t loc = r->q.e[i].loc;
+        if (!(loc & RD_LOC_ARENA) && (loc >> RD_LOC_FILE_SHIFT) == r->cur_file) {
+            uint64_t off = loc & ((1ull << RD_LOC_FILE_SHIFT) - 1);
+            low = off < low ? off : low;
+        }
+    }
+    rd_file_release(&r->files[r->cur_file], low);
+}
+
 /* Drop delivered entries; move arena records still queued to a fresh arena. */
 static int end_flush(lp_reader *r, lp_error *err)
 {
@@ -418,6 +434,7 @@ static int end_flush(lp_reader *r, lp_error *err)
         memmove(q->e, q->e + q->head, left * sizeof *q->e);
     q->n = left;
     q->head = 0;
+    release_behind(r);
     if (q->arena_len == 0)
         return 0;
     size_t len2 = 0;
