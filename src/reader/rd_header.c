@@ -369,9 +369,15 @@ static int parse_feature(lp_reader *r, int feat, const uint8_t *p, size_t len,
         return parse_cmdline(r, &c, fname, off, err);
     case RD_FEAT_EVENT_DESC:
         return parse_event_desc(r, &c, fname, off, err);
-    case RD_FEAT_COMPRESSED:
+    case RD_FEAT_COMPRESSED: {
+        uint32_t v[5];
         in->compressed = 1;
+        for (int i = 0; i < 5; i++)
+            if (cur_u32(&c, &v[i]) < 0)
+                return feat_err(err, fname, off, "COMPRESSED");
+        r->comp_mmap_len = v[4];
         return 0;
+    }
     default:
         return 0;
     }

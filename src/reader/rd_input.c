@@ -286,6 +286,9 @@ static int zstd_feed(lp_reader *r, const rd_raw *raw, const char *fname,
         ZSTD_initDStream(z->ds);
     }
     memcpy(z->in, data, len);
+    z->rec_out = 0;
+    z->limit = 2 * r->comp_mmap_len > RD_ZSTD_MIN_LIMIT ? 2 * r->comp_mmap_len
+                                                        : RD_ZSTD_MIN_LIMIT;
     z->in_len = len;
     z->in_pos = 0;
     z->active = 1;
@@ -336,6 +339,12 @@ static int zstd_next(lp_reader *r, rd_raw *raw, const char *fname,
                            "zstd decompression failed: %s",
                            ZSTD_getErrorName(rc));
         r->stats.decompressed_bytes += out.pos - z->o1;
+        z->rec_out += out.pos - z->o1;
+        if (z->rec_out > z->limit)
+            return rd_errf(err, fname, z->off + avail, 1,
+                           "a COMPRESSED record expands to more than %llu "
+                           "bytes (decompression bomb?)",
+                           (unsigned long long)z->limit);
         int progress = out.pos != z->o1 || in.pos != z->in_pos;
         z->o1 = out.pos;
         z->in_pos = in.pos;

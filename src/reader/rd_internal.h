@@ -42,6 +42,7 @@ enum {
 #define RD_STREAM_BUF (1u << 20)      /* refill buffer for pipes */
 #define RD_ZOUT_BUF (1u << 20)        /* decompression window */
 #define RD_MAX_FILES 4096             /* main file + data.N of a directory */
+#define RD_ZSTD_MIN_LIMIT (64ull << 20) /* per COMPRESSED record */
 #define RD_MAP_WINDOW (8u << 20)      /* mmap: populate ahead / release behind */
 
 /* ---- byte order --------------------------------------------------------- */
@@ -115,6 +116,8 @@ typedef struct rd_zstd {
     size_t o0, o1;       /* unread bytes out[o0..o1) */
     uint64_t off;        /* decompressed-stream offset of out[o0] */
     int active;          /* input left or output pending */
+    uint64_t rec_out;    /* bytes the current COMPRESSED record produced */
+    uint64_t limit;      /* ... and the most it may produce (bomb guard) */
 } rd_zstd;
 
 /* ---- ordering queue ----------------------------------------------------- */
@@ -174,7 +177,8 @@ struct lp_reader {
     rd_raw pending;      /* FINISHED_ROUND delivered once its flush ends */
     uint64_t *pend_buf;  /* ... and its bytes */
     lp_error saved_err;
-    uint64_t bad_features; /* malformed feature sections ignored */  /* after a failure every call returns this */
+    uint64_t bad_features; /* malformed feature sections ignored */
+    uint64_t comp_mmap_len; /* COMPRESSED feature: perf's buffer size */  /* after a failure every call returns this */
 
     uint64_t *abuf;      /* aligned copy of the record being decoded */
     lp_event ev;
