@@ -219,6 +219,15 @@ lp_reader *lp_reader_open_mem(const void *buf, size_t len, const char *name,
     }
 }
 
+/* A FILE on a regular file, still at its start: can be mapped. */
+static int stream_is_file_start(FILE *s)
+{
+    struct stat st;
+    int fd = fileno(s);
+    return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+           st.st_size > 0 && ftello(s) == 0 && lseek(fd, 0, SEEK_CUR) == 0;
+}
+
 lp_reader *lp_reader_open_stream(FILE *s, const char *name,
                                  const lp_reader_opts *opts, lp_error *err)
 {
@@ -227,6 +236,15 @@ lp_reader *lp_reader_open_stream(FILE *s, const char *name,
     if (!r)
         return NULL;
     name = name ? name : "(stream)";
+    if (stream_is_file_start(s)) { /* `< perf.data`: map it, any mode */
+        rd_file *f = add_file(r, err);
+        if (!f || rd_file_map(f, fileno(s), name, err) < 0)
+            return fail_open(r);
+        if (sniff_magic(f->base, f->end) == SNIFF_PERF)
+            return open_perf(r, NULL, err);
+        rd_file_close(f);
+        r->nr_files = 0;
+    }
     size_t n = fread(pre, 1, sizeof pre, s);
     if (n == 0) {
         lp_error_set(err, LP_EFORMAT, "%s: empty input", name);

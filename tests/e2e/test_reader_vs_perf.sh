@@ -68,10 +68,18 @@ for f in z.data pipe.data pipez.data bid.data multi.data g.data zbig.data dir.da
     check_same "$f" "perf6.1/$f"
 done
 # stdin (pipe mode, no seeking) gives the same events as the file.
-"$L" readbench --dump - < pipez.data 2>/dev/null > a.txt
+cat pipez.data | "$L" readbench --dump - 2>/dev/null > a.txt
 "$L" readbench --dump pipez.data 2>/dev/null > b.txt
 cmp -s a.txt b.txt && [ -s a.txt ] && echo "ok   pipez.data from stdin" ||
     { echo "FAIL pipez.data from stdin differs"; fail=1; }
+# A file-mode file redirected to stdin is mapped; through a pipe it is refused.
+"$L" readbench --dump - < z.data 2>/dev/null > a.txt
+"$L" readbench --dump z.data 2>/dev/null > b.txt
+cmp -s a.txt b.txt && [ -s a.txt ] && echo "ok   z.data redirected to stdin" ||
+    { echo "FAIL z.data redirected to stdin differs"; fail=1; }
+cat z.data | "$L" readbench - > o.txt 2>&1
+[ $? -eq 2 ] && grep -q 'needs a seekable file' o.txt && echo "ok   file mode through a pipe refused" ||
+    { echo "FAIL file mode through a pipe: $(cat o.txt)"; fail=1; }
 # zbig must really exercise records that straddle compressed blocks.
 blocks=$(perf report -D -i zbig.data 2>/dev/null | awk '$1 == "COMPRESSED" && $2 == "events:" {print $3; exit}')
 blocks=${blocks:-0}

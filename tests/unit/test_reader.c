@@ -648,6 +648,33 @@ static void test_zstd_truncated_stream(void **state)
     pw_free(&d);
 }
 
+/* A small COMPRESSED record that expands past the bound is an error. */
+static void test_zstd_bomb(void **state)
+{
+    pw inner, d;
+    lp_error err;
+    pw_attr a = basic_attr(ST_BASIC);
+    (void)state;
+    pw_init(&inner, 0);
+    for (int i = 0; i < 1100; i++) { /* 1100 x 64 KiB unknown user records */
+        size_t s = pw_rec_begin(&inner, 90, 0);
+        pw_zeros(&inner, 65528 - 8);
+        pw_rec_end(&inner, s);
+    }
+    pw_init(&d, 0);
+    pw_pipe_header(&d);
+    pw_header_attr(&d, &a, 128);
+    add_compressed(&d, inner.b, inner.len, 0);
+    assert_true(d.len < 65536);
+    lp_reader *r = open_buf(&d, LP_ORDER_TIME, &err);
+    assert_non_null(r);
+    assert_int_equal(walk_all(r, &err), -1);
+    assert_non_null(strstr(err.msg, "decompression bomb"));
+    lp_reader_close(r);
+    pw_free(&inner);
+    pw_free(&d);
+}
+
 /* ---- ordering --------------------------------------------------------------- */
 
 static void test_time_order_rounds(void **state)
@@ -1075,6 +1102,7 @@ int main(void)
         cmocka_unit_test(test_pipe_unaligned),
         cmocka_unit_test(test_zstd_split_record),
         cmocka_unit_test(test_zstd_truncated_stream),
+        cmocka_unit_test(test_zstd_bomb),
         cmocka_unit_test(test_time_order_rounds),
         cmocka_unit_test(test_time_order_stream),
         cmocka_unit_test(test_multi_event_ids),
