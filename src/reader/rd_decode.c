@@ -128,7 +128,7 @@ static int sample_regs(dctx *d, uint64_t mask, uint64_t *abi,
     *abi = W(d);
     if (!*abi)
         return 0;
-    uint64_t nr = (uint64_t)__builtin_popcountll(mask);
+    uint64_t nr = (uint64_t)rd_popcount(mask);
     if (!need(d, nr, 1))
         return dfail(d, err, what, nr, 1);
     if (d->swap)
@@ -184,18 +184,18 @@ static int sample_tail(dctx *d, const lp_attr *a, lp_sample *s, lp_error *err)
             s->weight &= 0xffffffffu;
     }
     uint64_t one = LP_SAMPLE_DATA_SRC | LP_SAMPLE_TRANSACTION;
-    if (!need(d, (uint64_t)__builtin_popcountll(st & one), 1))
+    if (!need(d, (uint64_t)rd_popcount(st & one), 1))
         return dfail(d, err, "data_src/transaction", 0, 1);
-    d->i += (size_t)__builtin_popcountll(st & one);
+    d->i += (size_t)rd_popcount(st & one);
     if (st & LP_SAMPLE_REGS_INTR)
         if (sample_regs(d, a->sample_regs_intr, &tmp, NULL,
                         "interrupt registers", err) < 0)
             return -1;
     one = LP_SAMPLE_PHYS_ADDR | LP_SAMPLE_CGROUP | LP_SAMPLE_DATA_PAGE_SIZE |
           LP_SAMPLE_CODE_PAGE_SIZE;
-    if (!need(d, (uint64_t)__builtin_popcountll(st & one), 1))
+    if (!need(d, (uint64_t)rd_popcount(st & one), 1))
         return dfail(d, err, "phys_addr/cgroup/page sizes", 0, 1);
-    d->i += (size_t)__builtin_popcountll(st & one);
+    d->i += (size_t)rd_popcount(st & one);
     if (st & LP_SAMPLE_AUX)
         if (sample_blob(d, &tmp, NULL, "aux size", err) < 0)
             return -1;
@@ -209,7 +209,7 @@ static int sample_head(dctx *d, const lp_attr *a, lp_sample *s, lp_error *err)
     uint64_t bits = LP_SAMPLE_IDENTIFIER | LP_SAMPLE_IP | LP_SAMPLE_TID |
                     LP_SAMPLE_TIME | LP_SAMPLE_ADDR | LP_SAMPLE_ID |
                     LP_SAMPLE_STREAM_ID | LP_SAMPLE_CPU | LP_SAMPLE_PERIOD;
-    uint64_t nfix = (uint64_t)__builtin_popcountll(st & bits);
+    uint64_t nfix = (uint64_t)rd_popcount(st & bits);
     if (!need(d, nfix, 1))
         return dfail(d, err, "fixed fields", nfix, 1);
     if (st & LP_SAMPLE_IDENTIFIER)
@@ -285,7 +285,7 @@ static int decode_sample(dctx *d, const lp_attr *a, lp_error *err)
 
 static size_t trailer_words(uint64_t st)
 {
-    return (size_t)__builtin_popcountll(
+    return (size_t)rd_popcount(
         st & (LP_SAMPLE_TID | LP_SAMPLE_TIME | LP_SAMPLE_ID |
               LP_SAMPLE_STREAM_ID | LP_SAMPLE_CPU | LP_SAMPLE_IDENTIFIER));
 }
@@ -456,12 +456,12 @@ static int decode_other(dctx *d, lp_error *err)
 
 /* ---- entry points ------------------------------------------------------ */
 
-static void dctx_init(dctx *d, lp_reader *r, const rd_raw *raw)
+static void dctx_init(dctx *d, lp_reader *r, const rd_raw *raw, uint64_t *w)
 {
     d->r = r;
     d->raw = raw;
     d->fname = r->files[raw->file_idx].name;
-    d->w = r->abuf + 1;
+    d->w = w;
     d->n = (raw->size - 8u) / 8;
     d->i = 0;
     d->swap = r->swap;
@@ -505,9 +505,18 @@ int rd_decode(lp_reader *r, const rd_raw *raw, lp_error *err)
     lp_event *ev = &r->ev;
     dctx d;
 
-    if (raw->p != (const uint8_t *)r->abuf)
-        memcpy(r->abuf, raw->p, raw->size);
-    ((uint8_t *)r->abuf)[raw->size] = 0;
+    uint64_t *w = r->abuf + 1;
+    /* Samples of a host-order mapping that are 8-byte aligned are decoded
+     * in place (read only; the mapping lives until close). Everything else
+     * is copied to the aligned buffer first. */
+    if (raw->type == RD_SAMPLE && raw->stable && !r->swap &&
+        ((uintptr_t)raw->p & 7) == 0) {
+        w = (uint64_t *)(void *)(uintptr_t)(raw->p + 8);
+    } else {
+        if (raw->p != (const uint8_t *)r->abuf)
+            memcpy(r->abuf, raw->p, raw->size);
+        ((uint8_t *)r->abuf)[raw->size] = 0;
+    }
     memset(ev, 0, sizeof *ev);
     ev->type = raw->type;
     ev->misc = raw->misc;
@@ -515,7 +524,7 @@ int rd_decode(lp_reader *r, const rd_raw *raw, lp_error *err)
     ev->compressed = raw->zst;
     ev->source = r->files[raw->file_idx].name;
     r->stats.records++;
-    dctx_init(&d, r, raw);
+    dctx_init(&d, r, raw, w);
     if (raw->type >= RD_USER_START) {
         ev->kind = raw->type == RD_FINISHED_ROUND ? LP_EV_FINISHED_ROUND
                    : raw->type == RD_FINISHED_INIT ? LP_EV_FINISHED_INIT

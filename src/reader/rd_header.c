@@ -369,9 +369,15 @@ static int parse_feature(lp_reader *r, int feat, const uint8_t *p, size_t len,
         return parse_cmdline(r, &c, fname, off, err);
     case RD_FEAT_EVENT_DESC:
         return parse_event_desc(r, &c, fname, off, err);
-    case RD_FEAT_COMPRESSED:
+    case RD_FEAT_COMPRESSED: {
+        uint32_t v[5];
         in->compressed = 1;
+        for (int i = 0; i < 5; i++)
+            if (cur_u32(&c, &v[i]) < 0)
+                return feat_err(err, fname, off, "COMPRESSED");
+        r->comp_mmap_len = v[4];
         return 0;
+    }
     default:
         return 0;
     }
@@ -409,7 +415,9 @@ static void feature_bitmap(lp_reader *r, const uint8_t *p)
 {
     for (int i = 0; i < 4; i++)
         r->info.features[i] = rd_ld64(p + 8 * i, r->swap);
-    if (!r->swap || (r->info.features[0] & (1u << RD_FEAT_HOSTNAME)))
+    if (!r->swap || (r->info.features[0] & (1u << RD_FEAT_HOSTNAME)) ||
+        !(r->info.features[0] | r->info.features[1] | r->info.features[2] |
+          r->info.features[3]))
         return;
     for (int i = 0; i < 4; i++) {
         uint32_t lo = rd_ld32(p + 8 * i, 1), hi = rd_ld32(p + 8 * i + 4, 1);

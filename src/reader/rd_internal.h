@@ -42,6 +42,8 @@ enum {
 #define RD_STREAM_BUF (1u << 20)      /* refill buffer for pipes */
 #define RD_ZOUT_BUF (1u << 20)        /* decompression window */
 #define RD_MAX_FILES 4096             /* main file + data.N of a directory */
+#define RD_ZSTD_MIN_LIMIT (64ull << 20) /* per COMPRESSED record */
+#define RD_MAP_WINDOW (8u << 20)      /* mmap: populate ahead / release behind */
 
 /* ---- byte order --------------------------------------------------------- */
 
@@ -62,6 +64,15 @@ static inline uint16_t rd_ld16(const void *p, int swap)
     uint16_t v;
     memcpy(&v, p, 2);
     return swap ? bswap_16(v) : v;
+}
+
+/* Population count without needing -mpopcnt (libgcc's is a call). */
+static inline unsigned rd_popcount(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
 }
 
 /* ---- one raw record as it came out of a source -------------------------- */
@@ -85,6 +96,8 @@ typedef struct rd_file {
     int is_mem;
     const uint8_t *base; /* memory: whole file */
     size_t map_len;      /* memory: mmap length to unmap (0: not ours) */
+    uint64_t populated;  /* mmap: page tables filled up to here */
+    uint64_t released;   /* mmap: pages below this were given back */
     uint64_t pos, end;   /* current offset, end of the record stream */
     FILE *f;             /* stream */
     int own_f;
@@ -103,6 +116,8 @@ typedef struct rd_zstd {
     size_t o0, o1;       /* unread bytes out[o0..o1) */
     uint64_t off;        /* decompressed-stream offset of out[o0] */
     int active;          /* input left or output pending */
+    uint64_t rec_out;    /* bytes the current COMPRESSED record produced */
+    uint64_t limit;      /* ... and the most it may produce (bomb guard) */
 } rd_zstd;
 
 /* ---- ordering queue ----------------------------------------------------- */
@@ -162,7 +177,8 @@ struct lp_reader {
     rd_raw pending;      /* FINISHED_ROUND delivered once its flush ends */
     uint64_t *pend_buf;  /* ... and its bytes */
     lp_error saved_err;
-    uint64_t bad_features; /* malformed feature sections ignored */  /* after a failure every call returns this */
+    uint64_t bad_features; /* malformed feature sections ignored */
+    uint64_t comp_mmap_len; /* COMPRESSED feature: perf's buffer size */  /* after a failure every call returns this */
 
     uint64_t *abuf;      /* aligned copy of the record being decoded */
     lp_event ev;
@@ -177,6 +193,7 @@ int rd_file_map(rd_file *f, int fd, const char *name, lp_error *err);
 int rd_file_stream(rd_file *f, FILE *s, const char *name, lp_error *err);
 void rd_file_close(rd_file *f);
 int rd_file_read(rd_file *f, void *dst, size_t n, lp_error *err);
+void rd_file_release(rd_file *f, uint64_t below);
 int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err);
 void rd_zstd_free(rd_zstd *z);
 

@@ -16,10 +16,25 @@
 
 #include "reader/rd_internal.h"
 
-/* The text backend lives in perfscript.c; weak so the reader links alone. */
+/*
+ * The text backend lives in perfscript.c. When that file is in the tree the
+ * references are ordinary ones (a weak reference would not pull its object
+ * out of liblbr2prof.a); without it they are weak so the reader still links
+ * and reports that text input is unavailable.
+ */
+#if defined(__has_include)
+#if __has_include("reader/perfscript.c")
+#define RD_HAVE_PSCRIPT 1
+#endif
+#endif
+#ifndef RD_HAVE_PSCRIPT
 #pragma weak lp_pscript_open
 #pragma weak lp_pscript_next
 #pragma weak lp_pscript_close
+#define RD_PSCRIPT_LINKED() (lp_pscript_open != NULL)
+#else
+#define RD_PSCRIPT_LINKED() 1
+#endif
 
 static const char MAGIC2[8] = { 'P', 'E', 'R', 'F', 'I', 'L', 'E', '2' };
 static const char MAGIC2_BE[8] = { '2', 'E', 'L', 'I', 'F', 'R', 'E', 'P' };
@@ -84,7 +99,7 @@ static lp_reader *fail_open(lp_reader *r)
 static lp_reader *open_text(lp_reader *r, FILE *f, const void *prefix,
                             size_t n, const char *name, lp_error *err)
 {
-    if (!lp_pscript_open) {
+    if (!RD_PSCRIPT_LINKED()) {
         lp_error_set(err, LP_EUNSUPP,
                      "%s: not a perf.data file, and perf script text input "
                      "is not available in this build", name);
@@ -204,6 +219,15 @@ lp_reader *lp_reader_open_mem(const void *buf, size_t len, const char *name,
     }
 }
 
+/* A FILE on a regular file, still at its start: can be mapped. */
+static int stream_is_file_start(FILE *s)
+{
+    struct stat st;
+    int fd = fileno(s);
+    return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+           st.st_size > 0 && ftello(s) == 0 && lseek(fd, 0, SEEK_CUR) == 0;
+}
+
 lp_reader *lp_reader_open_stream(FILE *s, const char *name,
                                  const lp_reader_opts *opts, lp_error *err)
 {
@@ -212,6 +236,15 @@ lp_reader *lp_reader_open_stream(FILE *s, const char *name,
     if (!r)
         return NULL;
     name = name ? name : "(stream)";
+    if (stream_is_file_start(s)) { /* `< perf.data`: map it, any mode */
+        rd_file *f = add_file(r, err);
+        if (!f || rd_file_map(f, fileno(s), name, err) < 0)
+            return fail_open(r);
+        if (sniff_magic(f->base, f->end) == SNIFF_PERF)
+            return open_perf(r, NULL, err);
+        rd_file_close(f);
+        r->nr_files = 0;
+    }
     size_t n = fread(pre, 1, sizeof pre, s);
     if (n == 0) {
         lp_error_set(err, LP_EFORMAT, "%s: empty input", name);
@@ -401,7 +434,7 @@ static void queue_raw(const lp_reader *r, const rd_qent *e, rd_raw *raw)
 static void start_flush(lp_reader *r, uint64_t limit)
 {
     rd_queue *q = &r->q;
-    if (!q->sorted) {
+    if (!q->sorted && q->n > q->head) {
         qsort(q->e + q->head, q->n - q->head, sizeof *q->e, cmp_qent);
         q->sorted = 1;
     }
@@ -409,14 +442,32 @@ static void start_flush(lp_reader *r, uint64_t limit)
     r->state = RD_FLUSH;
 }
 
+/* Give back mapped pages of the current file below everything queued. */
+static void release_behind(lp_reader *r)
+{
+    if (r->cur_file >= r->nr_files || !r->files[r->cur_file].map_len)
+        return;
+    uint64_t low = r->files[r->cur_file].pos;
+    for (size_t i = 0; i < r->q.n; i++) {
+        uint64_t loc = r->q.e[i].loc;
+        if (!(loc & RD_LOC_ARENA) && (loc >> RD_LOC_FILE_SHIFT) == r->cur_file) {
+            uint64_t off = loc & ((1ull << RD_LOC_FILE_SHIFT) - 1);
+            low = off < low ? off : low;
+        }
+    }
+    rd_file_release(&r->files[r->cur_file], low);
+}
+
 /* Drop delivered entries; move arena records still queued to a fresh arena. */
 static int end_flush(lp_reader *r, lp_error *err)
 {
     rd_queue *q = &r->q;
     size_t left = q->n - q->head;
-    memmove(q->e, q->e + q->head, left * sizeof *q->e);
+    if (left && q->head)
+        memmove(q->e, q->e + q->head, left * sizeof *q->e);
     q->n = left;
     q->head = 0;
+    release_behind(r);
     if (q->arena_len == 0)
         return 0;
     size_t len2 = 0;
@@ -564,7 +615,7 @@ void lp_reader_close(lp_reader *r)
 {
     if (!r)
         return;
-    if (r->text && lp_pscript_close)
+    if (r->text && RD_PSCRIPT_LINKED())
         lp_pscript_close(r->text);
     if (r->own_text_f)
         fclose(r->own_text_f);
