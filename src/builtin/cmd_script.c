@@ -27,6 +27,7 @@ enum sc_field {
     F_TIME = 1u << 3,
     F_IP = 1u << 4,
     F_BRSTACK = 1u << 5,
+    F_SYM = 1u << 6, /* only as perf adds it in pipe mode; always "[unknown]" */
 };
 
 /* perf's output[] slots: PERF_TYPE_HARDWARE..BREAKPOINT, then "other". */
@@ -81,6 +82,21 @@ static unsigned check_fields(unsigned f, const lp_attr *a)
     return f;
 }
 
+/* Pipe mode (perf's process_attr): when the events seen so far sample
+ * callchains or branch stacks, perf turns on ip and sym for the type. */
+static unsigned pipe_extra_fields(const lp_file_info *info, size_t upto)
+{
+    uint64_t st = 0;
+    size_t i;
+
+    for (i = 0; i <= upto; i++)
+        st |= info->attrs[i].sample_type;
+    if ((st & (LP_SAMPLE_CALLCHAIN | LP_SAMPLE_BRANCH_STACK)) ||
+        ((st & LP_SAMPLE_REGS_USER) && (st & LP_SAMPLE_STACK_USER)))
+        return F_IP | F_SYM;
+    return 0;
+}
+
 static unsigned fields_for(sc_state *s, const lp_attr *a)
 {
     const lp_file_info *info = lp_reader_info(s->r);
@@ -101,6 +117,8 @@ static unsigned fields_for(sc_state *s, const lp_attr *a)
     for (i = 0; i < info->nr_attrs; i++)
         if (output_type(&info->attrs[i]) == t) {
             s->type_fields[t] = check_fields(s->o->fields, &info->attrs[i]);
+            if (info->format == LP_FMT_PERF_PIPE)
+                s->type_fields[t] |= pipe_extra_fields(info, i);
             break;
         }
     s->type_checked[t] = 1;
@@ -156,7 +174,7 @@ static void print_start(sc_state *s, unsigned f, const lp_attr *a,
 
 /* One callchain frame; `mode` is the cpumode set by the last marker. */
 static void print_frame(sc_state *s, const lp_sample *sm, uint64_t ip,
-                        unsigned mode)
+                        unsigned mode, unsigned f)
 {
     uint64_t addr = ip;
 
@@ -165,11 +183,11 @@ static void print_frame(sc_state *s, const lp_sample *sm, uint64_t ip,
         if (mp)
             addr = lp_map_rel_addr(mp, ip);
     }
-    fprintf(s->out, "\t%16" PRIx64 "\n", addr);
+    fprintf(s->out, "\t%16" PRIx64 "%s\n", addr, (f & F_SYM) ? " [unknown]" : "");
 }
 
 /* thread__resolve_callchain_sample (callee order) + the printing loop. */
-static void print_callchain(sc_state *s, const lp_sample *sm)
+static void print_callchain(sc_state *s, const lp_sample *sm, unsigned f)
 {
     unsigned mode = LP_CPUMODE_USER;
     uint64_t i, n = 0;
@@ -197,7 +215,7 @@ static void print_callchain(sc_state *s, const lp_sample *sm)
             continue;
         }
         n++;
-        print_frame(s, sm, ip, mode);
+        print_frame(s, sm, ip, mode, f);
     }
 }
 
@@ -269,9 +287,10 @@ static void print_sample(sc_state *s, const lp_event *ev)
         int chain = (sm->sample_type & LP_SAMPLE_CALLCHAIN) && sm->callchain;
         fputc(chain ? '\n' : ' ', s->out);
         if (chain)
-            print_callchain(s, sm);
+            print_callchain(s, sm, f);
         else
-            fprintf(s->out, "%16" PRIx64, sm->ip);
+            fprintf(s->out, "%16" PRIx64 "%s", sm->ip,
+                    (f & F_SYM) ? " [unknown]" : "");
     }
     if ((f & F_BRSTACK) && (sm->sample_type & LP_SAMPLE_BRANCH_STACK))
         print_brstack(s, sm);
