@@ -3,7 +3,9 @@
 # perf.data of the corpus (tests/data/perf-corpus, autofdo/test.lbr) that
 # perf reads: `perf script -F comm,pid,tid,time,ip,brstack`, plain and with
 # --show-mmap-events and --show-task-events, diffed byte for byte at test
-# time. Prints one PASS/FAIL line per file and mode; fails if any differs.
+# time, plus llvm-profgen's two runs (-F comm,pid and -F ip,brstack with
+# --show-mmap-events). Prints one PASS/FAIL line per file and mode; fails
+# if any differs.
 set -u
 command -v perf >/dev/null 2>&1 || { echo "perf not installed"; exit 77; }
 perf version 2>/dev/null | grep -q '^perf version 6\.1' ||
@@ -28,14 +30,19 @@ for f in "$TOP"/tests/data/perf-corpus/perf.data.* "$TOP"/tests/data/autofdo/tes
         itrace=--no-itrace
         echo "NOTE $n: has AUX trace samples; comparing with perf --no-itrace"
     fi
-    for mode in plain mmap task; do
+    # plain, mmap and task use the full field list; pass1/pass2 are the two
+    # perf script runs llvm-profgen makes on a perf.data.
+    for mode in plain mmap task pass1 pass2; do
+        fl=$F
         case $mode in
         plain) opt= ;;
         mmap) opt=--show-mmap-events ;;
         task) opt=--show-task-events ;;
+        pass1) opt=--show-mmap-events; fl=comm,pid ;;
+        pass2) opt=--show-mmap-events; fl=ip,brstack ;;
         esac
-        perf script -i "$f" -F $F $opt $itrace > "$WORK/$n.$mode.perf" 2>/dev/null
-        "$LBR2PROF" script -F $F $opt "$f" > "$WORK/$n.$mode.ours" 2> "$WORK/$n.$mode.err"
+        perf script -i "$f" -F $fl $opt $itrace > "$WORK/$n.$mode.perf" 2>/dev/null
+        "$LBR2PROF" script -F $fl $opt "$f" > "$WORK/$n.$mode.ours" 2> "$WORK/$n.$mode.err"
         st=$?
         if [ $st -eq 0 ] && cmp -s "$WORK/$n.$mode.perf" "$WORK/$n.$mode.ours"; then
             pass=$((pass + 1)); echo "PASS $n $mode"
