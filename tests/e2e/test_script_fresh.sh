@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_script_fresh.sh - `lbr2prof script` against perf 6.1 on files perf
 # records here at test time (cpu-clock: this machine may have no LBR):
-# file and pipe mode, frame-pointer callchains over fork+exec (comm, maps
+# file and pipe mode, a --threads directory, zstd-compressed data,
+# frame-pointer callchains over fork+exec (comm, maps
 # and map-relative callchain addresses), two events, build-id mmaps.
 # Pipe-mode files with callchains make perf add symbol names; lbr2prof does
 # not symbolize, so those are compared with perf run without symbols
@@ -24,12 +25,14 @@ rec() { # name perf-record-args...
 rec file-g -o file-g.data -e cpu-clock -c 200000 -g &&
 rec file-2ev -o file-2ev.data -e cpu-clock,task-clock -c 500000 &&
 rec file-bid -o file-bid.data --buildid-mmap -e cpu-clock -c 500000 -g &&
+rec dir -o dir.data --threads -e cpu-clock -c 200000 -g &&
+rec zstd -o zstd.data -z -e cpu-clock -c 200000 -g &&
 { perf record -q -o - -e cpu-clock -c 200000 -g -- sh -c "$W" > pipe-g.data 2>/dev/null; } &&
 { perf record -q -o - -e cpu-clock -c 500000 -- sh -c "$W" > pipe-nog.data 2>/dev/null; } ||
     exit 1
 F=comm,pid,tid,time,ip,brstack
 fail=0; n=0
-for d in file-g file-2ev file-bid pipe-g pipe-nog; do
+for d in file-g file-2ev file-bid dir zstd pipe-g pipe-nog; do
     nosym=
     case $d in pipe-g) nosym="--symfs=$WORK/nonexistent --kallsyms=/dev/null" ;; esac
     for opt in "" --show-mmap-events --show-task-events; do
