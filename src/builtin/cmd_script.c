@@ -266,7 +266,7 @@ static void print_sample(sc_state *s, const lp_event *ev)
                                 : (info->nr_attrs ? &info->attrs[0] : NULL);
     unsigned f = a ? fields_for(s, a) : s->o->fields;
     unsigned mode = ev->misc & LP_MISC_CPUMODE_MASK;
-    int32_t pid = -1, tid = -1;
+    int32_t pid = -1, tid = -1, count, chain;
     uint64_t time = UINT64_MAX;
 
     /* Guest samples are filtered out (perf_guest is off by default). */
@@ -281,11 +281,19 @@ static void print_sample(sc_state *s, const lp_event *ev)
     if (!(sm->sample_type & (LP_SAMPLE_IP | LP_SAMPLE_CALLCHAIN)) &&
         lp_reader_info(s->r)->format == LP_FMT_PERF_SCRIPT)
         f &= ~(unsigned)F_IP; /* an LBR line without a leading IP */
+    /* Aggregated perf script text: keep llvm-profgen's count line, on
+     * its own line just before the sample's first address line. */
+    count = sm->repeat != 1 &&
+            lp_reader_info(s->r)->format == LP_FMT_PERF_SCRIPT;
+    chain = (sm->sample_type & LP_SAMPLE_CALLCHAIN) && sm->callchain;
+    if (count && !((f & F_IP) && chain))
+        fprintf(s->out, "%" PRIu64 "\n", sm->repeat);
     print_start(s, f, a, lp_machine_comm(s->m, (uint32_t)pid, (uint32_t)tid),
                 (uint32_t)tid, pid, tid, time);
     if (f & F_IP) {
-        int chain = (sm->sample_type & LP_SAMPLE_CALLCHAIN) && sm->callchain;
         fputc(chain ? '\n' : ' ', s->out);
+        if (chain && count)
+            fprintf(s->out, "%" PRIu64 "\n", sm->repeat);
         if (chain)
             print_callchain(s, sm, f);
         else
