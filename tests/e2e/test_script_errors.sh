@@ -60,9 +60,9 @@ expect_error "$WORK/attrsz.data" "bad attr size"
 # A flipped bit in the magic: neither perf.data nor text.
 cp "$good" "$WORK/magic.data"; poke "$WORK/magic.data" 0 'Q'
 expect_error "$WORK/magic.data" "bad magic"
-# A pipe-mode record with size 0 in the middle of the stream.
-poff=$(grep -c '' /dev/null) # 0; the first record follows the 16-byte pipe header
-cp "$pipe" "$WORK/pipe-size0.data"; poke "$WORK/pipe-size0.data" $((16 + poff + 6)) '\000\000'
+# A pipe-mode record with size 0: the first record, right after the
+# 16-byte pipe header (its size field is at +6).
+cp "$pipe" "$WORK/pipe-size0.data"; poke "$WORK/pipe-size0.data" 22 '\000\000'
 expect_error "$WORK/pipe-size0.data" "pipe record size 0"
 
 echo "$((n - fail)) of $n error cases passed"
