@@ -65,5 +65,32 @@ expect_error "$WORK/magic.data" "bad magic"
 cp "$pipe" "$WORK/pipe-size0.data"; poke "$WORK/pipe-size0.data" 22 '\000\000'
 expect_error "$WORK/pipe-size0.data" "pipe record size 0"
 
+# Single-bit flips at spread positions of three good files: whatever the
+# flip hits, lbr2prof either prints (status 0) or stops with one error line
+# (status 2); never a crash, a hang, anything else on stderr, or a silent
+# empty output (every sample of these files would have to be gone).
+for g in "$good" "$pipe" "$TOP/tests/data/autofdo/test.lbr"; do
+    gs=$(wc -c < "$g")
+    for k in 1 2 3 4 5 6 7 8 9 10 11 12; do
+        n=$((n + 1))
+        pos=$(( (k * 7919 * 104729 + k * k * 31) % gs ))
+        [ $k -le 4 ] && pos=$(( k * 13 + 5 ))    # header bytes too
+        byte=$(od -A n -t u1 -j $pos -N 1 "$g" | tr -d ' ')
+        flip=$(( byte ^ (1 << (k % 8)) ))
+        cp "$g" "$WORK/flip.data"
+        poke "$WORK/flip.data" $pos "\\$(printf '%03o' $flip)"
+        timeout 60 "$LBR2PROF" script "$WORK/flip.data" > "$WORK/out" 2> "$WORK/err"
+        st=$?
+        lines=$(wc -l < "$WORK/err")
+        if { [ $st -eq 0 ] && [ "$lines" -eq 0 ] && [ -s "$WORK/out" ]; } ||
+            { [ $st -eq 2 ] && [ "$lines" -eq 1 ] && grep -q '^lbr2prof: .*offset 0x' "$WORK/err"; }; then
+            echo "PASS flip bit $((k % 8)) at $pos of $(basename "$g"): status $st $(cat "$WORK/err")"
+        else
+            fail=$((fail + 1))
+            echo "FAIL flip bit $((k % 8)) at $pos of $(basename "$g"): status $st"; head -5 "$WORK/err"
+        fi
+    done
+done
+
 echo "$((n - fail)) of $n error cases passed"
 [ $fail -eq 0 ]
