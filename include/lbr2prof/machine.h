@@ -56,6 +56,13 @@ void lp_machine_free(lp_machine *m);
 int lp_machine_process_event(lp_machine *m, const lp_event *ev,
                              lp_error *err);
 
+/* Build-ids from the file header (lp_file_info.build_ids): maps inserted
+ * afterwards whose MMAP carried no build-id get the one recorded for their
+ * filename (for pid == -1 entries, any process; otherwise that pid first).
+ * Call before feeding events. Returns 0 or -1 (allocation). */
+int lp_machine_add_build_ids(lp_machine *m, const lp_build_id *ids, size_t n,
+                             lp_error *err);
+
 /* The comm of thread `tid`, or NULL if no COMM/FORK named it. */
 const char *lp_machine_comm(const lp_machine *m, uint32_t pid, uint32_t tid);
 

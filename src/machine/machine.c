@@ -33,8 +33,20 @@ typedef struct mc_proc {
     UT_hash_handle hh;
 } mc_proc;
 
+/* A header build-id, keyed by (pid, filename); pid -1 for "any". */
+typedef struct mc_bid {
+    struct {
+        uint32_t pid;
+        const char *file; /* interned, so the pointer identifies it */
+    } key;
+    uint8_t id[20];
+    uint8_t size;
+    UT_hash_handle hh;
+} mc_bid;
+
 struct lp_machine {
     unsigned flags;
+    mc_bid *bids;
     mc_str *strings;
     mc_thread *threads;
     mc_proc *procs;      /* includes the kernel, pid LP_KERNEL_PID */
@@ -182,6 +194,22 @@ static int insert_map(mc_proc *p, const lp_map *nm)
     return 0;
 }
 
+static const mc_bid *find_bid(const lp_machine *m, uint32_t pid,
+                              const char *file)
+{
+    mc_bid *b, k;
+
+    memset(&k, 0, sizeof k);
+    k.key.pid = pid;
+    k.key.file = file;
+    HASH_FIND(hh, m->bids, &k.key, sizeof k.key, b);
+    if (!b && pid != LP_KERNEL_PID) {
+        k.key.pid = LP_KERNEL_PID;
+        HASH_FIND(hh, m->bids, &k.key, sizeof k.key, b);
+    }
+    return b;
+}
+
 /* ---- event handlers ------------------------------------------------------------- */
 
 static int on_mmap(lp_machine *m, const lp_event *ev)
@@ -212,6 +240,19 @@ static int on_mmap(lp_machine *m, const lp_event *ev)
     if (!nm.filename)
         return -1;
     nm.anon = !kernel && is_anon_name(nm.filename);
+    if (!nm.build_id_size) {
+        /* The header names the kernel "[kernel.kallsyms]", the MMAP
+         * "[kernel.kallsyms]_text" (or _stext). */
+        const char *key = nm.filename;
+        if (kernel && strncmp(key, "[kernel.kallsyms]", 17) == 0 &&
+            !(key = intern(m, "[kernel.kallsyms]")))
+            return -1;
+        const mc_bid *b = find_bid(m, kernel ? LP_KERNEL_PID : e->pid, key);
+        if (b) {
+            memcpy(nm.build_id, b->id, sizeof nm.build_id);
+            nm.build_id_size = b->size;
+        }
+    }
     p = findnew_proc(m, kernel ? LP_KERNEL_PID : e->pid);
     if (!p)
         return -1;
@@ -278,8 +319,34 @@ oom:
     return NULL;
 }
 
+int lp_machine_add_build_ids(lp_machine *m, const lp_build_id *ids, size_t n,
+                             lp_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        mc_bid *b = calloc(1, sizeof *b), *old;
+        if (!b || !(b->key.file = intern(m, ids[i].filename ? ids[i].filename
+                                                             : ""))) {
+            free(b);
+            return lp_error_set(err, LP_ENOMEM, "machine: out of memory");
+        }
+        b->key.pid = (uint32_t)ids[i].pid;
+        memcpy(b->id, ids[i].id, sizeof b->id);
+        b->size = ids[i].size > 20 ? 20 : ids[i].size;
+        HASH_FIND(hh, m->bids, &b->key, sizeof b->key, old);
+        if (old) { /* first one wins */
+            free(b);
+            continue;
+        }
+        HASH_ADD(hh, m->bids, key, sizeof b->key, b);
+    }
+    return 0;
+}
+
 void lp_machine_free(lp_machine *m)
 {
+    mc_bid *b, *tb;
     mc_str *s, *ts;
     mc_thread *t, *tt;
     mc_proc *p, *tp;
@@ -294,6 +361,10 @@ void lp_machine_free(lp_machine *m)
         HASH_DEL(m->procs, p);
         free(p->maps);
         free(p);
+    }
+    HASH_ITER(hh, m->bids, b, tb) {
+        HASH_DEL(m->bids, b);
+        free(b);
     }
     HASH_ITER(hh, m->strings, s, ts) {
         HASH_DEL(m->strings, s);

@@ -215,7 +215,9 @@ static int fill(lp_pscript *p, lp_error *err)
                                              : LP_PSCRIPT_MAX_LINE;
         if (p->end >= limit)
             return lp_error_set(err, LP_EFORMAT,
-                                "%s: line %llu: %s longer than %zu MB", p->name,
+                                "%s: offset 0x%llx: line %llu: %s longer than "
+                                "%zu MB", p->name,
+                                (unsigned long long)(p->base + p->pos),
                                 (unsigned long long)p->lineno + 1,
                                 p->mode == PS_UNKNOWN
                                     ? "text before the first LBR sample line"
@@ -315,11 +317,33 @@ static int is_lbr_line(ps_line l)
 
 /* ---- mode detection (checkPerfScriptType) ---------------------------------- */
 
+/* The first bytes must be text: a binary file that is not perf.data gets
+ * an error at its first non-text byte instead of a confusing parse. */
+static int check_text(lp_pscript *p, lp_error *err)
+{
+    size_t i, n;
+
+    if (p->end < 4096 && fill(p, err) < 0)
+        return -1;
+    n = p->end < 4096 ? p->end : 4096;
+    if (lp_pscript_sniff(p->buf, n) || n == 0)
+        return 0;
+    for (i = 0; i < n && lp_pscript_sniff(p->buf + i, 1); i++)
+        ;
+    return lp_error_set(err, LP_EFORMAT,
+                        "%s: offset 0x%zx: byte 0x%02x: not a perf.data file "
+                        "(bad magic) and not perf script text",
+                        p->name, i, (unsigned char)p->buf[i]);
+}
+
 /* Scan from the start without consuming; then rewind to line 1. */
 static int detect_mode(lp_pscript *p, lp_error *err)
 {
     uint64_t v, frames = 0;
     int may_count = 1, r;
+
+    if (check_text(p, err) < 0)
+        return -1;
 
     while ((r = advance(p, err)) == 1) {
         if (may_count && is_count_line(p->cur, &v)) {
@@ -343,10 +367,11 @@ static int detect_mode(lp_pscript *p, lp_error *err)
     if (p->mode == PS_UNKNOWN)
         return lp_error_set(
             err, LP_EFORMAT,
-            "%s: line %llu: no LBR sample line found (expected perf script "
-            "-F ip,brstack text: a line with at least two "
+            "%s: offset 0x%llx: line %llu: no LBR sample line found (expected "
+            "perf script -F ip,brstack text: a line with at least two "
             "0xFROM/0xTO/... entries, or an IP and one entry)",
-            p->name, (unsigned long long)p->lineno);
+            p->name, (unsigned long long)(p->base + p->end),
+            (unsigned long long)p->lineno);
     p->have_cur = 0;
     p->pos = 0;
     p->lineno = 0;
@@ -691,11 +716,11 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
     }
     if (!p->have_cur)
         return lp_error_set(err, LP_EFORMAT,
-                            "%s: line %llu: hybrid sample is corrupted: %zu "
-                            "call-stack lines but no LBR line after them "
-                            "(expected a line starting with \" 0x\")",
-                            p->name, (unsigned long long)p->lineno + 1,
-                            p->nframes);
+                            "%s: offset 0x%llx: line %llu: hybrid sample is "
+                            "corrupted: %zu call-stack lines but no LBR line "
+                            "after them (expected a line starting with \" 0x\")",
+                            p->name, (unsigned long long)(p->base + p->end),
+                            (unsigned long long)p->lineno + 1, p->nframes);
     sample_init(p, count);
     r = parse_lbr_line(p, s);
     if (r < 0)

@@ -159,12 +159,64 @@ static void test_fork_exec_kernel(void **state)
     lp_machine_free(keep);
 }
 
+static void test_build_ids(void **state)
+{
+    lp_error e;
+    lp_machine *m = lp_machine_new(0, &e);
+    lp_build_id ids[3];
+    lp_event ev = mmap_ev(10, 0x400000, 0x1000, 0, "/bin/sh");
+    const lp_map *mp;
+    (void)state;
+
+    memset(ids, 0, sizeof ids);
+    ids[0].pid = -1;
+    ids[0].filename = "/bin/sh";
+    ids[0].size = 20;
+    ids[0].id[0] = 0xab;
+    ids[1].pid = 10;
+    ids[1].filename = "/lib/x.so";
+    ids[1].size = 16;
+    ids[1].id[15] = 0xcd;
+    ids[2].pid = -1;
+    ids[2].filename = "[kernel.kallsyms]";
+    ids[2].size = 20;
+    ids[2].id[1] = 0x77;
+    assert_int_equal(lp_machine_add_build_ids(m, ids, 3, &e), 0);
+    ev = mmap_ev((uint32_t)-1, 0xffffffff81000000ull, 0x1000000, 0,
+                 "[kernel.kallsyms]_text");
+    ev.misc = LP_CPUMODE_KERNEL;
+    feed(m, ev);
+    mp = lp_machine_find_map(m, 10, 0xffffffff81000010ull, LP_CPUMODE_KERNEL);
+    assert_int_equal(mp->build_id[1], 0x77);
+    ev = mmap_ev(10, 0x400000, 0x1000, 0, "/bin/sh");
+    feed(m, ev);
+    feed(m, mmap_ev(10, 0x500000, 0x1000, 0, "/lib/x.so"));
+    feed(m, mmap_ev(11, 0x500000, 0x1000, 0, "/lib/x.so"));
+    ev = mmap_ev(12, 0x400000, 0x1000, 0, "/bin/sh");
+    ev.u.mmap.build_id_size = 4; /* MMAP2 with its own build-id wins */
+    ev.u.mmap.build_id[0] = 0x11;
+    feed(m, ev);
+    mp = lp_machine_find_map(m, 10, 0x400000, LP_CPUMODE_USER);
+    assert_int_equal(mp->build_id_size, 20);
+    assert_int_equal(mp->build_id[0], 0xab);
+    mp = lp_machine_find_map(m, 10, 0x500000, LP_CPUMODE_USER);
+    assert_int_equal(mp->build_id_size, 16);
+    assert_int_equal(mp->build_id[15], 0xcd);
+    mp = lp_machine_find_map(m, 11, 0x500000, LP_CPUMODE_USER);
+    assert_int_equal(mp->build_id_size, 0); /* recorded for pid 10 only */
+    mp = lp_machine_find_map(m, 12, 0x400000, LP_CPUMODE_USER);
+    assert_int_equal(mp->build_id_size, 4);
+    assert_int_equal(mp->build_id[0], 0x11);
+    lp_machine_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comm_and_fork),
         cmocka_unit_test(test_maps_overlap),
         cmocka_unit_test(test_fork_exec_kernel),
+        cmocka_unit_test(test_build_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

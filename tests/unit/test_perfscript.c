@@ -297,7 +297,7 @@ static void test_error_no_lbr_line(void **state)
 
     assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1);
     assert_int_equal(e.code, LP_EFORMAT);
-    assert_non_null(strstr(e.msg, "crafted.txt: line 3: no LBR sample line"));
+    assert_non_null(strstr(e.msg, "crafted.txt: offset 0x17: line 3: no LBR sample line"));
     assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1); /* sticky */
     close_text(&m);
 }
@@ -311,9 +311,28 @@ static void test_error_hybrid_eof(void **state)
 
     assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
     assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1);
-    assert_non_null(strstr(e.msg, "crafted.txt: line 5: hybrid sample is "
+    assert_non_null(strstr(e.msg, "crafted.txt: offset 0x29: line 5: hybrid sample is "
                                   "corrupted"));
     close_text(&m);
+}
+
+static void test_binary_input(void **state)
+{
+    static const char bin[] = "PERFILE3\x68\0\0\0 0x10/0x20 0x30/0x40\n";
+    FILE *f = fmemopen((void *)(bin + 4), sizeof bin - 5, "r");
+    lp_pscript *p;
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_non_null(f);
+    p = lp_pscript_open(f, bin, 4, "bin.data", &e);
+    assert_non_null(p);
+    assert_int_equal(lp_pscript_next(p, &ev, &e), -1);
+    assert_non_null(strstr(e.msg, "bin.data: offset 0x9: byte 0x00: not a "
+                                  "perf.data file"));
+    lp_pscript_close(p);
+    fclose(f);
 }
 
 static void test_empty_input(void **state)
@@ -375,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_error_no_lbr_line),
         cmocka_unit_test(test_error_hybrid_eof),
         cmocka_unit_test(test_empty_input),
+        cmocka_unit_test(test_binary_input),
         cmocka_unit_test(test_prefix_and_streaming),
         cmocka_unit_test(test_sniff),
     };
