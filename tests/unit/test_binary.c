@@ -266,6 +266,24 @@ static void check_disasm(const char *bin)
                          in.kind == LP_INST_RET);
     }
     assert_true(calls > 0 && rets > 0 && jumps > 0);
+    /* isValidFallThroughRange over windows of the listing: valid iff no
+     * call/ret/direct jmp in [start, end) */
+    for (size_t i = 0; i + 1 < n; i += 3) {
+        bool ok = true;
+        for (size_t j = i; j < n && j < i + 24; j++) {
+            int r = lp_binary_valid_fallthrough(b, v[i].addr, v[j].addr, &e);
+            assert_int_equal(r, ok ? 1 : 0);
+            int k = expected_kind(&v[j]);
+            if (k == LP_INST_CALL || k == LP_INST_RET ||
+                (k == LP_INST_UNCOND_BR && !v[j].indirect))
+                ok = false;
+            assert_int_equal(lp_binary_is_branch(b, v[j].addr),
+                             k == LP_INST_COND_BR || k == LP_INST_UNCOND_BR);
+        }
+        if (i > 0)
+            assert_int_equal(lp_binary_valid_fallthrough(b, v[i].addr,
+                                                         v[i - 1].addr, &e), 0);
+    }
     /* An address inside an instruction is not code. */
     for (size_t i = 0; i + 1 < n; i++)
         if (v[i + 1].block == v[i].block && v[i + 1].addr - v[i].addr > 1) {
