@@ -391,3 +391,25 @@ void lp_bin_mark_entries(lp_binary *b)
                     "entry due to inconsistent name from symbol table and "
                     "dwarf info.", 100.0 * (double)noentry / (double)b->nfuncs);
 }
+
+int lp_binary_check_symbolizable(const lp_binary *b, lp_error *err)
+{
+    if (b->ndies > 0)
+        return 0;
+    if (b->ndwo_missing)
+        return lp_error_set(err, LP_EFORMAT, "%s: split DWARF: %zu .dwo "
+                            "file(s) not found (or a .dwp/single-file split "
+                            "layout, which is not read); cannot symbolize",
+                            b->dbg_path, b->ndwo_missing);
+    if (b->dw)
+        return lp_error_set(err, LP_EFORMAT, "%s: DWARF has no functions "
+                            "with code; cannot symbolize", b->dbg_path);
+    if (b->nsyms == 0)
+        return lp_error_set(err, LP_EFORMAT, "%s: stripped binary (no symbol"
+                            " table, no DWARF); rebuild with -g or pass the "
+                            "unstripped file with --debug-binary",
+                            b->dbg_path);
+    return lp_error_set(err, LP_EFORMAT, "%s: no DWARF debug information; "
+                        "rebuild with -g or pass the debug file with "
+                        "--debug-binary", b->dbg_path);
+}

@@ -783,6 +783,13 @@ static void test_debug_binary_and_stripped(void **state)
     assert_non_null(lp_binary_warning(b, 0));
     const lp_function *const *fs;
     assert_int_equal(lp_binary_functions(b, &fs), 0); /* as llvm-profgen 19 */
+    lp_error ce = {0};
+    assert_int_equal(lp_binary_check_symbolizable(b, &ce), -1);
+    assert_non_null(strstr(ce.msg, "no DWARF"));
+    assert_non_null(strstr(ce.msg, code));
+    lp_binary_close(b);
+    b = open_ok(src, NULL);
+    assert_int_equal(lp_binary_check_symbolizable(b, &ce), 0);
     lp_binary_close(b);
     lp_binary_opts so = {NULL, NULL, -1, 1};
     b = open_ok(code, &so);
@@ -815,6 +822,8 @@ static void test_debug_binary_and_stripped(void **state)
     size_t nf = 9;
     assert_int_equal(lp_binary_symbolize(b, entry, &fr, &nf, &e), 0);
     assert_int_equal(nf, 0);
+    assert_int_equal(lp_binary_check_symbolizable(b, &e), -1);
+    assert_non_null(strstr(e.msg, "stripped"));
     lp_binary_close(b);
 }
 
@@ -855,6 +864,8 @@ static void test_split_dwarf(void **state)
     assert_int_equal(lp_binary_symbolize(b, fn->ranges[0]->start, &fr, &nf,
                                          &e), 0);
     assert_int_equal(nf, 0);
+    assert_int_equal(lp_binary_check_symbolizable(b, &e), -1);
+    assert_non_null(strstr(e.msg, ".dwo"));
     lp_binary_close(b);
     snprintf(exe, sizeof exe, "%s/split-dwarf-split.exe", dir);
     /* without the .dwo: a warning, no functions from it */
