@@ -895,6 +895,7 @@ static void test_open_errors(void **state)
     (void)state;
     char p[128];
     expect_open_error("tests/data/README.md", LP_EFORMAT, "not an ELF");
+    expect_open_error("tests/data", LP_EIO, "not a regular file");
     snprintf(p, sizeof p, "%s/empty", scratch);
     assert_int_equal(sh(": > %s", p), 0);
     expect_open_error(p, LP_EFORMAT, "not an ELF");
