@@ -269,6 +269,12 @@ typedef struct lp_frame {
 int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
                         size_t *n, lp_error *err);
 
+/* For callers that need stacks (profile generation): 0 if the binary has
+ * DWARF functions, else -1 with an LP_EFORMAT message naming the file and
+ * why (fully stripped / no DWARF / split DWARF not found) and what to do
+ * (build with -g, pass --debug-binary, put the .dwo files back). */
+int lp_binary_check_symbolizable(const lp_binary *b, lp_error *err);
+
 /* Whether flow-sensitive discriminators are in use (see opts). */
 bool lp_binary_fs_discriminator(const lp_binary *b);
 

@@ -87,6 +87,29 @@ int lp_line_table_parse(const uint8_t *data, size_t size, uint64_t off,
 void lp_line_table_free(lp_line_table *t);
 const lp_line_row *lp_line_table_lookup(const lp_line_table *t, uint64_t addr);
 
+/* One range of a DW_TAG_inlined_subroutine of a subprogram, with what a
+ * frame needs, flattened in DIE pre-order (symbolize.c). */
+typedef struct lp_inl_node {
+    uint64_t lo, hi;
+    int32_t parent;             /* node of the enclosing inlinee, -1: none */
+    uint32_t kids;              /* first node of this DIE's descendants */
+    uint32_t skip;              /* first node after this DIE's subtree */
+    uint32_t depth;
+    const char *name;           /* linkage name, else name; NULL: none */
+    uint32_t decl_line;
+    uint32_t call_line, call_col, call_disc, call_file;
+} lp_inl_node;
+
+/* The inline tree of one subprogram DIE (uthash keyed by DIE address). */
+typedef struct lp_inl_tree {
+    const void *key;
+    const char *name;
+    uint32_t decl_line;
+    lp_inl_node *nodes;
+    size_t n, cap;
+    UT_hash_handle hh;
+} lp_inl_tree;
+
 /* Symbolization cache entry (uthash keyed by addr). */
 typedef struct lp_sym_cache {
     uint64_t addr;
@@ -156,6 +179,7 @@ struct lp_binary {
 
     lp_sym_cache *cache;                /* uthash */
     lp_line_cache *lines;               /* uthash */
+    lp_inl_tree *trees;                 /* uthash */
     const uint8_t *debug_line;          /* .debug_line of dbg_elf */
     size_t debug_line_size;
     lp_str *strs;                       /* uthash */
@@ -181,5 +205,9 @@ int lp_bin_load_dwarf(lp_binary *b, lp_error *err);
 int lp_bin_functions_from_symtab(lp_binary *b, lp_error *err);
 void lp_bin_mark_entries(lp_binary *b);
 void lp_bin_free_dwarf(lp_binary *b);
+const char *lp_bin_die_name(Dwarf_Die *die);
+
+/* symbolize.c */
+void lp_bin_free_symbolizer(lp_binary *b);
 
 #endif

@@ -401,23 +401,37 @@ int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
     return 1;
 }
 
+static bool in_uncond_set(const lp_inst *in)
+{
+    return in->kind == LP_INST_CALL || in->kind == LP_INST_RET ||
+           (in->kind == LP_INST_UNCOND_BR && !in->indirect);
+}
+
 int lp_binary_valid_fallthrough(lp_binary *b, uint64_t start, uint64_t end,
                                 lp_error *err)
 {
+    size_t ri, ii, re, ie;
     if (start > end)
         return 0;
-    int r = lp_binary_is_code(b, end) ? 1 : 0;
-    uint64_t a = start;
-    if (r == 1) {
-        lp_inst in;
-        r = lp_binary_inst(b, a, &in, err);
-        while (r == 1 && a < end) {
-            if (lp_binary_is_uncond_branch(b, a))
+    int r = locate(b, end, &re, &ie, err);
+    if (r == 1)
+        r = locate(b, start, &ri, &ii, err);
+    if (r != 1)
+        return r;
+    /* walk the decoded arrays directly: one lookup per range, not per
+     * instruction (this runs for every LBR entry) */
+    for (; ri < b->nregions; ri++, ii = 0) {
+        if (ensure(b, ri, err) != 0)
+            return -1;
+        const lp_code_region *reg = &b->regions[ri];
+        for (; ii < reg->ninsts; ii++) {
+            if (ri == re && ii == ie)
+                return 1;
+            if (in_uncond_set(&reg->insts[ii]))
                 return 0;
-            r = lp_binary_next_inst(b, a, &a, err);
         }
     }
-    return r < 0 ? -1 : r;
+    return 1;
 }
 
 bool lp_binary_in_prolog_epilog(lp_binary *b, uint64_t addr)

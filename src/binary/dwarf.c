@@ -2,8 +2,8 @@
  * dwarf.c - DWARF side of the binary loader, with libdw: the function table
  * (llvm-profgen's BinaryFunctions and StartAddrToFuncRangeMap, loaded up
  * front from every DW_TAG_subprogram, split-DWARF units included), function
- * entries, the symbol-table fallback, and lazy cached inline-stack
- * symbolization. Does not disassemble.
+ * entries, callee names and the symbol-table fallback. Inline stacks are
+ * symbolize.c's; disassembly is disasm.c's.
  */
 #include <dwarf.h>
 
@@ -82,7 +82,7 @@ static int add_die_range(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
 
 /* DWARFDie::getName(LinkageName): linkage name, else DW_AT_name, following
  * DW_AT_abstract_origin / DW_AT_specification. */
-static const char *die_name(Dwarf_Die *die)
+const char *lp_bin_die_name(Dwarf_Die *die)
 {
     static const int attrs[] = {DW_AT_MIPS_linkage_name, DW_AT_linkage_name,
                                 DW_AT_name};
@@ -100,7 +100,7 @@ static const char *die_name(Dwarf_Die *die)
 static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
                       Dwarf_Die *linecu)
 {
-    const char *name = die_name(die);
+    const char *name = lp_bin_die_name(die);
     if (!name)
         return 0;
     Dwarf_Addr base, lo, hi;
@@ -302,18 +302,7 @@ void lp_bin_free_dwarf(lp_binary *b)
         free(f->canon);
         free(f);
     }
-    lp_sym_cache *c, *ctmp;
-    HASH_ITER(hh, b->cache, c, ctmp) {
-        HASH_DEL(b->cache, c);
-        free(c->frames);
-        free(c);
-    }
-    lp_line_cache *lc, *ltmp;
-    HASH_ITER(hh, b->lines, lc, ltmp) {
-        HASH_DEL(b->lines, lc);
-        lp_line_table_free(&lc->t);
-        free(lc);
-    }
+    lp_bin_free_symbolizer(b);
     free(b->funcs);
     free(b->ranges);
     free(b->map);
@@ -403,160 +392,24 @@ void lp_bin_mark_entries(lp_binary *b)
                     "dwarf info.", 100.0 * (double)noentry / (double)b->nfuncs);
 }
 
-/* ---- symbolization ------------------------------------------------------- */
-
-static const lp_die_range *die_for(const lp_binary *b, uint64_t addr)
+int lp_binary_check_symbolizable(const lp_binary *b, lp_error *err)
 {
-    size_t lo = 0, hi = b->ndies;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (b->dies[mid].start <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    /* Ranges of distinct subprograms do not nest in practice; look back a
-     * little for a range that still covers addr. */
-    for (size_t k = lo, tries = 0; k-- > 0 && tries < 8; tries++)
-        if (addr < b->dies[k].end)
-            return &b->dies[k];
-    return NULL;
-}
-
-#define MAX_CHAIN 128
-
-/* Deepest inlined_subroutine chain under `die` containing addr, appended to
- * chain[*n] (outermost first). Lexical blocks are entered, not recorded. */
-static void descend(Dwarf_Die *die, uint64_t addr, Dwarf_Die *chain, size_t *n,
-                    int depth)
-{
-    Dwarf_Die c;
-    if (depth > 256 || *n >= MAX_CHAIN || dwarf_child(die, &c) != 0)
-        return;
-    do {
-        int tag = dwarf_tag(&c);
-        if (tag == DW_TAG_inlined_subroutine) {
-            if (dwarf_haspc(&c, addr) == 1) {
-                chain[(*n)++] = c;
-                descend(&chain[*n - 1], addr, chain, n, depth + 1);
-                return;
-            }
-        } else if (tag != DW_TAG_subprogram && dwarf_haschildren(&c)) {
-            Dwarf_Addr lo;
-            int has = dwarf_haspc(&c, addr);
-            bool ranged = dwarf_lowpc(&c, &lo) == 0 ||
-                          dwarf_hasattr(&c, DW_AT_ranges);
-            if (has == 1 || !ranged) {
-                size_t before = *n;
-                descend(&c, addr, chain, n, depth + 1);
-                if (*n > before || has == 1)
-                    return;
-            }
-        }
-    } while (dwarf_siblingof(&c, &c) == 0);
-}
-
-static uint32_t udata(Dwarf_Die *die, int at)
-{
-    Dwarf_Attribute a;
-    Dwarf_Word w = 0;
-    if (dwarf_attr(die, at, &a) && dwarf_formudata(&a, &w) == 0)
-        return (uint32_t)w;
-    return 0;
-}
-
-static const char *file_name(Dwarf_Die *cudie, uint32_t idx)
-{
-    Dwarf_Files *files;
-    size_t nf;
-    if (dwarf_getsrcfiles(cudie, &files, &nf) != 0 || idx >= nf)
-        return "";
-    const char *s = dwarf_filesrc(files, idx, NULL, NULL);
-    return s ? s : "";
-}
-
-/* The line table of a CU (parsed once); NULL if it has none. */
-static const lp_line_table *cu_lines(lp_binary *b, Dwarf_Die *linecu)
-{
-    Dwarf_Attribute a;
-    Dwarf_Word off;
-    if (!b->debug_line || !dwarf_attr(linecu, DW_AT_stmt_list, &a) ||
-        dwarf_formudata(&a, &off) != 0)
-        return NULL;
-    lp_line_cache *c;
-    HASH_FIND(hh, b->lines, &off, sizeof off, c);
-    if (!c) {
-        if (!(c = calloc(1, sizeof *c)))
-            return NULL;
-        c->off = off;
-        c->ok = lp_line_table_parse(b->debug_line, b->debug_line_size, off,
-                                    &c->t) == 0;
-        if (!c->ok)
-            lp_line_table_free(&c->t);
-        HASH_ADD(hh, b->lines, off, sizeof c->off, c);
-    }
-    return c->ok ? &c->t : NULL;
-}
-
-static size_t make_frames(lp_binary *b, const lp_die_range *dr, uint64_t addr,
-                          Dwarf_Die *chain, size_t n, lp_frame *out)
-{
-    Dwarf_Die cudie = dr->linecu;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        lp_frame *f = &out[k];
-        f->func = die_name(&chain[i]);
-        if (!f->func || !*f->func)
-            break; /* llvm-profgen stops at an empty/invalid name */
-        int dl = 0;
-        f->start_line = dwarf_decl_line(&chain[i], &dl) == 0 ? (uint32_t)dl : 0;
-        if (i + 1 < n) {
-            f->line = udata(&chain[i + 1], DW_AT_call_line);
-            f->column = udata(&chain[i + 1], DW_AT_call_column);
-            f->discriminator = udata(&chain[i + 1], DW_AT_GNU_discriminator);
-            f->file = file_name(&cudie, udata(&chain[i + 1], DW_AT_call_file));
-        } else {
-            Dwarf_Die lcu = dr->linecu;
-            const lp_line_table *t = cu_lines(b, &lcu);
-            const lp_line_row *row = t ? lp_line_table_lookup(t, addr) : NULL;
-            if (row) {
-                f->line = row->line;
-                f->column = row->col;
-                f->discriminator = row->disc;
-                f->file = file_name(&cudie, row->file);
-            }
-        }
-        if (!f->file)
-            f->file = "";
-        f->line_offset = (f->line - f->start_line) & 0xffff;
-        k++;
-    }
-    return k;
-}
-
-int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
-                        size_t *n, lp_error *err)
-{
-    lp_sym_cache *c;
-    HASH_FIND(hh, b->cache, &addr, sizeof addr, c);
-    if (!c) {
-        const lp_die_range *dr = die_for(b, addr);
-        Dwarf_Die chain[MAX_CHAIN];
-        size_t nc = 0;
-        if (dr) {
-            chain[nc++] = dr->die;
-            descend(&chain[0], addr, chain, &nc, 0);
-        }
-        c = calloc(1, sizeof *c);
-        if (!c || !(c->frames = calloc(nc ? nc : 1, sizeof *c->frames))) {
-            free(c);
-            return lp_error_set(err, LP_ENOMEM, "out of memory");
-        }
-        c->addr = addr;
-        c->n = dr ? make_frames(b, dr, addr, chain, nc, c->frames) : 0;
-        HASH_ADD(hh, b->cache, addr, sizeof c->addr, c);
-    }
-    *frames = c->frames;
-    *n = c->n;
-    return 0;
+    if (b->ndies > 0)
+        return 0;
+    if (b->ndwo_missing)
+        return lp_error_set(err, LP_EFORMAT, "%s: split DWARF: %zu .dwo "
+                            "file(s) not found (or a .dwp/single-file split "
+                            "layout, which is not read); cannot symbolize",
+                            b->dbg_path, b->ndwo_missing);
+    if (b->dw)
+        return lp_error_set(err, LP_EFORMAT, "%s: DWARF has no functions "
+                            "with code; cannot symbolize", b->dbg_path);
+    if (b->nsyms == 0)
+        return lp_error_set(err, LP_EFORMAT, "%s: stripped binary (no symbol"
+                            " table, no DWARF); rebuild with -g or pass the "
+                            "unstripped file with --debug-binary",
+                            b->dbg_path);
+    return lp_error_set(err, LP_EFORMAT, "%s: no DWARF debug information; "
+                        "rebuild with -g or pass the debug file with "
+                        "--debug-binary", b->dbg_path);
 }

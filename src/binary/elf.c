@@ -54,8 +54,51 @@ const char *lp_bin_intern(lp_binary *b, const char *s)
     return e->s;
 }
 
-/* Open path read-only as an ELF; checks every header and section extent
- * against the file size so that truncation is reported, not read past. */
+static bool past_end(uint64_t off, uint64_t size, uint64_t fsize)
+{
+    return off > fsize || size > fsize - off;
+}
+
+/* Every header table, PT_LOAD file range and section must lie inside the
+ * file. Returns NULL, or what is wrong with *where set to its offset. */
+static const char *check_extents(Elf *e, const GElf_Ehdr *eh, uint64_t fsize,
+                                 uint64_t *where)
+{
+    size_t phnum = eh->e_phnum, shnum = eh->e_shnum;
+    *where = 0;
+    if ((phnum == PN_XNUM && elf_getphdrnum(e, &phnum) != 0) ||
+        (shnum == 0 && eh->e_shoff && elf_getshdrnum(e, &shnum) != 0))
+        return "program/section header count unreadable";
+    *where = eh->e_phoff;
+    if (phnum && past_end(eh->e_phoff, (uint64_t)phnum * eh->e_phentsize,
+                          fsize))
+        return "program headers extend past end of file";
+    *where = eh->e_shoff;
+    if (shnum && past_end(eh->e_shoff, (uint64_t)shnum * eh->e_shentsize,
+                          fsize))
+        return "section headers extend past end of file";
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(e, (int)i, &ph))
+            return "unreadable program header";
+        *where = ph.p_offset;
+        if (ph.p_type == PT_LOAD && past_end(ph.p_offset, ph.p_filesz, fsize))
+            return "PT_LOAD segment extends past end of file";
+    }
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(s, &sh))
+            return "unreadable section header";
+        *where = sh.sh_offset;
+        if (sh.sh_type != SHT_NOBITS && past_end(sh.sh_offset, sh.sh_size,
+                                                 fsize))
+            return "section contents extend past end of file";
+    }
+    return NULL;
+}
+
+/* Open path read-only as an ELF whose extents are all inside the file, so
+ * that truncation is reported, never read past. */
 static Elf *open_elf(const char *path, int *fdp, lp_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -63,67 +106,37 @@ static Elf *open_elf(const char *path, int *fdp, lp_error *err)
         return lp_error_set(err, LP_EIO, "%s: cannot open: %s", path,
                             strerror(errno)), NULL;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return lp_error_set(err, LP_EIO, "%s: not a regular file", path),
-               NULL;
-    }
     unsigned char ident[EI_NIDENT] = {0};
-    ssize_t got = pread(fd, ident, sizeof ident, 0);
-    if (got < 4 || memcmp(ident, ELFMAG, SELFMAG) != 0) {
-        close(fd);
-        return lp_error_set(err, LP_EFORMAT,
-                            "%s: offset 0: not an ELF file (expected "
-                            "magic 7f 45 4c 46)", path), NULL;
-    }
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    Elf *e = NULL;
     GElf_Ehdr eh;
-    if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
-        if (e)
-            elf_end(e);
-        close(fd);
-        return lp_error_set(err, LP_EFORMAT,
-                            "%s: offset 0: truncated or malformed ELF header"
-                            " (%s)", path, elf_errmsg(-1)), NULL;
-    }
-    uint64_t fsize = (uint64_t)st.st_size;
-    size_t phnum = 0, shnum = 0;
     const char *why = NULL;
     uint64_t where = 0;
-    phnum = eh.e_phnum;
-    shnum = eh.e_shnum;
-    if ((phnum == PN_XNUM && elf_getphdrnum(e, &phnum) != 0) ||
-        (shnum == 0 && eh.e_shoff && elf_getshdrnum(e, &shnum) != 0)) {
-        why = "program/section header count unreadable";
-    } else if (phnum && eh.e_phoff + (uint64_t)phnum * eh.e_phentsize > fsize) {
-        why = "program headers extend past end of file";
-        where = eh.e_phoff;
-    } else if (shnum && eh.e_shoff + (uint64_t)shnum * eh.e_shentsize > fsize) {
-        why = "section headers extend past end of file";
-        where = eh.e_shoff;
+    int code = LP_EFORMAT;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        why = "not a regular file";
+        code = LP_EIO;
+    } else if (pread(fd, ident, sizeof ident, 0) < 4 ||
+               memcmp(ident, ELFMAG, SELFMAG) != 0) {
+        why = "not an ELF file (expected magic 7f 45 4c 46)";
+    } else if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)) ||
+               elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+        why = "truncated or malformed ELF header";
+    } else {
+        why = check_extents(e, &eh, (uint64_t)st.st_size, &where);
     }
-    for (Elf_Scn *s = NULL; !why && (s = elf_nextscn(e, s));) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(s, &sh)) {
-            why = "unreadable section header";
-            break;
-        }
-        if (sh.sh_type != SHT_NOBITS && sh.sh_size &&
-            (sh.sh_offset > fsize || sh.sh_size > fsize - sh.sh_offset)) {
-            why = "section contents extend past end of file";
-            where = sh.sh_offset;
-        }
+    if (!why) {
+        *fdp = fd;
+        return e;
     }
-    if (why) {
+    if (e)
         elf_end(e);
-        close(fd);
-        return lp_error_set(err, LP_EFORMAT,
-                            "%s: offset 0x%llx: %s (file is %llu bytes; "
-                            "truncated ELF?)", path, (unsigned long long)where,
-                            why, (unsigned long long)fsize), NULL;
-    }
-    *fdp = fd;
-    return e;
+    close(fd);
+    if (code == LP_EIO || where == 0)
+        return lp_error_set(err, code, "%s: offset 0: %s", path, why), NULL;
+    return lp_error_set(err, code, "%s: offset 0x%llx: %s (file is %llu "
+                        "bytes; truncated ELF?)", path,
+                        (unsigned long long)where, why,
+                        (unsigned long long)st.st_size), NULL;
 }
 
 static int load_segments(lp_binary *b, lp_error *err)

@@ -188,7 +188,8 @@ static pg_inst *profgen_listing(const char *bin, size_t *np)
                 break;
             }
         snprintf(pi->mnem, sizeof pi->mnem, "%.*s", (int)ml, m);
-        pi->indirect = m[ml] == '\t' && m[ml + 1] == '*';
+        pi->indirect = (m[ml] == '\t' && m[ml + 1] == '*') ||
+                       !strcmp(pi->mnem, "blr") || !strcmp(pi->mnem, "br");
         parse_frames(m + ml, pi);
     }
     free(out);
@@ -196,16 +197,21 @@ static pg_inst *profgen_listing(const char *bin, size_t *np)
     return v;
 }
 
+/* Kind from the mnemonic: x86-64 AT&T (call/ret/jmp/jcc/loop) and AArch64
+ * (bl/blr, ret, b/br, b.cc/cbz/cbnz/tbz/tbnz). */
 static int expected_kind(const pg_inst *pi)
 {
     const char *m = pi->mnem;
-    if (strncmp(m, "call", 4) == 0)
+    if (strncmp(m, "call", 4) == 0 || !strcmp(m, "bl") || !strcmp(m, "blr"))
         return LP_INST_CALL;
     if (strncmp(m, "ret", 3) == 0 || strncmp(m, "iret", 4) == 0)
         return LP_INST_RET;
-    if (strncmp(m, "jmp", 3) == 0 || strncmp(m, "ljmp", 4) == 0)
+    if (strncmp(m, "jmp", 3) == 0 || strncmp(m, "ljmp", 4) == 0 ||
+        !strcmp(m, "b") || !strcmp(m, "br"))
         return LP_INST_UNCOND_BR;
-    if (m[0] == 'j' || strncmp(m, "loop", 4) == 0)
+    if (m[0] == 'j' || strncmp(m, "loop", 4) == 0 || strncmp(m, "b.", 2) == 0
+        || !strcmp(m, "cbz") || !strcmp(m, "cbnz") || !strcmp(m, "tbz") ||
+        !strcmp(m, "tbnz"))
         return LP_INST_COND_BR;
     return LP_INST_OTHER;
 }
@@ -266,6 +272,24 @@ static void check_disasm(const char *bin)
                          in.kind == LP_INST_RET);
     }
     assert_true(calls > 0 && rets > 0 && jumps > 0);
+    /* isValidFallThroughRange over windows of the listing: valid iff no
+     * call/ret/direct jmp in [start, end) */
+    for (size_t i = 0; i + 1 < n; i += 3) {
+        bool ok = true;
+        for (size_t j = i; j < n && j < i + 24; j++) {
+            int r = lp_binary_valid_fallthrough(b, v[i].addr, v[j].addr, &e);
+            assert_int_equal(r, ok ? 1 : 0);
+            int k = expected_kind(&v[j]);
+            if (k == LP_INST_CALL || k == LP_INST_RET ||
+                (k == LP_INST_UNCOND_BR && !v[j].indirect))
+                ok = false;
+            assert_int_equal(lp_binary_is_branch(b, v[j].addr),
+                             k == LP_INST_COND_BR || k == LP_INST_UNCOND_BR);
+        }
+        if (i > 0)
+            assert_int_equal(lp_binary_valid_fallthrough(b, v[i].addr,
+                                                         v[i - 1].addr, &e), 0);
+    }
     /* An address inside an instruction is not code. */
     for (size_t i = 0; i + 1 < n; i++)
         if (v[i + 1].block == v[i].block && v[i + 1].addr - v[i].addr > 1) {
@@ -663,6 +687,40 @@ static void test_elf_facts_match_readelf(void **state)
     }
 }
 
+/* AArch64: a static, libc-free program cross-built by clang-19/lld. */
+static void test_aarch64(void **state)
+{
+    (void)state;
+    if (!have_tool("clang-19") || !have_tool("ld.lld") ||
+        !have_tool("llvm-profgen-19"))
+        skip();
+    char src[128], bin[128];
+    snprintf(src, sizeof src, "%s/a64.c", scratch);
+    snprintf(bin, sizeof bin, "%s/a64", scratch);
+    FILE *f = fopen(src, "w");
+    fputs("static int __attribute__((noinline)) sq(int x) { return x * x; }\n"
+          "static inline int add(int a, int b) { return sq(a) + b; }\n"
+          "int (*fp)(int) = sq;\n"
+          "int main(int argc, char **argv) {\n  int s = 0;\n"
+          "  for (int i = 0; i < argc * 1000; i++) {\n"
+          "    s += add(i, argc);\n    if (s & 4) s += fp(i);\n"
+          "    switch (i & 7) { case 0: s++; break; case 1: s--; break;\n"
+          "    case 2: s ^= 3; break; case 3: s += 7; break;\n"
+          "    case 5: s *= 3; break; default: break; }\n  }\n"
+          "  (void)argv;\n  return s & 1;\n}\n", f);
+    fclose(f);
+    if (sh("clang-19 --target=aarch64-linux-gnu -O2 -g "
+           "-fdebug-info-for-profiling -nostdlib -static -fuse-ld=lld "
+           "-Wl,-e,main -o %s %s", bin, src) != 0)
+        skip();
+    lp_binary *b = open_ok(bin, NULL);
+    assert_int_equal(lp_binary_arch(b), LP_ARCH_AARCH64);
+    lp_binary_close(b);
+    check_disasm(bin);
+    check_symbolize(bin, NULL, NULL);
+    check_elf_facts(bin);
+}
+
 static void test_addresses_through_segments(void **state)
 {
     (void)state;
@@ -725,6 +783,13 @@ static void test_debug_binary_and_stripped(void **state)
     assert_non_null(lp_binary_warning(b, 0));
     const lp_function *const *fs;
     assert_int_equal(lp_binary_functions(b, &fs), 0); /* as llvm-profgen 19 */
+    lp_error ce = {0};
+    assert_int_equal(lp_binary_check_symbolizable(b, &ce), -1);
+    assert_non_null(strstr(ce.msg, "no DWARF"));
+    assert_non_null(strstr(ce.msg, code));
+    lp_binary_close(b);
+    b = open_ok(src, NULL);
+    assert_int_equal(lp_binary_check_symbolizable(b, &ce), 0);
     lp_binary_close(b);
     lp_binary_opts so = {NULL, NULL, -1, 1};
     b = open_ok(code, &so);
@@ -757,6 +822,8 @@ static void test_debug_binary_and_stripped(void **state)
     size_t nf = 9;
     assert_int_equal(lp_binary_symbolize(b, entry, &fr, &nf, &e), 0);
     assert_int_equal(nf, 0);
+    assert_int_equal(lp_binary_check_symbolizable(b, &e), -1);
+    assert_non_null(strstr(e.msg, "stripped"));
     lp_binary_close(b);
 }
 
@@ -797,6 +864,8 @@ static void test_split_dwarf(void **state)
     assert_int_equal(lp_binary_symbolize(b, fn->ranges[0]->start, &fr, &nf,
                                          &e), 0);
     assert_int_equal(nf, 0);
+    assert_int_equal(lp_binary_check_symbolizable(b, &e), -1);
+    assert_non_null(strstr(e.msg, ".dwo"));
     lp_binary_close(b);
     snprintf(exe, sizeof exe, "%s/split-dwarf-split.exe", dir);
     /* without the .dwo: a warning, no functions from it */
@@ -826,6 +895,7 @@ static void test_open_errors(void **state)
     (void)state;
     char p[128];
     expect_open_error("tests/data/README.md", LP_EFORMAT, "not an ELF");
+    expect_open_error("tests/data", LP_EIO, "not a regular file");
     snprintf(p, sizeof p, "%s/empty", scratch);
     assert_int_equal(sh(": > %s", p), 0);
     expect_open_error(p, LP_EFORMAT, "not an ELF");
@@ -1076,6 +1146,7 @@ int main(void)
         cmocka_unit_test(test_func_entries_and_callee_names),
         cmocka_unit_test(test_elf_facts_match_readelf),
         cmocka_unit_test(test_addresses_through_segments),
+        cmocka_unit_test(test_aarch64),
         cmocka_unit_test(test_debug_binary_and_stripped),
         cmocka_unit_test(test_split_dwarf),
         cmocka_unit_test(test_open_errors),
