@@ -37,6 +37,18 @@ check "subcommand form exit" 0 $?
 if cmp -s ref2.prof my2.prof; then echo "ok   subcommand form = llvm-profgen (extbinary bytes)"
 else echo "FAIL subcommand form differs"; fails=$((fails + 1)); fi
 
+# deliberate difference: an inverted range in a raw profile is ignored
+# (llvm-profgen underflows); the rest must match llvm-profgen
+printf '2\n5c8-5b0:5\n5dc-5e9:3\n0\n' >inverted.raw
+printf '1\n5dc-5e9:3\n0\n' >straight.raw
+$PG --unsymbolized-profile=straight.raw --binary="$D/noprobe.perfbin" --format=text \
+    --output=ref3.prof >/dev/null 2>&1
+"$LBR2PROF" --unsymbolized-profile=inverted.raw --binary="$D/noprobe.perfbin" \
+    --format=text -o my3.prof 2>/dev/null
+check "inverted range exit" 0 $?
+if cmp -s ref3.prof my3.prof; then echo "ok   inverted range ignored"
+else echo "FAIL inverted range"; diff ref3.prof my3.prof; fails=$((fails + 1)); fi
+
 # bad input: status 2, a message, no output
 bad() { # name args...
     name=$1; shift
