@@ -145,14 +145,18 @@ prof "cmov_3 (event names)" --perfscript="$D/cmov_3.perfscript" --binary="$D/cmo
 
 # refusals: probe binaries without --use-dwarf-correlation, hybrid input
 # without --ignore-stack-samples (both context/probe features not built yet)
-for c in "inline-cs-pseudoprobe --ignore-stack-samples" "noinline-cs-noprobe"; do
+ln -sf "$D/coff-profile.exe" coff-profile.perfbin
+ln -sf "$D/coff-profile.perfscript" coff-profile.perfscript
+for c in "inline-cs-pseudoprobe --ignore-stack-samples" "noinline-cs-noprobe" "coff-profile"; do
     n=$((n + 1))
     set -- $c
     b=$1; shift
-    "$LBR2PROF" --perfscript="$D/$b.perfscript" --binary="$D/$b.perfbin" "$@" \
+    dir=$D; [ -e "$b.perfbin" ] && dir=.
+    "$LBR2PROF" --perfscript="$dir/$b.perfscript" --binary="$dir/$b.perfbin" "$@" \
         --output=refused.out >refused.err 2>&1
     st=$?
-    if [ $st -eq 2 ] && [ ! -e refused.out ] && grep -q 'not supported yet' refused.err; then
+    if [ $st -eq 2 ] && [ ! -e refused.out ] &&
+       grep -q 'not supported yet\|not an ELF file' refused.err; then
         echo "ok   $b refused (status 2, no output)"
     else
         echo "FAIL $b: expected a clear refusal, got status $st"; fails=$((fails + 1))
@@ -168,6 +172,15 @@ prof "cold-profile-trimming" --unsymbolized-profile="$D/cold-profile-trimming.ra
 prof "profile-density" --unsymbolized-profile="$D/profile-density.raw.prof" \
     --binary="$D/inline-noprobe2.perfbin" --use-offset=0
 # fs-discriminator: also the header flags (not visible in show's output)
+# --show-density and the density warning: stdout and stderr identical
+n=$((n + 1))
+set -- --unsymbolized-profile="$D/profile-density.raw.prof" --binary="$D/inline-noprobe2.perfbin" \
+    --use-offset=0 --show-density --profile-density-threshold=10 --profile-density-cutoff-hot=800000
+$PG "$@" --output=ref.out >ref.log 2>&1
+"$LBR2PROF" "$@" --output=my.out >my.log 2>&1
+if cmp -s ref.log my.log && grep -q 'Functions with density' my.log; then echo "ok   show-density output"
+else echo "FAIL show-density output"; diff ref.log my.log; fails=$((fails + 1)); fi
+
 prof "fs-discriminator" --unsymbolized-profile="$D/fs-discriminator.raw.prof" \
     --binary="$D/fs-discriminator.perfbin"
 run "fs-discriminator extbinary bytes" --unsymbolized-profile="$D/fs-discriminator.raw.prof" \
