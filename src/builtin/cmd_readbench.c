@@ -1,8 +1,10 @@
 /*
  * cmd_readbench.c - `lbr2prof readbench`: a developer tool for the reader.
  * Walks every event of an input and prints per-kind counts plus the raw
- * throughput (MB/s, samples/s), or with --dump one line per event (used by
- * the reader tests to compare against perf). Not a user-facing formatter:
+ * throughput (MB/s, samples/s), or with --dump one line per event, or with
+ * --brstack perf script's `-F ip,brstack` lines, with --callchain raw
+ * callchains, user registers and stacks as `perf report -D` shows them (used by the reader tests to
+ * compare against perf). Not a user-facing formatter:
  * `lbr2prof script` is that.
  * LP_BUILTIN(readbench, cmd_readbench, "reader throughput and record counts - developer tool")
  */
@@ -13,6 +15,46 @@
 
 #include "cli/builtin.h"
 #include "lbr2prof/reader.h"
+
+/* perf script -F ip,brstack, without the branch type column. */
+static void dump_brstack(const lp_event *ev)
+{
+    const lp_sample *s = &ev->u.sample;
+    if (ev->kind != LP_EV_SAMPLE)
+        return;
+    printf("%" PRIx64, s->ip);
+    for (uint64_t i = 0; i < s->branch_nr; i++) {
+        uint64_t f = s->branches[i].flags;
+        printf(" 0x%" PRIx64 "/0x%" PRIx64 "/%c/%c/%c/%u", s->branches[i].from,
+               s->branches[i].to,
+               LP_BR_MISPRED(f) ? 'M' : LP_BR_PREDICTED(f) ? 'P' : '-',
+               LP_BR_IN_TX(f) ? 'X' : '-', LP_BR_ABORT(f) ? 'A' : '-',
+               LP_BR_CYCLES(f));
+    }
+    printf("\n");
+}
+
+/* Raw callchains (markers included), user registers and user stack sizes
+ * as `perf report -D` prints them. */
+static void dump_callchain(const lp_event *ev)
+{
+    const lp_sample *s = &ev->u.sample;
+    if (ev->kind != LP_EV_SAMPLE)
+        return;
+    if (s->sample_type & LP_SAMPLE_CALLCHAIN) {
+        printf("chain nr:%" PRIu64 "\n", s->callchain_nr);
+        for (uint64_t i = 0; i < s->callchain_nr; i++)
+            printf("%016" PRIx64 "\n", s->callchain[i]);
+    }
+    if (s->regs_user_abi) {
+        uint64_t n = 0;
+        printf("regs mask 0x%" PRIx64 "\n", s->regs_user_mask);
+        for (uint64_t m = s->regs_user_mask; m; m &= m - 1)
+            printf("0x%016" PRIx64 "\n", s->regs_user[n++]);
+    }
+    if (s->stack_user_size)
+        printf("ustack %" PRIu64 "\n", s->stack_user_dyn_size);
+}
 
 static void dump_event(const lp_event *ev)
 {
@@ -51,12 +93,16 @@ static void dump_event(const lp_event *ev)
 int cmd_readbench(int argc, char **argv)
 {
     lp_reader_opts o = { 0 };
-    int dump = 0, argi = 1;
+    int dump = 0, brstack = 0, callchain = 0, argi = 1;
     lp_error err;
 
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         if (!strcmp(argv[argi], "--dump"))
             dump = 1;
+        else if (!strcmp(argv[argi], "--brstack"))
+            dump = brstack = 1;
+        else if (!strcmp(argv[argi], "--callchain"))
+            dump = callchain = 1;
         else if (!strcmp(argv[argi], "--file-order"))
             o.order = LP_ORDER_FILE;
         else if (!strcmp(argv[argi], "--skip-payloads"))
@@ -67,7 +113,8 @@ int cmd_readbench(int argc, char **argv)
     }
     if (argi + 1 != argc)
         return lp_cli_usage_error("readbench",
-                                  "usage: readbench [--dump] [--file-order] "
+                                  "usage: readbench [--dump|--brstack|--callchain] "
+                                  "[--file-order] "
                                   "[--skip-payloads] FILE");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -85,7 +132,11 @@ int cmd_readbench(int argc, char **argv)
             for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
                 chk += ev->u.sample.branches[i].from;
         }
-        if (dump)
+        if (brstack)
+            dump_brstack(ev);
+        else if (callchain)
+            dump_callchain(ev);
+        else if (dump)
             dump_event(ev);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);

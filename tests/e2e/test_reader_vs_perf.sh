@@ -95,6 +95,41 @@ for f in "$C"/perf.data.*; do
     check_same "$f" "$b"
 done
 
+# Branch stacks, entry by entry (from/to/M|P/X/A/cycles; the type column
+# is dropped), in perf's order.
+for f in "$TOP/tests/data/autofdo/test.lbr" "$C/perf.data.branch-4.14" \
+         "$C/perf.data.branch_stack_hw_index" "$C/perf.data.branch_stack_spec" \
+         "$C/perf.data.callgraph_and_branch-3.8"; do
+    perf script -i "$f" -F ip,brstack -G 2>/dev/null | awk '{
+        printf "%s", $1
+        for (i = 2; i <= NF; i++) { n = split($i, p, "/"); printf " %s/%s/%s/%s/%s/%s", p[1], p[2], p[3], p[4], p[5], p[6] }
+        printf "\n" }' > p.txt
+    "$L" readbench --brstack "$f" 2>/dev/null > l.txt
+    if [ -s p.txt ] && cmp -s p.txt l.txt; then
+        echo "ok   brstack $(basename "$f"): $(wc -l < l.txt) samples identical"
+    else
+        echo "FAIL brstack $(basename "$f") differs"; diff p.txt l.txt | head -4; fail=1
+    fi
+done
+
+# Raw callchains (with context markers), user registers and user stack
+# sizes, as `perf report -D` prints them at delivery (time order).
+for f in "$C/perf.data.callgraph-3.4" "$C/perf.data.callgraph-3.8" \
+         "$C/perf.data.callgraph_and_branch-3.8" g.data zbig.data; do
+    perf report -D -i "$f" 2>/dev/null | awk '
+        /chain: nr:/ { split($0, a, "nr:"); n = a[2] + 0; print "chain nr:" n; next }
+        n > 0 && /^\.\.\.\.\. / { print $3; n--; next }
+        /^\.\.\. user regs: mask/ { print "regs mask", $5; next }
+        /^\.\.\.\. / { print $3; next }
+        /^\.\.\. ustack: size/ { s = $4; sub(",", "", s); print "ustack", s }' > p.txt
+    "$L" readbench --callchain "$f" 2>/dev/null > l.txt
+    if [ -s p.txt ] && cmp -s p.txt l.txt; then
+        echo "ok   callchains $(basename "$f"): $(grep -c '^chain' l.txt) chains, $(grep -c '^ustack' l.txt) user stacks identical"
+    else
+        echo "FAIL callchains $(basename "$f") differ"; diff p.txt l.txt | head -4; fail=1
+    fi
+done
+
 # perf synthesizes PT samples for intel_pt-4.14: compare the non-sample events.
 perf_events "$C/perf.data.intel_pt-4.14" | grep -v '^SAMPLE' > p.txt
 our_events "$C/perf.data.intel_pt-4.14" | grep -v '^SAMPLE' > l.txt
