@@ -72,8 +72,8 @@ static void dump_event(const lp_event *ev)
         break;
     }
     case LP_EV_MMAP:
-        printf("MMAP%s %d/%d %" PRIu64 " [%" PRIx64 "(%" PRIx64 ") @ %" PRIx64
-               "] %s\n", ev->u.mmap.is_mmap2 ? "2" : "",
+        printf("MMAP%s %d/%d %" PRIu64 " [%#" PRIx64 "(%#" PRIx64 ") @ %#"
+               PRIx64 "] %s\n", ev->u.mmap.is_mmap2 ? "2" : "",
                (int)ev->u.mmap.pid, (int)ev->u.mmap.tid, ev->time,
                ev->u.mmap.start, ev->u.mmap.len, ev->u.mmap.pgoff,
                ev->u.mmap.filename);

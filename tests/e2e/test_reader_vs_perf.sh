@@ -4,9 +4,11 @@
 # For every file of tests/data/perf-corpus, test.lbr, and recordings made
 # here with perf (-z, pipe, pipe -z, --buildid-mmap, two events, -g,
 # -z --call-graph dwarf, --threads directory), the sequence of delivered
-# events (kind and time of every SAMPLE, MMAP/MMAP2, COMM, FORK, EXIT) and
-# the samples' pid/tid/time/ip must equal what `perf script` prints, in the
-# same order. Then: the zero-size-sample file must fail with its offset, the
+# events (kind and time of every SAMPLE, MMAP/MMAP2, COMM, FORK, EXIT; the
+# samples' pid/tid/ip; the mmaps' start/len/pgoff/file) must equal what
+# `perf script` prints, in the same order. Branch stacks are compared entry
+# by entry with `perf script -F ip,brstack`, raw callchains, user registers
+# and user stack sizes with `perf report -D`. Then: the zero-size-sample file must fail with its offset, the
 # piped intel_pt file must walk cleanly, and truncated or bit-flipped
 # copies of good files must end in an error or cleanly, never a crash.
 set -u
@@ -26,13 +28,17 @@ perf_events() {
       k = "SAMPLE";
       if (match($0, /PERF_RECORD_[A-Z0-9]+/)) k = substr($0, RSTART + 12, RLENGTH - 12);
       if (k == "MMAP2") k = "MMAP";
+      if (k == "MMAP" && match($0, /\[[0-9a-fx]+\([0-9a-fx]+\) @ [0-9a-fx]+/)) {
+          m = substr($0, RSTART + 1, RLENGTH - 1); gsub(/[()@]/, " ", m); split(m, q, " ")
+          print k, ts, q[1], q[2], q[3], $NF; next }
       if (k == "SAMPLE") print k, pt[1], pt[2], ts, $3; else print k, ts }'
 }
 our_events() {
     "$L" readbench --dump "$1" 2>/dev/null | awk '
     $1 == "SAMPLE" { split($2, pt, "/"); print $1, pt[1], pt[2], $3, $4; next }
     $1 == "COMM" || $1 == "FORK" || $1 == "EXIT" { print $1, $3; next }
-    $1 ~ /^MMAP/ { print "MMAP", $3 }'
+    $1 ~ /^MMAP/ { m = $4 " " $5 " " $6; gsub(/[][()@]/, " ", m); split(m, q, " ")
+                   print "MMAP", $3, q[1], q[2], q[3], $NF }'
 }
 
 check_same() { # file label
