@@ -116,8 +116,9 @@ int cmd_readbench(int argc, char **argv)
                                   "usage: readbench [--dump|--brstack|--callchain] "
                                   "[--file-order] "
                                   "[--skip-payloads] FILE");
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     lp_reader *r = lp_reader_open(argv[argi], &o, &err);
     if (!r)
         return lp_cli_fail(&err);
@@ -140,6 +141,7 @@ int cmd_readbench(int argc, char **argv)
             dump_event(ev);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     if (rc < 0) {
         fflush(stdout);
         int st = lp_cli_fail(&err);
@@ -148,6 +150,8 @@ int cmd_readbench(int argc, char **argv)
     }
     double sec = (double)(t1.tv_sec - t0.tv_sec) +
                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) +
+                 (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
     const lp_reader_stats *st = lp_reader_stats_get(r);
     FILE *out = dump ? stderr : stdout;
     fprintf(out, "samples %" PRIu64 " mmaps %" PRIu64 " comms %" PRIu64
@@ -157,9 +161,11 @@ int cmd_readbench(int argc, char **argv)
             n[LP_EV_FORK], n[LP_EV_EXIT], n[LP_EV_LOST],
             n[LP_EV_FINISHED_ROUND], n[LP_EV_OTHER], st->unknown_id);
     fprintf(out, "bytes %" PRIu64 " seconds %.6f MB/s %.1f samples/s %.0f "
-                 "checksum %" PRIx64 "\n", st->bytes_read, sec,
+                 "checksum %" PRIx64 " cpu_seconds %.6f cpu_MB/s %.1f\n",
+            st->bytes_read, sec,
             sec > 0 ? (double)st->bytes_read / 1e6 / sec : 0.0,
-            sec > 0 ? (double)n[LP_EV_SAMPLE] / sec : 0.0, chk);
+            sec > 0 ? (double)n[LP_EV_SAMPLE] / sec : 0.0, chk, cpu,
+            cpu > 0 ? (double)st->bytes_read / 1e6 / cpu : 0.0);
     lp_reader_close(r);
     return 0;
 }
