@@ -1,8 +1,10 @@
 /*
  * cmd_readbench.c - `lbr2prof readbench`: a developer tool for the reader.
  * Walks every event of an input and prints per-kind counts plus the raw
- * throughput (MB/s, samples/s), or with --dump one line per event (used by
- * the reader tests to compare against perf). Not a user-facing formatter:
+ * throughput (MB/s, samples/s), or with --dump one line per event, or with
+ * --brstack perf script's `-F ip,brstack` lines, with --callchain raw
+ * callchains, user registers and stacks as `perf report -D` shows them (used by the reader tests to
+ * compare against perf). Not a user-facing formatter:
  * `lbr2prof script` is that.
  * LP_BUILTIN(readbench, cmd_readbench, "reader throughput and record counts - developer tool")
  */
@@ -13,6 +15,46 @@
 
 #include "cli/builtin.h"
 #include "lbr2prof/reader.h"
+
+/* perf script -F ip,brstack, without the branch type column. */
+static void dump_brstack(const lp_event *ev)
+{
+    const lp_sample *s = &ev->u.sample;
+    if (ev->kind != LP_EV_SAMPLE)
+        return;
+    printf("%" PRIx64, s->ip);
+    for (uint64_t i = 0; i < s->branch_nr; i++) {
+        uint64_t f = s->branches[i].flags;
+        printf(" 0x%" PRIx64 "/0x%" PRIx64 "/%c/%c/%c/%u", s->branches[i].from,
+               s->branches[i].to,
+               LP_BR_MISPRED(f) ? 'M' : LP_BR_PREDICTED(f) ? 'P' : '-',
+               LP_BR_IN_TX(f) ? 'X' : '-', LP_BR_ABORT(f) ? 'A' : '-',
+               LP_BR_CYCLES(f));
+    }
+    printf("\n");
+}
+
+/* Raw callchains (markers included), user registers and user stack sizes
+ * as `perf report -D` prints them. */
+static void dump_callchain(const lp_event *ev)
+{
+    const lp_sample *s = &ev->u.sample;
+    if (ev->kind != LP_EV_SAMPLE)
+        return;
+    if (s->sample_type & LP_SAMPLE_CALLCHAIN) {
+        printf("chain nr:%" PRIu64 "\n", s->callchain_nr);
+        for (uint64_t i = 0; i < s->callchain_nr; i++)
+            printf("%016" PRIx64 "\n", s->callchain[i]);
+    }
+    if (s->regs_user_abi) {
+        uint64_t n = 0;
+        printf("regs mask 0x%" PRIx64 "\n", s->regs_user_mask);
+        for (uint64_t m = s->regs_user_mask; m; m &= m - 1)
+            printf("0x%016" PRIx64 "\n", s->regs_user[n++]);
+    }
+    if (s->stack_user_size)
+        printf("ustack %" PRIu64 "\n", s->stack_user_dyn_size);
+}
 
 static void dump_event(const lp_event *ev)
 {
@@ -30,8 +72,8 @@ static void dump_event(const lp_event *ev)
         break;
     }
     case LP_EV_MMAP:
-        printf("MMAP%s %d/%d %" PRIu64 " [%" PRIx64 "(%" PRIx64 ") @ %" PRIx64
-               "] %s\n", ev->u.mmap.is_mmap2 ? "2" : "",
+        printf("MMAP%s %d/%d %" PRIu64 " [%#" PRIx64 "(%#" PRIx64 ") @ %#"
+               PRIx64 "] %s\n", ev->u.mmap.is_mmap2 ? "2" : "",
                (int)ev->u.mmap.pid, (int)ev->u.mmap.tid, ev->time,
                ev->u.mmap.start, ev->u.mmap.len, ev->u.mmap.pgoff,
                ev->u.mmap.filename);
@@ -51,12 +93,16 @@ static void dump_event(const lp_event *ev)
 int cmd_readbench(int argc, char **argv)
 {
     lp_reader_opts o = { 0 };
-    int dump = 0, argi = 1;
+    int dump = 0, brstack = 0, callchain = 0, argi = 1;
     lp_error err;
 
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         if (!strcmp(argv[argi], "--dump"))
             dump = 1;
+        else if (!strcmp(argv[argi], "--brstack"))
+            dump = brstack = 1;
+        else if (!strcmp(argv[argi], "--callchain"))
+            dump = callchain = 1;
         else if (!strcmp(argv[argi], "--file-order"))
             o.order = LP_ORDER_FILE;
         else if (!strcmp(argv[argi], "--skip-payloads"))
@@ -67,10 +113,12 @@ int cmd_readbench(int argc, char **argv)
     }
     if (argi + 1 != argc)
         return lp_cli_usage_error("readbench",
-                                  "usage: readbench [--dump] [--file-order] "
+                                  "usage: readbench [--dump|--brstack|--callchain] "
+                                  "[--file-order] "
                                   "[--skip-payloads] FILE");
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     lp_reader *r = lp_reader_open(argv[argi], &o, &err);
     if (!r)
         return lp_cli_fail(&err);
@@ -85,10 +133,15 @@ int cmd_readbench(int argc, char **argv)
             for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
                 chk += ev->u.sample.branches[i].from;
         }
-        if (dump)
+        if (brstack)
+            dump_brstack(ev);
+        else if (callchain)
+            dump_callchain(ev);
+        else if (dump)
             dump_event(ev);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     if (rc < 0) {
         fflush(stdout);
         int st = lp_cli_fail(&err);
@@ -97,6 +150,8 @@ int cmd_readbench(int argc, char **argv)
     }
     double sec = (double)(t1.tv_sec - t0.tv_sec) +
                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) +
+                 (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
     const lp_reader_stats *st = lp_reader_stats_get(r);
     FILE *out = dump ? stderr : stdout;
     fprintf(out, "samples %" PRIu64 " mmaps %" PRIu64 " comms %" PRIu64
@@ -106,9 +161,11 @@ int cmd_readbench(int argc, char **argv)
             n[LP_EV_FORK], n[LP_EV_EXIT], n[LP_EV_LOST],
             n[LP_EV_FINISHED_ROUND], n[LP_EV_OTHER], st->unknown_id);
     fprintf(out, "bytes %" PRIu64 " seconds %.6f MB/s %.1f samples/s %.0f "
-                 "checksum %" PRIx64 "\n", st->bytes_read, sec,
+                 "checksum %" PRIx64 " cpu_seconds %.6f cpu_MB/s %.1f\n",
+            st->bytes_read, sec,
             sec > 0 ? (double)st->bytes_read / 1e6 / sec : 0.0,
-            sec > 0 ? (double)n[LP_EV_SAMPLE] / sec : 0.0, chk);
+            sec > 0 ? (double)n[LP_EV_SAMPLE] / sec : 0.0, chk, cpu,
+            cpu > 0 ? (double)st->bytes_read / 1e6 / cpu : 0.0);
     lp_reader_close(r);
     return 0;
 }

@@ -531,6 +531,10 @@ int rd_decode(lp_reader *r, const rd_raw *raw, lp_error *err)
                                                    : LP_EV_OTHER;
         return 1;
     }
+    if (r->info.nr_attrs == 0)
+        return rd_errf(err, d.fname, raw->off, raw->zst,
+                       "record (type %u) before any event attribute "
+                       "(HEADER_ATTR)", raw->type);
     int ai = rd_attr_for(r, raw, (const uint8_t *)d.w, d.n);
     if (ai < 0) {
         r->stats.unknown_id++;

@@ -445,6 +445,11 @@ static int read_attrs(lp_reader *r, rd_file *f, const uint8_t *h, lp_error *err)
         return rd_errf(err, f->name, 16, 0,
                        "attr_size %llu, expected >= 80",
                        (unsigned long long)attr_size);
+    if (asize % attr_size)
+        return rd_errf(err, f->name, 32, 0,
+                       "attr section size %llu is not a multiple of "
+                       "attr_size %llu", (unsigned long long)asize,
+                       (unsigned long long)attr_size);
     uint64_t nr = asize / attr_size;
     for (uint64_t i = 0; i < nr; i++) {
         uint64_t eoff = aoff + i * attr_size;
@@ -529,6 +534,11 @@ int rd_read_file_header(lp_reader *r, rd_file *f, lp_error *err)
     r->info.format = LP_FMT_PERF_FILE;
     if (read_attrs(r, f, h, err) < 0)
         return -1;
+    if (r->info.nr_attrs == 0)
+        return rd_errf(err, f->name, 24, 0,
+                       "no event attributes (attr section of %llu bytes), "
+                       "expected at least one",
+                       (unsigned long long)rd_ld64(h + 32, r->swap));
     uint64_t doff = rd_ld64(h + 40, r->swap), dsize = rd_ld64(h + 48, r->swap);
     if (!section_ok(f, doff, dsize))
         return rd_errf(err, f->name, 40, 0,

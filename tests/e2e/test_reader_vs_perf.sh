@@ -4,9 +4,11 @@
 # For every file of tests/data/perf-corpus, test.lbr, and recordings made
 # here with perf (-z, pipe, pipe -z, --buildid-mmap, two events, -g,
 # -z --call-graph dwarf, --threads directory), the sequence of delivered
-# events (kind and time of every SAMPLE, MMAP/MMAP2, COMM, FORK, EXIT) and
-# the samples' pid/tid/time/ip must equal what `perf script` prints, in the
-# same order. Then: the zero-size-sample file must fail with its offset, the
+# events (kind and time of every SAMPLE, MMAP/MMAP2, COMM, FORK, EXIT; the
+# samples' pid/tid/ip; the mmaps' start/len/pgoff/file) must equal what
+# `perf script` prints, in the same order. Branch stacks are compared entry
+# by entry with `perf script -F ip,brstack`, raw callchains, user registers
+# and user stack sizes with `perf report -D`. Then: the zero-size-sample file must fail with its offset, the
 # piped intel_pt file must walk cleanly, and truncated or bit-flipped
 # copies of good files must end in an error or cleanly, never a crash.
 set -u
@@ -26,13 +28,17 @@ perf_events() {
       k = "SAMPLE";
       if (match($0, /PERF_RECORD_[A-Z0-9]+/)) k = substr($0, RSTART + 12, RLENGTH - 12);
       if (k == "MMAP2") k = "MMAP";
+      if (k == "MMAP" && match($0, /\[[0-9a-fx]+\([0-9a-fx]+\) @ [0-9a-fx]+/)) {
+          m = substr($0, RSTART + 1, RLENGTH - 1); gsub(/[()@]/, " ", m); split(m, q, " ")
+          print k, ts, q[1], q[2], q[3], $NF; next }
       if (k == "SAMPLE") print k, pt[1], pt[2], ts, $3; else print k, ts }'
 }
 our_events() {
     "$L" readbench --dump "$1" 2>/dev/null | awk '
     $1 == "SAMPLE" { split($2, pt, "/"); print $1, pt[1], pt[2], $3, $4; next }
     $1 == "COMM" || $1 == "FORK" || $1 == "EXIT" { print $1, $3; next }
-    $1 ~ /^MMAP/ { print "MMAP", $3 }'
+    $1 ~ /^MMAP/ { m = $4 " " $5 " " $6; gsub(/[][()@]/, " ", m); split(m, q, " ")
+                   print "MMAP", $3, q[1], q[2], q[3], $NF }'
 }
 
 check_same() { # file label
@@ -93,6 +99,41 @@ for f in "$C"/perf.data.*; do
     *corrupted*|*piped.intel_pt*|*intel_pt*) continue ;; # below
     esac
     check_same "$f" "$b"
+done
+
+# Branch stacks, entry by entry (from/to/M|P/X/A/cycles; the type column
+# is dropped), in perf's order.
+for f in "$TOP/tests/data/autofdo/test.lbr" "$C/perf.data.branch-4.14" \
+         "$C/perf.data.branch_stack_hw_index" "$C/perf.data.branch_stack_spec" \
+         "$C/perf.data.callgraph_and_branch-3.8"; do
+    perf script -i "$f" -F ip,brstack -G 2>/dev/null | awk '{
+        printf "%s", $1
+        for (i = 2; i <= NF; i++) { n = split($i, p, "/"); printf " %s/%s/%s/%s/%s/%s", p[1], p[2], p[3], p[4], p[5], p[6] }
+        printf "\n" }' > p.txt
+    "$L" readbench --brstack "$f" 2>/dev/null > l.txt
+    if [ -s p.txt ] && cmp -s p.txt l.txt; then
+        echo "ok   brstack $(basename "$f"): $(wc -l < l.txt) samples identical"
+    else
+        echo "FAIL brstack $(basename "$f") differs"; diff p.txt l.txt | head -4; fail=1
+    fi
+done
+
+# Raw callchains (with context markers), user registers and user stack
+# sizes, as `perf report -D` prints them at delivery (time order).
+for f in "$C/perf.data.callgraph-3.4" "$C/perf.data.callgraph-3.8" \
+         "$C/perf.data.callgraph_and_branch-3.8" g.data zbig.data; do
+    perf report -D -i "$f" 2>/dev/null | awk '
+        /chain: nr:/ { split($0, a, "nr:"); n = a[2] + 0; print "chain nr:" n; next }
+        n > 0 && /^\.\.\.\.\. / { print $3; n--; next }
+        /^\.\.\. user regs: mask/ { print "regs mask", $5; next }
+        /^\.\.\.\. / { print $3; next }
+        /^\.\.\. ustack: size/ { s = $4; sub(",", "", s); print "ustack", s }' > p.txt
+    "$L" readbench --callchain "$f" 2>/dev/null > l.txt
+    if [ -s p.txt ] && cmp -s p.txt l.txt; then
+        echo "ok   callchains $(basename "$f"): $(grep -c '^chain' l.txt) chains, $(grep -c '^ustack' l.txt) user stacks identical"
+    else
+        echo "FAIL callchains $(basename "$f") differ"; diff p.txt l.txt | head -4; fail=1
+    fi
 done
 
 # perf synthesizes PT samples for intel_pt-4.14: compare the non-sample events.

@@ -1065,15 +1065,23 @@ static void test_errors(void **state)
     pw_free(&f);
     pw_free(&d);
 
-    /* a sample before any HEADER_ATTR in a pipe is dropped, not a crash */
+    /* a sample before any HEADER_ATTR in a pipe */
     pw_init(&d, 0);
     pw_pipe_header(&d);
     w_sample(&d, 1, 1, 1);
-    lp_error err;
-    lp_reader *r = open_buf(&d, LP_ORDER_TIME, &err);
-    assert_int_equal(walk_all(r, &err), 0);
-    assert_int_equal(lp_reader_stats_get(r)->unknown_id, 1);
-    lp_reader_close(r);
+    expect_error(&d, "offset 0x10: record (type 9) before any event attribute");
+    pw_free(&d);
+
+    /* attr_size that does not divide the attr section (a flipped bit) */
+    pw_init(&d, 0);
+    pw_file(&f, 0, &a, 1, 128, &d, NULL, 0);
+    f.b[18] ^= 2;
+    expect_error(&f, "is not a multiple of attr_size");
+    /* no attrs at all */
+    memset(f.b + 32, 0, 8);
+    f.b[18] ^= 2;
+    expect_error(&f, "no event attributes");
+    pw_free(&f);
     pw_free(&d);
 }
 
