@@ -342,6 +342,7 @@ static void check_symbolize(const char *bin, const lp_binary_opts *o,
 }
 
 static void check_functions(const char *bin);
+static void check_warnings(const char *bin);
 
 /* ---- tests: disassembly and symbolization ------------------------------ */
 
@@ -385,6 +386,7 @@ static void test_self_matches_profgen(void **state)
     check_symbolize(self, NULL, NULL);
     if (have_tool("llvm-dwarfdump-19"))
         check_functions(self);
+    check_warnings(self);
     free(self);
 }
 
@@ -459,6 +461,49 @@ static void test_symbolize_matches_llvm_symbolizer(void **state)
     lp_binary_close(b);
     free(out);
     free(v);
+}
+
+
+/* The warnings of lp_binary_open are llvm-profgen's load-time warnings
+ * (same lines, same order) for binaries it accepts. */
+static void check_warnings(const char *bin)
+{
+    char *out = run("cd \"$(dirname '%s')\" && llvm-profgen-19 "
+                    "--binary=\"$(basename '%s')\" --show-disassembly-only "
+                    "--perfscript=/dev/null --output=%s/o.prof 2>&1 >/dev/null"
+                    " | sed -n 's/^warning: *//p'", bin, bin, scratch);
+    lp_binary *b = open_ok(bin, NULL);
+    size_t i = 0;
+    for (char *save = NULL, *l = strtok_r(out, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save), i++) {
+        const char *w = lp_binary_warning(b, i);
+        if (!w || strcmp(w, l) != 0)
+            fail_msg("%s: warning %zu: '%s', llvm-profgen '%s'", bin, i,
+                     w ? w : "(none)", l);
+    }
+    if (lp_binary_warning(b, i))
+        fail_msg("%s: extra warning '%s'", bin, lp_binary_warning(b, i));
+    lp_binary_close(b);
+    free(out);
+}
+
+static void test_warnings_match_profgen(void **state)
+{
+    (void)state;
+    if (!have_tool("llvm-profgen-19") || !have_tool("llvm-strip-19") ||
+        !have_tool("llvm-objcopy-19"))
+        skip();
+    for (size_t i = 0; i < sizeof bins / sizeof *bins; i++)
+        check_warnings(bins[i]);
+    char p[128];
+    snprintf(p, sizeof p, "%s/w-stripped", scratch);
+    assert_int_equal(sh("llvm-strip-19 -o %s %s", p, IN "noprobe.perfbin"), 0);
+    check_warnings(p);
+    snprintf(p, sizeof p, "%s/w-nodebug", scratch);
+    assert_int_equal(sh("llvm-objcopy-19 --strip-debug %s %s",
+                        IN "noprobe.perfbin", p), 0);
+    check_warnings(p);
+    check_warnings(IN "split-dwarf-split.exe"); /* its .dwo is absent */
 }
 
 /* ---- tests: functions ---------------------------------------------------- */
@@ -1143,6 +1188,7 @@ int main(void)
         cmocka_unit_test(test_self_matches_profgen),
         cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
         cmocka_unit_test(test_functions_match_dwarfdump),
+        cmocka_unit_test(test_warnings_match_profgen),
         cmocka_unit_test(test_func_entries_and_callee_names),
         cmocka_unit_test(test_elf_facts_match_readelf),
         cmocka_unit_test(test_addresses_through_segments),
