@@ -183,9 +183,11 @@ int lp_binary_prev_inst(lp_binary *b, uint64_t addr, uint64_t *out,
 int lp_binary_inst_at_or_after(lp_binary *b, uint64_t addr, uint64_t *out,
                                lp_error *err);
 
-/* Return address -> call-site address: the previous instruction, which must
- * be a call. Returns 1 and sets *callsite, 0 if ret_addr is not code or the
- * previous instruction is not a call, -1 on error. */
+/* Return address -> call-site address (getCallAddrFromFrameAddr): the last
+ * instruction starting below ret_addr, which must be a call. As in
+ * llvm-profgen, ret_addr need not be an instruction start (lower_bound in
+ * the code address vector). Returns 1 and sets *callsite, 0 if there is no
+ * such instruction or it is not a call, -1 on error. */
 int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
                         lp_error *err);
 

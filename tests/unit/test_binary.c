@@ -261,6 +261,12 @@ static void check_disasm(const char *bin)
                              pcall ? 1 : 0);
             if (pcall)
                 assert_int_equal(cs, v[i - 1].addr);
+            /* not an instruction start: lower_bound, as llvm-profgen */
+            if (pcall && v[i].addr - v[i - 1].addr > 1) {
+                assert_int_equal(lp_binary_call_site(b, v[i - 1].addr + 1,
+                                                     &cs, &e), 1);
+                assert_int_equal(cs, v[i - 1].addr);
+            }
         }
         /* UncondBranchAddrSet excludes indirect jumps (MCInstrDesc). */
         bool unc = in.kind == LP_INST_CALL || in.kind == LP_INST_RET ||
