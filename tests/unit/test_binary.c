@@ -358,6 +358,13 @@ static const char *const bins[] = {
     IN "unique-linkage-name-dwarf.perfbin", IN "coroutine.perfbin",
     IN "multi-load-segs.perfbin",     IN "symbolize.perfbin",
     IN "noprobe.perfbin",             IN "cs-preinline-cost.perfbin",
+    IN "callback-external-addr.perfbin", IN "cmov_3.perfbin",
+    IN "fs-discriminator-probe.perfbin", IN "inline-cs-pseudoprobe.perfbin",
+    IN "inline-noprobe2.perfbin",     IN "noinline-cs-noprobe.perfbin",
+    IN "noinline-cs-pseudoprobe.perfbin", IN "noinline-tailcall-probe.perfbin",
+    IN "recursion-compression-noprobe.perfbin",
+    IN "recursion-compression-pseudoprobe.perfbin",
+    IN "truncated-pseudoprobe.perfbin", IN "unique-linkage-name-probe.perfbin",
     "tests/data/autofdo/test.binary",
 };
 
