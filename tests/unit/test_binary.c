@@ -926,6 +926,27 @@ static void test_split_dwarf(void **state)
     assert_non_null(strstr(e.msg, ".dwo"));
     lp_binary_close(b);
     snprintf(exe, sizeof exe, "%s/split-dwarf-split.exe", dir);
+    /* real clang-19 -gsplit-dwarf builds, DWARF 4 (GNU) and 5 */
+    if (have_tool("clang-19")) {
+        FILE *f;
+        snprintf(exe, sizeof exe, "%s/t.c", dir);
+        assert_non_null(f = fopen(exe, "w"));
+        fputs("static int __attribute__((noinline)) sq(int x) "
+              "{ return x * x; }\n"
+              "static inline int add(int a, int b) { return sq(a) + b; }\n"
+              "int main(int argc, char **argv) {\n  int s = 0;\n"
+              "  for (int i = 0; i < argc * 100; i++) s += add(i, argc);\n"
+              "  (void)argv;\n  return s & 1;\n}\n", f);
+        fclose(f);
+        for (int v = 4; v <= 5; v++) {
+            assert_int_equal(sh("cd %s && clang-19 -O2 -g -gdwarf-%d "
+                                "-gsplit-dwarf -o t%d t.c", dir, v, v), 0);
+            snprintf(exe, sizeof exe, "%s/t%d", dir, v);
+            check_symbolize(exe, NULL, NULL);
+            check_warnings(exe);
+        }
+        snprintf(exe, sizeof exe, "%s/split-dwarf-split.exe", dir);
+    }
     /* without the .dwo: a warning, no functions from it */
     assert_int_equal(sh("rm %s/split-dwarf-split.dwo", dir), 0);
     b = open_ok(exe, NULL);
