@@ -42,8 +42,10 @@ typedef struct lp_binary_opts {
     /* --debug-binary: read symbols and DWARF from this file; code, program
      * headers and build-id still come from the binary. NULL: the binary. */
     const char *debug_path;
-    /* --dwp: DWARF package for split DWARF. NULL: "<binary>.dwp" if that
-     * file exists; .dwo files are found through DW_AT_dwo_name/comp_dir. */
+    /* --dwp: DWARF package for split DWARF. Checked to exist, but NOT read
+     * (libdw 0.188 cannot): a warning says so. .dwo files found through
+     * DW_AT_dwo_name / DW_AT_comp_dir (or the binary's directory) are
+     * read. */
     const char *dwp_path;
     /* Flow-sensitive discriminators: -1 = auto (on iff the symbol
      * __llvm_fs_discriminator__ exists, as llvm-profgen), 0 = off, 1 = on. */
@@ -58,10 +60,10 @@ typedef struct lp_binary_opts {
 
 /* Open an ELF binary. opts may be NULL (all defaults). Errors: not a file,
  * not ELF, truncated or malformed ELF, unsupported machine (LP_EUNSUPP).
- * A stripped binary (no symbols, no DWARF) opens fine: disassembly of
- * executable segments still works (see lp_binary_symbolize for the rest).
- * Warnings (e.g. "no DWARF: function ranges come from the symbol table")
- * are collected, see lp_binary_warning(). */
+ * A stripped binary (no symbols, no DWARF) opens fine: disassembly of its
+ * executable sections still works; lp_binary_check_symbolizable() says
+ * why stacks are unavailable. Load-time warnings, worded and ordered as
+ * llvm-profgen 19's, are collected, see lp_binary_warning(). */
 lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
                           lp_error *err);
 void lp_binary_close(lp_binary *b);
@@ -104,7 +106,8 @@ size_t lp_binary_exec_segments(const lp_binary *b, const lp_segment **segs);
 /* ---- address conversion ---------------------------------------------- */
 
 /* File offset -> vaddr through the PT_LOAD containing the offset (within
- * p_filesz). Returns 0, or -1 if no segment holds it. */
+ * p_filesz; an executable segment is preferred when two hold it, as with
+ * lld's R and RX segments sharing a page). Returns 0, or -1 if none. */
 int lp_binary_offset_to_vaddr(const lp_binary *b, uint64_t off,
                               uint64_t *vaddr);
 /* vaddr -> file offset (within p_filesz of a PT_LOAD). 0 or -1. */
@@ -183,9 +186,11 @@ int lp_binary_prev_inst(lp_binary *b, uint64_t addr, uint64_t *out,
 int lp_binary_inst_at_or_after(lp_binary *b, uint64_t addr, uint64_t *out,
                                lp_error *err);
 
-/* Return address -> call-site address: the previous instruction, which must
- * be a call. Returns 1 and sets *callsite, 0 if ret_addr is not code or the
- * previous instruction is not a call, -1 on error. */
+/* Return address -> call-site address (getCallAddrFromFrameAddr): the last
+ * instruction starting below ret_addr, which must be a call. As in
+ * llvm-profgen, ret_addr need not be an instruction start (lower_bound in
+ * the code address vector). Returns 1 and sets *callsite, 0 if there is no
+ * such instruction or it is not a call, -1 on error. */
 int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
                         lp_error *err);
 
@@ -200,8 +205,9 @@ bool lp_binary_in_prolog_epilog(lp_binary *b, uint64_t addr);
 size_t lp_binary_decoded_regions(const lp_binary *b, size_t *total);
 
 /* llvm-profgen's isValidFallThroughRange for an LBR range [start, end]:
- * start <= end, both code, and no call/ret/unconditional jump at any
- * instruction in [start, end). Returns 1 valid, 0 invalid, -1 error. */
+ * start <= end, both code, and no instruction of the UncondBranchAddrSet
+ * (call, ret, direct unconditional jump) in [start, end). One lookup per
+ * call. Returns 1 valid, 0 invalid, -1 error. */
 int lp_binary_valid_fallthrough(lp_binary *b, uint64_t start, uint64_t end,
                                 lp_error *err);
 
@@ -240,8 +246,8 @@ const lp_func_range *lp_binary_func_range(const lp_binary *b, uint64_t addr);
  * pointer owned by the binary); else NULL. */
 const char *lp_binary_callee_name(const lp_binary *b, uint64_t addr);
 
-/* The ELF symbol (STT_FUNC or with size, highest address <= addr and
- * containing it when sized) for fallback names; NULL if none. */
+/* The sized STT_FUNC symbol containing addr (for fallback names), with
+ * its start in *sym_start (may be NULL); NULL if none. */
 const char *lp_binary_symbol_name(const lp_binary *b, uint64_t addr,
                                   uint64_t *sym_start);
 

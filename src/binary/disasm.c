@@ -388,16 +388,48 @@ int lp_binary_inst_at_or_after(lp_binary *b, uint64_t addr, uint64_t *out,
     return 0;
 }
 
+/* The last instruction starting below addr, in *out. 1, 0 none, -1 err. */
+static int last_inst_below(lp_binary *b, uint64_t addr, lp_inst *out,
+                           lp_error *err)
+{
+    size_t lo = 0, hi = b->nregions; /* regions with start < addr: [0, lo) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->regions[mid].start < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t j = lo; j-- > 0;) {
+        if (ensure(b, j, err) != 0)
+            return -1;
+        const lp_code_region *r = &b->regions[j];
+        size_t a = 0, z = r->ninsts; /* first inst >= addr */
+        while (a < z) {
+            size_t mid = a + (z - a) / 2;
+            if (r->insts[mid].addr < addr)
+                a = mid + 1;
+            else
+                z = mid;
+        }
+        if (a > 0) {
+            *out = r->insts[a - 1];
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
                         lp_error *err)
 {
-    uint64_t p;
-    int r = lp_binary_prev_inst(b, ret_addr, &p, err);
+    lp_inst in;
+    int r = last_inst_below(b, ret_addr, &in, err);
     if (r != 1)
         return r;
-    if (!lp_binary_is_call(b, p))
+    if (in.kind != LP_INST_CALL)
         return 0;
-    *callsite = p;
+    *callsite = in.addr;
     return 1;
 }
 

@@ -253,14 +253,13 @@ int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
             b->dw = NULL;
         }
     }
-    if (!b->dw)
-        lp_bin_warn(b, "%s: no DWARF debug information: addresses cannot "
-                    "be symbolized", b->dbg_path);
-    else if (load_units(b, err) != 0)
+    if (b->dw && load_units(b, err) != 0)
         return -1;
     if (b->dw)
         find_debug_line(b);
-    if (b->dw && b->nranges == 0)
+    /* llvm-profgen's words, also without any DWARF; the reason is given by
+     * lp_binary_check_symbolizable */
+    if (b->nranges == 0)
         lp_bin_warn(b, "Loading of DWARF info completed, but no binary "
                     "functions have been retrieved.");
     if (build_map(b) != 0)
@@ -379,17 +378,24 @@ void lp_bin_mark_entries(lp_binary *b)
              strncmp(r->func->name, s->name, cl) == 0))
             r->is_entry = true;
     }
+    /* warnNoFuncEntry: functions with ranges, none of them an entry */
     size_t noentry = 0;
     for (size_t i = 0; i < b->nfuncs; i++) {
+        const lp_function *f = b->funcs[i];
         bool any = false;
-        for (size_t j = 0; j < b->funcs[i]->nranges; j++)
-            any |= b->funcs[i]->ranges[j]->is_entry;
-        noentry += !any;
+        for (size_t j = 0; j < f->nranges; j++) {
+            const lp_func_range *r = lp_binary_func_range(b,
+                                                          f->ranges[j]->start);
+            any |= r && r->start == f->ranges[j]->start && r->is_entry;
+        }
+        noentry += f->nranges && !any;
     }
-    if (noentry && b->nfuncs)
-        lp_bin_warn(b, "%.2f%% of functions failed to determine function "
-                    "entry due to inconsistent name from symbol table and "
-                    "dwarf info.", 100.0 * (double)noentry / (double)b->nfuncs);
+    if (noentry)
+        lp_bin_warn(b, "%.2f%%(%zu/%zu) of functions failed to determine "
+                    "function entry due to inconsistent name from symbol "
+                    "table and dwarf info.",
+                    100.0 * (double)noentry / (double)b->nfuncs, noentry,
+                    b->nfuncs);
 }
 
 int lp_binary_check_symbolizable(const lp_binary *b, lp_error *err)

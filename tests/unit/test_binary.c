@@ -261,6 +261,12 @@ static void check_disasm(const char *bin)
                              pcall ? 1 : 0);
             if (pcall)
                 assert_int_equal(cs, v[i - 1].addr);
+            /* not an instruction start: lower_bound, as llvm-profgen */
+            if (pcall && v[i].addr - v[i - 1].addr > 1) {
+                assert_int_equal(lp_binary_call_site(b, v[i - 1].addr + 1,
+                                                     &cs, &e), 1);
+                assert_int_equal(cs, v[i - 1].addr);
+            }
         }
         /* UncondBranchAddrSet excludes indirect jumps (MCInstrDesc). */
         bool unc = in.kind == LP_INST_CALL || in.kind == LP_INST_RET ||
@@ -342,6 +348,7 @@ static void check_symbolize(const char *bin, const lp_binary_opts *o,
 }
 
 static void check_functions(const char *bin);
+static void check_warnings(const char *bin);
 
 /* ---- tests: disassembly and symbolization ------------------------------ */
 
@@ -351,6 +358,13 @@ static const char *const bins[] = {
     IN "unique-linkage-name-dwarf.perfbin", IN "coroutine.perfbin",
     IN "multi-load-segs.perfbin",     IN "symbolize.perfbin",
     IN "noprobe.perfbin",             IN "cs-preinline-cost.perfbin",
+    IN "callback-external-addr.perfbin", IN "cmov_3.perfbin",
+    IN "fs-discriminator-probe.perfbin", IN "inline-cs-pseudoprobe.perfbin",
+    IN "inline-noprobe2.perfbin",     IN "noinline-cs-noprobe.perfbin",
+    IN "noinline-cs-pseudoprobe.perfbin", IN "noinline-tailcall-probe.perfbin",
+    IN "recursion-compression-noprobe.perfbin",
+    IN "recursion-compression-pseudoprobe.perfbin",
+    IN "truncated-pseudoprobe.perfbin", IN "unique-linkage-name-probe.perfbin",
     "tests/data/autofdo/test.binary",
 };
 
@@ -385,6 +399,7 @@ static void test_self_matches_profgen(void **state)
     check_symbolize(self, NULL, NULL);
     if (have_tool("llvm-dwarfdump-19"))
         check_functions(self);
+    check_warnings(self);
     free(self);
 }
 
@@ -459,6 +474,49 @@ static void test_symbolize_matches_llvm_symbolizer(void **state)
     lp_binary_close(b);
     free(out);
     free(v);
+}
+
+
+/* The warnings of lp_binary_open are llvm-profgen's load-time warnings
+ * (same lines, same order) for binaries it accepts. */
+static void check_warnings(const char *bin)
+{
+    char *out = run("cd \"$(dirname '%s')\" && llvm-profgen-19 "
+                    "--binary=\"$(basename '%s')\" --show-disassembly-only "
+                    "--perfscript=/dev/null --output=%s/o.prof 2>&1 >/dev/null"
+                    " | sed -n 's/^warning: *//p'", bin, bin, scratch);
+    lp_binary *b = open_ok(bin, NULL);
+    size_t i = 0;
+    for (char *save = NULL, *l = strtok_r(out, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save), i++) {
+        const char *w = lp_binary_warning(b, i);
+        if (!w || strcmp(w, l) != 0)
+            fail_msg("%s: warning %zu: '%s', llvm-profgen '%s'", bin, i,
+                     w ? w : "(none)", l);
+    }
+    if (lp_binary_warning(b, i))
+        fail_msg("%s: extra warning '%s'", bin, lp_binary_warning(b, i));
+    lp_binary_close(b);
+    free(out);
+}
+
+static void test_warnings_match_profgen(void **state)
+{
+    (void)state;
+    if (!have_tool("llvm-profgen-19") || !have_tool("llvm-strip-19") ||
+        !have_tool("llvm-objcopy-19"))
+        skip();
+    for (size_t i = 0; i < sizeof bins / sizeof *bins; i++)
+        check_warnings(bins[i]);
+    char p[128];
+    snprintf(p, sizeof p, "%s/w-stripped", scratch);
+    assert_int_equal(sh("llvm-strip-19 -o %s %s", p, IN "noprobe.perfbin"), 0);
+    check_warnings(p);
+    snprintf(p, sizeof p, "%s/w-nodebug", scratch);
+    assert_int_equal(sh("llvm-objcopy-19 --strip-debug %s %s",
+                        IN "noprobe.perfbin", p), 0);
+    check_warnings(p);
+    check_warnings(IN "split-dwarf-split.exe"); /* its .dwo is absent */
 }
 
 /* ---- tests: functions ---------------------------------------------------- */
@@ -868,6 +926,27 @@ static void test_split_dwarf(void **state)
     assert_non_null(strstr(e.msg, ".dwo"));
     lp_binary_close(b);
     snprintf(exe, sizeof exe, "%s/split-dwarf-split.exe", dir);
+    /* real clang-19 -gsplit-dwarf builds, DWARF 4 (GNU) and 5 */
+    if (have_tool("clang-19")) {
+        FILE *f;
+        snprintf(exe, sizeof exe, "%s/t.c", dir);
+        assert_non_null(f = fopen(exe, "w"));
+        fputs("static int __attribute__((noinline)) sq(int x) "
+              "{ return x * x; }\n"
+              "static inline int add(int a, int b) { return sq(a) + b; }\n"
+              "int main(int argc, char **argv) {\n  int s = 0;\n"
+              "  for (int i = 0; i < argc * 100; i++) s += add(i, argc);\n"
+              "  (void)argv;\n  return s & 1;\n}\n", f);
+        fclose(f);
+        for (int v = 4; v <= 5; v++) {
+            assert_int_equal(sh("cd %s && clang-19 -O2 -g -gdwarf-%d "
+                                "-gsplit-dwarf -o t%d t.c", dir, v, v), 0);
+            snprintf(exe, sizeof exe, "%s/t%d", dir, v);
+            check_symbolize(exe, NULL, NULL);
+            check_warnings(exe);
+        }
+        snprintf(exe, sizeof exe, "%s/split-dwarf-split.exe", dir);
+    }
     /* without the .dwo: a warning, no functions from it */
     assert_int_equal(sh("rm %s/split-dwarf-split.dwo", dir), 0);
     b = open_ok(exe, NULL);
@@ -1143,6 +1222,7 @@ int main(void)
         cmocka_unit_test(test_self_matches_profgen),
         cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
         cmocka_unit_test(test_functions_match_dwarfdump),
+        cmocka_unit_test(test_warnings_match_profgen),
         cmocka_unit_test(test_func_entries_and_callee_names),
         cmocka_unit_test(test_elf_facts_match_readelf),
         cmocka_unit_test(test_addresses_through_segments),
