@@ -172,6 +172,17 @@ prof "cold-profile-trimming" --unsymbolized-profile="$D/cold-profile-trimming.ra
 prof "profile-density" --unsymbolized-profile="$D/profile-density.raw.prof" \
     --binary="$D/inline-noprobe2.perfbin" --use-offset=0
 # fs-discriminator: also the header flags (not visible in show's output)
+# --llvm-sample-profile re-processing (cold-profile-trimming-symbolized,
+# filter-ambiguous-profile)
+$PG --unsymbolized-profile="$D/cold-profile-trimming.raw.prof" --binary="$D/inline-noprobe2.perfbin" \
+    --use-offset=0 --format=text --output=cpt.txt >/dev/null 2>&1
+prof "llvm-sample-profile trim-cold" --llvm-sample-profile=cpt.txt \
+    --binary="$D/inline-noprobe2.perfbin" --trim-cold-profile --profile-summary-cold-count=100
+run "llvm-sample-profile trim-cold extbinary bytes" --llvm-sample-profile=cpt.txt \
+    --binary="$D/inline-noprobe2.perfbin" --trim-cold-profile --profile-summary-cold-count=100
+prof "filter-ambiguous-profile" --llvm-sample-profile="$D/filter-ambiguous-profile.prof" \
+    --binary="$D/inline-cs-noprobe.perfbin"
+
 # --show-density and the density warning: stdout and stderr identical
 n=$((n + 1))
 set -- --unsymbolized-profile="$D/profile-density.raw.prof" --binary="$D/inline-noprobe2.perfbin" \
