@@ -206,23 +206,27 @@ static void warn_missing_mmap(lp_lbr_agg *a)
     a->missing_warned = true;
 }
 
+typedef struct canon_entry {    /* an LBR entry after extractLBRStack */
+    uint64_t src, dst;
+    bool dst_code;
+} canon_entry;
+
 /* extractLBRStack's filtering: canonical entries, external -> external
  * dropped. Returns the number kept in *out (allocated), -1 on OOM. */
 static long kept_entries(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
-                         lp_branch_entry **out)
+                         canon_entry **out)
 {
-    lp_branch_entry *v = malloc((n ? n : 1) * sizeof *v);
-    bool sc, dc;
+    canon_entry *v = malloc((n ? n : 1) * sizeof *v);
+    bool sc;
     size_t i;
     long k = 0;
 
     if (!v)
         return -1;
     for (i = 0; i < n; i++) {
-        v[k].from = canon(a, br[i].from, &sc);
-        v[k].to = canon(a, br[i].to, &dc);
-        v[k].flags = (uint64_t)dc; /* reused: target is code */
-        if (sc || dc)
+        v[k].src = canon(a, br[i].from, &sc);
+        v[k].dst = canon(a, br[i].to, &v[k].dst_code);
+        if (sc || v[k].dst_code)
             k++;
     }
     *out = v;
@@ -232,7 +236,7 @@ static long kept_entries(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
 int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
                       uint64_t repeat, lp_error *err)
 {
-    lp_branch_entry *v;
+    canon_entry *v;
     uint64_t end = 0;
     long k = kept_entries(a, br, n, &v), i;
     int rc = 0;
@@ -249,8 +253,8 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
         }
     }
     for (i = 0; i < k && rc == 0; i++) {
-        rc = count_entry(a, v[i].from, v[i].to, v[i].flags != 0, end, repeat, err);
-        end = v[i].from;
+        rc = count_entry(a, v[i].src, v[i].dst, v[i].dst_code, end, repeat, err);
+        end = v[i].src;
     }
     free(v);
     return rc;

@@ -265,9 +265,9 @@ static int body_range(gen *g, const lp_addr_pair_count *r)
     k = lp_binary_inst_at_or_after(g->bin, r->a, &ip, g->err);
     while (k == 1 && ip <= r->b) {
         if (lp_binary_symbolize(g->bin, ip, &fr, &n, g->err) ||
-            lp_binary_inst(g->bin, ip, &in, g->err) < 0)
+            (k = lp_binary_inst(g->bin, ip, &in, g->err)) < 0)
             return -1;
-        if (n > 0) {
+        if (n > 0 && k == 1) {
             if (!(fs = leaf_profile(g, fr, n, r->count * in.size)) ||
                 body_max(g, fs, &fr[n - 1], r->count))
                 return oom(g->err);
