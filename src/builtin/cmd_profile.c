@@ -22,7 +22,6 @@
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/reader.h"
-#include "reader/perfscript.h"
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -346,9 +345,6 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
     int k;
 
     ro.force_text = a->perfscript != NULL;
-    /* reader.c refers to the text backend weakly: make sure it is linked */
-    if (ro.force_text && !lp_pscript_sniff("0x", 2))
-        return lp_error_set(err, LP_EUNSUPP, "perf script backend missing");
     ro.skip_payloads = 1;
     if (!(r = lp_reader_open(path, &ro, err)))
         return -1;
