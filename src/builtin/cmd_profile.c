@@ -112,7 +112,10 @@ static const char usage_text[] =
     "  --ignore-stack-samples, --update-total-samples, --fill-zero-for-all-funcs,\n"
     "  --populate-profile-symbol-list, --trim-cold-profile, --pid=N,\n"
     "  --profile-summary-cold-count=N, --profile-summary-hot-count=N,\n"
-    "  --show-detailed-warning, --show-density, --debug-binary=PATH\n";
+    "  --show-detailed-warning, --show-density, --debug-binary=PATH,\n"
+    "  --llvm-sample-profile=FILE, --leading-ip-only, --perf-event=EVENT,\n"
+    "  --sample-period=N, --use-dwarf-correlation\n"
+    "Without --binary, the most sampled user-space file of the trace is used.\n";
 
 static int bad_usage(const char *fmt, const char *arg)
     __attribute__((format(printf, 1, 0)));
