@@ -138,6 +138,10 @@ for c in noinline-cs-noprobe.perfscript:noinline-cs-noprobe \
     prof "$s ignore-stack" --perfscript="$D/$s" --binary="$D/$b.perfbin" --ignore-stack-samples
 done
 
+run "unique-linkage-name-dwarf extbinary bytes (uniq flag)" \
+    --perfscript="$D/unique-linkage-name-dwarf.perfscript" \
+    --binary="$D/unique-linkage-name-dwarf.perfbin" --ignore-stack-samples
+
 # a pseudo-probe binary read through DWARF (inline-probe-afdo)
 prof "cs-preinline-cost dwarf-correlation" --perfscript="$D/cs-preinline-cost.perfscript" \
     --binary="$D/cs-preinline-cost.perfbin" --ignore-stack-samples --use-dwarf-correlation
