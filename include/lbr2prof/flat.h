@@ -80,8 +80,9 @@ int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
 /* A hybrid sample (call stack + LBR) with its stack ignored
  * (--ignore-stack-samples): like lp_lbr_agg_sample, except that the sample
  * is dropped when its leaf frame lies in a function prolog or epilog, as
- * HybridPerfReader does before it looks at the stack. `stack` is leaf
- * first and may hold LP_CONTEXT_* markers. */
+ * HybridPerfReader does before it looks at the stack, and the sample
+ * period is not applied (nor by HybridPerfReader). `stack` is leaf first
+ * and may hold LP_CONTEXT_* markers. */
 int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err);

@@ -325,7 +325,9 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
             return 0; /* filtered out by --perf-event */
     }
     if (a->leading_ip_only) {
-        if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0)
+        /* a hybrid sample's LBR line has no leading IP: nothing to count */
+        if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0 ||
+            s->callchain_nr > 0)
             return 0;
         return lp_lbr_agg_ip_sample(agg, s->ip, s->repeat ? s->repeat : 1, err);
     }

@@ -233,8 +233,10 @@ static long kept_entries(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
     return k;
 }
 
-int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
-                      uint64_t repeat, lp_error *err)
+/* `scale`: apply --sample-period (LBRPerfReader does, HybridPerfReader
+ * does not) */
+static int agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
+                      uint64_t repeat, bool scale, lp_error *err)
 {
     canon_entry *v;
     uint64_t end = 0;
@@ -246,7 +248,7 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
     if (k > 0) {
         warn_missing_mmap(a);
         a->nr_samples += repeat;
-        if (a->o.has_sample_period) {
+        if (scale && a->o.has_sample_period) {
             repeat *= a->o.sample_period;
             if (k > 1)
                 repeat /= (uint64_t)(k - 1);
@@ -258,6 +260,12 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
     }
     free(v);
     return rc;
+}
+
+int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
+                      uint64_t repeat, lp_error *err)
+{
+    return agg_sample(a, br, n, repeat, true, err);
 }
 
 int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
@@ -400,5 +408,5 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
     leaf = canon(a, stack[i], &code);
     if (code && lp_binary_in_prolog_epilog(a->bin, leaf))
         return 0;
-    return lp_lbr_agg_sample(a, br, n, repeat, err);
+    return agg_sample(a, br, n, repeat, false, err);
 }
