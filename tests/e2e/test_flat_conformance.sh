@@ -225,6 +225,11 @@ prof "empty raw fill-zero" --unsymbolized-profile=empty.raw \
 if command -v perf >/dev/null 2>&1; then
     raw "test.lbr" --perfdata="$A/test.lbr" --binary="$A/test.binary"
     prof "test.lbr" --perfdata="$A/test.lbr" --binary="$A/test.binary"
+    run "test.lbr md5+symbol list extbinary bytes" --perfdata="$A/test.lbr" \
+        --binary="$A/test.binary" --use-md5 --populate-profile-symbol-list
+    run "test.lbr trim-cold, zero-fill, update totals [text]" --perfdata="$A/test.lbr" \
+        --binary="$A/test.binary" --trim-cold-profile --fill-zero-for-all-funcs \
+        --update-total-samples --format=text
 fi
 echo "$((n - fails))/$n checks passed"
 [ $fails -eq 0 ]
