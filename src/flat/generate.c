@@ -161,7 +161,7 @@ static int disjoint(bpoint **pts, djvec *d)
     }
     free_points(*pts);
     *pts = NULL;
-    if (rc == 0)
+    if (rc == 0 && d->n)
         qsort(d->v, d->n, sizeof *d->v, pair_cmp);
     return rc;
 }

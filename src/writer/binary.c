@@ -120,7 +120,8 @@ static void nt_finish(name_table *t)
 {
     size_t i, j = 0;
 
-    qsort(t->v, t->n, sizeof *t->v, str_cmp);
+    if (t->n)
+        qsort(t->v, t->n, sizeof *t->v, str_cmp);
     for (i = 0; i < t->n; i++)
         if (j == 0 || strcmp(t->v[j - 1], t->v[i]) != 0)
             t->v[j++] = t->v[i];

@@ -83,7 +83,8 @@ static void detailed(lp_summary *s, count_vec *cv)
     uint64_t seen = 0, sum = 0, count = 0, desired;
     uint64_t c;
 
-    qsort(cv->v, cv->n, sizeof *cv->v, desc_u64);
+    if (cv->n)
+        qsort(cv->v, cv->n, sizeof *cv->v, desc_u64);
     for (k = 0; k < LP_NR_CUTOFFS; k++) {
         desired = (uint64_t)((unsigned __int128)s->total_count *
                              default_cutoffs[k] / 1000000u);

@@ -72,6 +72,21 @@ bad "truncated raw profile" --unsymbolized-profile=truncated.raw --binary="$D/no
 bad "garbage raw profile" --unsymbolized-profile=garbage.raw --binary="$D/noprobe.perfbin"
 bad "perf.data without the binary's mmap" --perfdata="$A/test.lbr" --binary="$D/noprobe.perfbin"
 
+# every llvm-profgen perf script against a binary it was not recorded from
+# (mostly empty profiles), in every format: exit 0 or 2, never a crash
+for f in "$D"/*.perfscript "$D"/*.aggperfscript; do
+    for o in --format=text --format=binary --use-md5 --skip-symbolization; do
+        "$LBR2PROF" --perfscript="$f" --binary="$D/func-split.perfbin" \
+            --ignore-stack-samples $o -o mismatch.out >mismatch.log 2>&1
+        st=$?
+        if [ $st -ne 0 ] && [ $st -ne 2 ]; then
+            echo "FAIL $(basename "$f") $o on func-split.perfbin: status $st"
+            tail -3 mismatch.log; fails=$((fails + 1))
+        fi
+    done
+done
+echo "mismatched binaries: done"
+
 # every perf.data of the corpus: exit 0 or 2, never a crash
 for f in "$TOP"/tests/data/perf-corpus/perf.data.*; do
     for b in "" "--binary=$A/test.binary"; do
