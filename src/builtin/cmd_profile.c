@@ -310,13 +310,14 @@ static int collect_pids(const prof_args *a, pid_set *pids, lp_error *err)
 static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
                        const lp_sample *s, lp_error *err)
 {
+    uint64_t n = s->repeat ? s->repeat : 1;
+    size_t i;
+
     if (s->callchain_nr > 0 && !a->ignore_stack_samples)
         return lp_error_set(err, LP_EUNSUPP, "samples with call stacks (hybrid "
                             "input): context-sensitive profiles are not "
                             "supported yet; use --ignore-stack-samples for a "
                             "flat profile");
-    size_t i;
-
     if (a->nr_events > 0 && s->attr && s->attr->name) {
         for (i = 0; i < a->nr_events; i++)
             if (strcmp(a->events[i], s->attr->name) == 0)
@@ -329,14 +330,12 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
         if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0 ||
             s->callchain_nr > 0)
             return 0;
-        return lp_lbr_agg_ip_sample(agg, s->ip, s->repeat ? s->repeat : 1, err);
+        return lp_lbr_agg_ip_sample(agg, s->ip, n, err);
     }
     if (s->callchain_nr > 0)
         return lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
-                                       s->branches, s->branch_nr,
-                                       s->repeat ? s->repeat : 1, err);
-    return lp_lbr_agg_sample(agg, s->branches, s->branch_nr,
-                             s->repeat ? s->repeat : 1, err);
+                                       s->branches, s->branch_nr, n, err);
+    return lp_lbr_agg_sample(agg, s->branches, s->branch_nr, n, err);
 }
 
 /* The second pass (or the only one for perf script text). */
