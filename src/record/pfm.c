@@ -50,8 +50,8 @@ const char *lp_pfm_default_event(lp_error *err)
     if (pfm_init(err))
         return NULL;
     if (core_pmu(&info) < 0) {
-        lp_error_set(err, LP_EUNSUPP, "no hardware core PMU is visible "
-                     "(libpfm4 finds none; a VM without PMU passthrough?)");
+        lp_error_set(err, LP_EUNSUPP, "libpfm4 sees no hardware core PMU; "
+                     "a VM without PMU passthrough?");
         return NULL;
     }
     if (strncmp(info.name, "amd64", 5) == 0)
