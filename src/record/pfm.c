@@ -5,6 +5,7 @@
  * present (used by the unit tests).
  */
 #include <perfmon/pfmlib_perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,13 @@ int lp_pfm_encode(const char *name, lp_pfm_event *ev, lp_error *err)
     arg.fstr = &fstr;
     arg.size = sizeof arg;
     rc = pfm_get_os_event_encoding(name, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
+    if (rc == PFM_ERR_NOTFOUND && !strstr(name, "::") && core_pmu(&pinfo) >= 0) {
+        /* some PMUs (e.g. amd64_fam17h) only match qualified names */
+        char q[256];
+        snprintf(q, sizeof q, "%s::%s", pinfo.name, name);
+        memset(&attr, 0, sizeof attr);
+        rc = pfm_get_os_event_encoding(q, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
+    }
     if (rc != PFM_SUCCESS) {
         free(fstr);
         return lp_error_set(err, LP_EUNSUPP, "event '%s': %s", name,
