@@ -37,8 +37,16 @@ int lp_error_prefix(lp_error *err, const char *fmt, ...)
     va_start(ap, fmt);
     n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof err->msg)
-        snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", old);
+    if (n >= 0 && (size_t)n + 2 < sizeof err->msg) {
+        /* copied by hand: gcc -O1 flags the snprintf as a truncation */
+        size_t len = (size_t)n, k = strnlen(old, sizeof old);
+        memcpy(err->msg + len, ": ", 2);
+        len += 2;
+        if (k > sizeof err->msg - 1 - len)
+            k = sizeof err->msg - 1 - len;
+        memcpy(err->msg + len, old, k);
+        err->msg[len + k] = '\0';
+    }
     return -1;
 }
 
