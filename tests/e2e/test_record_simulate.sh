@@ -96,6 +96,44 @@ run_one qsort_cb 300
 run_one kernel 60
 run_one threads
 
+# seed 003: a sample taken at fib's `push %rbp` (a call target) has the
+# frame-pointer chain the kernel walks: the caller (stack[1]) is missing
+# and the next frame is the grandparent; samples inside fib's body have
+# their first two frames right. The truth file has both stacks.
+fib=$(nm "$W/recursion" | awk '$3 == "fib" { print $1 }')
+map=$(grep -m1 "PERF_RECORD_MMAP2 .*r-xp $W/recursion\$" "$W/recursion.script")
+perl -e '
+    my ($fib, $map, $file) = @ARGV;
+    $map =~ /\[(0x[0-9a-f]+)\(0x[0-9a-f]+\) @ (0x[0-9a-f]+|0) / or die "no map\n";
+    my ($start, $pgoff) = (hex($1), hex($2));
+    my $entry = hex($fib) + $start - $pgoff;
+    my ($at_entry, $in_body, $bad) = (0, 0, 0);
+    open(my $f, "<", $file) or die;
+    while (<$f>) {
+        next unless /"stack": \[([^\]]*)\], "fp_chain": \[([^\]]*)\]/;
+        my ($s1, $s2) = ($1, $2);
+        my @st = map { hex } ($s1 =~ /"(0x[0-9a-f]+)"/g);
+        my @fp = map { hex } ($s2 =~ /"(0x[0-9a-f]+)"/g);
+        next if @st < 3;
+        my $inbin = sub { $_[0] >= $start && $_[0] < $start + 0x1000 };
+        if ($st[0] == $entry) { # fp[i] == st[i + 1]: stack[1] skipped
+            $at_entry++;
+            for (my $i = 1; $i + 1 < @st && $inbin->($st[$i + 1]); $i++) {
+                next if defined $fp[$i] && $fp[$i] == $st[$i + 1];
+                $bad++; print "entry sample: frame $i is not the grandparent chain\n"; last;
+            }
+        } elsif ($st[0] > $entry + 1 && $st[0] < $entry + 0x43) { # fp[i] == st[i]
+            $in_body++;
+            for (my $i = 1; $i < @st && $inbin->($st[$i]); $i++) {
+                next if defined $fp[$i] && $fp[$i] == $st[$i];
+                $bad++; print "body sample: frame $i differs\n"; last;
+            }
+        }
+    }
+    print "fib entry samples $at_entry, body samples $in_body, bad $bad\n";
+    exit($bad || !$at_entry || !$in_body ? 1 : 0);
+' "$fib" "$map" "$W/recursion.truth.json" || fail "seed 003: frame-pointer chains are not the kernel walk"
+
 # llvm-profgen reading the perf.data itself (it runs perf script)
 llvm-profgen-19 --perfdata="$W/kernel.data" --binary="$W/kernel" \
     --format=text --output="$W/kernel.pd.prof" > "$W/pd.log" 2>&1 || { cat "$W/pd.log"; fail "llvm-profgen --perfdata"; }
