@@ -269,28 +269,26 @@ static int on_trap(sim *s, thread_state *t, lp_error *err)
     return on_signal(s, t, SIGTRAP, &r, err); /* the program's own int3 */
 }
 
-/* A child process (fork/vfork): it runs untraced. A fork child gets its
- * own copy of our breakpoints, which are removed first; a vfork child
- * shares our memory, so it is only detached. */
-static void release_child(sim *s, pid_t child, int is_vfork)
+/* A fork child runs untraced: it got its own copy of our breakpoints,
+ * which are put back to the original bytes before it is detached. */
+static void release_child(sim *s, pid_t child)
 {
     int status;
     cti *c, *ct;
 
     if (waitpid(child, &status, __WALL) < 0 || !WIFSTOPPED(status))
         return;
-    if (!is_vfork)
-        HASH_ITER(hh, s->ctis, c, ct) {
-            uint64_t a = c->addr & ~7ull, w;
-            if (!c->patched)
-                continue;
-            errno = 0;
-            w = (uint64_t)ptrace(PTRACE_PEEKTEXT, child, (void *)(uintptr_t)a, NULL);
-            if (errno)
-                continue;
-            ((uint8_t *)&w)[c->addr - a] = c->orig;
-            ptrace(PTRACE_POKETEXT, child, (void *)(uintptr_t)a, (void *)(uintptr_t)w);
-        }
+    HASH_ITER(hh, s->ctis, c, ct) {
+        uint64_t a = c->addr & ~7ull, w;
+        if (!c->patched)
+            continue;
+        errno = 0;
+        w = (uint64_t)ptrace(PTRACE_PEEKTEXT, child, (void *)(uintptr_t)a, NULL);
+        if (errno)
+            continue;
+        ((uint8_t *)&w)[c->addr - a] = c->orig;
+        ptrace(PTRACE_POKETEXT, child, (void *)(uintptr_t)a, (void *)(uintptr_t)w);
+    }
     ptrace(PTRACE_DETACH, child, NULL, NULL);
 }
 
@@ -307,13 +305,24 @@ static int on_event(sim *s, thread_state *t, int ev, lp_error *err)
             return -1;
         if (emit_task(s, 1, t->pid, ntid, t->tid, err))
             return -1;
-    } else if (ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
-        if (ev == PTRACE_EVENT_VFORK) {
-            /* the child must run (and exec or exit) before the parent */
-            release_child(s, (pid_t)msg, 1);
-        } else {
-            release_child(s, (pid_t)msg, 0);
-        }
+    } else if (ev == PTRACE_EVENT_FORK) {
+        release_child(s, (pid_t)msg);
+    } else if (ev == PTRACE_EVENT_VFORK) {
+        /* shares our memory and its breakpoints: traced like a thread of
+         * its own process until it execs (then detached) or exits */
+        thread_state *n = thread_get(s, (pid_t)msg);
+        if (!n && !(n = thread_new(s, (pid_t)msg, (pid_t)msg, err)))
+            return -1;
+        n->pid = (pid_t)msg;
+        if (emit_task(s, 1, (pid_t)msg, (pid_t)msg, t->tid, err))
+            return -1;
+    } else if (ev == PTRACE_EVENT_EXEC && t->pid != s->pid) {
+        /* a vfork child left our address space: let it run untraced */
+        if (emit_task(s, 0, t->pid, t->tid, t->tid, err))
+            return -1;
+        ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
+        thread_free(s, t);
+        return 0;
     } else if (ev == PTRACE_EVENT_EXEC) {
         seen_map *m, *mt;
         sim_forget_all(s);

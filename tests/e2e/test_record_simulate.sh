@@ -134,6 +134,29 @@ perl -e '
     exit($bad || !$at_entry || !$in_body ? 1 : 0);
 ' "$fib" "$map" "$W/recursion.truth.json" || fail "seed 003: frame-pointer chains are not the kernel walk"
 
+# child processes: posix_spawn and system() (vfork children, traced until
+# they exec) and fork (the child gets its breakpoints removed and runs
+# untraced): same output as natively, one FORK per vfork child
+clang-19 $CFLAGS "$TOP/tests/workloads/spawn.c" -o "$W/spawn" || fail "spawn: compile"
+"$W/spawn" > "$W/spawn.native" || fail "spawn: native run"
+"$LBR2PROF" record --simulate -c 97 -o "$W/spawn.data" -- "$W/spawn" > "$W/spawn.out" 2> "$W/spawn.err" \
+    || { cat "$W/spawn.err"; fail "spawn: record"; }
+cmp "$W/spawn.native" "$W/spawn.out" || fail "spawn: output differs under the tracer"
+[ "$(perf report -D -i "$W/spawn.data" 2>/dev/null | grep -c 'PERF_RECORD_FORK')" -eq 2 ] || fail "spawn: expected 2 FORK records"
+perf script -F ip,brstack -i "$W/spawn.data" > /dev/null 2> "$W/spawn.script.err" || fail "spawn: perf script"
+[ -s "$W/spawn.script.err" ] && { cat "$W/spawn.script.err"; fail "spawn: perf script warnings"; }
+
+# --user-stack: REGS_USER (the `--call-graph dwarf` mask) and STACK_USER in
+# every sample, decoded by perf, which can DWARF-unwind from them
+"$LBR2PROF" record --simulate -c 200 --user-stack=2048 -o "$W/us.data" \
+    --debug-dump "$W/us.dump" -- "$W/recursion" 12 > /dev/null 2>&1 || fail "record --user-stack"
+perf report -D -i "$W/us.data" > "$W/us.D" 2>&1 || fail "perf report -D (user stack)"
+ns=$(wc -l < "$W/us.dump")
+[ "$(grep -c 'user regs: mask 0xff0fff ABI 64-bit' "$W/us.D")" -eq "$ns" ] || fail "user regs missing"
+[ "$(grep -c 'ustack: size 2048' "$W/us.D")" -eq "$ns" ] || fail "user stack missing"
+perf script -F ip,sym -i "$W/us.data" > "$W/us.script" 2> "$W/us.err" || fail "perf script (user stack)"
+grep -q ' fib$' "$W/us.script" || fail "perf found no fib frame with the user stack"
+
 # llvm-profgen reading the perf.data itself (it runs perf script)
 llvm-profgen-19 --perfdata="$W/kernel.data" --binary="$W/kernel" \
     --format=text --output="$W/kernel.pd.prof" > "$W/pd.log" 2>&1 || { cat "$W/pd.log"; fail "llvm-profgen --perfdata"; }
