@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lbr2prof/error.h"
 #include "lbr2prof/reader.h"
@@ -86,6 +87,17 @@ int lp_perfwrite_finished_round(lp_perfwrite *w, lp_error *err);
 /* A complete record as the kernel wrote it (hardware mode). */
 int lp_perfwrite_raw(lp_perfwrite *w, const void *rec, size_t size,
                      lp_error *err);
+
+/* Called with a key naming a mapping ("start-end pgoff path"): 1 if it
+ * was reported already, 0 if not (and now remembered), -1 out of memory. */
+typedef int (*lp_perfwrite_seen_fn)(void *ctx, const char *key);
+
+/* MMAP2 records (with build-ids) for the executable mappings listed in
+ * /proc/PID/maps that `seen` (may be NULL) does not know yet. A process
+ * that is gone is not an error. */
+int lp_perfwrite_proc_maps(lp_perfwrite *w, pid_t pid, pid_t tid,
+                           uint64_t time, lp_perfwrite_seen_fn seen, void *ctx,
+                           lp_error *err);
 
 /* Number of SAMPLE records written so far. */
 uint64_t lp_perfwrite_nr_samples(const lp_perfwrite *w);

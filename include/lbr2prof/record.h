@@ -28,6 +28,8 @@ typedef struct lp_record_opts {
     uint64_t period;                /* -c */
     uint64_t freq;                  /* -F (hardware mode only) */
     uint32_t user_stack;            /* --user-stack=SIZE, 0 = off */
+    int no_branch_stack;            /* hardware: callchains only (PMUs
+                                       without LBR, tests of the ring path) */
     /* --simulate only */
     uint64_t seed;                  /* jitter of the period */
     const char *truth_path;         /* --truth FILE (JSON) */

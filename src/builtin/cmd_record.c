@@ -16,12 +16,14 @@
 
 static const char usage[] =
     "usage: lbr2prof record [-e EVENT] [-c PERIOD | -F FREQ] [-o perf.data]\n"
-    "                       [--user-stack=SIZE] (-p PID | -- CMD ARGS...)\n"
+    "                       [--user-stack=SIZE] [--no-branch-stack]\n"
+    "                       (-p PID | -- CMD ARGS...)\n"
     "       lbr2prof record --simulate [-c PERIOD] [--seed N] [--truth FILE]\n"
     "                       [--debug-dump FILE] [--user-stack=SIZE] [-o perf.data]\n"
     "                       -- CMD ARGS...\n";
 
-enum { OPT_SIMULATE = 256, OPT_SEED, OPT_TRUTH, OPT_DUMP, OPT_USTACK, OPT_HELP };
+enum { OPT_SIMULATE = 256, OPT_SEED, OPT_TRUTH, OPT_DUMP, OPT_USTACK, OPT_HELP,
+       OPT_NOBR };
 
 static const struct option longopts[] = {
     {"event", required_argument, NULL, 'e'},
@@ -34,6 +36,7 @@ static const struct option longopts[] = {
     {"truth", required_argument, NULL, OPT_TRUTH},
     {"debug-dump", required_argument, NULL, OPT_DUMP},
     {"user-stack", required_argument, NULL, OPT_USTACK},
+    {"no-branch-stack", no_argument, NULL, OPT_NOBR},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -69,6 +72,7 @@ static int parse(int argc, char **argv, cli *c)
         case OPT_SIMULATE: c->simulate = 1; break;
         case OPT_TRUTH: c->o.truth_path = optarg; break;
         case OPT_DUMP: c->dump_path = optarg; break;
+        case OPT_NOBR: c->o.no_branch_stack = 1; break;
         case 'c':
             if (parse_u64(optarg, &c->o.period) || !c->o.period)
                 return lp_cli_usage_error("record", "-c wants a period > 0, not '%s'", optarg);
@@ -109,9 +113,10 @@ static int check(cli *c)
         return lp_cli_usage_error("record", "give either -p PID or a command, not both");
     if (c->o.period && c->o.freq)
         return lp_cli_usage_error("record", "give either -c or -F, not both");
-    if (c->simulate && (c->o.pid || c->o.freq || c->o.event))
-        return lp_cli_usage_error("record", "--simulate takes neither -p, -F nor -e "
-                                  "(it simulates taken branches, every -c of them)");
+    if (c->simulate && (c->o.pid || c->o.freq || c->o.event || c->o.no_branch_stack))
+        return lp_cli_usage_error("record", "--simulate takes neither -p, -F, -e nor "
+                                  "--no-branch-stack (it simulates taken branches, "
+                                  "every -c of them)");
     if (!c->simulate && (c->o.truth_path || c->dump_path || c->o.seed))
         return lp_cli_usage_error("record", "--truth, --debug-dump and --seed need --simulate");
     return 0;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <dirent.h>
 #include <poll.h>
 #include <stdio.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,6 +41,8 @@ typedef struct hw {
     lp_perfwrite *pw;
     ring *rings;
     int nr;
+    int *extra;                 /* events that write into a ring */
+    int nr_extra;
     uint8_t rec[65536];
 } hw;
 
@@ -63,14 +67,16 @@ static void fill_attr(const lp_record_opts *o, const lp_pfm_event *ev,
     a->sample_period = o->freq ? o->freq : o->period;
     a->freq = o->freq != 0;
     a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                     PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
-                     PERF_SAMPLE_BRANCH_STACK;
+                     PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+    if (!o->no_branch_stack)
+        a->sample_type |= PERF_SAMPLE_BRANCH_STACK;
     if (o->user_stack) {
         a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
         a->sample_regs_user = LP_X86_REGS_USER_MASK;
         a->sample_stack_user = o->user_stack;
     }
-    a->branch_sample_type = PERF_SAMPLE_BRANCH_USER | PERF_SAMPLE_BRANCH_ANY;
+    if (!o->no_branch_stack)
+        a->branch_sample_type = PERF_SAMPLE_BRANCH_USER | PERF_SAMPLE_BRANCH_ANY;
     a->exclude_kernel = 1;
     a->exclude_hv = 1;
     a->exclude_callchain_kernel = 1;
@@ -83,41 +89,111 @@ static void fill_attr(const lp_record_opts *o, const lp_pfm_event *ev,
     a->wakeup_events = 0;
 }
 
-static int open_rings(hw *h, struct perf_event_attr *a, pid_t pid,
-                      lp_error *err)
+/* One ring per CPU, fed by the event of every target thread on that CPU
+ * (PERF_EVENT_IOC_SET_OUTPUT). */
+static int open_rings(hw *h, struct perf_event_attr *a, const pid_t *tids,
+                      int ntids, lp_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_CONF), c;
     size_t len = (RING_PAGES + 1) * (size_t)sysconf(_SC_PAGESIZE);
+    int i;
 
     h->rings = calloc((size_t)ncpu, sizeof *h->rings);
-    if (!h->rings)
+    h->extra = calloc((size_t)(ncpu * ntids), sizeof *h->extra);
+    if (!h->rings || !h->extra)
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     for (c = 0; c < ncpu; c++) {
         ring *r = &h->rings[h->nr];
-        r->fd = (int)syscall(SYS_perf_event_open, a, pid, (int)c, -1,
-                             PERF_FLAG_FD_CLOEXEC);
-        if (r->fd < 0) {
-            if (errno == ENODEV || (errno == EINVAL && c > 0))
-                continue; /* offline CPU */
-            if (errno == EOPNOTSUPP || errno == ENOENT || errno == EINVAL)
+        for (i = 0; i < ntids; i++) {
+            int fd = (int)syscall(SYS_perf_event_open, a, tids[i], (int)c, -1,
+                                  PERF_FLAG_FD_CLOEXEC);
+            if (fd < 0 && i == 0 && (errno == ENODEV || (errno == EINVAL && c > 0)))
+                break; /* offline CPU */
+            if (fd < 0 && errno == ESRCH)
+                continue; /* the thread exited meanwhile */
+            if (fd < 0 && (errno == EOPNOTSUPP || errno == ENOENT || errno == EINVAL))
                 return no_branch_sampling(err, strerror(errno));
-            return lp_error_set(err, LP_EIO, "perf_event_open(cpu %ld): %s%s",
-                                c, strerror(errno),
-                                errno == EACCES || errno == EPERM
-                                    ? " (see /proc/sys/kernel/perf_event_paranoid)"
-                                    : "");
+            if (fd < 0)
+                return lp_error_set(err, LP_EIO, "perf_event_open(tid %d, cpu %ld): %s%s",
+                                    (int)tids[i], c, strerror(errno),
+                                    errno == EACCES || errno == EPERM
+                                        ? " (see /proc/sys/kernel/perf_event_paranoid)"
+                                        : "");
+            if (r->meta) {
+                h->extra[h->nr_extra++] = fd;
+                if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+                    return lp_error_set(err, LP_EIO, "PERF_EVENT_IOC_SET_OUTPUT: %s",
+                                        strerror(errno));
+                continue;
+            }
+            r->fd = fd;
+            r->meta = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (r->meta == MAP_FAILED) {
+                r->meta = NULL;
+                close(fd);
+                return lp_error_set(err, LP_EIO, "mmap of the perf ring: %s",
+                                    strerror(errno));
+            }
+            r->data = (uint8_t *)r->meta + sysconf(_SC_PAGESIZE);
+            r->size = len - (size_t)sysconf(_SC_PAGESIZE);
         }
-        r->meta = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-        if (r->meta == MAP_FAILED) {
-            close(r->fd);
-            return lp_error_set(err, LP_EIO, "mmap of the perf ring: %s",
-                                strerror(errno));
-        }
-        r->data = (uint8_t *)r->meta + sysconf(_SC_PAGESIZE);
-        r->size = len - (size_t)sysconf(_SC_PAGESIZE);
-        h->nr++;
+        if (r->meta)
+            h->nr++;
     }
+    if (h->nr == 0)
+        return lp_error_set(err, LP_EUSAGE, "no thread to record (the process is gone?)");
     return 0;
+}
+
+/* Threads of process `pid` (from /proc/PID/task). */
+static int list_tids(pid_t pid, pid_t **out, int *n, lp_error *err)
+{
+    char dn[64];
+    DIR *d;
+    struct dirent *e;
+    int cap = 16;
+
+    *n = 0;
+    snprintf(dn, sizeof dn, "/proc/%d/task", (int)pid);
+    if (!(d = opendir(dn)))
+        return lp_error_set(err, LP_EUSAGE, "-p %d: no such process", (int)pid);
+    *out = malloc((size_t)cap * sizeof **out);
+    while (*out && (e = readdir(d))) {
+        pid_t *p;
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        if (*n == cap && (p = realloc(*out, (size_t)(cap *= 2) * sizeof *p)))
+            *out = p;
+        else if (*n == cap)
+            break;
+        (*out)[(*n)++] = (pid_t)atoi(e->d_name);
+    }
+    closedir(d);
+    if (!*out || *n == 0)
+        return lp_error_set(err, LP_EUSAGE, "-p %d: no threads", (int)pid);
+    return 0;
+}
+
+/* COMM and MMAP2 for what an attached process had before recording. */
+static int synth_existing(hw *h, pid_t pid, lp_error *err)
+{
+    char fn[64], comm[32] = "";
+    lp_comm_event c;
+    FILE *f;
+
+    snprintf(fn, sizeof fn, "/proc/%d/comm", (int)pid);
+    if ((f = fopen(fn, "re"))) {
+        if (!fgets(comm, sizeof comm, f))
+            comm[0] = 0;
+        fclose(f);
+    }
+    comm[strcspn(comm, "\n")] = 0;
+    memset(&c, 0, sizeof c);
+    c.pid = c.tid = (uint32_t)pid;
+    c.comm = comm;
+    if (lp_perfwrite_comm(h->pw, &c, 0, err))
+        return -1;
+    return lp_perfwrite_proc_maps(h->pw, pid, pid, 0, NULL, NULL, err);
 }
 
 /* Copy every complete record out of one ring. */
@@ -169,7 +245,10 @@ static void close_rings(hw *h)
         munmap(h->rings[i].meta, len);
         close(h->rings[i].fd);
     }
+    for (i = 0; i < h->nr_extra; i++)
+        close(h->extra[i]);
     free(h->rings);
+    free(h->extra);
 }
 
 /* Fork the command, held before exec until the events exist. */
@@ -196,32 +275,51 @@ static pid_t fork_held(const lp_record_opts *o, int *go, lp_error *err)
     return pid;
 }
 
-static int wait_and_drain(hw *h, pid_t child, lp_error *err)
+/* Drain until the command exits (or, with -p, the process is gone or
+ * SIGINT/SIGTERM arrives: they are read from a signalfd while blocked). */
+static int wait_and_drain(hw *h, pid_t child, pid_t attached, lp_error *err)
 {
     struct pollfd *pf = calloc((size_t)h->nr + 1, sizeof *pf);
-    int i, status, done = 0;
+    sigset_t set, old;
+    int i, status, done = 0, rc = 0, sfd;
 
     if (!pf)
         return lp_error_set(err, LP_ENOMEM, "out of memory");
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     for (i = 0; i < h->nr; i++) {
         pf[i].fd = h->rings[i].fd;
         pf[i].events = POLLIN;
     }
-    while (!done) {
-        poll(pf, (nfds_t)h->nr, 100);
+    pf[h->nr].fd = sfd;
+    pf[h->nr].events = POLLIN;
+    while (!done && rc == 0) {
+        poll(pf, (nfds_t)h->nr + 1, 100);
         if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
             h->st->exit_status = status;
             done = 1;
-        } else if (child <= 0 && kill(-child, 0) != 0) {
+        } else if (attached > 0 && kill(attached, 0) != 0) {
             done = 1;
         }
-        if (drain_all(h, err)) {
-            free(pf);
-            return -1;
+        if (sfd >= 0 && (pf[h->nr].revents & POLLIN)) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (child > 0)
+                    kill(child, (int)si.ssi_signo);
+                else
+                    done = 1;
+            }
         }
+        rc = drain_all(h, err);
     }
+    if (sfd >= 0)
+        close(sfd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     free(pf);
-    return 0;
+    return rc;
 }
 
 int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
@@ -231,8 +329,8 @@ int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
     lp_perfwrite_opts po;
     struct perf_event_attr a;
     const char *name = o->event;
-    pid_t child = 0;
-    int go = -1, rc;
+    pid_t child = 0, *tids = NULL;
+    int go = -1, rc = 0, ntids = 0;
 
     memset(&h, 0, sizeof h);
     memset(st, 0, sizeof *st);
@@ -245,9 +343,20 @@ int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
         return no_branch_sampling(err, why);
     }
     fill_attr(o, &ev, &a, o->pid != 0);
-    if (!o->pid && (child = fork_held(o, &go, err)) < 0)
-        return -1;
-    rc = open_rings(&h, &a, o->pid ? o->pid : child, err);
+    if (o->pid) {
+        if (list_tids(o->pid, &tids, &ntids, err))
+            return -1;
+    } else {
+        if ((child = fork_held(o, &go, err)) < 0)
+            return -1;
+        if (!(tids = malloc(sizeof *tids)))
+            rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+        else
+            tids[ntids++] = child;
+    }
+    if (rc == 0)
+        rc = open_rings(&h, &a, tids, ntids, err);
+    free(tids);
     memset(&po, 0, sizeof po);
     po.attr.type = a.type;
     po.attr.config = a.config;
@@ -257,11 +366,13 @@ int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
     po.attr.branch_sample_type = a.branch_sample_type;
     po.attr.sample_regs_user = a.sample_regs_user;
     po.attr.sample_stack_user = a.sample_stack_user;
-    po.event_name = ev.fstr;
+    po.event_name = name;
     po.argc = o->record_argc;
     po.argv = o->record_argv;
     if (rc == 0 && !(h.pw = lp_perfwrite_open(o->output, &po, err)))
         rc = -1;
+    if (rc == 0 && o->pid)
+        rc = synth_existing(&h, o->pid, err);
     if (child > 0) {
         if (rc == 0 && write(go, "g", 1) != 1)
             rc = lp_error_set(err, LP_EIO, "cannot start the command");
@@ -270,7 +381,7 @@ int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
             kill(child, SIGKILL);
     }
     if (rc == 0)
-        rc = wait_and_drain(&h, o->pid ? -o->pid : child, err);
+        rc = wait_and_drain(&h, child, o->pid, err);
     if (rc == 0)
         rc = lp_perfwrite_close(h.pw, err);
     else

@@ -1,122 +1,32 @@
 /*
- * maps.c - reports the tracee's executable mappings as MMAP2 records (with
- * the file's GNU build-id when it has one) by reading /proc/PID/maps after
- * exec and after every mmap/mprotect/mremap. Each mapping is reported once.
- * Does not decide when to scan (tracer.c).
+ * maps.c - reports the tracee's executable mappings as MMAP2 records, each
+ * once (the /proc parsing and build-ids are lp_perfwrite_proc_maps), and
+ * reads its comm. Does not decide when to scan (tracer.c).
  */
-#include <elfutils/libdwelf.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "simulate/sim.h"
 
-/* The GNU build-id of `path`, or 0 bytes. */
-static int file_build_id(const char *path, uint8_t out[20])
+static int seen_map_fn(void *ctx, const char *key)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC), n = 0;
-    const void *id = NULL;
-    Elf *e;
-    ssize_t len;
+    sim *s = ctx;
+    seen_map *sm;
 
-    if (fd < 0)
-        return 0;
-    elf_version(EV_CURRENT);
-    e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    if (e) {
-        len = dwelf_elf_gnu_build_id(e, &id);
-        if (len > 0 && len <= 20) {
-            memcpy(out, id, (size_t)len);
-            n = (int)len;
-        }
-        elf_end(e);
-    }
-    close(fd);
-    return n;
-}
-
-typedef struct map_line {
-    uint64_t start, end, pgoff, ino;
-    unsigned maj, min;
-    char perms[8];
-    char path[400];
-} map_line;
-
-static int parse_line(const char *line, map_line *m)
-{
-    int pos = 0;
-
-    m->path[0] = 0;
-    if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
-               &m->start, &m->end, m->perms, &m->pgoff, &m->maj, &m->min,
-               &m->ino, &pos) < 7)
+    HASH_FIND_STR(s->maps, key, sm);
+    if (sm)
+        return 1;
+    if (!(sm = calloc(1, sizeof *sm)))
         return -1;
-    snprintf(m->path, sizeof m->path, "%s", line + pos);
-    m->path[strcspn(m->path, "\n")] = 0;
+    snprintf(sm->key, sizeof sm->key, "%s", key);
+    HASH_ADD_STR(s->maps, key, sm);
     return 0;
-}
-
-static int emit_map(sim *s, pid_t pid, pid_t tid, const map_line *m,
-                    lp_error *err)
-{
-    lp_mmap_event e;
-
-    memset(&e, 0, sizeof e);
-    e.pid = (uint32_t)pid;
-    e.tid = (uint32_t)tid;
-    e.start = m->start;
-    e.len = m->end - m->start;
-    e.pgoff = m->pgoff;
-    e.is_mmap2 = 1;
-    e.maj = m->maj;
-    e.min = m->min;
-    e.ino = m->ino;
-    e.prot = PROT_EXEC | (m->perms[0] == 'r' ? PROT_READ : 0) |
-             (m->perms[1] == 'w' ? PROT_WRITE : 0);
-    e.flags = m->perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
-    e.filename = m->path[0] ? m->path : "//anon";
-    if (m->path[0] == '/')
-        e.build_id_size = (uint8_t)file_build_id(m->path, e.build_id);
-    return lp_perfwrite_mmap2(s->pw, &e, s->time, err);
 }
 
 int sim_scan_maps(sim *s, pid_t pid, pid_t tid, lp_error *err)
 {
-    char fn[64], line[1024];
-    FILE *f;
-    map_line m;
-    seen_map *sm;
-    int rc = 0;
-
-    snprintf(fn, sizeof fn, "/proc/%d/maps", (int)pid);
-    f = fopen(fn, "re");
-    if (!f)
-        return 0; /* the process is gone */
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        char key[512];
-        if (parse_line(line, &m) || m.perms[2] != 'x')
-            continue;
-        if (strcmp(m.path, "[vsyscall]") == 0)
-            continue;
-        snprintf(key, sizeof key, "%" PRIx64 "-%" PRIx64 " %" PRIx64 " %.400s",
-                 m.start, m.end, m.pgoff, m.path);
-        HASH_FIND_STR(s->maps, key, sm);
-        if (sm)
-            continue;
-        if (!(sm = calloc(1, sizeof *sm))) {
-            rc = lp_error_set(err, LP_ENOMEM, "out of memory");
-            break;
-        }
-        memcpy(sm->key, key, sizeof key);
-        HASH_ADD_STR(s->maps, key, sm);
-        rc = emit_map(s, pid, tid, &m, err);
-    }
-    fclose(f);
-    return rc;
+    return lp_perfwrite_proc_maps(s->pw, pid, tid, s->time, seen_map_fn, s, err);
 }
 
 int sim_read_comm(pid_t pid, char out[16])
