@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "cli/builtin.h"
 #include "lbr2prof/lbr2prof.h"
@@ -135,6 +136,12 @@ static void summary(const cli *c, const lp_record_stats *st)
                 st->seconds > 0 ? (double)st->instructions / st->seconds : 0.0);
     if (st->lost)
         fprintf(stderr, "; LOST %llu records", (unsigned long long)st->lost);
+    if (WIFSIGNALED(st->exit_status))
+        fprintf(stderr, "; the command was killed by signal %d",
+                WTERMSIG(st->exit_status));
+    else if (WIFEXITED(st->exit_status) && WEXITSTATUS(st->exit_status))
+        fprintf(stderr, "; the command exited with status %d",
+                WEXITSTATUS(st->exit_status));
     fprintf(stderr, " ]\n");
 }
 

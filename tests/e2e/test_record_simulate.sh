@@ -167,15 +167,30 @@ tids=$(sed 's/ .*//' "$W/threads.dump" | sort -u | wc -l)
 [ "$tids" -eq 3 ] || fail "threads: samples from $tids threads, expected 3"
 [ "$(perf report -D -i "$W/threads.data" 2>/dev/null | grep -c 'PERF_RECORD_FORK')" -eq 2 ] || fail "threads: expected 2 FORK records"
 
-# exactness against single-stepping (static: no dynamic loader, fast)
-clang-19 $CFLAGS -static "$TOP/tests/workloads/recursion.c" -o "$W/rs" 2>/dev/null || { echo "no static libc: skipping exactness"; exit 0; }
+# exactness against single-stepping (static: no dynamic loader, fast),
+# for plain code and for caught and ignored signals
 cc -O2 -o "$W/sstep" "$TOP/tests/e2e/helpers/sstep.c" || fail "sstep build"
-"$W/sstep" "$W/rs" 9 2> "$W/rs.ref.raw" > /dev/null || fail "sstep run"
-sort "$W/rs.ref.raw" > "$W/rs.ref"
-"$LBR2PROF" record --simulate -c 50 -o "$W/rs.data" --truth "$W/rs.json" -- "$W/rs" 9 >/dev/null 2>&1 || fail "record rs"
-awk -F'"' '/^  \["0x[0-9a-f]+", [0-9]+\]/ { sub(/^0x/, "", $2); n = $3; gsub(/[^0-9]/, "", n); print $2, n }' \
-    "$W/rs.json" | sort > "$W/rs.truth"
-[ -s "$W/rs.ref" ] || fail "empty single-step reference"
-cmp "$W/rs.ref" "$W/rs.truth" || { diff "$W/rs.ref" "$W/rs.truth" | head; fail "per-instruction counts differ from single-stepping"; }
-echo "ok exact: $(wc -l < "$W/rs.ref") instruction addresses match single-stepping"
+exact() { # workload args...
+    n=$1; shift
+    clang-19 $CFLAGS -static "$TOP/tests/workloads/$n.c" -o "$W/$n.static" 2>/dev/null \
+        || { echo "no static libc: skipping exactness"; return 0; }
+    "$W/sstep" "$W/$n.static" "$@" 2> "$W/$n.ref.raw" > /dev/null || fail "sstep run"
+    sort "$W/$n.ref.raw" > "$W/$n.ref"
+    "$LBR2PROF" record --simulate -c 50 -o "$W/$n.s.data" --truth "$W/$n.s.json" -- "$W/$n.static" "$@" \
+        > /dev/null 2>&1 || fail "record $n.static"
+    awk -F'"' '/^  \["0x[0-9a-f]+", [0-9]+\]/ { sub(/^0x/, "", $2); c = $3; gsub(/[^0-9]/, "", c); print $2, c }' \
+        "$W/$n.s.json" | sort > "$W/$n.truth"
+    [ -s "$W/$n.ref" ] || fail "empty single-step reference"
+    cmp "$W/$n.ref" "$W/$n.truth" || { diff "$W/$n.ref" "$W/$n.truth" | head; fail "$n: per-instruction counts differ from single-stepping"; }
+    echo "ok exact $n: $(wc -l < "$W/$n.ref") instruction addresses match single-stepping"
+}
+exact recursion 9
+exact signals
+
+# a command that crashes: the recording is still complete, perf reads it
+"$LBR2PROF" record --simulate -c 97 -o "$W/crash.data" -- "$W/signals.static" crash \
+    > /dev/null 2> "$W/crash.err" || { cat "$W/crash.err"; fail "record of a crashing command"; }
+grep -q 'signal 11' "$W/crash.err" || { cat "$W/crash.err"; fail "the crash is not reported"; }
+perf script -F ip,brstack -i "$W/crash.data" > /dev/null 2> "$W/crash.perr" || fail "perf script (crash)"
+[ -s "$W/crash.perr" ] && { cat "$W/crash.perr"; fail "perf script warnings (crash)"; }
 exit 0

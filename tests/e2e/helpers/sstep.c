@@ -3,8 +3,11 @@
  * plain PTRACE_SINGLESTEP (the slow, obviously exact method) and prints
  * to stderr "ADDR COUNT" per executed instruction address (hex, sorted by the
  * caller), counting a rep-prefixed instruction once per execution, not
- * once per iteration. Single-threaded commands only.
+ * once per iteration. Single-threaded commands only. Signals are passed
+ * on; delivering a caught one stops at the handler's first instruction
+ * without executing an instruction, an ignored one executes one.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
@@ -47,8 +50,25 @@ static void bump(unsigned long long a)
     }
 }
 
+static int caught(pid_t pid, int sig)
+{
+    char fn[64], line[256];
+    unsigned long long mask = 0;
+    FILE *f;
+
+    snprintf(fn, sizeof fn, "/proc/%d/status", (int)pid);
+    if (!(f = fopen(fn, "r")))
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "SigCgt: %llx", &mask) == 1)
+            break;
+    fclose(f);
+    return (mask >> (sig - 1)) & 1;
+}
+
 int main(int argc, char **argv)
 {
+    int sig = 0, into_handler = 0;
     struct user_regs_struct r;
     unsigned long long prev;
     int st;
@@ -68,12 +88,18 @@ int main(int argc, char **argv)
     ptrace(PTRACE_GETREGS, p, 0, &r);
     prev = r.rip;
     for (;;) {
-        ptrace(PTRACE_SINGLESTEP, p, 0, 0);
+        into_handler = sig && caught(p, sig);
+        ptrace(PTRACE_SINGLESTEP, p, 0, (void *)(long)sig);
+        sig = 0;
         waitpid(p, &st, 0);
         if (WIFEXITED(st) || WIFSIGNALED(st))
             break;
         ptrace(PTRACE_GETREGS, p, 0, &r);
-        if (r.rip != prev) /* same rip again: another rep iteration */
+        if (WSTOPSIG(st) != SIGTRAP) { /* signal-delivery stop: nothing ran */
+            sig = WSTOPSIG(st);
+            continue;
+        }
+        if (!into_handler && r.rip != prev) /* same rip: a rep iteration */
             bump(prev);
         prev = r.rip;
     }
