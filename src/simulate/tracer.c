@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -166,21 +167,40 @@ static int on_step_done(sim *s, thread_state *t, struct user_regs_struct *r,
     return run_from(s, t, r->rip, 0, err);
 }
 
+/* Does [lo, hi) overlap an executable mapping reported so far? Only then
+ * can unmapping or replacing it invalidate decoded code. */
+static int overlaps_code(sim *s, uint64_t lo, uint64_t hi)
+{
+    seen_map *m;
+    unsigned long long a, b;
+
+    for (m = s->maps; m; m = m->hh.next)
+        if (sscanf(m->key, "%llx-%llx", &a, &b) == 2 && lo < b && a < hi)
+            return 1;
+    return 0;
+}
+
 static int on_syscall_exit(sim *s, thread_state *t, int64_t rval,
                            uint64_t rip, lp_error *err)
 {
     long nr = t->syscall_nr;
-    uint64_t *a = t->syscall_args;
-    int ok = rval >= 0 || rval < -4095;
+    uint64_t *a = t->syscall_args, lo = 0, hi = 0;
+    int ok = rval >= 0 || rval < -4095, scan = 0;
 
     t->in_syscall = 0;
-    if (ok && nr == SYS_munmap)
-        sim_forget_range(s, a[0], a[0] + a[1]);
-    if (ok && (nr == SYS_mmap || nr == SYS_mremap))
-        sim_forget_range(s, (uint64_t)rval, (uint64_t)rval +
-                         (nr == SYS_mmap ? a[1] : a[2]));
-    if (ok && (nr == SYS_mmap || nr == SYS_mprotect || nr == SYS_mremap) &&
-        sim_scan_maps(s, t->pid, t->tid, err))
+    if (ok && nr == SYS_munmap) {
+        lo = a[0];
+        hi = a[0] + a[1];
+    } else if (ok && (nr == SYS_mmap || nr == SYS_mremap)) {
+        lo = (uint64_t)rval;
+        hi = lo + (nr == SYS_mmap ? a[1] : a[2]);
+        scan = nr == SYS_mremap || (a[2] & PROT_EXEC);
+    } else if (ok && nr == SYS_mprotect) {
+        scan = (a[2] & PROT_EXEC) != 0;
+    }
+    if (hi > lo && overlaps_code(s, lo, hi))
+        sim_forget_range(s, lo, hi);
+    if (scan && sim_scan_maps(s, t->pid, t->tid, err))
         return -1;
     return run_from(s, t, rip, 0, err);
 }
