@@ -101,6 +101,10 @@ static void classify(cti *c, const cs_insn *in)
     }
     c->insn_id = in->id;
     c->kind = CTI_NONE;
+    /* capstone 4 puts loop* in no group */
+    jump |= in->id == X86_INS_LOOP || in->id == X86_INS_LOOPE ||
+            in->id == X86_INS_LOOPNE || in->id == X86_INS_JRCXZ ||
+            in->id == X86_INS_JECXZ || in->id == X86_INS_JCXZ;
     if (other || in->id == X86_INS_LJMP || in->id == X86_INS_LCALL ||
         in->id == X86_INS_RETF || in->id == X86_INS_RETFQ ||
         in->id == X86_INS_XBEGIN) {
