@@ -146,6 +146,22 @@ cmp "$W/spawn.native" "$W/spawn.out" || fail "spawn: output differs under the tr
 perf script -F ip,brstack -i "$W/spawn.data" > /dev/null 2> "$W/spawn.script.err" || fail "spawn: perf script"
 [ -s "$W/spawn.script.err" ] && { cat "$W/spawn.script.err"; fail "spawn: perf script warnings"; }
 
+# --seed: the jittered periods are a function of the seed alone; they
+# stay within PERIOD +- PERIOD/8 (the first sample's count is also the
+# first period: one thread)
+periods() { grep -o '"period": [0-9]*' "$1" | sed 's/.*: //' | tr '\n' ' '; }
+for sd in 7 7 8; do
+    "$LBR2PROF" record --simulate -c 97 --seed $sd -o "$W/seed.data" --truth "$W/seed$sd.json" \
+        -- "$W/recursion" 10 > /dev/null 2>&1 || fail "record --seed $sd"
+    periods "$W/seed$sd.json" | cut -d' ' -f2- > "$W/seed$sd.p"
+done
+[ "$(periods "$W/recursion.truth.json" | cut -d' ' -f2-21)" = "$(cut -d' ' -f1-20 "$W/seed7.p")" ] \
+    || fail "--seed 7 gave other periods in two runs"
+cmp -s "$W/seed7.p" "$W/seed8.p" && fail "--seed 8 gave the same periods as --seed 7"
+for p in $(cat "$W/seed8.p"); do
+    [ "$p" -ge 85 ] && [ "$p" -le 109 ] || fail "period $p outside 97 +- 12"
+done
+
 # --user-stack: REGS_USER (the `--call-graph dwarf` mask) and STACK_USER in
 # every sample, decoded by perf, which can DWARF-unwind from them
 "$LBR2PROF" record --simulate -c 200 --user-stack=2048 -o "$W/us.data" \
