@@ -99,8 +99,9 @@ int lp_perfwrite_proc_maps(lp_perfwrite *w, pid_t pid, pid_t tid,
                            uint64_t time, lp_perfwrite_seen_fn seen, void *ctx,
                            lp_error *err);
 
-/* Number of SAMPLE records written so far. */
+/* Number of SAMPLE records / bytes of records written so far. */
 uint64_t lp_perfwrite_nr_samples(const lp_perfwrite *w);
+uint64_t lp_perfwrite_data_size(const lp_perfwrite *w);
 
 /* Write the feature sections and the header, rename into place, free. */
 int lp_perfwrite_close(lp_perfwrite *w, lp_error *err);

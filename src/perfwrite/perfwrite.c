@@ -453,6 +453,11 @@ uint64_t lp_perfwrite_nr_samples(const lp_perfwrite *w)
     return w->nr_samples;
 }
 
+uint64_t lp_perfwrite_data_size(const lp_perfwrite *w)
+{
+    return w->data_size;
+}
+
 /* ---- feature sections -------------------------------------------------- */
 
 static int feat_build_id(lp_perfwrite *w, buf *b)

@@ -107,6 +107,26 @@ static int emit_task(sim *s, int fork, pid_t pid, pid_t tid, pid_t ptid,
                 : lp_perfwrite_exit(s->pw, &e, err);
 }
 
+/* --simulate decodes x86-64 only: refuse a 32-bit (or foreign) program. */
+static int check_x86_64(pid_t pid, lp_error *err)
+{
+    char fn[64];
+    unsigned char id[20];
+    int fd, n;
+
+    snprintf(fn, sizeof fn, "/proc/%d/exe", (int)pid);
+    if ((fd = open(fn, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0; /* cannot tell: go on */
+    n = (int)read(fd, id, sizeof id);
+    close(fd);
+    if (n == (int)sizeof id && (id[4] != 2 /* ELFCLASS64 */ ||
+                                (id[18] | id[19] << 8) != 62 /* EM_X86_64 */))
+        return lp_error_set(err, LP_EUNSUPP, "--simulate supports x86-64 "
+                            "programs only; %s is %s", fn,
+                            id[4] == 1 ? "32-bit" : "for another machine");
+    return 0;
+}
+
 /* ---- stop handlers ------------------------------------------------------- */
 
 /* A breakpoint at CTI `c` (rip rewound in `r`). */
@@ -352,7 +372,7 @@ static int on_event(sim *s, thread_state *t, int ev, lp_error *err)
         }
         if (get_regs(t->tid, &r) == 0)
             t->cur = r.rip;
-        if (emit_comm(s, t->pid, t->tid, 1, err) ||
+        if (check_x86_64(t->pid, err) || emit_comm(s, t->pid, t->tid, 1, err) ||
             sim_scan_maps(s, t->pid, t->tid, err))
             return -1;
     }
@@ -547,7 +567,7 @@ static int setup(sim *s, const lp_record_opts *o, lp_error *err)
         s->pid = 0;
         return -1;
     }
-    if (!(t = thread_new(s, s->pid, s->pid, err)))
+    if (check_x86_64(s->pid, err) || !(t = thread_new(s, s->pid, s->pid, err)))
         return -1;
     t->started = 1;
     s->stopped_tid = s->pid;
