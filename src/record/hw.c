@@ -89,6 +89,28 @@ static void fill_attr(const lp_record_opts *o, const lp_pfm_event *ev,
     a->wakeup_events = 0;
 }
 
+/* perf_event_open for one thread on one CPU: the fd, -1 with `err` set,
+ * -2 for an offline CPU, -3 for a thread that is gone. */
+static int open_event(struct perf_event_attr *a, pid_t tid, int cpu,
+                      int first, lp_error *err)
+{
+    int fd = (int)syscall(SYS_perf_event_open, a, tid, cpu, -1,
+                          PERF_FLAG_FD_CLOEXEC);
+
+    if (fd >= 0)
+        return fd;
+    if (first && (errno == ENODEV || (errno == EINVAL && cpu > 0)))
+        return -2;
+    if (errno == ESRCH)
+        return -3;
+    if (errno == EOPNOTSUPP || errno == ENOENT || errno == EINVAL)
+        return no_branch_sampling(err, strerror(errno));
+    return lp_error_set(err, LP_EIO, "perf_event_open(tid %d, cpu %d): %s%s",
+                        (int)tid, cpu, strerror(errno),
+                        errno == EACCES || errno == EPERM
+                            ? " (see /proc/sys/kernel/perf_event_paranoid)" : "");
+}
+
 /* One ring per CPU, fed by the event of every target thread on that CPU
  * (PERF_EVENT_IOC_SET_OUTPUT). */
 static int open_rings(hw *h, struct perf_event_attr *a, const pid_t *tids,
@@ -105,20 +127,13 @@ static int open_rings(hw *h, struct perf_event_attr *a, const pid_t *tids,
     for (c = 0; c < ncpu; c++) {
         ring *r = &h->rings[h->nr];
         for (i = 0; i < ntids; i++) {
-            int fd = (int)syscall(SYS_perf_event_open, a, tids[i], (int)c, -1,
-                                  PERF_FLAG_FD_CLOEXEC);
-            if (fd < 0 && i == 0 && (errno == ENODEV || (errno == EINVAL && c > 0)))
+            int fd = open_event(a, tids[i], (int)c, i == 0, err);
+            if (fd == -2)
                 break; /* offline CPU */
-            if (fd < 0 && errno == ESRCH)
+            if (fd == -3)
                 continue; /* the thread exited meanwhile */
-            if (fd < 0 && (errno == EOPNOTSUPP || errno == ENOENT || errno == EINVAL))
-                return no_branch_sampling(err, strerror(errno));
             if (fd < 0)
-                return lp_error_set(err, LP_EIO, "perf_event_open(tid %d, cpu %ld): %s%s",
-                                    (int)tids[i], c, strerror(errno),
-                                    errno == EACCES || errno == EPERM
-                                        ? " (see /proc/sys/kernel/perf_event_paranoid)"
-                                        : "");
+                return -1;
             if (r->meta) {
                 h->extra[h->nr_extra++] = fd;
                 if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
@@ -326,6 +341,39 @@ static int wait_and_drain(hw *h, pid_t child, pid_t attached, lp_error *err)
     return rc;
 }
 
+/* The attr as perfwrite stores it (the kernel's struct, field by field). */
+static void writer_opts(const struct perf_event_attr *a, const char *name,
+                        const lp_record_opts *o, lp_perfwrite_opts *po)
+{
+    memset(po, 0, sizeof *po);
+    po->attr.type = a->type;
+    po->attr.config = a->config;
+    po->attr.sample_period = a->sample_period;
+    po->attr.sample_type = a->sample_type;
+    memcpy(&po->attr.flags, (const uint8_t *)a + 40, 8);
+    po->attr.branch_sample_type = a->branch_sample_type;
+    po->attr.sample_regs_user = a->sample_regs_user;
+    po->attr.sample_stack_user = a->sample_stack_user;
+    po->event_name = name;
+    po->argc = o->record_argc;
+    po->argv = o->record_argv;
+}
+
+/* The threads to open events for: those of -p PID, or the forked (and
+ * held) command. */
+static int targets(const lp_record_opts *o, pid_t *child, int *go,
+                   pid_t **tids, int *ntids, lp_error *err)
+{
+    if (o->pid)
+        return list_tids(o->pid, tids, ntids, err);
+    if ((*child = fork_held(o, go, err)) < 0)
+        return -1;
+    if (!(*tids = malloc(sizeof **tids)))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    (*tids)[(*ntids)++] = *child;
+    return 0;
+}
+
 int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
 {
     hw h;
@@ -334,7 +382,7 @@ int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
     struct perf_event_attr a;
     const char *name = o->event;
     pid_t child = 0, *tids = NULL;
-    int go = -1, rc = 0, ntids = 0;
+    int go = -1, rc, ntids = 0;
 
     memset(&h, 0, sizeof h);
     memset(st, 0, sizeof *st);
@@ -347,32 +395,11 @@ int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
         return no_branch_sampling(err, why);
     }
     fill_attr(o, &ev, &a, o->pid != 0);
-    if (o->pid) {
-        if (list_tids(o->pid, &tids, &ntids, err))
-            return -1;
-    } else {
-        if ((child = fork_held(o, &go, err)) < 0)
-            return -1;
-        if (!(tids = malloc(sizeof *tids)))
-            rc = lp_error_set(err, LP_ENOMEM, "out of memory");
-        else
-            tids[ntids++] = child;
-    }
+    rc = targets(o, &child, &go, &tids, &ntids, err);
     if (rc == 0)
         rc = open_rings(&h, &a, tids, ntids, err);
     free(tids);
-    memset(&po, 0, sizeof po);
-    po.attr.type = a.type;
-    po.attr.config = a.config;
-    po.attr.sample_period = a.sample_period;
-    po.attr.sample_type = a.sample_type;
-    memcpy(&po.attr.flags, (uint8_t *)&a + 40, 8);
-    po.attr.branch_sample_type = a.branch_sample_type;
-    po.attr.sample_regs_user = a.sample_regs_user;
-    po.attr.sample_stack_user = a.sample_stack_user;
-    po.event_name = name;
-    po.argc = o->record_argc;
-    po.argv = o->record_argv;
+    writer_opts(&a, name, o, &po);
     if (rc == 0 && !(h.pw = lp_perfwrite_open(o->output, &po, err)))
         rc = -1;
     if (rc == 0 && o->pid)

@@ -97,10 +97,10 @@ static int emit_comm(sim *s, pid_t pid, pid_t tid, int exec, lp_error *err)
     return lp_perfwrite_comm(s->pw, &c, s->time, err);
 }
 
-static int emit_task(sim *s, int fork, pid_t pid, pid_t tid, pid_t ptid,
-                     lp_error *err)
+static int emit_task(sim *s, int fork, pid_t pid, pid_t ppid, pid_t tid,
+                     pid_t ptid, lp_error *err)
 {
-    lp_task_event e = {(uint32_t)pid, (uint32_t)pid, (uint32_t)tid,
+    lp_task_event e = {(uint32_t)pid, (uint32_t)ppid, (uint32_t)tid,
                        (uint32_t)ptid, s->time};
 
     return fork ? lp_perfwrite_fork(s->pw, &e, err)
@@ -332,50 +332,68 @@ static void release_child(sim *s, pid_t child)
     ptrace(PTRACE_DETACH, child, NULL, NULL);
 }
 
-static int on_event(sim *s, thread_state *t, int ev, lp_error *err)
+static int on_clone(sim *s, thread_state *t, pid_t ntid, lp_error *err)
 {
-    unsigned long msg = 0;
-    struct user_regs_struct r;
+    thread_state *n = thread_get(s, ntid);
 
-    ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
-    if (ev == PTRACE_EVENT_CLONE) {
-        pid_t ntid = (pid_t)msg;
-        thread_state *n = thread_get(s, ntid);
-        if (!n && !(n = thread_new(s, ntid, t->pid, err)))
-            return -1;
-        if (emit_task(s, 1, t->pid, ntid, t->tid, err))
-            return -1;
-    } else if (ev == PTRACE_EVENT_FORK) {
-        release_child(s, (pid_t)msg);
-    } else if (ev == PTRACE_EVENT_VFORK) {
-        /* shares our memory and its breakpoints: traced like a thread of
-         * its own process until it execs (then detached) or exits */
-        thread_state *n = thread_get(s, (pid_t)msg);
-        if (!n && !(n = thread_new(s, (pid_t)msg, (pid_t)msg, err)))
-            return -1;
-        n->pid = (pid_t)msg;
-        if (emit_task(s, 1, (pid_t)msg, (pid_t)msg, t->tid, err))
-            return -1;
-    } else if (ev == PTRACE_EVENT_EXEC && t->pid != s->pid) {
-        /* a vfork child left our address space: let it run untraced */
-        if (emit_task(s, 0, t->pid, t->tid, t->tid, err))
+    if (!n && !(n = thread_new(s, ntid, t->pid, err)))
+        return -1;
+    return emit_task(s, 1, t->pid, t->pid, ntid, t->tid, err);
+}
+
+/* A vfork child shares our memory and its breakpoints: it is traced like
+ * a thread of its own process until it execs (then detached) or exits. */
+static int on_vfork(sim *s, thread_state *t, pid_t child, lp_error *err)
+{
+    thread_state *n = thread_get(s, child);
+
+    if (!n && !(n = thread_new(s, child, child, err)))
+        return -1;
+    n->pid = child;
+    return emit_task(s, 1, child, t->pid, child, t->tid, err);
+}
+
+static int on_exec(sim *s, thread_state *t, lp_error *err)
+{
+    struct user_regs_struct r;
+    seen_map *m, *mt;
+
+    if (t->pid != s->pid) { /* a vfork child left our address space */
+        if (emit_task(s, 0, t->pid, s->pid, t->tid, t->tid, err))
             return -1;
         ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
         thread_free(s, t);
-        return 0;
-    } else if (ev == PTRACE_EVENT_EXEC) {
-        seen_map *m, *mt;
-        sim_forget_all(s);
-        HASH_ITER(hh, s->maps, m, mt) {
-            HASH_DEL(s->maps, m);
-            free(m);
-        }
-        if (get_regs(t->tid, &r) == 0)
-            t->cur = r.rip;
-        if (check_x86_64(t->pid, err) || emit_comm(s, t->pid, t->tid, 1, err) ||
-            sim_scan_maps(s, t->pid, t->tid, err))
-            return -1;
+        return 1;
     }
+    sim_forget_all(s);
+    HASH_ITER(hh, s->maps, m, mt) {
+        HASH_DEL(s->maps, m);
+        free(m);
+    }
+    if (get_regs(t->tid, &r) == 0)
+        t->cur = r.rip;
+    if (check_x86_64(t->pid, err) || emit_comm(s, t->pid, t->tid, 1, err) ||
+        sim_scan_maps(s, t->pid, t->tid, err))
+        return -1;
+    return 0;
+}
+
+static int on_event(sim *s, thread_state *t, int ev, lp_error *err)
+{
+    unsigned long msg = 0;
+    int rc = 0;
+
+    ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
+    if (ev == PTRACE_EVENT_CLONE)
+        rc = on_clone(s, t, (pid_t)msg, err);
+    else if (ev == PTRACE_EVENT_FORK)
+        release_child(s, (pid_t)msg);
+    else if (ev == PTRACE_EVENT_VFORK)
+        rc = on_vfork(s, t, (pid_t)msg, err);
+    else if (ev == PTRACE_EVENT_EXEC)
+        rc = on_exec(s, t, err);
+    if (rc)
+        return rc < 0 ? -1 : 0; /* 1: the thread is no longer traced */
     if (ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL) && errno != ESRCH)
         return lp_error_set(err, LP_EIO, "simulate: ptrace: %s", strerror(errno));
     return 0;
@@ -396,7 +414,8 @@ static int on_exit_status(sim *s, thread_state *t, int status, lp_error *err)
 {
     if (t->tid == s->pid)
         s->st->exit_status = status;
-    if (emit_task(s, 0, t->pid, t->tid, t->tid, err))
+    if (emit_task(s, 0, t->pid, t->pid == s->pid ? t->pid : s->pid, t->tid,
+                  t->tid, err))
         return -1;
     thread_free(s, t);
     return 0;

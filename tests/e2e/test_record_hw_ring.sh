@@ -26,10 +26,10 @@ perf script --show-mmap-events -i "$W/sw.data" 2>/dev/null | grep -q "PERF_RECOR
     || fail "no MMAP2 of the program"
 grep -q 'LOST' "$W/err" && fail "records lost at this rate"
 
-# -p PID: a process that runs for ~0.7 s
+# -p PID: a process that runs for ~1.2 s
 sh -c 'i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done' &
 bg=$!
-( sleep 0.7; kill $bg ) &
+( sleep 1.2; kill $bg ) &
 "$LBR2PROF" record -e PERF_COUNT_SW_TASK_CLOCK --no-branch-stack -c 100000 -p $bg \
     -o "$W/p.data" 2> "$W/perr" || { cat "$W/perr"; fail "record -p"; }
 wait
