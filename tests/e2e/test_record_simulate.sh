@@ -145,6 +145,11 @@ cmp "$W/spawn.native" "$W/spawn.out" || fail "spawn: output differs under the tr
 [ "$(perf report -D -i "$W/spawn.data" 2>/dev/null | grep -c 'PERF_RECORD_FORK')" -eq 2 ] || fail "spawn: expected 2 FORK records"
 perf script -F ip,brstack -i "$W/spawn.data" > /dev/null 2> "$W/spawn.script.err" || fail "spawn: perf script"
 [ -s "$W/spawn.script.err" ] && { cat "$W/spawn.script.err"; fail "spawn: perf script warnings"; }
+# the vfork children's samples resolve through the maps perf copied at FORK
+main_pid=$(perf report -D -i "$W/spawn.data" 2>/dev/null | sed -n 's/.*PERF_RECORD_COMM exec: spawn:\([0-9]*\)\/.*/\1/p' | head -1)
+perf script -F pid,ip,dso -i "$W/spawn.data" 2>/dev/null |
+    awk -v m="$main_pid" '$1 ~ /^[0-9]+$/ && NF == 1 { p = $1; next } p != m && /libc\.so/ { n++ } END { exit !(n > 0) }' \
+    || fail "spawn: no sample of a child resolved to libc"
 
 # --seed: the jittered periods are a function of the seed alone; they
 # stay within PERIOD +- PERIOD/8 (the first sample's count is also the
