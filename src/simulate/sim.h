@@ -93,6 +93,8 @@ typedef struct thread_state {
     uint64_t step_from;
     int into_handler;       /* single-stepping into a signal handler */
     int started;            /* first stop seen */
+    int held;               /* stopped new task waiting for its parent's
+                               clone/fork/vfork event */
     lp_branch_entry ring[LP_LBR_DEPTH];
     unsigned ring_head, ring_n;
     uint64_t since_sample, next_period;

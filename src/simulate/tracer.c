@@ -313,10 +313,15 @@ static int on_trap(sim *s, thread_state *t, lp_error *err)
  * which are put back to the original bytes before it is detached. */
 static void release_child(sim *s, pid_t child)
 {
+    thread_state *held = thread_get(s, child);
     int status;
     cti *c, *ct;
 
-    if (waitpid(child, &status, __WALL) < 0 || !WIFSTOPPED(status))
+    if (held) { /* its first stop came before this event */
+        thread_free(s, held);
+        s->st->threads--;
+    }
+    else if (waitpid(child, &status, __WALL) < 0 || !WIFSTOPPED(status))
         return;
     HASH_ITER(hh, s->ctis, c, ct) {
         uint64_t a = c->addr & ~7ull, w;
@@ -332,13 +337,27 @@ static void release_child(sim *s, pid_t child)
     ptrace(PTRACE_DETACH, child, NULL, NULL);
 }
 
+/* Start a held new task now that its parent's event has been seen. */
+static int release_held(sim *s, thread_state *n, lp_error *err)
+{
+    struct user_regs_struct r;
+
+    n->held = 0;
+    if (get_regs(n->tid, &r))
+        return 0;
+    s->stopped_tid = n->tid;
+    return run_from(s, n, r.rip, 0, err);
+}
+
 static int on_clone(sim *s, thread_state *t, pid_t ntid, lp_error *err)
 {
     thread_state *n = thread_get(s, ntid);
 
     if (!n && !(n = thread_new(s, ntid, t->pid, err)))
         return -1;
-    return emit_task(s, 1, t->pid, t->pid, ntid, t->tid, err);
+    if (emit_task(s, 1, t->pid, t->pid, ntid, t->tid, err))
+        return -1;
+    return n->held ? release_held(s, n, err) : 0;
 }
 
 /* A vfork child shares our memory and its breakpoints: it is traced like
@@ -350,7 +369,9 @@ static int on_vfork(sim *s, thread_state *t, pid_t child, lp_error *err)
     if (!n && !(n = thread_new(s, child, child, err)))
         return -1;
     n->pid = child;
-    return emit_task(s, 1, child, t->pid, child, t->tid, err);
+    if (emit_task(s, 1, child, t->pid, child, t->tid, err))
+        return -1;
+    return n->held ? release_held(s, n, err) : 0;
 }
 
 static int on_exec(sim *s, thread_state *t, lp_error *err)
@@ -421,6 +442,24 @@ static int on_exit_status(sim *s, thread_state *t, int status, lp_error *err)
     return 0;
 }
 
+/* A stop with another signal: a group-stop (job control; PTRACE_GETSIGINFO
+ * fails for those) just resumes, a real signal goes to on_signal(). */
+static int on_other_signal(sim *s, thread_state *t, int sig, lp_error *err)
+{
+    siginfo_t si;
+    struct user_regs_struct r;
+
+    if (ptrace(PTRACE_GETSIGINFO, t->tid, NULL, &si) != 0 && errno == EINVAL) {
+        if (ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL) && errno != ESRCH)
+            return lp_error_set(err, LP_EIO, "simulate: ptrace: %s",
+                                strerror(errno));
+        return 0;
+    }
+    if (get_regs(t->tid, &r))
+        return 0;
+    return on_signal(s, t, sig, &r, err);
+}
+
 static int handle_stop(sim *s, pid_t tid, int status, lp_error *err)
 {
     thread_state *t = thread_get(s, tid);
@@ -428,9 +467,15 @@ static int handle_stop(sim *s, pid_t tid, int status, lp_error *err)
 
     s->stopped_tid = tid;
     if (!t) {
-        /* a clone child reporting before its parent's event */
-        if (!WIFSTOPPED(status) || !(t = thread_new(s, tid, s->pid, err)))
-            return t ? 0 : (WIFSTOPPED(status) ? -1 : 0);
+        /* a new task reporting before its parent's event: hold it stopped
+         * until the event says whether it is a thread or a process */
+        if (!WIFSTOPPED(status))
+            return 0;
+        if (!(t = thread_new(s, tid, s->pid, err)))
+            return -1;
+        t->started = 1;
+        t->held = 1;
+        return 0;
     }
     if (WIFEXITED(status) || WIFSIGNALED(status))
         return on_exit_status(s, t, status, err);
@@ -446,12 +491,7 @@ static int handle_stop(sim *s, pid_t tid, int status, lp_error *err)
         return on_syscall(s, t, err);
     if (sig == SIGTRAP)
         return on_trap(s, t, err);
-    {
-        struct user_regs_struct r;
-        if (get_regs(tid, &r))
-            return 0;
-        return on_signal(s, t, sig, &r, err);
-    }
+    return on_other_signal(s, t, sig, err);
 }
 
 /* ---- start and main loop ---------------------------------------------- */
@@ -468,6 +508,9 @@ static pid_t start_child(const lp_record_opts *o, lp_error *err)
     if (pid < 0)
         return lp_error_set(err, LP_EIO, "fork: %s", strerror(errno));
     if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL); /* the tracer blocks SIGINT */
         close(pfd[0]);
         ptrace(PTRACE_TRACEME, 0, NULL, NULL);
         execvp(o->argv[0], o->argv);
@@ -619,6 +662,7 @@ int lp_simulate_record(const lp_record_opts *o, lp_record_stats *st,
     sim s;
     struct timespec t0, t1;
     cpu_set_t saved;
+    sigset_t intset, oldmask;
     int rc;
 
     memset(&s, 0, sizeof s);
@@ -631,11 +675,19 @@ int lp_simulate_record(const lp_record_opts *o, lp_record_stats *st,
     if (o->period == 0)
         return lp_error_set(err, LP_EUSAGE, "--simulate needs a period > 0");
     pin_to_one_cpu(&saved);
+    /* Ctrl-C reaches the traced command (same process group); the tracer
+     * keeps going and completes the file */
+    sigemptyset(&intset);
+    sigaddset(&intset, SIGINT);
+    sigprocmask(SIG_BLOCK, &intset, &oldmask);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = setup(&s, o, err);
     if (rc == 0)
         rc = trace_loop(&s, err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    while (sigtimedwait(&intset, NULL, &(struct timespec){0, 0}) > 0)
+        ; /* drop the Ctrl-C meant for the command */
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
     sched_setaffinity(0, sizeof saved, &saved);
     st->seconds = (double)(t1.tv_sec - t0.tv_sec) +
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
