@@ -16,18 +16,22 @@
 
 #include "simulate/sim.h"
 
-static lp_record_opts opts;
+typedef struct fixture {
+    sim s;
+    lp_record_opts opts;
+} fixture;
 
 static int setup(void **state)
 {
-    sim *s = calloc(1, sizeof *s);
+    fixture *f = calloc(1, sizeof *f);
+    sim *s = &f->s;
 
-    assert_non_null(s);
+    assert_non_null(f);
     assert_int_equal(cs_open(CS_ARCH_X86, CS_MODE_64, &s->cs), CS_ERR_OK);
     cs_option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
     s->pid = getpid();
-    s->opts = &opts;
-    *state = s;
+    s->opts = &f->opts;
+    *state = s; /* &f->s == f */
     return 0;
 }
 

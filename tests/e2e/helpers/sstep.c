@@ -1,8 +1,8 @@
 /*
  * sstep.c - reference for test_record_simulate.sh: runs a command under
  * plain PTRACE_SINGLESTEP (the slow, obviously exact method) and prints
- * to stderr "ADDR COUNT" per executed instruction address (hex, sorted by the
- * caller), counting a rep-prefixed instruction once per execution, not
+ * to stderr "ADDR COUNT" per executed instruction address (hex, sorted by
+ * the caller), counting a rep-prefixed instruction once per execution, not
  * once per iteration. Single-threaded commands only. Signals are passed
  * on; delivering a caught one stops at the handler's first instruction
  * without executing an instruction, an ignored one executes one.
@@ -15,39 +15,51 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef struct ent { unsigned long long addr, count; } ent;
+typedef struct ent {
+    unsigned long long addr, count;
+} ent;
 
-static ent *tab;
-static size_t cap = 1 << 16, used;
+/* Open-addressing table of counts, grown at half full. */
+typedef struct table {
+    ent *e;
+    size_t cap, used;
+} table;
 
-static void bump(unsigned long long a)
+static size_t slot(const table *t, unsigned long long a)
 {
-    size_t i = (size_t)(a * 0x9e3779b97f4a7c15ull >> 40) & (cap - 1);
+    size_t i = (size_t)(a * 0x9e3779b97f4a7c15ull >> 40) & (t->cap - 1);
 
-    while (tab[i].count && tab[i].addr != a)
-        i = (i + 1) & (cap - 1);
-    if (!tab[i].count)
-        used++;
-    tab[i].addr = a;
-    tab[i].count++;
-    if (used * 2 > cap) {
-        ent *old = tab;
-        size_t oc = cap, j;
-        cap *= 2;
-        used = 0;
-        tab = calloc(cap, sizeof *tab);
-        for (j = 0; j < oc; j++)
-            if (old[j].count) {
-                unsigned long long n = old[j].count;
-                size_t k = (size_t)(old[j].addr * 0x9e3779b97f4a7c15ull >> 40) & (cap - 1);
-                while (tab[k].count)
-                    k = (k + 1) & (cap - 1);
-                tab[k] = old[j];
-                tab[k].count = n;
-                used++;
-            }
-        free(old);
-    }
+    while (t->e[i].count && t->e[i].addr != a)
+        i = (i + 1) & (t->cap - 1);
+    return i;
+}
+
+static void grow(table *t)
+{
+    table n = {calloc(t->cap * 2, sizeof *t->e), t->cap * 2, 0};
+    size_t j;
+
+    if (!n.e)
+        exit(3);
+    for (j = 0; j < t->cap; j++)
+        if (t->e[j].count) {
+            n.e[slot(&n, t->e[j].addr)] = t->e[j];
+            n.used++;
+        }
+    free(t->e);
+    *t = n;
+}
+
+static void bump(table *t, unsigned long long a)
+{
+    size_t i = slot(t, a);
+
+    if (!t->e[i].count)
+        t->used++;
+    t->e[i].addr = a;
+    t->e[i].count++;
+    if (t->used * 2 > t->cap)
+        grow(t);
 }
 
 static int caught(pid_t pid, int sig)
@@ -68,16 +80,15 @@ static int caught(pid_t pid, int sig)
 
 int main(int argc, char **argv)
 {
-    int sig = 0, into_handler = 0;
+    table t = {calloc(1 << 16, sizeof(ent)), 1 << 16, 0};
     struct user_regs_struct r;
     unsigned long long prev;
-    int st;
+    int st, sig = 0, into_handler;
     size_t i;
     pid_t p;
 
-    if (argc < 2)
+    if (argc < 2 || !t.e)
         return 2;
-    tab = calloc(cap, sizeof *tab);
     p = fork();
     if (p == 0) {
         ptrace(PTRACE_TRACEME, 0, 0, 0);
@@ -100,12 +111,13 @@ int main(int argc, char **argv)
             continue;
         }
         if (!into_handler && r.rip != prev) /* same rip: a rep iteration */
-            bump(prev);
+            bump(&t, prev);
         prev = r.rip;
     }
-    bump(prev); /* the exit_group syscall */
-    for (i = 0; i < cap; i++)
-        if (tab[i].count)
-            fprintf(stderr, "%llx %llu\n", tab[i].addr, tab[i].count);
+    bump(&t, prev); /* the exit_group syscall */
+    for (i = 0; i < t.cap; i++)
+        if (t.e[i].count)
+            fprintf(stderr, "%llx %llu\n", t.e[i].addr, t.e[i].count);
+    free(t.e);
     return 0;
 }
