@@ -21,11 +21,13 @@ static int seen_map_fn(void *ctx, const char *key)
         return -1;
     snprintf(sm->key, sizeof sm->key, "%s", key);
     HASH_ADD_STR(s->maps, key, sm);
+    sim_truth_map(s, key);
     return 0;
 }
 
 int sim_scan_maps(sim *s, pid_t pid, pid_t tid, lp_error *err)
 {
+    s->scan_pid = pid;
     return lp_perfwrite_proc_maps(s->pw, pid, tid, s->time, seen_map_fn, s, err);
 }
 

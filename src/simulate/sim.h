@@ -120,6 +120,8 @@ typedef struct sim {
     uint64_t time;          /* instructions retired so far (all threads) */
     uint64_t nr_threads_alive;
     FILE *truth;            /* samples section streamed here (tmp file) */
+    FILE *truth_maps;       /* mappings section (tmp file) */
+    pid_t scan_pid;         /* process whose maps are being scanned */
     int truth_first;
     char comm[16];
 } sim;
@@ -155,6 +157,7 @@ int sim_truth_begin(sim *s, lp_error *err);
 int sim_truth_sample(sim *s, const thread_state *t, uint64_t ip,
                      const lp_sample *smp);
 int sim_truth_finish(sim *s, lp_error *err);
+void sim_truth_map(sim *s, const char *key);
 void sim_count_block(sim *s, block *b);
 
 #endif

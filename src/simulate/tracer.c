@@ -608,6 +608,8 @@ static void sim_free(sim *s)
     HASH_ITER(hh, s->threads, t, tt) thread_free(s, t);
     if (s->truth)
         fclose(s->truth);
+    if (s->truth_maps)
+        fclose(s->truth_maps);
     cs_close(&s->cs);
 }
 

@@ -17,11 +17,36 @@ int sim_truth_begin(sim *s, lp_error *err)
     if (!s->opts->truth_path)
         return 0;
     s->truth = tmpfile();
-    if (!s->truth)
+    s->truth_maps = tmpfile();
+    if (!s->truth || !s->truth_maps)
         return lp_error_set(err, LP_EIO, "%s: cannot create a temporary file",
                             s->opts->truth_path);
     s->truth_first = 1;
     return 0;
+}
+
+/* One executable mapping ("start-end pgoff path", as procmaps keys it),
+ * at the time it was reported. */
+void sim_truth_map(sim *s, const char *key)
+{
+    unsigned long long start, end, pgoff;
+    int pos = 0;
+    const char *p;
+
+    if (!s->truth_maps ||
+        sscanf(key, "%llx-%llx %llx %n", &start, &end, &pgoff, &pos) < 3)
+        return;
+    fprintf(s->truth_maps, "%s\n  {\"time\": %llu, \"pid\": %d, \"start\": \"0x%llx\", "
+            "\"end\": \"0x%llx\", \"pgoff\": \"0x%llx\", \"path\": \"",
+            ftell(s->truth_maps) ? "," : "", (unsigned long long)s->time,
+            (int)s->scan_pid, start, end, pgoff);
+    for (p = key + pos; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fputc('\\', s->truth_maps);
+        if ((unsigned char)*p >= 0x20)
+            fputc(*p, s->truth_maps);
+    }
+    fputs("\"}", s->truth_maps);
 }
 
 int sim_truth_sample(sim *s, const thread_state *t, uint64_t ip,
@@ -128,6 +153,10 @@ int sim_truth_finish(sim *s, lp_error *err)
             (unsigned long long)s->opts->seed);
     rewind(s->truth);
     while ((n = fread(buf, 1, sizeof buf, s->truth)) > 0)
+        fwrite(buf, 1, n, o.fp);
+    fprintf(o.fp, "\n ],\n \"mappings\": [");
+    rewind(s->truth_maps);
+    while ((n = fread(buf, 1, sizeof buf, s->truth_maps)) > 0)
         fwrite(buf, 1, n, o.fp);
     write_counts(s, o.fp);
     return lp_outfile_commit(&o, err);

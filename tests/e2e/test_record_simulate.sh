@@ -71,6 +71,10 @@ run_one() { # name args...
     cat "$W/$n.rec.err"
     cmp -s "$W/$n.native" "$W/$n.out" || fail "$n: output differs under the tracer"
     [ -s "$W/$n.dump" ] || fail "$n: no samples"
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["samples"] and d["mappings"] and d["insn_counts"] and d["branch_counts"]' \
+            "$W/$n.truth.json" || fail "$n: truth file is not the documented JSON"
+    fi
     perf_dump_samples "$W/$n.data" > "$W/$n.perfD"
     [ -s "$W/$n.data.D.err" ] && { cat "$W/$n.data.D.err"; fail "$n: perf report -D complained"; }
     cmp "$W/$n.dump" "$W/$n.perfD" || { diff "$W/$n.dump" "$W/$n.perfD" | head -5; fail "$n: perf decodes other samples than recorded"; }
