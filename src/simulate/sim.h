@@ -20,6 +20,7 @@
 #include <sys/user.h>
 #include <uthash.h>
 
+#include "lbr2prof/outfile.h"
 #include "lbr2prof/perfwrite.h"
 #include "lbr2prof/record.h"
 
@@ -121,6 +122,7 @@ typedef struct sim {
     uint64_t nr_threads_alive;
     FILE *truth;            /* samples section streamed here (tmp file) */
     FILE *truth_maps;       /* mappings section (tmp file) */
+    lp_outfile truth_out;   /* the --truth file, opened at the start */
     pid_t scan_pid;         /* process whose maps are being scanned */
     int truth_first;
     char comm[16];
@@ -157,6 +159,7 @@ int sim_truth_begin(sim *s, lp_error *err);
 int sim_truth_sample(sim *s, const thread_state *t, uint64_t ip,
                      const lp_sample *smp);
 int sim_truth_finish(sim *s, lp_error *err);
+void sim_truth_abort(sim *s);
 void sim_truth_map(sim *s, const char *key);
 void sim_count_block(sim *s, block *b);
 

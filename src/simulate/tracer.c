@@ -706,6 +706,7 @@ int lp_simulate_record(const lp_record_opts *o, lp_record_stats *st,
                 ;
         }
         lp_perfwrite_abort(s.pw);
+        sim_truth_abort(&s);
     }
     sim_free(&s);
     return rc;

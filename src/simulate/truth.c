@@ -16,6 +16,8 @@ int sim_truth_begin(sim *s, lp_error *err)
 {
     if (!s->opts->truth_path)
         return 0;
+    if (lp_outfile_open(&s->truth_out, s->opts->truth_path, err))
+        return -1;
     s->truth = tmpfile();
     s->truth_maps = tmpfile();
     if (!s->truth || !s->truth_maps)
@@ -134,17 +136,21 @@ static void write_counts(sim *s, FILE *f)
     fprintf(f, "\n ]\n}\n");
 }
 
+void sim_truth_abort(sim *s)
+{
+    if (s->truth_out.fp || s->truth_out.tmp)
+        lp_outfile_abort(&s->truth_out);
+}
+
 int sim_truth_finish(sim *s, lp_error *err)
 {
-    lp_outfile o;
+    lp_outfile *o = &s->truth_out;
     char buf[65536];
     size_t n;
 
     if (!s->truth)
         return 0;
-    if (lp_outfile_open(&o, s->opts->truth_path, err))
-        return -1;
-    fprintf(o.fp, "{\n \"format\": \"lbr2prof-truth\", \"version\": 1,\n"
+    fprintf(o->fp, "{\n \"format\": \"lbr2prof-truth\", \"version\": 1,\n"
             " \"instructions\": %llu, \"taken_branches\": %llu,\n"
             " \"lbr_depth\": %d, \"period\": %llu, \"seed\": %llu,\n"
             " \"samples\": [", (unsigned long long)s->st->instructions,
@@ -153,11 +159,11 @@ int sim_truth_finish(sim *s, lp_error *err)
             (unsigned long long)s->opts->seed);
     rewind(s->truth);
     while ((n = fread(buf, 1, sizeof buf, s->truth)) > 0)
-        fwrite(buf, 1, n, o.fp);
-    fprintf(o.fp, "\n ],\n \"mappings\": [");
+        fwrite(buf, 1, n, o->fp);
+    fprintf(o->fp, "\n ],\n \"mappings\": [");
     rewind(s->truth_maps);
     while ((n = fread(buf, 1, sizeof buf, s->truth_maps)) > 0)
-        fwrite(buf, 1, n, o.fp);
-    write_counts(s, o.fp);
-    return lp_outfile_commit(&o, err);
+        fwrite(buf, 1, n, o->fp);
+    write_counts(s, o->fp);
+    return lp_outfile_commit(o, err);
 }
