@@ -96,6 +96,11 @@ void lp_adjust_stack_mode(lp_arch arch, lp_adjust_mode mode, size_t n,
                           const uint64_t *addrs, const lp_crash_ctx *ctx,
                           uint64_t *lookup, uint8_t *ok);
 
+/* The lookup address of frame `index` of a stack under `mode` (what
+ * lp_adjust_stack_mode computes for that frame). -1 on underflow. */
+int lp_adjust_frame(lp_arch arch, lp_adjust_mode mode, size_t index,
+                    uint64_t addr, const lp_crash_ctx *ctx, uint64_t *out);
+
 #ifdef __cplusplus
 }
 #endif

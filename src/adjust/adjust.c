@@ -186,17 +186,34 @@ void lp_adjust_stack(lp_arch arch, size_t n, const uint64_t *addrs,
     }
 }
 
+/* Frame i of a stack under a stack-level mode: every mode but auto sets a
+ * flag on frame 0, which turns the default of the others to "adjust". */
+static void stack_mode_one(lp_arch arch, lp_adjust_mode mode, size_t i,
+                                     uint64_t addr, const lp_crash_ctx *ctx,
+                                     uint64_t *lookup, uint8_t *ok)
+{
+    int f = mode_flag(mode, i);
+
+    if (f == LP_ADJ_UNSET && mode != LP_ADJUST_AUTO)
+        f = LP_ADJ_YES;
+    adjust_one(arch, addr, i, f, ctx, lookup, ok);
+}
+
 void lp_adjust_stack_mode(lp_arch arch, lp_adjust_mode mode, size_t n,
                           const uint64_t *addrs, const lp_crash_ctx *ctx,
                           uint64_t *lookup, uint8_t *ok)
 {
-    int any_set = mode != LP_ADJUST_AUTO && n > 0, f;
     size_t i;
 
-    for (i = 0; i < n; i++) {
-        f = mode_flag(mode, i);
-        if (f == LP_ADJ_UNSET && any_set)
-            f = LP_ADJ_YES;
-        adjust_one(arch, addrs[i], i, f, ctx, &lookup[i], &ok[i]);
-    }
+    for (i = 0; i < n; i++)
+        stack_mode_one(arch, mode, i, addrs[i], ctx, &lookup[i], &ok[i]);
+}
+
+int lp_adjust_frame(lp_arch arch, lp_adjust_mode mode, size_t index,
+                    uint64_t addr, const lp_crash_ctx *ctx, uint64_t *out)
+{
+    uint8_t ok;
+
+    stack_mode_one(arch, mode, index, addr, ctx, out, &ok);
+    return ok ? 0 : -1;
 }

@@ -190,27 +190,36 @@ static int rec_line(parse_ctx *c, char *s)
     return lp_bp_add_line(c->m, &l, c->err);
 }
 
+/* Is the first word of s the keyword kw? Then skip it. */
+static int keyword(char **s, const char *kw)
+{
+    size_t n = strlen(kw);
+
+    if (strncmp(*s, kw, n) != 0 || ((*s)[n] && (*s)[n] != ' ' && (*s)[n] != '\t'))
+        return 0;
+    *s += n;
+    return 1;
+}
+
 static int parse_record(parse_ctx *c, char *s)
 {
-    char *kw, *p = s;
-
+    while (*s == ' ' || *s == '\t')
+        s++;
     if (!c->m) {
-        kw = token(&p);
-        if (!kw || strcmp(kw, "MODULE") != 0)
+        if (!keyword(&s, "MODULE"))
             return fail(c, "first line", "'MODULE <os> <arch> <debug_id> <name>'");
-        return rec_module(c, p);
+        return rec_module(c, s);
     }
-    kw = token(&p);
-    if (!kw)
+    if (!*s)
         return 0;
-    if (!strcmp(kw, "FUNC")) return rec_func(c, p);
-    if (!strcmp(kw, "FILE")) return rec_numbered(c, p, 0);
-    if (!strcmp(kw, "INLINE_ORIGIN")) return rec_numbered(c, p, 1);
-    if (!strcmp(kw, "INLINE")) return rec_inline(c, p);
-    if (!strcmp(kw, "PUBLIC")) return rec_public(c, p);
-    if (!strcmp(kw, "INFO")) return rec_info(c, p);
-    if (!strcmp(kw, "STACK")) return 0;
-    if (!strcmp(kw, "MODULE")) return fail(c, "MODULE", "only one MODULE record, on line 1");
+    if (keyword(&s, "FUNC")) return rec_func(c, s);
+    if (keyword(&s, "FILE")) return rec_numbered(c, s, 0);
+    if (keyword(&s, "INLINE_ORIGIN")) return rec_numbered(c, s, 1);
+    if (keyword(&s, "INLINE")) return rec_inline(c, s);
+    if (keyword(&s, "PUBLIC")) return rec_public(c, s);
+    if (keyword(&s, "INFO")) return rec_info(c, s);
+    if (keyword(&s, "STACK")) return 0;
+    if (keyword(&s, "MODULE")) return fail(c, "MODULE", "only one MODULE record, on line 1");
     return rec_line(c, s);
 }
 

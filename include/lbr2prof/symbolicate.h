@@ -1,0 +1,82 @@
+/*
+ * lbr2prof/symbolicate.h - the Mozilla Symbolication API (v5 and v4), offline.
+ *
+ * A symbol store finds modules by (debug_file, debug_id):
+ *   - Breakpad directories in the `<debug_file>/<debug_id>/<sym_file>`
+ *     layout (sym_file = debug_file with ".pdb" replaced by ".sym", else
+ *     debug_file + ".sym"), tried in the order they were added;
+ *   - ELF files (given one by one or as directories, not recursive),
+ *     indexed by the Breakpad debug id of their build-id; their DWARF is
+ *     read on first use.
+ * Names and ids from requests never leave the store: they are validated
+ * like the service does (no '/'), "", "." and ".." are refused, and the
+ * resolved path must stay under the store directory.
+ *
+ * A request is JSON text; the response is JSON text with exactly the
+ * service's shape. A request the service would refuse with HTTP 400 gives
+ * -1 with err->code LP_EFORMAT and err->msg the service's exact title.
+ * The store is safe to use from several threads at once.
+ */
+#ifndef LBR2PROF_SYMBOLICATE_H
+#define LBR2PROF_SYMBOLICATE_H
+
+#include <stddef.h>
+
+#include "lbr2prof/adjust.h"
+#include "lbr2prof/breakpad.h"
+#include "lbr2prof/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LP_SYM_MAX_JOBS 10
+
+typedef struct lp_sym_store lp_sym_store;
+
+lp_sym_store *lp_sym_store_new(lp_error *err);
+void lp_sym_store_free(lp_sym_store *s);
+/* A Breakpad symbol directory. */
+int lp_sym_store_add_dir(lp_sym_store *s, const char *dir, lp_error *err);
+/* An ELF file, or every ELF file directly inside a directory. */
+int lp_sym_store_add_elf(lp_sym_store *s, const char *path, lp_error *err);
+
+/* A module in use: release it with lp_sym_store_release. */
+typedef struct lp_sym_handle {
+    const lp_bp_module *m;
+    int owned;              /* not cached: freed on release */
+} lp_sym_handle;
+
+/* Find and load a module. Returns 1 (found, h filled), 0 (not found, or the
+ * file did not parse or carries another debug id). */
+int lp_sym_store_get(lp_sym_store *s, const char *debug_file, const char *debug_id,
+                     lp_sym_handle *h);
+void lp_sym_store_release(lp_sym_store *s, lp_sym_handle *h);
+
+/* Options of a symbolication run. With adjust set, every looked-up frame is
+ * adjusted per seed 000 (frame index = position in its stack, arch from the
+ * module or `arch` when not LP_ARCH_UNKNOWN) and v5 frames get an extra
+ * "lookup_offset" (null when the adjusted offset would be negative); the
+ * "module_offset" stays the raw value. */
+typedef struct lp_sym_opts {
+    int adjust;
+    lp_adjust_mode mode;
+    lp_arch arch;
+    int pretty;             /* indented JSON output */
+} lp_sym_opts;
+
+/* POST /symbolicate/v5 and /symbolicate/v4. Return malloc'ed JSON text. */
+char *lp_symbolicate_v5(lp_sym_store *s, const char *body, size_t len,
+                        const lp_sym_opts *opts, lp_error *err);
+char *lp_symbolicate_v4(lp_sym_store *s, const char *body, size_t len,
+                        const lp_sym_opts *opts, lp_error *err);
+
+/* The store path of a module's .sym below a directory, or -1 if the name or
+ * id is not acceptable (empty, ".", "..", '/', not hex...). */
+int lp_sym_path(const char *dir, const char *debug_file, const char *debug_id,
+                char *out, size_t outsz);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
