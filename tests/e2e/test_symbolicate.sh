@@ -1,0 +1,145 @@
+#!/bin/sh
+# e2e: dump-syms and symbolicate against the reference llvm-symbolizer-19.
+# Compiles a small C program with inlined calls (PIE and non-PIE), writes
+# its .sym with `lbr2prof dump-syms`, symbolicates every line-record
+# address and every function start (from llvm-nm-19) once through the .sym
+# store and once straight from the ELF: the two responses must be equal,
+# and function/file/line/inline chain must match llvm-symbolizer-19 run now.
+set -eu
+for t in clang-19 llvm-symbolizer-19 llvm-nm-19 python3; do
+    command -v $t >/dev/null 2>&1 || { echo "skip: $t not installed"; exit 77; }
+done
+cd "$WORK"
+
+cat > prog.c <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+extern int helper(int x);
+static volatile int sink;
+static inline __attribute__((always_inline)) int leaf(int x) { sink = x; return x * 3 + sink; }
+static inline __attribute__((always_inline)) int middle(int x) { int r = leaf(x + 1); sink = r; return r + leaf(r); }
+__attribute__((noinline)) int work(int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++)
+        s += middle(i);
+    return s;
+}
+__attribute__((noinline)) int rec(int n) { return n <= 0 ? sink : rec(n - 1) + helper(n); }
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    printf("%d %d\n", work(n), rec(n % 7));
+    return 0;
+}
+C
+cat > helper.c <<'C'
+static volatile int h;
+static inline __attribute__((always_inline)) int twice(int x) { h = x; return x + h; }
+int helper(int x) { return twice(x) + 1; }
+C
+
+check() { # name, clang flags
+    name=$1; shift
+    clang-19 -g -O2 "$@" -o "$name" prog.c helper.c
+    "$LBR2PROF" dump-syms --id "$name" > id.txt
+    id=$(sed -n 's/^debug_id //p' id.txt)
+    [ ${#id} -eq 33 ] || { echo "bad debug id '$id'"; exit 1; }
+    mkdir -p "store/$name/$id"
+    "$LBR2PROF" dump-syms "$name" -o "store/$name/$id/$name.sym"
+    grep -q '^INLINE ' "store/$name/$id/$name.sym" || { echo "no INLINE records"; exit 1; }
+    llvm-nm-19 --defined-only "$name" > nm.txt
+    python3 - "$name" "$id" "store/$name/$id/$name.sym" nm.txt > req.json <<'PY'
+import sys, json, subprocess
+name, did, sym, nm = sys.argv[1:5]
+# module load address = lowest PT_LOAD vaddr (from readelf-independent parse)
+out = subprocess.run(["llvm-readelf-19", "-lW", name], capture_output=True, text=True).stdout
+base = min(int(l.split()[2], 16) for l in out.splitlines() if l.strip().startswith("LOAD"))
+offs = set()
+for l in open(sym):
+    p = l.split()
+    if p and all(c in "0123456789abcdef" for c in p[0]) and len(p) == 4:
+        offs.add(int(p[0], 16))
+for l in open(nm):
+    p = l.split()
+    if len(p) == 3 and p[1] in "tT":
+        offs.add(int(p[0], 16) - base)
+offs = sorted(offs)
+json.dump({"base": base, "offsets": offs,
+           "req": {"jobs": [{"memoryMap": [[name, did]], "stacks": [[[0, o] for o in offs]]}]}},
+          open("meta.json", "w"))
+print(json.dumps({"jobs": [{"memoryMap": [[name, did]], "stacks": [[[0, o] for o in offs]]}]}))
+PY
+    "$LBR2PROF" symbolicate --symbols store req.json > via_sym.json
+    "$LBR2PROF" symbolicate --binary "$name" req.json > via_elf.json
+    cmp via_sym.json via_elf.json || { echo "$name: .sym and ELF responses differ"; diff via_sym.json via_elf.json | head; exit 1; }
+    python3 - "$name" <<'PY'
+import sys, json, subprocess
+name = sys.argv[1]
+meta = json.load(open("meta.json"))
+resp = json.load(open("via_sym.json"))
+res = resp["results"][0]
+assert list(res["found_modules"].values()) == [True], res["found_modules"]
+frames = res["stacks"][0]
+addrs = [hex(meta["base"] + o) for o in meta["offsets"]]
+ref = subprocess.run(["llvm-symbolizer-19", "--obj=" + name, "--inlines", "--output-style=JSON"] + addrs,
+                     capture_output=True, text=True, check=True).stdout
+ref = json.loads(ref)  # one array for all the addresses
+assert len(ref) == len(frames)
+checked = inl = 0
+for fr, r in zip(frames, ref):
+    syms = [s for s in r["Symbol"] if s.get("FunctionName")]
+    if not syms:
+        assert "function" not in fr, fr
+        continue
+    ours = (fr.get("inlines") or []) + [fr]
+    got = [(x.get("function"), x.get("file"), x.get("line", 0)) for x in ours]
+    # Code known only from the symbol table: llvm prints line 0 and a file
+    # from STT_FILE symbols; the service omits the line (0 is unknown) and
+    # .sym has no file there.
+    exp = [(s["FunctionName"], s["FileName"] or None, s["Line"]) for s in syms]
+    got = [(f, fi if (fi or l) else e[1], l) if e[2] == 0 else (f, fi, l)
+           for (f, fi, l), e in zip(got, exp)] if len(got) == len(exp) else got
+    if got != exp:
+        print("mismatch at", fr["module_offset"], "\n ours", got, "\n llvm", exp)
+        sys.exit(1)
+    start = syms[-1].get("StartAddress")
+    if start:
+        fo = int(start, 16) - meta["base"]
+        if hex(int(fr["module_offset"], 16) - fo) != fr["function_offset"]:
+            print("function_offset mismatch at", fr["module_offset"], fr["function_offset"], start)
+            sys.exit(1)
+    checked += 1
+    inl += len(ours) > 1
+print(name, "frames checked:", checked, "with inlines:", inl, "of", len(frames))
+if checked < 20 or inl < 3:
+    print("too few frames compared"); sys.exit(1)
+PY
+}
+
+check prog_pie -fPIE -pie
+check prog_nopie -fno-PIE -no-pie
+
+# v4 through the ELF index and a missing module (knownModules false).
+id=$("$LBR2PROF" dump-syms --id prog_pie | sed -n 's/^debug_id //p')
+hex=$(llvm-nm-19 prog_pie | awk '$3 == "work" { print $1 }')
+off=$((0x$hex))
+printf '{"memoryMap":[["prog_pie","%s"],["nothere.so","ABC"]],"stacks":[[[0,%s],[1,16]]],"version":4}' "$id" "$off" > v4.json
+"$LBR2PROF" symbolicate --api=v4 --binary . v4.json > v4.out
+cat v4.out
+grep -q '"work (in prog_pie)"' v4.out
+grep -q '"0x10 (in nothere.so)"' v4.out
+grep -q '"knownModules":\[true,false\]' v4.out
+
+# Bad input: exit status 2 with the service's title, never a crash.
+set +e
+echo '{"memoryMap":[["../../etc/passwd","AB"]],"stacks":[[[0,1]]]}' | "$LBR2PROF" symbolicate --symbols store - 2> err.txt
+st=$?
+set -e
+[ $st -eq 2 ] || { echo "status $st"; exit 1; }
+grep -q 'module index 0 has an invalid debug_filename' err.txt
+set +e
+"$LBR2PROF" dump-syms prog.c > /dev/null 2> err.txt; st=$?
+set -e
+[ $st -eq 2 ] && grep -q 'not an ELF file' err.txt
+echo PASS
