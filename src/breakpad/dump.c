@@ -245,7 +245,8 @@ static int load_lines(dump_ctx *c, Dwarf_Die *cu)
             return -1;
         c->nlr++;
     }
-    qsort(c->lr, c->nlr, sizeof *c->lr, cmp_lr);
+    if (c->nlr > 1)
+        qsort(c->lr, c->nlr, sizeof *c->lr, cmp_lr);
     return 0;
 }
 
@@ -497,7 +498,8 @@ static int add_publics(dump_ctx *c, Elf *e)
         cand[k].name = name;
         cand[k++].global = GELF_ST_BIND(sym.st_info) == STB_GLOBAL;
     }
-    qsort(cand, k, sizeof *cand, cmp_cand);
+    if (k > 1)
+        qsort(cand, k, sizeof *cand, cmp_cand);
     ret = add_cands(c, cand, k);
     free(cand);
     return ret;

@@ -222,6 +222,13 @@ static int cmp_public(const void *a, const void *b)
     return cmp_u64(x->addr, y->addr);
 }
 
+/* qsort, which must not see a NULL array even when it is empty. */
+static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+
 /* Index of the last element with key <= addr in a sorted array, or -1. */
 #define LAST_LE(arr, n, field, key)                                  \
     ({                                                               \
@@ -268,15 +275,17 @@ int lp_bp_finish(lp_bp_module *m, lp_error *err)
     (void)err;
     if (m->finished)
         return 0;
-    qsort(m->files, m->nfiles, sizeof *m->files, cmp_name);
-    qsort(m->origins, m->norigins, sizeof *m->origins, cmp_name);
-    qsort(m->funcs, m->nfuncs, sizeof *m->funcs, cmp_func);
+    sort(m->files, m->nfiles, sizeof *m->files, cmp_name);
+    sort(m->origins, m->norigins, sizeof *m->origins, cmp_name);
+    sort(m->funcs, m->nfuncs, sizeof *m->funcs, cmp_func);
     for (i = 0; i < m->nfuncs; i++) {
         f = &m->funcs[i];
-        qsort(m->lines + f->line0, f->nlines, sizeof *m->lines, cmp_line);
-        qsort(m->inlines + f->inl0, f->ninlines, sizeof *m->inlines, cmp_inline);
+        if (f->nlines > 1)
+            sort(m->lines + f->line0, f->nlines, sizeof *m->lines, cmp_line);
+        if (f->ninlines > 1)
+            sort(m->inlines + f->inl0, f->ninlines, sizeof *m->inlines, cmp_inline);
     }
-    qsort(m->publics, m->npublics, sizeof *m->publics, cmp_public);
+    sort(m->publics, m->npublics, sizeof *m->publics, cmp_public);
     drop_shadowed_publics(m);
     m->finished = 1;
     return 0;
@@ -308,10 +317,13 @@ static const lp_bp_inline *find_inline(const lp_bp_module *m,
                                        const lp_bp_func *f, uint32_t depth,
                                        uint64_t addr)
 {
-    const lp_bp_inline *in = m->inlines + f->inl0;
+    const lp_bp_inline *in;
     size_t lo = 0, hi = f->ninlines, mid;
     long i;
 
+    if (!f->ninlines)
+        return NULL;
+    in = m->inlines + f->inl0;
     while (lo < hi) { /* first entry with depth >= `depth` */
         mid = lo + (hi - lo) / 2;
         if (in[mid].depth < depth)
@@ -332,7 +344,7 @@ static size_t lookup_func(const lp_bp_module *m, const lp_bp_func *f,
                           uint64_t addr, lp_bp_result *r)
 {
     const lp_bp_inline *chain[LP_BP_MAX_DEPTH - 1];
-    const lp_bp_line *ln = m->lines + f->line0;
+    const lp_bp_line *ln = f->nlines ? m->lines + f->line0 : NULL;
     size_t k = 0, i;
     long li = LAST_LE(ln, f->nlines, addr, addr);
     const char *file = NULL;
