@@ -76,6 +76,51 @@ char *lp_symbolicate_v4(lp_sym_store *s, const char *body, size_t len,
 int lp_sym_path(const char *dir, const char *debug_file, const char *debug_id,
                 char *out, size_t outsz);
 
+/* ---- client side: perf samples -> v5 requests (seed 002, T002-8) ---- */
+
+/* One PT_LOAD segment of an ELF file. */
+typedef struct lp_sym_load {
+    uint64_t vaddr, offset, filesz;
+} lp_sym_load;
+
+/* One mapping of a process as perf's MMAP2 records it, with the PT_LOAD
+ * segments of its file (for module offsets) and its Breakpad debug id
+ * (NULL or "" when unknown). */
+typedef struct lp_sym_mapping {
+    uint64_t start, len, pgoff;
+    const char *filename;
+    const char *debug_id;
+    const lp_sym_load *loads;
+    size_t nloads;
+} lp_sym_mapping;
+
+/* [vdso], [vsyscall], [heap], [stack], [anon:*], //anon, memfd:, "(deleted)"
+ * files, [kernel.kallsyms]...: never a memoryMap entry. */
+int lp_sym_is_pseudo_mapping(const char *filename);
+/* The PT_LOAD segments of an ELF file (malloc'ed array). */
+int lp_sym_elf_loads(const char *path, lp_sym_load **loads, size_t *n, lp_error *err);
+/* ip -> offset from the module load address (lowest PT_LOAD p_vaddr): the
+ * file offset ip - start + pgoff, placed in the PT_LOAD that maps it.
+ * Returns -1 when ip is outside the mapping or no segment maps it. */
+int lp_sym_module_offset(const lp_sym_mapping *m, uint64_t ip, uint64_t *off);
+
+typedef struct lp_sym_req lp_sym_req;
+
+/* A request builder. With adjust set, every stack is treated as
+ * callee-first return addresses and adjusted (seed 000) before offsets are
+ * computed, as the service itself never adjusts. */
+lp_sym_req *lp_sym_req_new(lp_arch arch, int adjust, lp_adjust_mode mode, lp_error *err);
+void lp_sym_req_free(lp_sym_req *r);
+/* Start a job (e.g. one process) with its mappings; the array must stay
+ * valid until the next begin_job or until the requests have been taken. */
+int lp_sym_req_begin_job(lp_sym_req *r, const lp_sym_mapping *maps, size_t n,
+                         lp_error *err);
+/* Add a stack of absolute addresses (callee first) to the current job. */
+int lp_sym_req_add_stack(lp_sym_req *r, const uint64_t *addrs, size_t n, lp_error *err);
+/* Requests of at most LP_SYM_MAX_JOBS jobs each. */
+size_t lp_sym_req_count(const lp_sym_req *r);
+char *lp_sym_req_json(const lp_sym_req *r, size_t i, lp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

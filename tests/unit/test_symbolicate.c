@@ -372,6 +372,87 @@ static void t000_7_underflow_keeps_raw(void **state)
         "\"found_modules\":{\"adj.so/AAAA\":true}}]}");
 }
 
+static void t002_8_module_offset(void **state)
+{
+    /* lld-style PIE: first PT_LOAD at vaddr 0, text at offset 0x1000 ->
+     * vaddr 0x2000, mapped at 0x555555556000 (len 0x1000) @ pgoff 0x1000. */
+    static const lp_sym_load loads[2] = {{0, 0, 0x800}, {0x2000, 0x1000, 0x1000}};
+    lp_sym_mapping m = {0x555555556000, 0x1000, 0x1000, "/usr/bin/prog", "AB", loads, 2};
+    uint64_t off = 0;
+    (void)state;
+    assert_int_equal(lp_sym_module_offset(&m, 0x555555556010, &off), 0);
+    assert_int_equal(off, 0x2010); /* not ip - start + pgoff = 0x1010 */
+    assert_int_equal(lp_sym_module_offset(&m, 0x555555557000, &off), -1);
+    assert_int_equal(lp_sym_module_offset(&m, 0x555555555fff, &off), -1);
+    assert_true(lp_sym_is_pseudo_mapping("[vdso]"));
+    assert_true(lp_sym_is_pseudo_mapping("[anon:libc_malloc]"));
+    assert_true(lp_sym_is_pseudo_mapping("//anon"));
+    assert_true(lp_sym_is_pseudo_mapping("memfd:jit (deleted)"));
+    assert_true(lp_sym_is_pseudo_mapping("/tmp/x.so (deleted)"));
+    assert_true(lp_sym_is_pseudo_mapping("[kernel.kallsyms]_text"));
+    assert_false(lp_sym_is_pseudo_mapping("/usr/lib/libc.so.6"));
+}
+
+static void request_builder(void **state)
+{
+    fixture *fx = *state;
+    static const lp_sym_load loads[1] = {{0, 0, 0x10000}};
+    const lp_sym_mapping maps[3] = {
+        {0x10000, 0x10000, 0, "/opt/adj.so", "AAAA", loads, 1},
+        {0x7fff0000, 0x2000, 0, "[vdso]", "", NULL, 0},
+        {0x30000, 0x1000, 0, "/lib/nosym.so", NULL, loads, 1},
+    };
+    const uint64_t st1[4] = {0x12005, 0x13009, 0x7fff0010, 0x30010};
+    const uint64_t st2[1] = {0x99999};
+    lp_error e;
+    lp_sym_req *r = lp_sym_req_new(LP_ARCH_X86_64, 1, LP_ADJUST_ALL_BUT_FIRST, &e);
+    char *req, *resp;
+    json_t *j, *exp;
+    int i;
+
+    assert_non_null(r);
+    assert_int_equal(lp_sym_req_begin_job(r, maps, 3, &e), 0);
+    assert_int_equal(lp_sym_req_add_stack(r, st1, 4, &e), 0);
+    assert_int_equal(lp_sym_req_add_stack(r, st2, 1, &e), 0);
+    assert_int_equal(lp_sym_req_count(r), 1);
+    req = lp_sym_req_json(r, 0, &e);
+    assert_non_null(req);
+    /* Adjusted before the offsets (0x3009 -> 0x3008); vdso and unmapped
+     * addresses get index -1; modules without an id get "". */
+    j = json_loads(req, 0, NULL);
+    exp = json_loads("{\"jobs\":[{\"memoryMap\":[[\"adj.so\",\"AAAA\"],[\"nosym.so\",\"\"]],"
+                     "\"stacks\":[[[0,8197],[0,12296],[-1,2147418127],[1,15]],[[-1,629145]]]}]}",
+                     0, NULL);
+    if (!json_equal(j, exp))
+        fail_msg("built %s", req);
+    json_decref(j);
+    json_decref(exp);
+    /* The service accepts it and answers from the store. */
+    resp = lp_symbolicate_v5(fx->st, req, strlen(req), NULL, &e);
+    assert_non_null(resp);
+    assert_non_null(strstr(resp, "\"function\":\"top\""));
+    assert_non_null(strstr(resp, "\"adj.so/AAAA\":true"));
+    free(resp);
+    free(req);
+    /* 11 jobs: two requests of 10 and 1. */
+    for (i = 0; i < 10; i++) {
+        assert_int_equal(lp_sym_req_begin_job(r, maps, 3, &e), 0);
+        assert_int_equal(lp_sym_req_add_stack(r, st2, 1, &e), 0);
+    }
+    assert_int_equal(lp_sym_req_count(r), 2);
+    req = lp_sym_req_json(r, 1, &e);
+    j = json_loads(req, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(j, "jobs")), 1);
+    json_decref(j);
+    free(req);
+    req = lp_sym_req_json(r, 0, &e);
+    resp = lp_symbolicate_v5(fx->st, req, strlen(req), NULL, &e);
+    assert_non_null(resp);
+    free(resp);
+    free(req);
+    lp_sym_req_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +467,8 @@ int main(void)
         cmocka_unit_test(path_traversal),
         cmocka_unit_test(t000_6_dedup_by_lookup_address),
         cmocka_unit_test(t000_7_underflow_keeps_raw),
+        cmocka_unit_test(t002_8_module_offset),
+        cmocka_unit_test(request_builder),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
