@@ -179,9 +179,10 @@ int lp_bp_elf_identify(const char *path, lp_bp_elf_id *id, lp_error *err)
 
 /* ---- names ---- */
 
-/* The function name of a subprogram/inlined DIE: demangled linkage name,
- * else DW_AT_name, following abstract_origin/specification. *owned is set
- * when the result must be freed. */
+/* The function name of a subprogram/inlined DIE, following
+ * abstract_origin/specification: the linkage name, demangled when it is an
+ * Itanium name (kept as is otherwise, e.g. "bar.__uniq.123", which profiles
+ * need), else DW_AT_name. *owned is set when the result must be freed. */
 static const char *die_name(Dwarf_Die *die, char **owned)
 {
     Dwarf_Attribute a;
@@ -193,10 +194,12 @@ static const char *die_name(Dwarf_Die *die, char **owned)
     if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
         dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
         ln = dwarf_formstring(&a);
-    if (ln && (d = __cxa_demangle(ln, NULL, NULL, &st)) && st == 0)
+    if (ln && !strncmp(ln, "_Z", 2) && (d = __cxa_demangle(ln, NULL, NULL, &st)) && st == 0)
         return *owned = d;
+    if (ln)
+        return ln;
     n = dwarf_attr_integrate(die, DW_AT_name, &a) ? dwarf_formstring(&a) : NULL;
-    return n ? n : ln ? ln : "<name omitted>";
+    return n ? n : "<name omitted>";
 }
 
 /* ---- line table ---- */
