@@ -109,14 +109,14 @@ grep -qi '^Access-Control-Allow-Origin: \*' hdr.txt
       --data-binary @big.json "$URL/v5")" = 413 ]
 
 # Concurrent requests: 24 at once, each must get the right answer.
-n=0
+n=0; curls=""
 while [ $n -lt 24 ]; do
     if [ $((n % 2)) -eq 0 ]; then f=r1.json; else f=r3.json; fi
     curl -s --max-time 20 -o "c$n.out" -X POST --data-binary "@$f" "$URL/v5" &
+    curls="$curls $!"
     n=$((n + 1))
 done
-wait_curls() { for j in $(jobs -p); do [ "$j" = "$pid" ] || wait "$j"; done; }
-wait_curls
+for c in $curls; do wait "$c"; done
 n=0
 while [ $n -lt 24 ]; do
     if [ $((n % 2)) -eq 0 ]; then same_json "c$n.out" e1.json; else cmp -s "c$n.out" o3.json; fi \
