@@ -26,17 +26,24 @@ static int fail(parse_ctx *c, const char *rec, const char *expected)
                         c->lineno, rec, expected);
 }
 
+/* Field separators: space, tab, and CR (the writer turns CR into a space,
+ * so reading and writing agree). */
+static int is_sep(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
 /* Next space-separated token of *s (NUL-terminated in place), or NULL. */
 static char *token(char **s)
 {
     char *t = *s, *e;
 
-    while (*t == ' ' || *t == '\t')
+    while (is_sep(*t))
         t++;
     if (!*t)
         return NULL;
     e = t;
-    while (*e && *e != ' ' && *e != '\t')
+    while (*e && !is_sep(*e))
         e++;
     if (*e)
         *e++ = '\0';
@@ -49,7 +56,7 @@ static char *rest(char **s)
 {
     char *t = *s;
 
-    while (*t == ' ' || *t == '\t')
+    while (is_sep(*t))
         t++;
     *s = t + strlen(t);
     return t;
@@ -118,9 +125,9 @@ static int multiple_flag(char **s)
 {
     char *t = *s;
 
-    while (*t == ' ' || *t == '\t')
+    while (is_sep(*t))
         t++;
-    if (t[0] == 'm' && (t[1] == ' ' || t[1] == '\t')) {
+    if (t[0] == 'm' && is_sep(t[1])) {
         *s = t + 2;
         return 1;
     }
@@ -195,7 +202,7 @@ static int keyword(char **s, const char *kw)
 {
     size_t n = strlen(kw);
 
-    if (strncmp(*s, kw, n) != 0 || ((*s)[n] && (*s)[n] != ' ' && (*s)[n] != '\t'))
+    if (strncmp(*s, kw, n) != 0 || ((*s)[n] && !is_sep((*s)[n])))
         return 0;
     *s += n;
     return 1;
@@ -203,7 +210,7 @@ static int keyword(char **s, const char *kw)
 
 static int parse_record(parse_ctx *c, char *s)
 {
-    while (*s == ' ' || *s == '\t')
+    while (is_sep(*s))
         s++;
     if (!c->m) {
         if (!keyword(&s, "MODULE"))
