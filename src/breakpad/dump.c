@@ -124,6 +124,29 @@ static void text_hash(Elf *e, uint8_t out[16])
     }
 }
 
+/* A file cut short still opens with libelf; refuse it instead of writing a
+ * module with symbols missing. */
+static int check_extent(Elf *e, const GElf_Ehdr *eh, const char *path, lp_error *err)
+{
+    size_t size = 0;
+    uint64_t need = eh->e_phoff + (uint64_t)eh->e_phnum * eh->e_phentsize;
+    Elf_Scn *s = NULL;
+    GElf_Shdr sh;
+
+    if (!elf_rawfile(e, &size))
+        return lp_error_set(err, LP_EFORMAT, "%s: cannot read the ELF file", path);
+    if (eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize > need)
+        need = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+    while ((s = elf_nextscn(e, s)) && gelf_getshdr(s, &sh))
+        if (sh.sh_type != SHT_NOBITS && sh.sh_offset + sh.sh_size > need)
+            need = sh.sh_offset + sh.sh_size;
+    if (need > size)
+        return lp_error_set(err, LP_EFORMAT,
+                            "%s: truncated ELF file (%zu bytes, its headers describe %llu)",
+                            path, size, (unsigned long long)need);
+    return 0;
+}
+
 static int identify(Elf *e, const char *path, lp_bp_elf_id *id, lp_error *err)
 {
     GElf_Ehdr eh;
@@ -133,6 +156,8 @@ static int identify(Elf *e, const char *path, lp_bp_elf_id *id, lp_error *err)
 
     if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh))
         return lp_error_set(err, LP_EFORMAT, "%s: not an ELF file", path);
+    if (check_extent(e, &eh, path, err) < 0)
+        return -1;
     id->arch = lp_arch_name(lp_arch_from_elf(eh.e_machine, eh.e_ident[EI_CLASS]));
     n = dwelf_elf_gnu_build_id(e, &bid);
     if (n > 0 && n <= 64) {

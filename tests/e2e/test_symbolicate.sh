@@ -197,4 +197,9 @@ set +e
 "$LBR2PROF" dump-syms prog.c > /dev/null 2> err.txt; st=$?
 set -e
 [ $st -eq 2 ] && grep -q 'not an ELF file' err.txt
+head -c 12000 prog_pie > cut.bin
+set +e
+"$LBR2PROF" dump-syms cut.bin > /dev/null 2> err.txt; st=$?
+set -e
+[ $st -eq 2 ] && grep -q 'truncated ELF file' err.txt
 echo PASS
