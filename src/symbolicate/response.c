@@ -27,6 +27,7 @@ typedef struct run_ctx {
     const lp_sym_opts *opts;
     req_module *mods;
     size_t nmods, capmods;
+    long *by_index;         /* this job: memoryMap index -> mods index */
     lp_error *err;
 } run_ctx;
 
@@ -166,13 +167,16 @@ static json_t *do_frame(run_ctx *c, const json_t *mmap, const json_t *fr, size_t
 
     lp_sym_json_int(json_array_get(fr, 0), &idx);
     lp_sym_json_int(json_array_get(fr, 1), &off);
-    if (idx >= 0) {
+    if (idx >= 0 && c->by_index[idx] >= 0) {
+        rm = &c->mods[c->by_index[idx]];
+    } else if (idx >= 0) {
         file = json_string_value(json_array_get(json_array_get(mmap, (size_t)idx), 0));
         id = json_string_value(json_array_get(json_array_get(mmap, (size_t)idx), 1));
         if (!(rm = get_module(c, file, id, 1))) {
             json_decref(fi);
             return NULL;
         }
+        c->by_index[idx] = rm - c->mods;
     }
     if (!fi || json_object_set_new(fi, "frame", json_integer((json_int_t)index)) ||
         json_object_set_new(fi, "module", jstr(rm ? rm->display : "<unknown>")) ||
@@ -211,8 +215,13 @@ static json_t *do_job(run_ctx *c, const json_t *job)
     const json_t *mmap = json_object_get(job, "memoryMap");
     const json_t *stacks = json_object_get(job, "stacks"), *st, *fr;
     json_t *res = json_object(), *out = json_array(), *so, *fi, *fm;
-    size_t s, f;
+    size_t s, f, n = json_array_size(mmap);
 
+    free(c->by_index);
+    if (!(c->by_index = malloc((n ? n : 1) * sizeof *c->by_index)))
+        goto fail;
+    for (s = 0; s < n; s++)
+        c->by_index[s] = -1;
     if (!res || !out || json_object_set_new(res, "stacks", out))
         goto fail;
     json_array_foreach(stacks, s, st) {
@@ -238,6 +247,7 @@ static void run_free(run_ctx *c)
         if (c->mods[i].state == 1)
             lp_sym_store_release(c->store, &c->mods[i].h);
     free(c->mods);
+    free(c->by_index);
 }
 
 static char *dump(json_t *resp, const lp_sym_opts *opts, lp_error *err)
@@ -269,7 +279,7 @@ static json_t *run_jobs(run_ctx *c, const json_t *jobs)
 char *lp_symbolicate_v5(lp_sym_store *s, const char *body, size_t len,
                         const lp_sym_opts *opts, lp_error *err)
 {
-    run_ctx c = {s, opts, NULL, 0, 0, err};
+    run_ctx c = {s, opts, NULL, 0, 0, NULL, err};
     json_t *root = lp_sym_parse_body(body, len, err), *jobs = NULL, *results, *resp = NULL;
     char *text = NULL;
 
@@ -335,7 +345,7 @@ fail:
 char *lp_symbolicate_v4(lp_sym_store *s, const char *body, size_t len,
                         const lp_sym_opts *opts, lp_error *err)
 {
-    run_ctx c = {s, opts, NULL, 0, 0, err};
+    run_ctx c = {s, opts, NULL, 0, 0, NULL, err};
     json_t *root = lp_sym_parse_body(body, len, err), *jobs = NULL, *results = NULL;
     json_t *resp = NULL;
     char *text = NULL;
