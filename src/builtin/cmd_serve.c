@@ -149,7 +149,7 @@ static int run(serve_args *a, lp_sym_store *st, lp_error *err)
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_args a = {"127.0.0.1", NULL, 0, {NULL, 8000, 8u << 20, 4, 64, 30, {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0}}};
+    serve_args a = {"127.0.0.1", NULL, 0, {NULL, 8000, 8u << 20, 4, 64, 30, {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0, 0}}};
     lp_sym_store *st;
     lp_error err;
     int i, r;

@@ -18,13 +18,14 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: lbr2prof symbolicate [--symbols DIR]... [--binary ELF|DIR]...\n"
         "         [--api=v5|v4] [--adjust=auto|all|all_but_first|none] [--arch=ARCH]\n"
-        "         [--pretty] [-o OUT.json] [REQUEST.json | -]\n"
+        "         [--pretty] [--debug] [-o OUT.json] [REQUEST.json | -]\n"
         "  --symbols DIR   Breakpad store: DIR/<debug_file>/<debug_id>/<debug_file>.sym\n"
         "  --binary PATH   ELF file(s) with DWARF, found by the debug id of their build-id\n"
         "  --api           request/response version (default v5)\n"
         "  --adjust MODE   treat stack entries as return addresses and look up the\n"
         "                  call site (seed 000); adds \"lookup_offset\" to v5 frames\n"
         "  --arch ARCH     instruction alignment for --adjust (default: the module's)\n"
+        "  --debug         add the service's \"debug\" statistics (as header Debug: true)\n"
         "A request the service would refuse prints its error title; exit status 2.\n");
 }
 
@@ -97,6 +98,8 @@ static int parse_args(int argc, char **argv, lp_sym_store *st, sym_args *a, lp_e
                 return lp_error_set(err, LP_EUSAGE, "--arch: unknown architecture '%s'", o + 7);
         } else if (!strcmp(o, "--pretty")) {
             a->opts.pretty = 1;
+        } else if (!strcmp(o, "--debug")) {
+            a->opts.debug = 1;
         } else if ((o[0] != '-' || !strcmp(o, "-")) && !a->input) {
             a->input = o;
         } else {
@@ -141,7 +144,7 @@ static int run(lp_sym_store *st, const sym_args *a, lp_error *err)
 
 int cmd_symbolicate(int argc, char **argv)
 {
-    sym_args a = {NULL, NULL, 0, {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0}};
+    sym_args a = {NULL, NULL, 0, {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0, 0}};
     lp_sym_store *st;
     lp_error err;
     int i, r;

@@ -89,11 +89,14 @@ static enum MHD_Result finish(lp_server *s, struct MHD_Connection *c, req_ctx *r
 {
     lp_error err;
     char *resp;
+    lp_sym_opts o = s->opts.sym;
+    const char *dbg = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Debug");
 
     if (r->too_big)
         return send_title(c, MHD_HTTP_CONTENT_TOO_LARGE, "Payload Too Large");
-    resp = v4 ? lp_symbolicate_v4(s->store, r->body ? r->body : "", r->len, &s->opts.sym, &err)
-              : lp_symbolicate_v5(s->store, r->body ? r->body : "", r->len, &s->opts.sym, &err);
+    o.debug = dbg && *dbg; /* any value, as the service's truthiness test */
+    resp = v4 ? lp_symbolicate_v4(s->store, r->body ? r->body : "", r->len, &o, &err)
+              : lp_symbolicate_v5(s->store, r->body ? r->body : "", r->len, &o, &err);
     if (resp)
         return send_text(c, MHD_HTTP_OK, resp, "application/json");
     return send_title(c, err.code == LP_EFORMAT ? MHD_HTTP_BAD_REQUEST

@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,9 @@ typedef struct req_module {
     int state;              /* -1 not looked up (null), 0 not found, 1 found */
     lp_sym_handle h;
     const char *display;    /* the "module" of frames */
+    int loaded;             /* lookup statistics, kept after release */
+    double load_seconds;
+    long long bytes;
 } req_module;
 
 /* What one request needs while it runs. */
@@ -27,6 +31,7 @@ typedef struct run_ctx {
     const lp_sym_opts *opts;
     req_module *mods;
     size_t nmods, capmods;
+    double t0;
     long *by_index;         /* this job: memoryMap index -> mods index */
     lp_error *err;
 } run_ctx;
@@ -75,6 +80,9 @@ static req_module *get_module(run_ctx *c, const char *file, const char *id, int 
     /* Modules without a name or id are never looked up (stay null). */
     if (lookup && r->state < 0 && *file && *id) {
         r->state = lp_sym_store_get(c->store, file, id, &r->h);
+        r->loaded = r->h.loaded;
+        r->load_seconds = r->h.load_seconds;
+        r->bytes = r->h.bytes;
         if (r->state == 1 && r->h.m->code_file)
             r->display = r->h.m->code_file;
     }
@@ -250,6 +258,81 @@ static void run_free(run_ctx *c)
     free(c->by_index);
 }
 
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The service's "debug" object (Debug: true): cache lookups, files read
+ * ("downloads": from the local store), parse time, modules per job. */
+static json_t *debug_object(const run_ctx *c, const json_t *results, double t)
+{
+    json_t *d = json_pack("{s:{s:i,s:i,s:f},s:{s:i,s:I,s:f,s:{},s:{},s:{}},s:{s:f,s:{}},"
+                          "s:{s:f},s:{s:i,s:{}},s:f}",
+                          "cache_lookups", "count", 0, "hits", 0, "time", 0.0,
+                          "downloads", "count", 0, "size", (json_int_t)0, "time", 0.0,
+                          "size_per_module", "time_per_module", "fail_time_per_module",
+                          "parse_sym", "time", 0.0, "time_per_module",
+                          "save_symcache", "time", 0.0,
+                          "modules", "count", 0, "stacks_per_module", "time", t);
+    json_t *cl, *dl, *ps, *mo, *spm, *v;
+    const json_t *r;
+    const char *key;
+    long long lookups = 0, hits = 0, reads = 0, size = 0, nmod = 0;
+    double ptime = 0;
+    size_t i;
+    char *k;
+
+    if (!d)
+        return NULL;
+    cl = json_object_get(d, "cache_lookups");
+    dl = json_object_get(d, "downloads");
+    ps = json_object_get(d, "parse_sym");
+    mo = json_object_get(d, "modules");
+    spm = json_object_get(mo, "stacks_per_module");
+    for (i = 0; i < c->nmods; i++) {
+        const req_module *m = &c->mods[i];
+        if (m->state < 0 || asprintf(&k, "%s/%s", m->file, m->id) < 0)
+            continue;
+        lookups++;
+        hits += m->h.cache_hit;
+        if (!m->h.cache_hit) { /* an attempt to read the store */
+            reads++;
+            size += m->bytes > 0 ? m->bytes : 0;
+            ptime += m->load_seconds;
+            json_object_set_new(json_object_get(dl, m->state == 1 ? "time_per_module"
+                                                                  : "fail_time_per_module"),
+                                k, json_real(m->load_seconds));
+            if (m->bytes >= 0)
+                json_object_set_new(json_object_get(dl, "size_per_module"), k,
+                                    json_integer(m->bytes));
+            if (m->state == 1)
+                json_object_set_new(json_object_get(ps, "time_per_module"), k,
+                                    json_real(m->load_seconds));
+        }
+        free(k);
+    }
+    json_array_foreach(results, i, r) {
+        json_object_foreach(json_object_get(r, "found_modules"), key, v) {
+            if (json_is_null(v))
+                continue;
+            json_object_set_new(spm, key, json_integer(json_integer_value(json_object_get(spm, key)) + 1));
+            nmod++;
+        }
+    }
+    json_object_set_new(cl, "count", json_integer(lookups));
+    json_object_set_new(cl, "hits", json_integer(hits));
+    json_object_set_new(dl, "count", json_integer(reads));
+    json_object_set_new(dl, "size", json_integer(size));
+    json_object_set_new(dl, "time", json_real(ptime));
+    json_object_set_new(ps, "time", json_real(ptime));
+    json_object_set_new(mo, "count", json_integer(nmod));
+    return d;
+}
+
 static char *dump(json_t *resp, const lp_sym_opts *opts, lp_error *err)
 {
     char *s = json_dumps(resp, opts && opts->pretty ? JSON_INDENT(2) : JSON_COMPACT);
@@ -279,7 +362,7 @@ static json_t *run_jobs(run_ctx *c, const json_t *jobs)
 char *lp_symbolicate_v5(lp_sym_store *s, const char *body, size_t len,
                         const lp_sym_opts *opts, lp_error *err)
 {
-    run_ctx c = {s, opts, NULL, 0, 0, NULL, err};
+    run_ctx c = {s, opts, NULL, 0, 0, now(), NULL, err};
     json_t *root = lp_sym_parse_body(body, len, err), *jobs = NULL, *results, *resp = NULL;
     char *text = NULL;
 
@@ -288,6 +371,8 @@ char *lp_symbolicate_v5(lp_sym_store *s, const char *body, size_t len,
     if (!(results = run_jobs(&c, jobs)))
         goto out;
     resp = json_pack("{s:o}", "results", results);
+    if (resp && opts && opts->debug)
+        json_object_set_new(resp, "debug", debug_object(&c, results, now() - c.t0));
     text = resp ? dump(resp, opts, err) : (lp_error_set(err, LP_ENOMEM, "out of memory"), NULL);
 out:
     run_free(&c);
@@ -345,7 +430,7 @@ fail:
 char *lp_symbolicate_v4(lp_sym_store *s, const char *body, size_t len,
                         const lp_sym_opts *opts, lp_error *err)
 {
-    run_ctx c = {s, opts, NULL, 0, 0, NULL, err};
+    run_ctx c = {s, opts, NULL, 0, 0, now(), NULL, err};
     json_t *root = lp_sym_parse_body(body, len, err), *jobs = NULL, *results = NULL;
     json_t *resp = NULL;
     char *text = NULL;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <uthash.h>
 
 #include "lbr2prof/symbolicate.h"
@@ -209,7 +210,8 @@ static lp_bp_module *load_sym(const char *path, const char *debug_id)
     return m;
 }
 
-static lp_bp_module *load_from_dirs(lp_sym_store *s, const char *file, const char *id)
+static lp_bp_module *load_from_dirs(lp_sym_store *s, const char *file, const char *id,
+                                    lp_sym_handle *h)
 {
     char path[PATH_MAX], up[64];
     size_t i, k;
@@ -220,25 +222,39 @@ static lp_bp_module *load_from_dirs(lp_sym_store *s, const char *file, const cha
     up[k] = '\0';
     for (i = 0; i < s->ndirs; i++) {
         /* As given first, then with the id upper-cased (the usual form). */
-        if (lp_sym_path(s->dirs[i], file, id, path, sizeof path) == 0 &&
-            stat(path, &st) == 0 && inside(s->dirs[i], path))
+        if ((lp_sym_path(s->dirs[i], file, id, path, sizeof path) == 0 &&
+             stat(path, &st) == 0 && inside(s->dirs[i], path)) ||
+            (strcmp(up, id) && lp_sym_path(s->dirs[i], file, up, path, sizeof path) == 0 &&
+             stat(path, &st) == 0 && inside(s->dirs[i], path))) {
+            h->loaded = 1;
+            h->bytes = (long long)st.st_size;
             return load_sym(path, id);
-        if (strcmp(up, id) && lp_sym_path(s->dirs[i], file, up, path, sizeof path) == 0 &&
-            stat(path, &st) == 0 && inside(s->dirs[i], path))
-            return load_sym(path, id);
+        }
     }
     return NULL;
 }
 
-static lp_bp_module *load_from_elfs(lp_sym_store *s, const char *id)
+static lp_bp_module *load_from_elfs(lp_sym_store *s, const char *id, lp_sym_handle *h)
 {
     size_t i;
     lp_error err;
+    struct stat st;
 
     for (i = 0; i < s->nelfs; i++)
-        if (!strcasecmp(s->elfs[i].debug_id, id))
+        if (!strcasecmp(s->elfs[i].debug_id, id)) {
+            h->loaded = 1;
+            h->bytes = stat(s->elfs[i].path, &st) == 0 ? (long long)st.st_size : -1;
             return lp_bp_from_elf(s->elfs[i].path, &err);
+        }
     return NULL;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static char *cache_key(const char *file, const char *id)
@@ -291,8 +307,10 @@ int lp_sym_store_get(lp_sym_store *s, const char *debug_file, const char *debug_
     cache_entry *e;
     lp_bp_module *m;
 
-    h->m = NULL;
-    h->owned = 0;
+    double t0;
+
+    memset(h, 0, sizeof *h);
+    h->bytes = -1;
     if (!valid_name(debug_file) || !valid_id(debug_id) || !(key = cache_key(debug_file, debug_id)))
         return 0;
     pthread_mutex_lock(&s->lock);
@@ -301,13 +319,16 @@ int lp_sym_store_get(lp_sym_store *s, const char *debug_file, const char *debug_
         h->m = e->m;
     pthread_mutex_unlock(&s->lock);
     if (h->m) {
+        h->cache_hit = 1;
         free(key);
         return 1;
     }
     /* Load outside the lock: parsing a big module must not stall others. */
-    m = load_from_dirs(s, debug_file, debug_id);
-    if (!m)
-        m = load_from_elfs(s, debug_id);
+    t0 = now();
+    m = load_from_dirs(s, debug_file, debug_id, h);
+    if (!m) /* none, or one that did not parse: the ELF files may have it */
+        m = load_from_elfs(s, debug_id, h);
+    h->load_seconds = now() - t0;
     if (!m) {
         free(key);
         return 0;

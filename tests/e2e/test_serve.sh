@@ -84,6 +84,11 @@ printf '%s' '{"jobs":[{"memoryMap":[["testproj","'$TP2'"]],"stacks":[[[0,31354]]
 [ "$(post v5 r3.json o3.json)" = 200 ]
 grep -q '"inlines":\[{"function":"testproj::support::inner"' o3.json
 
+# Debug: true adds the service's statistics; without it there are none.
+curl -s --max-time 10 -o od.json -H 'Debug: true' -X POST --data-binary @r1.json "$URL/v5"
+"$PY" -c 'import json,sys; d=json.load(open("od.json"))["debug"]; assert d["modules"]["count"] == 1 and d["cache_lookups"]["count"] == 1, d'
+! grep -q '"debug"' o1.json
+
 # v4 (T002-5).
 printf '%s' '{"memoryMap":[["testproj","'$TP1'"],["libc.so","12345"]],"stacks":[[[0,21376],[1,4096]]],"version":4}' > r5.json
 [ "$(post v4 r5.json o5.json)" = 200 ]

@@ -340,7 +340,7 @@ static void path_traversal(void **state)
 
 static void t000_6_dedup_by_lookup_address(void **state)
 {
-    lp_sym_opts o = {1, LP_ADJUST_ALL_BUT_FIRST, LP_ARCH_UNKNOWN, 0};
+    lp_sym_opts o = {1, LP_ADJUST_ALL_BUT_FIRST, LP_ARCH_UNKNOWN, 0, 0};
 
     /* Raw 0x2005 is a leaf in stack A (looked up as is, line 21) and a
      * return address in stack B (looked up as 0x2004, line 20). */
@@ -357,8 +357,8 @@ static void t000_6_dedup_by_lookup_address(void **state)
 
 static void t000_7_underflow_keeps_raw(void **state)
 {
-    lp_sym_opts o = {1, LP_ADJUST_ALL, LP_ARCH_UNKNOWN, 0};
-    lp_sym_opts arm = {1, LP_ADJUST_NONE, LP_ARCH_ARM64, 0};
+    lp_sym_opts o = {1, LP_ADJUST_ALL, LP_ARCH_UNKNOWN, 0, 0};
+    lp_sym_opts arm = {1, LP_ADJUST_NONE, LP_ARCH_ARM64, 0, 0};
 
     expect_json(*state, 0, &o,
         "{\"memoryMap\":[[\"adj.so\",\"AAAA\"]],\"stacks\":[[[0,0],[0,4097]]]}",
@@ -453,6 +453,45 @@ static void request_builder(void **state)
     lp_sym_req_free(r);
 }
 
+static void debug_statistics(void **state)
+{
+    fixture *fx = *state;
+    lp_sym_opts o = {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0, 1};
+    const char *req =
+        "{\"jobs\":[{\"memoryMap\":[[\"ntdll.pdb\",\"" NT "\"],[\"nope.so\",\"AB\"],[\"u.so\",\"CD\"]],"
+        "\"stacks\":[[[0,4104],[1,1]]]},{\"memoryMap\":[[\"ntdll.pdb\",\"" NT "\"]],\"stacks\":[[[0,1]]]}]}";
+    lp_error e;
+    char *out;
+    json_t *j, *d;
+    int pass;
+    lp_sym_store *shared = fx->st;
+
+    fx->st = lp_sym_store_new(&e); /* a cold cache */
+    assert_int_equal(lp_sym_store_add_dir(fx->st, fx->store, &e), 0);
+    for (pass = 0; pass < 2; pass++) { /* the second time ntdll is cached */
+        out = lp_symbolicate_v5(fx->st, req, strlen(req), &o, &e);
+        assert_non_null(out);
+        j = json_loads(out, 0, NULL);
+        d = json_object_get(j, "debug");
+        assert_non_null(d);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "cache_lookups"), "count")), 2);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "cache_lookups"), "hits")), pass);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "downloads"), "count")), 2 - pass);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "modules"), "count")), 3);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(d, "modules"),
+                         "stacks_per_module"), "ntdll.pdb/" NT)), 2);
+        assert_true(json_is_real(json_object_get(d, "time")));
+        json_decref(j);
+        free(out);
+    }
+    o.debug = 0;
+    out = lp_symbolicate_v5(fx->st, req, strlen(req), &o, &e);
+    assert_null(strstr(out, "\"debug\""));
+    free(out);
+    lp_sym_store_free(fx->st);
+    fx->st = shared;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +508,7 @@ int main(void)
         cmocka_unit_test(t000_7_underflow_keeps_raw),
         cmocka_unit_test(t002_8_module_offset),
         cmocka_unit_test(request_builder),
+        cmocka_unit_test(debug_statistics),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
