@@ -20,37 +20,37 @@
 extern "C" {
 #endif
 
-typedef enum lp_arch {
-    LP_ARCH_UNKNOWN = 0,
-    LP_ARCH_X86,
-    LP_ARCH_X86_64,
-    LP_ARCH_ARM,
-    LP_ARCH_ARM64,
-    LP_ARCH_ARM64_32,
-    LP_ARCH_MIPS,
-    LP_ARCH_MIPS64,
-    LP_ARCH_PPC,
-    LP_ARCH_PPC64,
-    LP_ARCH_WASM32,
-} lp_arch;
+typedef enum lp_cpu {
+    LP_CPU_UNKNOWN = 0,
+    LP_CPU_X86,
+    LP_CPU_X86_64,
+    LP_CPU_ARM,
+    LP_CPU_ARM64,
+    LP_CPU_ARM64_32,
+    LP_CPU_MIPS,
+    LP_CPU_MIPS64,
+    LP_CPU_PPC,
+    LP_CPU_PPC64,
+    LP_CPU_WASM32,
+} lp_cpu;
 
 /* Breakpad/symbolic spellings: "x86", "x86_64" (also "amd64"), "arm",
  * "arm64" (also "aarch64"), "arm64_32", "mips", "mips64", "ppc", "ppc64",
- * "wasm32". Unknown names give LP_ARCH_UNKNOWN. */
-lp_arch lp_arch_from_name(const char *name);
-const char *lp_arch_name(lp_arch arch);
+ * "wasm32". Unknown names give LP_CPU_UNKNOWN. */
+lp_cpu lp_cpu_from_name(const char *name);
+const char *lp_cpu_name(lp_cpu arch);
 /* From an ELF header's e_machine and EI_CLASS (1 = 32-bit, 2 = 64-bit). */
-lp_arch lp_arch_from_elf(unsigned e_machine, unsigned elf_class);
+lp_cpu lp_cpu_from_elf(unsigned e_machine, unsigned elf_class);
 /* Instruction alignment in bytes, 0 when there is none (x86, unknown). */
-unsigned lp_arch_align(lp_arch arch);
+unsigned lp_cpu_align(lp_cpu arch);
 /* Name of the instruction-pointer register: rip, eip, pc, srr0 (or NULL). */
-const char *lp_arch_ip_register(lp_arch arch);
+const char *lp_cpu_ip_register(lp_cpu arch);
 
 /* addr - addr % align. */
-uint64_t lp_addr_aligned(lp_arch arch, uint64_t addr);
+uint64_t lp_addr_aligned(lp_cpu arch, uint64_t addr);
 /* aligned - width (2 * width on MIPS), width = align or 1. Returns -1 and
  * leaves *out alone when that would go below zero (never wraps). */
-int lp_addr_previous(lp_arch arch, uint64_t addr, uint64_t *out);
+int lp_addr_previous(lp_cpu arch, uint64_t addr, uint64_t *out);
 
 /* What is known about the capture: a crash signal (0 = none) and the
  * instruction-pointer register value (has_ip = 0 if unknown). */
@@ -61,7 +61,7 @@ typedef struct lp_crash_ctx {
 } lp_crash_ctx;
 
 /* symbolic's caller_address (the "Auto" heuristic). -1 on underflow. */
-int lp_addr_caller(lp_arch arch, uint64_t addr, int is_crashing_frame,
+int lp_addr_caller(lp_cpu arch, uint64_t addr, int is_crashing_frame,
                    const lp_crash_ctx *ctx, uint64_t *out);
 
 typedef enum lp_adjust_mode {
@@ -87,18 +87,18 @@ void lp_adjust_flags_for_mode(lp_adjust_mode mode, size_t n, int8_t *flags);
  * (all unset); ctx may be NULL (no signal, no registers). ok[i] is 1, or 0
  * when frame i's adjusted address would underflow (lookup[i] is then the
  * raw address and must not be looked up). */
-void lp_adjust_stack(lp_arch arch, size_t n, const uint64_t *addrs,
+void lp_adjust_stack(lp_cpu arch, size_t n, const uint64_t *addrs,
                      const int8_t *flags, const lp_crash_ctx *ctx,
                      uint64_t *lookup, uint8_t *ok);
 
 /* Same as lp_adjust_flags_for_mode + lp_adjust_stack, without an array. */
-void lp_adjust_stack_mode(lp_arch arch, lp_adjust_mode mode, size_t n,
+void lp_adjust_stack_mode(lp_cpu arch, lp_adjust_mode mode, size_t n,
                           const uint64_t *addrs, const lp_crash_ctx *ctx,
                           uint64_t *lookup, uint8_t *ok);
 
 /* The lookup address of frame `index` of a stack under `mode` (what
  * lp_adjust_stack_mode computes for that frame). -1 on underflow. */
-int lp_adjust_frame(lp_arch arch, lp_adjust_mode mode, size_t index,
+int lp_adjust_frame(lp_cpu arch, lp_adjust_mode mode, size_t index,
                     uint64_t addr, const lp_crash_ctx *ctx, uint64_t *out);
 
 #ifdef __cplusplus

@@ -139,7 +139,7 @@ void lp_bp_code_id(const uint8_t *id, size_t len, char *out);
 lp_bp_module *lp_bp_from_elf(const char *path, lp_error *err);
 
 /* Only the identity of an ELF file (cheap: headers and notes). Returns 0, or
- * -1 when the file is not an ELF file. arch: lp_arch_name spelling. */
+ * -1 when the file is not an ELF file. arch: lp_cpu_name spelling. */
 typedef struct lp_bp_elf_id {
     char debug_id[34];
     char code_id[129];   /* empty when there is no build-id */

@@ -45,6 +45,11 @@ int lp_sym_store_add_elf(lp_sym_store *s, const char *path, lp_error *err);
 typedef struct lp_sym_handle {
     const lp_bp_module *m;
     int owned;              /* not cached: freed on release */
+    /* How the lookup went (for the Debug statistics): */
+    int cache_hit;          /* served from the module cache */
+    int loaded;             /* a file was read (found or not) */
+    double load_seconds;    /* reading + parsing (or DWARF) time */
+    long long bytes;        /* size of the file read, -1 if none */
 } lp_sym_handle;
 
 /* Find and load a module. Returns 1 (found, h filled), 0 (not found, or the
@@ -55,14 +60,15 @@ void lp_sym_store_release(lp_sym_store *s, lp_sym_handle *h);
 
 /* Options of a symbolication run. With adjust set, every looked-up frame is
  * adjusted per seed 000 (frame index = position in its stack, arch from the
- * module or `arch` when not LP_ARCH_UNKNOWN) and v5 frames get an extra
+ * module or `arch` when not LP_CPU_UNKNOWN) and v5 frames get an extra
  * "lookup_offset" (null when the adjusted offset would be negative); the
  * "module_offset" stays the raw value. */
 typedef struct lp_sym_opts {
     int adjust;
     lp_adjust_mode mode;
-    lp_arch arch;
+    lp_cpu arch;
     int pretty;             /* indented JSON output */
+    int debug;              /* add the service's "debug" statistics (v5) */
 } lp_sym_opts;
 
 /* POST /symbolicate/v5 and /symbolicate/v4. Return malloc'ed JSON text. */
@@ -109,7 +115,7 @@ typedef struct lp_sym_req lp_sym_req;
 /* A request builder. With adjust set, every stack is treated as
  * callee-first return addresses and adjusted (seed 000) before offsets are
  * computed, as the service itself never adjusts. */
-lp_sym_req *lp_sym_req_new(lp_arch arch, int adjust, lp_adjust_mode mode, lp_error *err);
+lp_sym_req *lp_sym_req_new(lp_cpu arch, int adjust, lp_adjust_mode mode, lp_error *err);
 void lp_sym_req_free(lp_sym_req *r);
 /* Start a job (e.g. one process) with its mappings; the array must stay
  * valid until the next begin_job or until the requests have been taken. */

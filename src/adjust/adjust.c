@@ -9,27 +9,27 @@
 #include "lbr2prof/adjust.h"
 
 struct arch_info {
-    lp_arch arch;
+    lp_cpu arch;
     const char *name;
     unsigned align;      /* 0 = no alignment */
     const char *ip_reg;
 };
 
 static const struct arch_info arch_table[] = {
-    {LP_ARCH_UNKNOWN, "unknown", 0, NULL},
-    {LP_ARCH_X86, "x86", 0, "eip"},
-    {LP_ARCH_X86_64, "x86_64", 0, "rip"},
-    {LP_ARCH_ARM, "arm", 2, "pc"},
-    {LP_ARCH_ARM64, "arm64", 4, "pc"},
-    {LP_ARCH_ARM64_32, "arm64_32", 4, "pc"},
-    {LP_ARCH_MIPS, "mips", 4, "pc"},
-    {LP_ARCH_MIPS64, "mips64", 4, "pc"},
-    {LP_ARCH_PPC, "ppc", 4, "srr0"},
-    {LP_ARCH_PPC64, "ppc64", 8, "srr0"},
-    {LP_ARCH_WASM32, "wasm32", 4, NULL},
+    {LP_CPU_UNKNOWN, "unknown", 0, NULL},
+    {LP_CPU_X86, "x86", 0, "eip"},
+    {LP_CPU_X86_64, "x86_64", 0, "rip"},
+    {LP_CPU_ARM, "arm", 2, "pc"},
+    {LP_CPU_ARM64, "arm64", 4, "pc"},
+    {LP_CPU_ARM64_32, "arm64_32", 4, "pc"},
+    {LP_CPU_MIPS, "mips", 4, "pc"},
+    {LP_CPU_MIPS64, "mips64", 4, "pc"},
+    {LP_CPU_PPC, "ppc", 4, "srr0"},
+    {LP_CPU_PPC64, "ppc64", 8, "srr0"},
+    {LP_CPU_WASM32, "wasm32", 4, NULL},
 };
 
-static const struct arch_info *info(lp_arch arch)
+static const struct arch_info *info(lp_cpu arch)
 {
     size_t i;
 
@@ -39,57 +39,57 @@ static const struct arch_info *info(lp_arch arch)
     return &arch_table[0];
 }
 
-lp_arch lp_arch_from_name(const char *name)
+lp_cpu lp_cpu_from_name(const char *name)
 {
     size_t i;
 
     if (!name)
-        return LP_ARCH_UNKNOWN;
+        return LP_CPU_UNKNOWN;
     if (strcmp(name, "amd64") == 0)
-        return LP_ARCH_X86_64;
+        return LP_CPU_X86_64;
     if (strcmp(name, "aarch64") == 0)
-        return LP_ARCH_ARM64;
+        return LP_CPU_ARM64;
     if (strcmp(name, "i386") == 0 || strcmp(name, "i686") == 0)
-        return LP_ARCH_X86;
+        return LP_CPU_X86;
     for (i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
         if (strcmp(arch_table[i].name, name) == 0)
             return arch_table[i].arch;
-    return LP_ARCH_UNKNOWN;
+    return LP_CPU_UNKNOWN;
 }
 
-const char *lp_arch_name(lp_arch arch) { return info(arch)->name; }
-unsigned lp_arch_align(lp_arch arch) { return info(arch)->align; }
-const char *lp_arch_ip_register(lp_arch arch) { return info(arch)->ip_reg; }
+const char *lp_cpu_name(lp_cpu arch) { return info(arch)->name; }
+unsigned lp_cpu_align(lp_cpu arch) { return info(arch)->align; }
+const char *lp_cpu_ip_register(lp_cpu arch) { return info(arch)->ip_reg; }
 
-lp_arch lp_arch_from_elf(unsigned e_machine, unsigned elf_class)
+lp_cpu lp_cpu_from_elf(unsigned e_machine, unsigned elf_class)
 {
     int is64 = elf_class == ELFCLASS64;
 
     switch (e_machine) {
-    case EM_386: return LP_ARCH_X86;
-    case EM_X86_64: return LP_ARCH_X86_64;
-    case EM_ARM: return LP_ARCH_ARM;
-    case EM_AARCH64: return is64 ? LP_ARCH_ARM64 : LP_ARCH_ARM64_32;
-    case EM_MIPS: return is64 ? LP_ARCH_MIPS64 : LP_ARCH_MIPS;
-    case EM_PPC: return LP_ARCH_PPC;
-    case EM_PPC64: return LP_ARCH_PPC64;
-    default: return LP_ARCH_UNKNOWN;
+    case EM_386: return LP_CPU_X86;
+    case EM_X86_64: return LP_CPU_X86_64;
+    case EM_ARM: return LP_CPU_ARM;
+    case EM_AARCH64: return is64 ? LP_CPU_ARM64 : LP_CPU_ARM64_32;
+    case EM_MIPS: return is64 ? LP_CPU_MIPS64 : LP_CPU_MIPS;
+    case EM_PPC: return LP_CPU_PPC;
+    case EM_PPC64: return LP_CPU_PPC64;
+    default: return LP_CPU_UNKNOWN;
     }
 }
 
-uint64_t lp_addr_aligned(lp_arch arch, uint64_t addr)
+uint64_t lp_addr_aligned(lp_cpu arch, uint64_t addr)
 {
-    unsigned a = lp_arch_align(arch);
+    unsigned a = lp_cpu_align(arch);
 
     return a ? addr - addr % a : addr;
 }
 
-int lp_addr_previous(lp_arch arch, uint64_t addr, uint64_t *out)
+int lp_addr_previous(lp_cpu arch, uint64_t addr, uint64_t *out)
 {
     uint64_t aligned = lp_addr_aligned(arch, addr);
-    uint64_t w = lp_arch_align(arch) ? lp_arch_align(arch) : 1;
+    uint64_t w = lp_cpu_align(arch) ? lp_cpu_align(arch) : 1;
 
-    if (arch == LP_ARCH_MIPS || arch == LP_ARCH_MIPS64)
+    if (arch == LP_CPU_MIPS || arch == LP_CPU_MIPS64)
         w *= 2; /* the delay slot: the call is two instructions back */
     if (aligned < w)
         return -1;
@@ -102,7 +102,7 @@ static int is_crash_signal(int sig)
     return sig == 4 || sig == 10 || sig == 11; /* SIGILL, SIGBUS, SIGSEGV */
 }
 
-int lp_addr_caller(lp_arch arch, uint64_t addr, int is_crashing_frame,
+int lp_addr_caller(lp_cpu arch, uint64_t addr, int is_crashing_frame,
                    const lp_crash_ctx *ctx, uint64_t *out)
 {
     int adjust = !is_crashing_frame;
@@ -154,7 +154,7 @@ void lp_adjust_flags_for_mode(lp_adjust_mode mode, size_t n, int8_t *flags)
 }
 
 /* One frame: flag is the frame's resolved flag or UNSET (= Auto). */
-static void adjust_one(lp_arch arch, uint64_t addr, size_t i, int flag,
+static void adjust_one(lp_cpu arch, uint64_t addr, size_t i, int flag,
                        const lp_crash_ctx *ctx, uint64_t *lookup, uint8_t *ok)
 {
     int r;
@@ -170,7 +170,7 @@ static void adjust_one(lp_arch arch, uint64_t addr, size_t i, int flag,
         *lookup = addr;
 }
 
-void lp_adjust_stack(lp_arch arch, size_t n, const uint64_t *addrs,
+void lp_adjust_stack(lp_cpu arch, size_t n, const uint64_t *addrs,
                      const int8_t *flags, const lp_crash_ctx *ctx,
                      uint64_t *lookup, uint8_t *ok)
 {
@@ -188,7 +188,7 @@ void lp_adjust_stack(lp_arch arch, size_t n, const uint64_t *addrs,
 
 /* Frame i of a stack under a stack-level mode: every mode but auto sets a
  * flag on frame 0, which turns the default of the others to "adjust". */
-static void stack_mode_one(lp_arch arch, lp_adjust_mode mode, size_t i,
+static void stack_mode_one(lp_cpu arch, lp_adjust_mode mode, size_t i,
                                      uint64_t addr, const lp_crash_ctx *ctx,
                                      uint64_t *lookup, uint8_t *ok)
 {
@@ -199,7 +199,7 @@ static void stack_mode_one(lp_arch arch, lp_adjust_mode mode, size_t i,
     adjust_one(arch, addr, i, f, ctx, lookup, ok);
 }
 
-void lp_adjust_stack_mode(lp_arch arch, lp_adjust_mode mode, size_t n,
+void lp_adjust_stack_mode(lp_cpu arch, lp_adjust_mode mode, size_t n,
                           const uint64_t *addrs, const lp_crash_ctx *ctx,
                           uint64_t *lookup, uint8_t *ok)
 {
@@ -209,7 +209,7 @@ void lp_adjust_stack_mode(lp_arch arch, lp_adjust_mode mode, size_t n,
         stack_mode_one(arch, mode, i, addrs[i], ctx, &lookup[i], &ok[i]);
 }
 
-int lp_adjust_frame(lp_arch arch, lp_adjust_mode mode, size_t index,
+int lp_adjust_frame(lp_cpu arch, lp_adjust_mode mode, size_t index,
                     uint64_t addr, const lp_crash_ctx *ctx, uint64_t *out)
 {
     uint8_t ok;

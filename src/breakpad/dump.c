@@ -158,7 +158,7 @@ static int identify(Elf *e, const char *path, lp_bp_elf_id *id, lp_error *err)
         return lp_error_set(err, LP_EFORMAT, "%s: not an ELF file", path);
     if (check_extent(e, &eh, path, err) < 0)
         return -1;
-    id->arch = lp_arch_name(lp_arch_from_elf(eh.e_machine, eh.e_ident[EI_CLASS]));
+    id->arch = lp_cpu_name(lp_cpu_from_elf(eh.e_machine, eh.e_ident[EI_CLASS]));
     n = dwelf_elf_gnu_build_id(e, &bid);
     if (n > 0 && n <= 64) {
         lp_bp_debug_id(bid, (size_t)n, id->debug_id);

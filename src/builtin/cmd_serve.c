@@ -85,7 +85,7 @@ static int parse_args(int argc, char **argv, lp_sym_store *st, serve_args *a, lp
                 return lp_error_set(err, LP_EUSAGE, "--adjust: expected auto, all, all_but_first or none");
             a->o.sym.adjust = 1;
         } else if (!strncmp(o, "--arch=", 7)) {
-            if ((a->o.sym.arch = lp_arch_from_name(o + 7)) == LP_ARCH_UNKNOWN)
+            if ((a->o.sym.arch = lp_cpu_from_name(o + 7)) == LP_CPU_UNKNOWN)
                 return lp_error_set(err, LP_EUSAGE, "--arch: unknown architecture '%s'", o + 7);
         } else if ((eq = strchr(o, '=')) && (size_t)(eq - o) < sizeof name) {
             memcpy(name, o, (size_t)(eq - o));
@@ -149,7 +149,7 @@ static int run(serve_args *a, lp_sym_store *st, lp_error *err)
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_args a = {"127.0.0.1", NULL, 0, {NULL, 8000, 8u << 20, 4, 64, 30, {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0, 0}}};
+    serve_args a = {"127.0.0.1", NULL, 0, {NULL, 8000, 8u << 20, 4, 64, 30, {0, LP_ADJUST_AUTO, LP_CPU_UNKNOWN, 0, 0}}};
     lp_sym_store *st;
     lp_error err;
     int i, r;

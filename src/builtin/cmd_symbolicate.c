@@ -94,7 +94,7 @@ static int parse_args(int argc, char **argv, lp_sym_store *st, sym_args *a, lp_e
                 return lp_error_set(err, LP_EUSAGE, "--adjust: expected auto, all, all_but_first or none, not '%s'", o + 9);
             a->opts.adjust = 1;
         } else if (!strncmp(o, "--arch=", 7)) {
-            if ((a->opts.arch = lp_arch_from_name(o + 7)) == LP_ARCH_UNKNOWN)
+            if ((a->opts.arch = lp_cpu_from_name(o + 7)) == LP_CPU_UNKNOWN)
                 return lp_error_set(err, LP_EUSAGE, "--arch: unknown architecture '%s'", o + 7);
         } else if (!strcmp(o, "--pretty")) {
             a->opts.pretty = 1;
@@ -144,7 +144,7 @@ static int run(lp_sym_store *st, const sym_args *a, lp_error *err)
 
 int cmd_symbolicate(int argc, char **argv)
 {
-    sym_args a = {NULL, NULL, 0, {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0, 0}};
+    sym_args a = {NULL, NULL, 0, {0, LP_ADJUST_AUTO, LP_CPU_UNKNOWN, 0, 0}};
     lp_sym_store *st;
     lp_error err;
     int i, r;

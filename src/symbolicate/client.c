@@ -14,7 +14,7 @@
 #include "symbolicate/internal.h"
 
 struct lp_sym_req {
-    lp_arch arch;
+    lp_cpu arch;
     int adjust;
     lp_adjust_mode mode;
     json_t *jobs;                  /* all jobs so far */
@@ -89,7 +89,7 @@ int lp_sym_module_offset(const lp_sym_mapping *m, uint64_t ip, uint64_t *off)
     return 0;
 }
 
-lp_sym_req *lp_sym_req_new(lp_arch arch, int adjust, lp_adjust_mode mode, lp_error *err)
+lp_sym_req *lp_sym_req_new(lp_cpu arch, int adjust, lp_adjust_mode mode, lp_error *err)
 {
     lp_sym_req *r = calloc(1, sizeof *r);
 

@@ -144,13 +144,13 @@ static int add_inlines(json_t *fi, const lp_bp_result *res)
 static int resolve(run_ctx *c, json_t *fi, const req_module *rm, size_t index, long long off)
 {
     uint64_t addr = (uint64_t)off;
-    lp_arch arch;
+    lp_cpu arch;
     lp_bp_result res;
     int r = 0;
 
     if (c->opts && c->opts->adjust) {
-        arch = c->opts->arch != LP_ARCH_UNKNOWN ? c->opts->arch
-                                                : lp_arch_from_name(rm->h.m->arch);
+        arch = c->opts->arch != LP_CPU_UNKNOWN ? c->opts->arch
+                                                : lp_cpu_from_name(rm->h.m->arch);
         if (lp_adjust_frame(arch, c->opts->mode, index, (uint64_t)off, NULL, &addr) < 0)
             return json_object_set_new(fi, "lookup_offset", json_null());
         r = json_object_set_new(fi, "lookup_offset", hex_json((long long)addr));

@@ -36,7 +36,7 @@ static lp_sym_store *store(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    lp_sym_opts o = {size & 1, (lp_adjust_mode)(size % 4), LP_ARCH_UNKNOWN, 0, (size >> 1) & 1};
+    lp_sym_opts o = {size & 1, (lp_adjust_mode)(size % 4), LP_CPU_UNKNOWN, 0, (size >> 1) & 1};
     lp_error e;
     char *r;
 

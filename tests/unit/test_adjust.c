@@ -11,7 +11,7 @@
 
 #include "lbr2prof/adjust.h"
 
-static void check_stack(lp_arch arch, lp_adjust_mode mode, const uint64_t in[3],
+static void check_stack(lp_cpu arch, lp_adjust_mode mode, const uint64_t in[3],
                         const lp_crash_ctx *ctx, uint64_t e0, uint64_t e1,
                         uint64_t e2)
 {
@@ -38,24 +38,24 @@ static void t000_1_primitives(void **state)
     uint64_t v = 0;
     lp_crash_ctx segv = {11, 1, 0x4242};
     (void)state;
-    assert_int_equal(lp_addr_aligned(LP_ARCH_X86, 0x1337), 0x1337);
-    assert_int_equal(lp_addr_previous(LP_ARCH_X86, 0x1337, &v), 0);
+    assert_int_equal(lp_addr_aligned(LP_CPU_X86, 0x1337), 0x1337);
+    assert_int_equal(lp_addr_previous(LP_CPU_X86, 0x1337, &v), 0);
     assert_int_equal(v, 0x1336);
-    assert_int_equal(lp_addr_aligned(LP_ARCH_X86_64, 0x1337), 0x1337);
-    assert_int_equal(lp_addr_previous(LP_ARCH_X86_64, 0x1337, &v), 0);
+    assert_int_equal(lp_addr_aligned(LP_CPU_X86_64, 0x1337), 0x1337);
+    assert_int_equal(lp_addr_previous(LP_CPU_X86_64, 0x1337, &v), 0);
     assert_int_equal(v, 0x1336);
-    assert_int_equal(lp_addr_aligned(LP_ARCH_ARM64, 0x1337), 0x1334);
-    assert_int_equal(lp_addr_previous(LP_ARCH_ARM64, 0x1337, &v), 0);
+    assert_int_equal(lp_addr_aligned(LP_CPU_ARM64, 0x1337), 0x1334);
+    assert_int_equal(lp_addr_previous(LP_CPU_ARM64, 0x1337, &v), 0);
     assert_int_equal(v, 0x1330);
-    assert_int_equal(lp_addr_aligned(LP_ARCH_ARM, 0x1337), 0x1336);
-    assert_int_equal(lp_addr_previous(LP_ARCH_ARM, 0x1337, &v), 0);
+    assert_int_equal(lp_addr_aligned(LP_CPU_ARM, 0x1337), 0x1336);
+    assert_int_equal(lp_addr_previous(LP_CPU_ARM, 0x1337, &v), 0);
     assert_int_equal(v, 0x1334);
-    assert_int_equal(lp_addr_aligned(LP_ARCH_ARM, 0x1001), 0x1000);
-    assert_int_equal(lp_addr_previous(LP_ARCH_ARM, 0x1001, &v), 0);
+    assert_int_equal(lp_addr_aligned(LP_CPU_ARM, 0x1001), 0x1000);
+    assert_int_equal(lp_addr_previous(LP_CPU_ARM, 0x1001, &v), 0);
     assert_int_equal(v, 0xffe);
-    assert_int_equal(lp_addr_caller(LP_ARCH_ARM64, 0x1337, 0, &segv, &v), 0);
+    assert_int_equal(lp_addr_caller(LP_CPU_ARM64, 0x1337, 0, &segv, &v), 0);
     assert_int_equal(v, 0x1330);
-    assert_int_equal(lp_addr_caller(LP_ARCH_ARM64, 0x1337, 1, NULL, &v), 0);
+    assert_int_equal(lp_addr_caller(LP_CPU_ARM64, 0x1337, 1, NULL, &v), 0);
     assert_int_equal(v, 0x1334);
 }
 
@@ -66,7 +66,7 @@ static void t000_2_modes(void **state)
     static const uint64_t thumb[3] = {0x1001, 0x2005, 0x3008};
     static const uint64_t mips[3] = {0x1000, 0x2008, 0x3008};
     static const uint64_t ppc[3] = {0x1000, 0x2008, 0x300c};
-    lp_arch xs[2] = {LP_ARCH_X86_64, LP_ARCH_X86};
+    lp_cpu xs[2] = {LP_CPU_X86_64, LP_CPU_X86};
     int i;
     (void)state;
     for (i = 0; i < 2; i++) {
@@ -75,22 +75,22 @@ static void t000_2_modes(void **state)
         check_stack(xs[i], LP_ADJUST_ALL_BUT_FIRST, x, NULL, 0x1000, 0x2004, 0x3008);
         check_stack(xs[i], LP_ADJUST_AUTO, x, NULL, 0x1000, 0x2004, 0x3008);
     }
-    check_stack(LP_ARCH_ARM64, LP_ADJUST_NONE, a64, NULL, 0x1000, 0x2004, 0x3004);
-    check_stack(LP_ARCH_ARM64, LP_ADJUST_ALL, a64, NULL, 0xffc, 0x2000, 0x3000);
-    check_stack(LP_ARCH_ARM64, LP_ADJUST_ALL_BUT_FIRST, a64, NULL, 0x1000, 0x2000, 0x3000);
-    check_stack(LP_ARCH_ARM64, LP_ADJUST_AUTO, a64, NULL, 0x1000, 0x2000, 0x3000);
-    check_stack(LP_ARCH_ARM, LP_ADJUST_NONE, thumb, NULL, 0x1000, 0x2004, 0x3008);
-    check_stack(LP_ARCH_ARM, LP_ADJUST_ALL, thumb, NULL, 0xffe, 0x2002, 0x3006);
-    check_stack(LP_ARCH_ARM, LP_ADJUST_ALL_BUT_FIRST, thumb, NULL, 0x1000, 0x2002, 0x3006);
-    check_stack(LP_ARCH_ARM, LP_ADJUST_AUTO, thumb, NULL, 0x1000, 0x2002, 0x3006);
-    check_stack(LP_ARCH_MIPS, LP_ADJUST_NONE, mips, NULL, 0x1000, 0x2008, 0x3008);
-    check_stack(LP_ARCH_MIPS, LP_ADJUST_ALL, mips, NULL, 0xff8, 0x2000, 0x3000);
-    check_stack(LP_ARCH_MIPS, LP_ADJUST_ALL_BUT_FIRST, mips, NULL, 0x1000, 0x2000, 0x3000);
-    check_stack(LP_ARCH_MIPS, LP_ADJUST_AUTO, mips, NULL, 0x1000, 0x2000, 0x3000);
-    check_stack(LP_ARCH_PPC64, LP_ADJUST_NONE, ppc, NULL, 0x1000, 0x2008, 0x3008);
-    check_stack(LP_ARCH_PPC64, LP_ADJUST_ALL, ppc, NULL, 0xff8, 0x2000, 0x3000);
-    check_stack(LP_ARCH_PPC64, LP_ADJUST_ALL_BUT_FIRST, ppc, NULL, 0x1000, 0x2000, 0x3000);
-    check_stack(LP_ARCH_PPC64, LP_ADJUST_AUTO, ppc, NULL, 0x1000, 0x2000, 0x3000);
+    check_stack(LP_CPU_ARM64, LP_ADJUST_NONE, a64, NULL, 0x1000, 0x2004, 0x3004);
+    check_stack(LP_CPU_ARM64, LP_ADJUST_ALL, a64, NULL, 0xffc, 0x2000, 0x3000);
+    check_stack(LP_CPU_ARM64, LP_ADJUST_ALL_BUT_FIRST, a64, NULL, 0x1000, 0x2000, 0x3000);
+    check_stack(LP_CPU_ARM64, LP_ADJUST_AUTO, a64, NULL, 0x1000, 0x2000, 0x3000);
+    check_stack(LP_CPU_ARM, LP_ADJUST_NONE, thumb, NULL, 0x1000, 0x2004, 0x3008);
+    check_stack(LP_CPU_ARM, LP_ADJUST_ALL, thumb, NULL, 0xffe, 0x2002, 0x3006);
+    check_stack(LP_CPU_ARM, LP_ADJUST_ALL_BUT_FIRST, thumb, NULL, 0x1000, 0x2002, 0x3006);
+    check_stack(LP_CPU_ARM, LP_ADJUST_AUTO, thumb, NULL, 0x1000, 0x2002, 0x3006);
+    check_stack(LP_CPU_MIPS, LP_ADJUST_NONE, mips, NULL, 0x1000, 0x2008, 0x3008);
+    check_stack(LP_CPU_MIPS, LP_ADJUST_ALL, mips, NULL, 0xff8, 0x2000, 0x3000);
+    check_stack(LP_CPU_MIPS, LP_ADJUST_ALL_BUT_FIRST, mips, NULL, 0x1000, 0x2000, 0x3000);
+    check_stack(LP_CPU_MIPS, LP_ADJUST_AUTO, mips, NULL, 0x1000, 0x2000, 0x3000);
+    check_stack(LP_CPU_PPC64, LP_ADJUST_NONE, ppc, NULL, 0x1000, 0x2008, 0x3008);
+    check_stack(LP_CPU_PPC64, LP_ADJUST_ALL, ppc, NULL, 0xff8, 0x2000, 0x3000);
+    check_stack(LP_CPU_PPC64, LP_ADJUST_ALL_BUT_FIRST, ppc, NULL, 0x1000, 0x2000, 0x3000);
+    check_stack(LP_CPU_PPC64, LP_ADJUST_AUTO, ppc, NULL, 0x1000, 0x2000, 0x3000);
 }
 
 static void t000_3_auto_heuristic(void **state)
@@ -100,15 +100,15 @@ static void t000_3_auto_heuristic(void **state)
     lp_crash_ctx same = {11, 1, 0x1000}, diff = {11, 1, 0x5555};
     lp_crash_ctx abrt = {6, 1, 0x5555}, noreg = {11, 0, 0};
     (void)state;
-    check_stack(LP_ARCH_X86_64, LP_ADJUST_AUTO, x, &same, 0x1000, 0x2004, 0x3008);
-    check_stack(LP_ARCH_X86_64, LP_ADJUST_AUTO, x, &diff, 0xfff, 0x2004, 0x3008);
-    check_stack(LP_ARCH_X86_64, LP_ADJUST_AUTO, x, &abrt, 0x1000, 0x2004, 0x3008);
-    check_stack(LP_ARCH_X86_64, LP_ADJUST_AUTO, x, &noreg, 0x1000, 0x2004, 0x3008);
-    check_stack(LP_ARCH_ARM64, LP_ADJUST_AUTO, a64, &diff, 0xffc, 0x2000, 0x3000);
-    assert_string_equal(lp_arch_ip_register(LP_ARCH_X86_64), "rip");
-    assert_string_equal(lp_arch_ip_register(LP_ARCH_X86), "eip");
-    assert_string_equal(lp_arch_ip_register(LP_ARCH_ARM64), "pc");
-    assert_string_equal(lp_arch_ip_register(LP_ARCH_PPC), "srr0");
+    check_stack(LP_CPU_X86_64, LP_ADJUST_AUTO, x, &same, 0x1000, 0x2004, 0x3008);
+    check_stack(LP_CPU_X86_64, LP_ADJUST_AUTO, x, &diff, 0xfff, 0x2004, 0x3008);
+    check_stack(LP_CPU_X86_64, LP_ADJUST_AUTO, x, &abrt, 0x1000, 0x2004, 0x3008);
+    check_stack(LP_CPU_X86_64, LP_ADJUST_AUTO, x, &noreg, 0x1000, 0x2004, 0x3008);
+    check_stack(LP_CPU_ARM64, LP_ADJUST_AUTO, a64, &diff, 0xffc, 0x2000, 0x3000);
+    assert_string_equal(lp_cpu_ip_register(LP_CPU_X86_64), "rip");
+    assert_string_equal(lp_cpu_ip_register(LP_CPU_X86), "eip");
+    assert_string_equal(lp_cpu_ip_register(LP_CPU_ARM64), "pc");
+    assert_string_equal(lp_cpu_ip_register(LP_CPU_PPC), "srr0");
 }
 
 static void flags_case(const int8_t f[3], uint64_t e0, uint64_t e1, uint64_t e2)
@@ -117,7 +117,7 @@ static void flags_case(const int8_t f[3], uint64_t e0, uint64_t e1, uint64_t e2)
     uint64_t out[3];
     uint8_t ok[3];
 
-    lp_adjust_stack(LP_ARCH_X86_64, 3, x, f, NULL, out, ok);
+    lp_adjust_stack(LP_CPU_X86_64, 3, x, f, NULL, out, ok);
     assert_int_equal(out[0], e0);
     assert_int_equal(out[1], e1);
     assert_int_equal(out[2], e2);
@@ -156,8 +156,8 @@ static void t000_5_processor_mapping(void **state)
     assert_int_equal(lp_adjust_mode_parse("all_but_first", &m), 0);
     assert_int_equal(m, LP_ADJUST_ALL_BUT_FIRST);
     assert_int_equal(lp_adjust_mode_parse("sometimes", &m), -1);
-    assert_int_equal(lp_arch_from_name("aarch64"), LP_ARCH_ARM64);
-    assert_int_equal(lp_arch_from_elf(62, 2), LP_ARCH_X86_64); /* EM_X86_64 */
+    assert_int_equal(lp_cpu_from_name("aarch64"), LP_CPU_ARM64);
+    assert_int_equal(lp_cpu_from_elf(62, 2), LP_CPU_X86_64); /* EM_X86_64 */
 }
 
 static void t000_7_underflow(void **state)
@@ -167,13 +167,13 @@ static void t000_7_underflow(void **state)
     uint8_t ok[1] = {1};
     (void)state;
     /* Relative to image_addr 0x10000 the frame is at 0: "all" underflows. */
-    lp_adjust_stack_mode(LP_ARCH_X86_64, LP_ADJUST_ALL, 1, in, NULL, out, ok);
+    lp_adjust_stack_mode(LP_CPU_X86_64, LP_ADJUST_ALL, 1, in, NULL, out, ok);
     assert_int_equal(ok[0], 0);
     assert_int_equal(out[0], 0); /* raw kept, no wrap to 2^64-1 */
-    assert_int_equal(lp_addr_previous(LP_ARCH_ARM64, 3, &v), -1);
+    assert_int_equal(lp_addr_previous(LP_CPU_ARM64, 3, &v), -1);
     assert_int_equal(v, 77);
     /* Absolute: 0x10000 -> 0xffff, below the image; the caller compares. */
-    assert_int_equal(lp_addr_previous(LP_ARCH_X86_64, 0x10000, &v), 0);
+    assert_int_equal(lp_addr_previous(LP_CPU_X86_64, 0x10000, &v), 0);
     assert_int_equal(v, 0xffff);
 }
 

@@ -340,7 +340,7 @@ static void path_traversal(void **state)
 
 static void t000_6_dedup_by_lookup_address(void **state)
 {
-    lp_sym_opts o = {1, LP_ADJUST_ALL_BUT_FIRST, LP_ARCH_UNKNOWN, 0, 0};
+    lp_sym_opts o = {1, LP_ADJUST_ALL_BUT_FIRST, LP_CPU_UNKNOWN, 0, 0};
 
     /* Raw 0x2005 is a leaf in stack A (looked up as is, line 21) and a
      * return address in stack B (looked up as 0x2004, line 20). */
@@ -357,8 +357,8 @@ static void t000_6_dedup_by_lookup_address(void **state)
 
 static void t000_7_underflow_keeps_raw(void **state)
 {
-    lp_sym_opts o = {1, LP_ADJUST_ALL, LP_ARCH_UNKNOWN, 0, 0};
-    lp_sym_opts arm = {1, LP_ADJUST_NONE, LP_ARCH_ARM64, 0, 0};
+    lp_sym_opts o = {1, LP_ADJUST_ALL, LP_CPU_UNKNOWN, 0, 0};
+    lp_sym_opts arm = {1, LP_ADJUST_NONE, LP_CPU_ARM64, 0, 0};
 
     expect_json(*state, 0, &o,
         "{\"memoryMap\":[[\"adj.so\",\"AAAA\"]],\"stacks\":[[[0,0],[0,4097]]]}",
@@ -405,7 +405,7 @@ static void request_builder(void **state)
     const uint64_t st1[4] = {0x12005, 0x13009, 0x7fff0010, 0x30010};
     const uint64_t st2[1] = {0x99999};
     lp_error e;
-    lp_sym_req *r = lp_sym_req_new(LP_ARCH_X86_64, 1, LP_ADJUST_ALL_BUT_FIRST, &e);
+    lp_sym_req *r = lp_sym_req_new(LP_CPU_X86_64, 1, LP_ADJUST_ALL_BUT_FIRST, &e);
     char *req, *resp;
     json_t *j, *exp;
     int i;
@@ -456,7 +456,7 @@ static void request_builder(void **state)
 static void debug_statistics(void **state)
 {
     fixture *fx = *state;
-    lp_sym_opts o = {0, LP_ADJUST_AUTO, LP_ARCH_UNKNOWN, 0, 1};
+    lp_sym_opts o = {0, LP_ADJUST_AUTO, LP_CPU_UNKNOWN, 0, 1};
     const char *req =
         "{\"jobs\":[{\"memoryMap\":[[\"ntdll.pdb\",\"" NT "\"],[\"nope.so\",\"AB\"],[\"u.so\",\"CD\"]],"
         "\"stacks\":[[[0,4104],[1,1]]]},{\"memoryMap\":[[\"ntdll.pdb\",\"" NT "\"]],\"stacks\":[[[0,1]]]}]}";
