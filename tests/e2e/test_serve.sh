@@ -45,7 +45,17 @@ INLINE 1 3 2 2 7a89 31
 7a82 5 5 2
 S
 
-"$LBR2PROF" serve --listen 127.0.0.1:0 --symbols store --port-file port \
+# An ELF module too (loaded on first use, by several threads at once).
+ELFID=""
+if command -v clang-19 >/dev/null 2>&1 && command -v llvm-nm-19 >/dev/null 2>&1; then
+    printf 'int twice(int x) { return 2 * x; }\nint main(int c, char **v) { (void)v; return twice(c); }\n' > small.c
+    clang-19 -g -O1 -o small small.c
+    ELFID=$("$LBR2PROF" dump-syms --id small | sed -n 's/^debug_id //p')
+    TWICE=$(( 0x$(llvm-nm-19 small | awk '$3 == "twice" { print $1 }') ))
+    mkdir -p bins && cp small bins/
+fi
+mkdir -p bins
+"$LBR2PROF" serve --listen 127.0.0.1:0 --symbols store --binary bins --port-file port \
     --max-body 65536 --threads 4 2> serve.log &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
@@ -129,6 +139,24 @@ while [ $n -lt 24 ]; do
     n=$((n + 1))
 done
 kill -0 $pid
+
+# Concurrent first uses of the ELF module: every answer names the function.
+if [ -n "$ELFID" ]; then
+    printf '{"memoryMap":[["small","%s"]],"stacks":[[[0,%s]]]}' "$ELFID" "$TWICE" > re.json
+    n=0; curls=""
+    while [ $n -lt 8 ]; do
+        curl -s --max-time 20 -o "e$n.out" -X POST --data-binary @re.json "$URL/v5" &
+        curls="$curls $!"
+        n=$((n + 1))
+    done
+    for c in $curls; do wait "$c"; done
+    n=0
+    while [ $n -lt 8 ]; do
+        grep -q '"function":"twice","function_offset":"0x0","file":"[^"]*small.c","line":1' "e$n.out" \
+            || { echo "ELF request $n wrong:"; cat "e$n.out"; exit 1; }
+        n=$((n + 1))
+    done
+fi
 
 # A non-loopback address is refused unless allowed.
 set +e
