@@ -230,51 +230,54 @@ static int parse_record(parse_ctx *c, char *s)
     return rec_line(c, s);
 }
 
-lp_bp_module *lp_bp_parse(const char *text, size_t len, const char *what,
-                          lp_error *err)
+/* Feed every line of text to parse_record (a copy, NUL-terminated). */
+static int parse_lines(parse_ctx *c, const char *text, size_t len)
 {
-    parse_ctx c = {what ? what : "<sym>", 0, NULL, err};
-    size_t pos = 0, n;
+    size_t pos = 0, n, cap = 0;
     const char *nl;
-    char *buf = NULL;
-    size_t cap = 0;
+    char *buf = NULL, *nb;
+    int r = 0;
 
-    while (pos < len) {
+    while (r == 0 && pos < len) {
         nl = memchr(text + pos, '\n', len - pos);
         n = nl ? (size_t)(nl - (text + pos)) : len - pos;
-        c.lineno++;
+        c->lineno++;
         if (n + 1 > cap) {
-            char *nb = realloc(buf, cap = n + 64);
-            if (!nb) {
-                lp_error_set(err, LP_ENOMEM, "%s: out of memory", c.what);
-                goto fail;
+            if (!(nb = realloc(buf, cap = n + 64))) {
+                r = lp_error_set(c->err, LP_ENOMEM, "%s: out of memory", c->what);
+                break;
             }
             buf = nb;
         }
         memcpy(buf, text + pos, n);
         buf[n] = '\0';
-        if (n && buf[n - 1] == '\r')
+        if (n && buf[n - 1] == '\r') /* CRLF line ends */
             buf[n - 1] = '\0';
-        if (memchr(text + pos, '\0', n)) {
-            fail(&c, "line", "text without NUL bytes");
-            goto fail;
-        }
-        if (parse_record(&c, buf) < 0)
-            goto fail;
+        if (memchr(text + pos, '\0', n))
+            r = fail(c, "line", "text without NUL bytes");
+        else
+            r = parse_record(c, buf);
         pos += n + 1;
     }
+    free(buf);
+    return r;
+}
+
+lp_bp_module *lp_bp_parse(const char *text, size_t len, const char *what,
+                          lp_error *err)
+{
+    parse_ctx c = {what ? what : "<sym>", 0, NULL, err};
+
+    if (parse_lines(&c, text, len) < 0)
+        goto fail;
     if (!c.m) {
         lp_error_set(err, LP_EFORMAT, "%s: empty file (expected a MODULE line)", c.what);
         goto fail;
     }
-    free(buf);
-    if (lp_bp_finish(c.m, err) < 0) {
-        lp_bp_free(c.m);
-        return NULL;
-    }
+    if (lp_bp_finish(c.m, err) < 0)
+        goto fail;
     return c.m;
 fail:
-    free(buf);
     lp_bp_free(c.m);
     return NULL;
 }

@@ -266,6 +266,46 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Store statistics of one module that was looked up (key "file/id"). */
+static void debug_module(const req_module *m, const char *key, json_t *dl, json_t *ps,
+                         double *ptime, long long *size)
+{
+    if (m->h.cache_hit)
+        return;
+    /* Not cached: an attempt to read the store (a "download"). */
+    *size += m->bytes > 0 ? m->bytes : 0;
+    *ptime += m->load_seconds;
+    json_object_set_new(json_object_get(dl, m->state == 1 ? "time_per_module"
+                                                          : "fail_time_per_module"),
+                        key, json_real(m->load_seconds));
+    if (m->bytes >= 0)
+        json_object_set_new(json_object_get(dl, "size_per_module"), key,
+                            json_integer(m->bytes));
+    if (m->state == 1)
+        json_object_set_new(json_object_get(ps, "time_per_module"), key,
+                            json_real(m->load_seconds));
+}
+
+/* modules.stacks_per_module: in how many jobs each looked-up module is. */
+static long long debug_modules(const json_t *results, json_t *spm)
+{
+    const json_t *r, *v;
+    const char *key;
+    long long n = 0;
+    size_t i;
+
+    json_array_foreach(results, i, r) {
+        json_object_foreach((json_t *)json_object_get(r, "found_modules"), key, v) {
+            if (json_is_null(v))
+                continue;
+            json_object_set_new(spm, key,
+                                json_integer(json_integer_value(json_object_get(spm, key)) + 1));
+            n++;
+        }
+    }
+    return n;
+}
+
 /* The service's "debug" object (Debug: true): cache lookups, files read
  * ("downloads": from the local store), parse time, modules per job. */
 static json_t *debug_object(const run_ctx *c, const json_t *results, double t)
@@ -278,10 +318,8 @@ static json_t *debug_object(const run_ctx *c, const json_t *results, double t)
                           "parse_sym", "time", 0.0, "time_per_module",
                           "save_symcache", "time", 0.0,
                           "modules", "count", 0, "stacks_per_module", "time", t);
-    json_t *cl, *dl, *ps, *mo, *spm, *v;
-    const json_t *r;
-    const char *key;
-    long long lookups = 0, hits = 0, reads = 0, size = 0, nmod = 0;
+    json_t *cl, *dl, *ps, *mo;
+    long long lookups = 0, hits = 0, size = 0;
     double ptime = 0;
     size_t i;
     char *k;
@@ -292,44 +330,22 @@ static json_t *debug_object(const run_ctx *c, const json_t *results, double t)
     dl = json_object_get(d, "downloads");
     ps = json_object_get(d, "parse_sym");
     mo = json_object_get(d, "modules");
-    spm = json_object_get(mo, "stacks_per_module");
     for (i = 0; i < c->nmods; i++) {
-        const req_module *m = &c->mods[i];
-        if (m->state < 0 || asprintf(&k, "%s/%s", m->file, m->id) < 0)
+        if (c->mods[i].state < 0 || asprintf(&k, "%s/%s", c->mods[i].file, c->mods[i].id) < 0)
             continue;
         lookups++;
-        hits += m->h.cache_hit;
-        if (!m->h.cache_hit) { /* an attempt to read the store */
-            reads++;
-            size += m->bytes > 0 ? m->bytes : 0;
-            ptime += m->load_seconds;
-            json_object_set_new(json_object_get(dl, m->state == 1 ? "time_per_module"
-                                                                  : "fail_time_per_module"),
-                                k, json_real(m->load_seconds));
-            if (m->bytes >= 0)
-                json_object_set_new(json_object_get(dl, "size_per_module"), k,
-                                    json_integer(m->bytes));
-            if (m->state == 1)
-                json_object_set_new(json_object_get(ps, "time_per_module"), k,
-                                    json_real(m->load_seconds));
-        }
+        hits += c->mods[i].h.cache_hit;
+        debug_module(&c->mods[i], k, dl, ps, &ptime, &size);
         free(k);
-    }
-    json_array_foreach(results, i, r) {
-        json_object_foreach(json_object_get(r, "found_modules"), key, v) {
-            if (json_is_null(v))
-                continue;
-            json_object_set_new(spm, key, json_integer(json_integer_value(json_object_get(spm, key)) + 1));
-            nmod++;
-        }
     }
     json_object_set_new(cl, "count", json_integer(lookups));
     json_object_set_new(cl, "hits", json_integer(hits));
-    json_object_set_new(dl, "count", json_integer(reads));
+    json_object_set_new(dl, "count", json_integer(lookups - hits));
     json_object_set_new(dl, "size", json_integer(size));
     json_object_set_new(dl, "time", json_real(ptime));
     json_object_set_new(ps, "time", json_real(ptime));
-    json_object_set_new(mo, "count", json_integer(nmod));
+    json_object_set_new(mo, "count",
+                        json_integer(debug_modules(results, json_object_get(mo, "stacks_per_module"))));
     return d;
 }
 
