@@ -96,6 +96,22 @@ void lp_adjust_stack_mode(lp_cpu arch, lp_adjust_mode mode, size_t n,
                           const uint64_t *addrs, const lp_crash_ctx *ctx,
                           uint64_t *lookup, uint8_t *ok);
 
+/* What a frame address is (seed-000 §1.2): an interrupted PC or LBR target
+ * (never adjusted), a return address (look up the previous instruction),
+ * or a call site (already adjusted, e.g. llvm-profgen contexts). Keys that
+ * deduplicate frames must include the kind or the lookup address, never
+ * the raw address alone. */
+typedef enum lp_addr_kind {
+    LP_ADDR_IP = 0,
+    LP_ADDR_RETURN,
+    LP_ADDR_CALL_SITE,
+} lp_addr_kind;
+
+/* Lookup address for a frame of a known kind: IP and CALL_SITE aligned
+ * (symbolicator's "No"), RETURN the previous instruction ("Yes"). -1 on
+ * underflow. */
+int lp_addr_lookup(lp_cpu cpu, lp_addr_kind kind, uint64_t addr, uint64_t *out);
+
 /* The lookup address of frame `index` of a stack under `mode` (what
  * lp_adjust_stack_mode computes for that frame). -1 on underflow. */
 int lp_adjust_frame(lp_cpu arch, lp_adjust_mode mode, size_t index,

@@ -217,3 +217,11 @@ int lp_adjust_frame(lp_cpu arch, lp_adjust_mode mode, size_t index,
     stack_mode_one(arch, mode, index, addr, ctx, out, &ok);
     return ok ? 0 : -1;
 }
+
+int lp_addr_lookup(lp_cpu cpu, lp_addr_kind kind, uint64_t addr, uint64_t *out)
+{
+    if (kind == LP_ADDR_RETURN)
+        return lp_addr_previous(cpu, addr, out);
+    *out = lp_addr_aligned(cpu, addr);
+    return 0;
+}

@@ -177,6 +177,23 @@ static void t000_7_underflow(void **state)
     assert_int_equal(v, 0xffff);
 }
 
+static void t000_6_kinds(void **state)
+{
+    uint64_t a = 0, b = 0;
+    (void)state;
+    /* Sample A: 0x2005 is the leaf (an IP); sample B: a return address.
+     * The same raw address gives two lookup addresses. */
+    assert_int_equal(lp_addr_lookup(LP_CPU_X86_64, LP_ADDR_IP, 0x2005, &a), 0);
+    assert_int_equal(lp_addr_lookup(LP_CPU_X86_64, LP_ADDR_RETURN, 0x2005, &b), 0);
+    assert_int_equal(a, 0x2005);
+    assert_int_equal(b, 0x2004);
+    assert_int_equal(lp_addr_lookup(LP_CPU_X86_64, LP_ADDR_CALL_SITE, 0x2004, &a), 0);
+    assert_int_equal(a, 0x2004);
+    assert_int_equal(lp_addr_lookup(LP_CPU_ARM64, LP_ADDR_IP, 0x2006, &a), 0);
+    assert_int_equal(a, 0x2004); /* aligned even when not adjusted */
+    assert_int_equal(lp_addr_lookup(LP_CPU_ARM64, LP_ADDR_RETURN, 0x2, &a), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +202,7 @@ int main(void)
         cmocka_unit_test(t000_3_auto_heuristic),
         cmocka_unit_test(t000_4_frame_flags),
         cmocka_unit_test(t000_5_processor_mapping),
+        cmocka_unit_test(t000_6_kinds),
         cmocka_unit_test(t000_7_underflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
