@@ -7,7 +7,8 @@
  *     debug_file + ".sym"), tried in the order they were added;
  *   - ELF files (given one by one or as directories, not recursive),
  *     indexed by the Breakpad debug id of their build-id; their DWARF is
- *     read on first use.
+ *     read on first use;
+ *   - debug directories in the .build-id layout (separate debug files).
  * Names and ids from requests never leave the store: they are validated
  * like the service does (no '/'), "", "." and ".." are refused, and the
  * resolved path must stay under the store directory.
@@ -40,6 +41,11 @@ void lp_sym_store_free(lp_sym_store *s);
 int lp_sym_store_add_dir(lp_sym_store *s, const char *dir, lp_error *err);
 /* An ELF file, or every ELF file directly inside a directory. */
 int lp_sym_store_add_elf(lp_sym_store *s, const char *path, lp_error *err);
+/* A debug directory in the GNU layout DIR/.build-id/xx/yyyy....debug (e.g.
+ * /usr/lib/debug): a debug id gives the first 16 bytes of the build-id,
+ * which name the file up to its last bytes; candidates are checked by
+ * their own debug id. */
+int lp_sym_store_add_debug_dir(lp_sym_store *s, const char *dir, lp_error *err);
 
 /* A module in use: release it with lp_sym_store_release. */
 typedef struct lp_sym_handle {

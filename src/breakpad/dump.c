@@ -47,6 +47,7 @@ typedef struct dump_ctx {
     size_t nlr, caplr;
     Dwarf_Files *cu_files;
     size_t cu_nfiles;
+    const char *comp_dir;  /* current CU's DW_AT_comp_dir, or NULL */
     lp_error *err;
 } dump_ctx;
 
@@ -227,6 +228,30 @@ static const char *die_name(Dwarf_Die *die, char **owned)
     return n ? n : "<name omitted>";
 }
 
+/* ---- file names ---- */
+
+/* FILE number of a source path from libdw. libdw joins an entry with its
+ * include directory but leaves the result relative when that directory is
+ * relative; like llvm-symbolizer (and dump_syms), such paths are then
+ * taken relative to the CU's comp_dir: "../sysdeps/x.h" in comp_dir
+ * "./stdlib" is "./stdlib/../sysdeps/x.h". */
+static int intern_file(dump_ctx *c, const char *src, uint32_t *num)
+{
+    size_t n = c->comp_dir ? strlen(c->comp_dir) : 0;
+    char *joined = NULL;
+    int r;
+
+    if (!src)
+        src = "<unknown>";
+    else if (n && src[0] != '/' && !(strncmp(src, c->comp_dir, n) == 0 && src[n] == '/') &&
+             asprintf(&joined, "%s%s%s", c->comp_dir, c->comp_dir[n - 1] == '/' ? "" : "/",
+                      src) < 0)
+        return lp_error_set(c->err, LP_ENOMEM, "%s: out of memory", c->path);
+    r = intern(c, &c->files, &c->nfiles, joined ? joined : src, 1, num);
+    free(joined);
+    return r;
+}
+
 /* ---- line table ---- */
 
 static int cmp_lr(const void *a, const void *b)
@@ -269,7 +294,7 @@ static int load_lines(dump_ctx *c, Dwarf_Die *cu)
         r->end = b - c->base;
         r->line = dwarf_lineno(l, &ln) == 0 && ln > 0 ? (uint32_t)ln : 0;
         src = dwarf_linesrc(l, NULL, NULL);
-        if (intern(c, &c->files, &c->nfiles, src ? src : "<unknown>", 1, &r->file) < 0)
+        if (intern_file(c, src, &r->file) < 0)
             return -1;
         c->nlr++;
     }
@@ -316,8 +341,8 @@ static uint32_t call_file(dump_ctx *c, Dwarf_Die *die)
     if (!dwarf_attr(die, DW_AT_call_file, &a) || dwarf_formudata(&a, &idx) != 0 ||
         !c->cu_files || idx >= c->cu_nfiles ||
         !(s = dwarf_filesrc(c->cu_files, idx, NULL, NULL)))
-        s = "<unknown>";
-    intern(c, &c->files, &c->nfiles, s, 1, &num);
+        s = NULL;
+    intern_file(c, s, &num);
     return num;
 }
 
@@ -430,6 +455,8 @@ static int dump_dwarf(dump_ctx *c, Elf *e)
         return 0; /* no DWARF: PUBLIC records only */
     while (r == 0 && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
         if (dwarf_offdie(dw, off + hsize, &cu)) {
+            Dwarf_Attribute a;
+            c->comp_dir = dwarf_attr(&cu, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
             if (dwarf_getsrcfiles(&cu, &c->cu_files, &c->cu_nfiles) != 0) {
                 c->cu_files = NULL;
                 c->cu_nfiles = 0;
@@ -535,7 +562,7 @@ static int add_publics(dump_ctx *c, Elf *e)
 
 lp_bp_module *lp_bp_from_elf(const char *path, lp_error *err)
 {
-    dump_ctx c = {path, NULL, 0, NULL, NULL, 0, 0, NULL, 0, 0, NULL, 0, err};
+    dump_ctx c = {path, NULL, 0, NULL, NULL, 0, 0, NULL, 0, 0, NULL, 0, NULL, err};
     lp_bp_elf_id id;
     const char *slash = strrchr(path, '/');
     int fd, ok = -1;

@@ -18,6 +18,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: lbr2prof serve [--listen HOST:PORT] [--symbols DIR]... [--binary ELF|DIR]...\n"
+        "         [--debug-dir DIR]...\n"
         "         [--max-body BYTES] [--threads N] [--adjust=MODE] [--arch=ARCH]\n"
         "         [--port-file FILE] [--allow-remote]\n"
         "  --listen        IPv4 address and port (default 127.0.0.1:8000; port 0 = any)\n"
@@ -55,6 +56,8 @@ static int opt_value(serve_args *a, lp_sym_store *st, const char *o, const char 
         return lp_sym_store_add_dir(st, v, err);
     if (!strcmp(o, "--binary"))
         return lp_sym_store_add_elf(st, v, err);
+    if (!strcmp(o, "--debug-dir"))
+        return lp_sym_store_add_debug_dir(st, v, err);
     if (!strcmp(o, "--port-file"))
         return a->port_file = v, 0;
     if (!strcmp(o, "--max-body")) {

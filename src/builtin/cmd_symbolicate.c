@@ -16,11 +16,12 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: lbr2prof symbolicate [--symbols DIR]... [--binary ELF|DIR]...\n"
+        "usage: lbr2prof symbolicate [--symbols DIR]... [--binary ELF|DIR]... [--debug-dir DIR]...\n"
         "         [--api=v5|v4] [--adjust=auto|all|all_but_first|none] [--arch=ARCH]\n"
         "         [--pretty] [--debug] [-o OUT.json] [REQUEST.json | -]\n"
         "  --symbols DIR   Breakpad store: DIR/<debug_file>/<debug_id>/<debug_file>.sym\n"
         "  --binary PATH   ELF file(s) with DWARF, found by the debug id of their build-id\n"
+        "  --debug-dir DIR separate debug files in DIR/.build-id/xx/yyyy.debug (/usr/lib/debug)\n"
         "  --api           request/response version (default v5)\n"
         "  --adjust MODE   treat stack entries as return addresses and look up the\n"
         "                  call site (seed 000); adds \"lookup_offset\" to v5 frames\n"
@@ -74,12 +75,14 @@ static int parse_args(int argc, char **argv, lp_sym_store *st, sym_args *a, lp_e
 
     for (i = 1; i < argc; i++) {
         const char *o = argv[i];
-        if ((!strcmp(o, "--symbols") || !strcmp(o, "--binary") || !strcmp(o, "-o")) && i + 1 < argc) {
+        if ((!strcmp(o, "--symbols") || !strcmp(o, "--binary") || !strcmp(o, "--debug-dir") ||
+             !strcmp(o, "-o")) && i + 1 < argc) {
             v = argv[++i];
             if (!strcmp(o, "-o"))
                 a->output = v;
             else if ((!strcmp(o, "--symbols") ? lp_sym_store_add_dir(st, v, err)
-                                              : lp_sym_store_add_elf(st, v, err)) < 0)
+                      : !strcmp(o, "--binary") ? lp_sym_store_add_elf(st, v, err)
+                                               : lp_sym_store_add_debug_dir(st, v, err)) < 0)
                 return -1;
         } else if (!strncmp(o, "--symbols=", 10)) {
             if (lp_sym_store_add_dir(st, o + 10, err) < 0)

@@ -35,6 +35,8 @@ typedef struct cache_entry {
 struct lp_sym_store {
     char **dirs;            /* realpath of each Breakpad directory */
     size_t ndirs;
+    char **dbgdirs;         /* realpath of each .build-id debug directory */
+    size_t ndbgdirs;
     elf_entry *elfs;
     size_t nelfs, cap_elfs;
     cache_entry *cache;     /* guarded by lock */
@@ -69,6 +71,9 @@ void lp_sym_store_free(lp_sym_store *s)
     }
     for (i = 0; i < s->ndirs; i++)
         free(s->dirs[i]);
+    for (i = 0; i < s->ndbgdirs; i++)
+        free(s->dbgdirs[i]);
+    free(s->dbgdirs);
     for (i = 0; i < s->nelfs; i++)
         free(s->elfs[i].path);
     free(s->dirs);
@@ -77,7 +82,7 @@ void lp_sym_store_free(lp_sym_store *s)
     free(s);
 }
 
-int lp_sym_store_add_dir(lp_sym_store *s, const char *dir, lp_error *err)
+static int add_dir(char ***arr, size_t *n, const char *dir, lp_error *err)
 {
     char *rp = realpath(dir, NULL), **nd;
     struct stat st;
@@ -86,14 +91,24 @@ int lp_sym_store_add_dir(lp_sym_store *s, const char *dir, lp_error *err)
         free(rp);
         return lp_error_set(err, LP_EUSAGE, "%s: not a directory", dir);
     }
-    nd = realloc(s->dirs, (s->ndirs + 1) * sizeof *nd);
+    nd = realloc(*arr, (*n + 1) * sizeof *nd);
     if (!nd) {
         free(rp);
         return lp_error_set(err, LP_ENOMEM, "symbol store: out of memory");
     }
-    s->dirs = nd;
-    s->dirs[s->ndirs++] = rp;
+    *arr = nd;
+    (*arr)[(*n)++] = rp;
     return 0;
+}
+
+int lp_sym_store_add_dir(lp_sym_store *s, const char *dir, lp_error *err)
+{
+    return add_dir(&s->dirs, &s->ndirs, dir, err);
+}
+
+int lp_sym_store_add_debug_dir(lp_sym_store *s, const char *dir, lp_error *err)
+{
+    return add_dir(&s->dbgdirs, &s->ndbgdirs, dir, err);
 }
 
 static int add_one_elf(lp_sym_store *s, const char *path, int quiet, lp_error *err)
@@ -249,6 +264,56 @@ static lp_bp_module *load_from_elfs(lp_sym_store *s, const char *id, lp_sym_hand
     return NULL;
 }
 
+/* The first 16 build-id bytes a 33-character debug id stands for, as
+ * lower-case hex (the GUID swap undone). -1 for any other id. */
+static int id_to_build_id_prefix(const char *id, char out[33])
+{
+    static const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+    int i;
+
+    if (strlen(id) != 33)
+        return -1;
+    for (i = 0; i < 16; i++) { /* id byte i is build-id byte order[i] */
+        out[2 * order[i]] = (char)tolower((unsigned char)id[2 * i]);
+        out[2 * order[i] + 1] = (char)tolower((unsigned char)id[2 * i + 1]);
+    }
+    out[32] = '\0';
+    return 0;
+}
+
+/* DIR/.build-id/xx/<rest of the 16 bytes>*.debug whose own id matches. */
+static lp_bp_module *load_from_debug_dirs(lp_sym_store *s, const char *id, lp_sym_handle *h)
+{
+    char pre[33], sub[PATH_MAX], path[PATH_MAX];
+    size_t i, n;
+    DIR *d;
+    struct dirent *de;
+    lp_bp_elf_id eid;
+    lp_error err;
+    struct stat st;
+
+    if (id_to_build_id_prefix(id, pre) < 0)
+        return NULL;
+    for (i = 0; i < s->ndbgdirs; i++) {
+        snprintf(sub, sizeof sub, "%s/.build-id/%.2s", s->dbgdirs[i], pre);
+        if (!(d = opendir(sub)))
+            continue;
+        while ((de = readdir(d))) {
+            n = strlen(de->d_name);
+            if (strncmp(de->d_name, pre + 2, 30) || n < 6 || strcmp(de->d_name + n - 6, ".debug") ||
+                snprintf(path, sizeof path, "%s/%s", sub, de->d_name) >= (int)sizeof path ||
+                lp_bp_elf_identify(path, &eid, &err) < 0 || strcasecmp(eid.debug_id, id))
+                continue;
+            closedir(d);
+            h->loaded = 1;
+            h->bytes = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+            return lp_bp_from_elf(path, &err);
+        }
+        closedir(d);
+    }
+    return NULL;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -328,6 +393,8 @@ int lp_sym_store_get(lp_sym_store *s, const char *debug_file, const char *debug_
     m = load_from_dirs(s, debug_file, debug_id, h);
     if (!m) /* none, or one that did not parse: the ELF files may have it */
         m = load_from_elfs(s, debug_id, h);
+    if (!m)
+        m = load_from_debug_dirs(s, debug_id, h);
     h->load_seconds = now() - t0;
     if (!m) {
         free(key);

@@ -14,9 +14,14 @@ PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 cd "$WORK"
 
+mkdir -p inc
+cat > inc/inl.h <<'C'
+static inline __attribute__((always_inline)) int from_header(int x) { return x ^ (x >> 3); }
+C
 cat > prog.c <<'C'
 #include <stdio.h>
 #include <stdlib.h>
+#include "inl.h"
 extern int helper(int x);
 static volatile int sink;
 static inline __attribute__((always_inline)) int leaf(int x) { sink = x; return x * 3 + sink; }
@@ -25,7 +30,7 @@ __attribute__((noinline)) int work(int n)
 {
     int s = 0;
     for (int i = 0; i < n; i++)
-        s += middle(i);
+        s += middle(i) + from_header(s);
     return s;
 }
 __attribute__((noinline)) int rec(int n) { return n <= 0 ? sink : rec(n - 1) + helper(n); }
@@ -44,7 +49,7 @@ C
 
 check() { # name, clang flags
     name=$1; shift
-    clang-19 -g -O2 "$@" -o "$name" prog.c helper.c
+    clang-19 -g -O2 -Iinc "$@" -o "$name" prog.c helper.c
     "$LBR2PROF" dump-syms --id "$name" > id.txt
     id=$(sed -n 's/^debug_id //p' id.txt)
     [ ${#id} -eq 33 ] || { echo "bad debug id '$id'"; exit 1; }
@@ -122,6 +127,26 @@ PY
 
 check prog_pie -fPIE -pie
 check prog_nopie -fno-PIE -no-pie
+# Relative comp_dir and include directories (as distributions build):
+# paths must be joined like llvm-symbolizer does ("./inc/inl.h").
+check prog_rel -fdebug-prefix-map="$WORK"=. -fPIE -pie
+
+# Separate debug files: the GNU .build-id layout (--debug-dir), found from
+# the debug id alone; same answers as from the unstripped ELF.
+if command -v llvm-objcopy-19 >/dev/null 2>&1; then
+    bid=$("$LBR2PROF" dump-syms --id prog_pie | sed -n 's/^code_id //p' | tr 'A-F' 'a-f')
+    d=$(echo "$bid" | cut -c1-2); rest=$(echo "$bid" | cut -c3-)
+    mkdir -p "dbg/.build-id/$d"
+    llvm-objcopy-19 --only-keep-debug prog_pie "dbg/.build-id/$d/$rest.debug"
+    id=$("$LBR2PROF" dump-syms --id prog_pie | sed -n 's/^debug_id //p')
+    printf '{"memoryMap":[["prog_pie","%s"]],"stacks":[[[0,%s],[0,%s]]]}' "$id" \
+        $((0x$(llvm-nm-19 prog_pie | awk '$3 == "work" { print $1 }') + 4)) \
+        $((0x$(llvm-nm-19 prog_pie | awk '$3 == "helper" { print $1 }'))) > dbg.json
+    "$LBR2PROF" symbolicate --debug-dir dbg dbg.json > via_dbg.json
+    "$LBR2PROF" symbolicate --binary prog_pie dbg.json > via_bin.json
+    cmp via_dbg.json via_bin.json || { echo "--debug-dir differs:"; cat via_dbg.json via_bin.json; exit 1; }
+    grep -q '"function":"work"' via_dbg.json && grep -q '"function":"helper"' via_dbg.json
+fi
 
 # Binaries built elsewhere (tests/data: clang and gcc, C and C++, PIE and
 # not, split functions, coroutines, unique linkage names): every line-record
