@@ -36,11 +36,20 @@ typedef struct line_range {
     uint32_t line, file;  /* global FILE number */
 } line_range;
 
+/* An executable PT_LOAD: only code inside one is described. */
+typedef struct exec_range {
+    uint64_t lo, hi;      /* vaddrs */
+} exec_range;
+
+#define MAX_EXEC 16
+
 /* State of one dump. */
 typedef struct dump_ctx {
     const char *path;
     lp_bp_module *m;
     uint64_t base;        /* lowest PT_LOAD p_vaddr */
+    exec_range exec[MAX_EXEC];
+    size_t nexec;
     name_num *files, *origins;
     uint32_t nfiles, norigins;
     line_range *lr;       /* current CU's rows, sorted */
@@ -86,6 +95,38 @@ static void free_table(name_num **tab)
 }
 
 /* ---- identity ---- */
+
+/* Executable segments. Ranges outside them are linker tombstones (code
+ * dropped by --gc-sections or folded by ICF gets address 0 or -1). */
+static void load_exec(dump_ctx *c, Elf *e)
+{
+    size_t n, i;
+    GElf_Phdr ph;
+
+    c->nexec = 0;
+    if (elf_getphdrnum(e, &n) != 0)
+        return;
+    for (i = 0; i < n && c->nexec < MAX_EXEC; i++)
+        if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+            c->exec[c->nexec].lo = ph.p_vaddr;
+            c->exec[c->nexec++].hi = ph.p_vaddr + ph.p_memsz;
+        }
+}
+
+/* Is [lo, hi) code? (No program headers, e.g. a relocatable: accept.) */
+static int is_code(const dump_ctx *c, uint64_t lo, uint64_t hi)
+{
+    size_t i;
+
+    if (hi <= lo || lo < c->base)
+        return 0;
+    if (!c->nexec)
+        return 1;
+    for (i = 0; i < c->nexec; i++)
+        if (lo >= c->exec[i].lo && lo < c->exec[i].hi)
+            return 1;
+    return 0;
+}
 
 static uint64_t load_base(Elf *e)
 {
@@ -278,8 +319,7 @@ static int load_lines(dump_ctx *c, Dwarf_Die *cu)
         l = dwarf_onesrcline(lines, i);
         nx = dwarf_onesrcline(lines, i + 1);
         if (!l || !nx || dwarf_lineendsequence(l, &end) != 0 || end ||
-            dwarf_lineaddr(l, &a) != 0 || dwarf_lineaddr(nx, &b) != 0 || b <= a ||
-            a < c->base)
+            dwarf_lineaddr(l, &a) != 0 || dwarf_lineaddr(nx, &b) != 0 || !is_code(c, a, b))
             continue;
         if (c->nlr == c->caplr) {
             size_t ncap = c->caplr ? c->caplr * 2 : 256;
@@ -367,7 +407,7 @@ static int add_inline(dump_ctx *c, Dwarf_Die *die, uint32_t depth)
                        ? (uint32_t)w : 0;
     in.call_file = call_file(c, die);
     while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
-        if (lo < c->base || hi <= lo)
+        if (!is_code(c, lo, hi))
             continue;
         in.addr = lo - c->base;
         in.size = hi - lo;
@@ -409,7 +449,7 @@ static int add_subprogram(dump_ctx *c, Dwarf_Die *die)
     int r = 0, any = 0;
 
     while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
-        if (lo < c->base || hi <= lo || (lo == 0 && c->base == 0 && hi - lo < 2))
+        if (!is_code(c, lo, hi))
             continue;
         name = die_name(die, &owned);
         r = lp_bp_add_func(c->m, lo - c->base, hi - lo, 0, name, 0, c->err);
@@ -510,8 +550,10 @@ static int add_cands(dump_ctx *c, const pub_cand *cand, size_t n)
     int st, r;
 
     for (i = 0; i < n; i++) {
-        if (i && cand[i].addr == cand[i - 1].addr)
+        if (i && cand[i].addr == cand[i - 1].addr) {
+            c->m->publics[c->m->npublics - 1].multiple = 1; /* aliases */
             continue;
+        }
         st = -1;
         dm = __cxa_demangle(cand[i].name, NULL, NULL, &st);
         r = lp_bp_add_public(c->m, cand[i].addr, 0, dm && st == 0 ? dm : cand[i].name,
@@ -522,6 +564,37 @@ static int add_cands(dump_ctx *c, const pub_cand *cand, size_t n)
     }
     c->m->finished = 0; /* index the new records */
     return lp_bp_finish(c->m, c->err);
+}
+
+/* The FUNC starting at addr (FUNCs sorted), or NULL. */
+static lp_bp_func *func_at(lp_bp_module *m, uint64_t addr)
+{
+    size_t lo = 0, hi = m->nfuncs, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (m->funcs[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->nfuncs && m->funcs[lo].addr == addr ? &m->funcs[lo] : NULL;
+}
+
+/* A second function symbol at a FUNC's address (ICF, aliases): "m". */
+static void mark_multiple(dump_ctx *c, uint64_t addr, const char *sym)
+{
+    lp_bp_func *f = func_at(c->m, addr);
+    char *dm;
+    int st = -1, same;
+
+    if (!f || f->multiple)
+        return;
+    dm = __cxa_demangle(sym, NULL, NULL, &st);
+    same = !strcmp(f->name, dm && st == 0 ? dm : sym);
+    free(dm);
+    if (!same)
+        f->multiple = 1;
 }
 
 /* Call after lp_bp_finish with FUNCs only: lookups then see FUNCs only. */
@@ -547,8 +620,12 @@ static int add_publics(dump_ctx *c, Elf *e)
             (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
              GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC) ||
             sym.st_value < c->base || !(name = elf_strptr(e, sh.sh_link, sym.st_name)) ||
-            !*name || lp_bp_lookup(c->m, sym.st_value - c->base, &r))
+            !*name)
             continue;
+        if (lp_bp_lookup(c->m, sym.st_value - c->base, &r)) {
+            mark_multiple(c, sym.st_value - c->base, name);
+            continue;
+        }
         cand[k].addr = sym.st_value - c->base;
         cand[k].name = name;
         cand[k++].global = GELF_ST_BIND(sym.st_info) == STB_GLOBAL;
@@ -560,9 +637,27 @@ static int add_publics(dump_ctx *c, Elf *e)
     return ret;
 }
 
+/* Identical code folding leaves several functions at one address: keep the
+ * first (in DWARF order) and mark it "m", as dump_syms does. Call after
+ * lp_bp_finish (FUNCs sorted by address, ties in input order). */
+static void merge_folded(lp_bp_module *m)
+{
+    size_t i, o = 0;
+
+    for (i = 0; i < m->nfuncs; i++) {
+        if (o && m->funcs[o - 1].addr == m->funcs[i].addr) {
+            m->funcs[o - 1].multiple = 1;
+            free(m->funcs[i].name); /* its line/INLINE records stay unused */
+            continue;
+        }
+        m->funcs[o++] = m->funcs[i];
+    }
+    m->nfuncs = o;
+}
+
 lp_bp_module *lp_bp_from_elf(const char *path, lp_error *err)
 {
-    dump_ctx c = {path, NULL, 0, NULL, NULL, 0, 0, NULL, 0, 0, NULL, 0, NULL, err};
+    dump_ctx c = {.path = path, .err = err};
     lp_bp_elf_id id;
     const char *slash = strrchr(path, '/');
     int fd, ok = -1;
@@ -573,10 +668,14 @@ lp_bp_module *lp_bp_from_elf(const char *path, lp_error *err)
     if (identify(e, path, &id, err) < 0)
         goto out;
     c.base = load_base(e);
+    load_exec(&c, e);
     c.m = lp_bp_module_new("Linux", id.arch, id.debug_id, slash ? slash + 1 : path, err);
     if (!c.m || (id.code_id[0] && lp_bp_set_code_id(c.m, id.code_id, NULL, err) < 0))
         goto out;
-    if (dump_dwarf(&c, e) < 0 || lp_bp_finish(c.m, err) < 0 || add_publics(&c, e) < 0)
+    if (dump_dwarf(&c, e) < 0 || lp_bp_finish(c.m, err) < 0)
+        goto out;
+    merge_folded(c.m);
+    if (add_publics(&c, e) < 0)
         goto out;
     ok = 0;
 out:

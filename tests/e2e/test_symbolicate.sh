@@ -131,6 +131,19 @@ check prog_nopie -fno-PIE -no-pie
 # paths must be joined like llvm-symbolizer does ("./inc/inl.h").
 check prog_rel -fdebug-prefix-map="$WORK"=. -fPIE -pie
 
+# Identical code folding (lld --icf=all): the folded copy's DWARF range is a
+# tombstone at address 0 and must not become a FUNC; the kept FUNC carries
+# "m" (several symbols at one address), as dump_syms writes.
+if command -v ld.lld-19 >/dev/null 2>&1 || command -v ld.lld >/dev/null 2>&1; then
+    printf 'int f1(int x) { return x * 7 + 1; }\nint f2(int x) { return x * 7 + 1; }\nint main(int c, char **v) { (void)v; return f1(c) + f2(c); }\n' > icf.c
+    if clang-19 -g -O2 -ffunction-sections -fuse-ld=lld -Wl,--icf=all -o icf icf.c 2> icf.err; then
+        "$LBR2PROF" dump-syms icf > icf.sym
+        ! grep -q '^FUNC \(m \)\?0 ' icf.sym || { echo "tombstone FUNC at 0"; cat icf.sym; exit 1; }
+        grep -q '^FUNC m [0-9a-f]* c 0 f[12]$' icf.sym || { echo "no folded FUNC m"; cat icf.sym; exit 1; }
+        [ "$(grep -c '^FUNC ' icf.sym)" -eq 2 ]
+    fi
+fi
+
 # Separate debug files: the GNU .build-id layout (--debug-dir), found from
 # the debug id alone; same answers as from the unstripped ELF.
 if command -v llvm-objcopy-19 >/dev/null 2>&1; then
