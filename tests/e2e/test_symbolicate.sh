@@ -131,6 +131,32 @@ check prog_nopie -fno-PIE -no-pie
 # paths must be joined like llvm-symbolizer does ("./inc/inl.h").
 check prog_rel -fdebug-prefix-map="$WORK"=. -fPIE -pie
 
+# Seed 000 on a real call: a return address after `call work` in main,
+# with --adjust=all_but_first, is looked up one byte earlier, inside the
+# call, and must give llvm-symbolizer's answer for that byte (the leaf stays
+# as it is).
+if command -v llvm-objdump-19 >/dev/null 2>&1; then
+    ret=$(llvm-objdump-19 -d --no-show-raw-insn prog_pie | awk '/<main>:/,/^$/' |
+          grep -A1 'call.*<work>' | sed -n '2s/^ *\([0-9a-f]*\):.*/\1/p')
+    leaf=$(llvm-nm-19 prog_pie | awk '$3 == "work" { print $1 }')
+    id=$("$LBR2PROF" dump-syms --id prog_pie | sed -n 's/^debug_id //p')
+    printf '{"memoryMap":[["prog_pie","%s"]],"stacks":[[[0,%s],[0,%s]]]}' "$id" $((0x$leaf)) $((0x$ret)) > adj.json
+    "$LBR2PROF" symbolicate --binary prog_pie --adjust=all_but_first adj.json > adj.out
+    "$PY" - "$ret" "$leaf" <<'PY'
+import json, subprocess, sys
+ret, leaf = int(sys.argv[1], 16), int(sys.argv[2], 16)
+fr = json.load(open("adj.out"))["results"][0]["stacks"][0]
+assert fr[0]["lookup_offset"] == hex(leaf) and fr[0]["module_offset"] == hex(leaf), fr[0]
+assert fr[1]["module_offset"] == hex(ret) and fr[1]["lookup_offset"] == hex(ret - 1), fr[1]
+ref = json.loads(subprocess.run(["llvm-symbolizer-19", "--obj=prog_pie", "--inlines", "--output-style=JSON",
+                                 hex(ret - 1)], capture_output=True, text=True, check=True).stdout)
+exp = [(s["FunctionName"], s["FileName"], s["Line"]) for s in ref[0]["Symbol"]]
+got = [(x["function"], x.get("file"), x.get("line", 0)) for x in (fr[1].get("inlines") or []) + [fr[1]]]
+assert exp[-1][0] == "main" and got == exp, (got, exp)
+print("adjusted call site", hex(ret), "->", hex(ret - 1), got)
+PY
+fi
+
 # Identical code folding (lld --icf=all): the folded copy's DWARF range is a
 # tombstone at address 0 and must not become a FUNC; the kept FUNC carries
 # "m" (several symbols at one address), as dump_syms writes.
