@@ -3,7 +3,8 @@
  * Walks every event of an input and prints per-kind counts plus the raw
  * throughput (MB/s, samples/s), or with --dump one line per event, or with
  * --brstack perf script's `-F ip,brstack` lines, with --callchain raw
- * callchains, user registers and stacks as `perf report -D` shows them (used by the reader tests to
+ * callchains, user registers and stacks as `perf report -D` shows them,
+ * with --buildids the build-id table as `perf buildid-list` prints it (used by the reader tests to
  * compare against perf). Not a user-facing formatter:
  * `lbr2prof script` is that.
  * LP_BUILTIN(readbench, cmd_readbench, "reader throughput and record counts - developer tool")
@@ -90,10 +91,21 @@ static void dump_event(const lp_event *ev)
     }
 }
 
+/* The header's build-id table like `perf buildid-list`: "hex filename". */
+static void dump_build_ids(const lp_file_info *in)
+{
+    for (size_t i = 0; i < in->nr_build_ids; i++) {
+        const lp_build_id *b = &in->build_ids[i];
+        for (unsigned k = 0; k < b->size; k++)
+            printf("%02x", b->id[k]);
+        printf(" %s\n", b->filename);
+    }
+}
+
 int cmd_readbench(int argc, char **argv)
 {
     lp_reader_opts o = { 0 };
-    int dump = 0, brstack = 0, callchain = 0, argi = 1;
+    int dump = 0, brstack = 0, callchain = 0, buildids = 0, argi = 1;
     lp_error err;
 
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
@@ -103,6 +115,8 @@ int cmd_readbench(int argc, char **argv)
             dump = brstack = 1;
         else if (!strcmp(argv[argi], "--callchain"))
             dump = callchain = 1;
+        else if (!strcmp(argv[argi], "--buildids"))
+            dump = buildids = 1;
         else if (!strcmp(argv[argi], "--file-order"))
             o.order = LP_ORDER_FILE;
         else if (!strcmp(argv[argi], "--skip-payloads"))
@@ -113,7 +127,8 @@ int cmd_readbench(int argc, char **argv)
     }
     if (argi + 1 != argc)
         return lp_cli_usage_error("readbench",
-                                  "usage: readbench [--dump|--brstack|--callchain] "
+                                  "usage: readbench [--dump|--brstack|--callchain|"
+                                  "--buildids] "
                                   "[--file-order] "
                                   "[--skip-payloads] FILE");
     struct timespec t0, t1, c0, c1;
@@ -133,7 +148,9 @@ int cmd_readbench(int argc, char **argv)
             for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
                 chk += ev->u.sample.branches[i].from;
         }
-        if (brstack)
+        if (buildids)
+            ;
+        else if (brstack)
             dump_brstack(ev);
         else if (callchain)
             dump_callchain(ev);
@@ -150,6 +167,8 @@ int cmd_readbench(int argc, char **argv)
     }
     double sec = (double)(t1.tv_sec - t0.tv_sec) +
                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (buildids)
+        dump_build_ids(lp_reader_info(r));
     double cpu = (double)(c1.tv_sec - c0.tv_sec) +
                  (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
     const lp_reader_stats *st = lp_reader_stats_get(r);

@@ -859,6 +859,8 @@ static void test_features(void **state)
                            "\0\0\0\0\0\0\0\0\0\0\0\0", 0, "/bin/short");
         bid_entry(&bid, 0x8001, "abcdefghijklmnopqrst", 20, "[kernel]");
         bid_entry(&bid, 0x8002, "0123456789\0\0\0\0\0\0\0\0\0\0", 10, "/x");
+        bid_entry(&bid, 2, "abcdefghijklmnopqrs\0", 0, "/sha1-ending-in-00");
+        bid_entry(&bid, 2, "1234567\0\0\0\0\0\0\0\0\0\0\0\0\0", 0, "/x7");
         pw_init(&host, swap);
         pw_hstring(&host, "myhost");
         pw_init(&cmd, swap);
@@ -880,13 +882,15 @@ static void test_features(void **state)
         if (!r)
             fail_msg("%s", err.msg);
         const lp_file_info *in = lp_reader_info(r);
-        assert_int_equal(in->nr_build_ids, 3);
+        assert_int_equal(in->nr_build_ids, 5);
         assert_int_equal(in->build_ids[0].size, 8);
         assert_int_equal(in->build_ids[0].id[0], 0x57);
         assert_string_equal(in->build_ids[0].filename, "/bin/short");
         assert_int_equal(in->build_ids[1].size, 20);
         assert_int_equal(in->build_ids[1].pid, -1);
         assert_int_equal(in->build_ids[2].size, 10);
+        assert_int_equal(in->build_ids[3].size, 20);
+        assert_int_equal(in->build_ids[4].size, 8);
         assert_string_equal(in->hostname, "myhost");
         assert_int_equal(in->cmdline_argc, 3);
         assert_string_equal(in->cmdline[2], "-b");
