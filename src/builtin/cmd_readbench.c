@@ -4,7 +4,8 @@
  * throughput (MB/s, samples/s), or with --dump one line per event, or with
  * --brstack perf script's `-F ip,brstack` lines, with --callchain raw
  * callchains, user registers and stacks as `perf report -D` shows them,
- * with --buildids the build-id table as `perf buildid-list` prints it (used by the reader tests to
+ * with --buildids the build-id table as `perf buildid-list` prints it,
+ * with --events the event names as `perf evlist` prints them (used by the reader tests to
  * compare against perf). Not a user-facing formatter:
  * `lbr2prof script` is that.
  * LP_BUILTIN(readbench, cmd_readbench, "reader throughput and record counts - developer tool")
@@ -102,10 +103,18 @@ static void dump_build_ids(const lp_file_info *in)
     }
 }
 
+/* Event names like `perf evlist`. */
+static void dump_events(const lp_file_info *in)
+{
+    for (size_t i = 0; i < in->nr_attrs; i++)
+        printf("%s\n", in->attrs[i].name ? in->attrs[i].name : "(unnamed)");
+}
+
 int cmd_readbench(int argc, char **argv)
 {
     lp_reader_opts o = { 0 };
-    int dump = 0, brstack = 0, callchain = 0, buildids = 0, argi = 1;
+    int dump = 0, brstack = 0, callchain = 0, buildids = 0, events = 0;
+    int argi = 1;
     lp_error err;
 
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
@@ -117,6 +126,8 @@ int cmd_readbench(int argc, char **argv)
             dump = callchain = 1;
         else if (!strcmp(argv[argi], "--buildids"))
             dump = buildids = 1;
+        else if (!strcmp(argv[argi], "--events"))
+            dump = events = 1;
         else if (!strcmp(argv[argi], "--file-order"))
             o.order = LP_ORDER_FILE;
         else if (!strcmp(argv[argi], "--skip-payloads"))
@@ -128,7 +139,7 @@ int cmd_readbench(int argc, char **argv)
     if (argi + 1 != argc)
         return lp_cli_usage_error("readbench",
                                   "usage: readbench [--dump|--brstack|--callchain|"
-                                  "--buildids] "
+                                  "--buildids|--events] "
                                   "[--file-order] "
                                   "[--skip-payloads] FILE");
     struct timespec t0, t1, c0, c1;
@@ -148,7 +159,7 @@ int cmd_readbench(int argc, char **argv)
             for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
                 chk += ev->u.sample.branches[i].from;
         }
-        if (buildids)
+        if (buildids || events)
             ;
         else if (brstack)
             dump_brstack(ev);
@@ -169,6 +180,8 @@ int cmd_readbench(int argc, char **argv)
                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (buildids)
         dump_build_ids(lp_reader_info(r));
+    if (events)
+        dump_events(lp_reader_info(r));
     double cpu = (double)(c1.tv_sec - c0.tv_sec) +
                  (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
     const lp_reader_stats *st = lp_reader_stats_get(r);

@@ -151,6 +151,19 @@ for f in multi.data dir.data g.data "$C"/perf.data.*; do
 done
 echo "ok   build-id tables of ${nb:-0} files equal perf buildid-list"
 
+# Event names (EVENT_DESC) against `perf evlist`, file mode (in pipe mode
+# perf names events from their attrs instead).
+ne=0
+for f in multi.data dir.data "$TOP/tests/data/autofdo/test.lbr" "$C"/perf.data.*; do
+    case $f in *piped*) continue ;; esac
+    perf evlist -i "$f" 2>/dev/null > p.txt
+    "$L" readbench --events "$f" 2>/dev/null > l.txt
+    if [ -s p.txt ] && cmp -s p.txt l.txt; then ne=$((ne + 1)); else
+        echo "FAIL event names of $(basename "$f"): perf: $(tr '\n' ' ' < p.txt) ours: $(tr '\n' ' ' < l.txt)"; fail=1
+    fi
+done
+echo "ok   event names of $ne files equal perf evlist"
+
 # perf synthesizes PT samples for intel_pt-4.14: compare the non-sample events.
 perf_events "$C/perf.data.intel_pt-4.14" | grep -v '^SAMPLE' > p.txt
 our_events "$C/perf.data.intel_pt-4.14" | grep -v '^SAMPLE' > l.txt
