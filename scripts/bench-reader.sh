@@ -51,3 +51,11 @@ for i in 1 2 3 4 5; do
 done
 # fields: samples N ... | bytes B seconds S MB/s M samples/s X checksum C cpu_seconds T cpu_MB/s U
 echo "$line" | awk '{printf "raw reader throughput:       %s MB/s wall, %s MB/s of CPU time; %.0f samples/s wall, %.0f samples/s of CPU time\n      (%s samples, %s bytes: %s s wall, %s s CPU; best of 5 by CPU time)\n", $24, $32, $2 / $22, $2 / $30, $2, $20, $22, $30}'
+# The same data as a pipe-mode stream (perf inject), read through a pipe:
+# the refill buffer and the arena-held queue instead of the mapping.
+if command -v perf >/dev/null 2>&1 && perf inject -i "$W/big.data" -o - > "$W/pipe.data" 2>/dev/null; then
+    printf 'raw reader, pipe from stdin: '
+    mbs=$(/usr/bin/time -o "$W/time.txt" -f "%e s %M KB" sh -c "cat '$W/pipe.data' | '$L' readbench -" |
+        tail -1 | awk '{print $14}')
+    echo "$mbs MB/s of CPU time; $(cat "$W/time.txt") (wall incl. cat, peak RSS)"
+fi

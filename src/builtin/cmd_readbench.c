@@ -3,7 +3,9 @@
  * Walks every event of an input and prints per-kind counts plus the raw
  * throughput (MB/s, samples/s), or with --dump one line per event, or with
  * --brstack perf script's `-F ip,brstack` lines, with --callchain raw
- * callchains, user registers and stacks as `perf report -D` shows them (used by the reader tests to
+ * callchains, user registers and stacks as `perf report -D` shows them,
+ * with --buildids the build-id table as `perf buildid-list` prints it,
+ * with --events the event names as `perf evlist` prints them (used by the reader tests to
  * compare against perf). Not a user-facing formatter:
  * `lbr2prof script` is that.
  * LP_BUILTIN(readbench, cmd_readbench, "reader throughput and record counts - developer tool")
@@ -90,70 +92,72 @@ static void dump_event(const lp_event *ev)
     }
 }
 
-int cmd_readbench(int argc, char **argv)
+/* The header's build-id table like `perf buildid-list`: "hex filename". */
+static void dump_build_ids(const lp_file_info *in)
 {
-    lp_reader_opts o = { 0 };
-    int dump = 0, brstack = 0, callchain = 0, argi = 1;
-    lp_error err;
+    for (size_t i = 0; i < in->nr_build_ids; i++) {
+        const lp_build_id *b = &in->build_ids[i];
+        for (unsigned k = 0; k < b->size; k++)
+            printf("%02x", b->id[k]);
+        printf(" %s\n", b->filename);
+    }
+}
 
-    for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
-        if (!strcmp(argv[argi], "--dump"))
-            dump = 1;
-        else if (!strcmp(argv[argi], "--brstack"))
-            dump = brstack = 1;
-        else if (!strcmp(argv[argi], "--callchain"))
-            dump = callchain = 1;
-        else if (!strcmp(argv[argi], "--file-order"))
-            o.order = LP_ORDER_FILE;
-        else if (!strcmp(argv[argi], "--skip-payloads"))
-            o.skip_payloads = 1;
+/* Event names like `perf evlist`. */
+static void dump_events(const lp_file_info *in)
+{
+    for (size_t i = 0; i < in->nr_attrs; i++)
+        printf("%s\n", in->attrs[i].name ? in->attrs[i].name : "(unnamed)");
+}
+
+typedef struct rb_opts {
+    lp_reader_opts ro;
+    int dump, brstack, callchain, buildids, events;
+    const char *input;
+} rb_opts;
+
+static int parse_opts(int argc, char **argv, rb_opts *o)
+{
+    int i = 1;
+    memset(o, 0, sizeof *o);
+    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--dump"))
+            o->dump = 1;
+        else if (!strcmp(a, "--brstack"))
+            o->dump = o->brstack = 1;
+        else if (!strcmp(a, "--callchain"))
+            o->dump = o->callchain = 1;
+        else if (!strcmp(a, "--buildids"))
+            o->dump = o->buildids = 1;
+        else if (!strcmp(a, "--events"))
+            o->dump = o->events = 1;
+        else if (!strcmp(a, "--file-order"))
+            o->ro.order = LP_ORDER_FILE;
+        else if (!strcmp(a, "--skip-payloads"))
+            o->ro.skip_payloads = 1;
         else
-            return lp_cli_usage_error("readbench", "unknown option %s",
-                                      argv[argi]);
+            return lp_cli_usage_error("readbench", "unknown option %s", a);
     }
-    if (argi + 1 != argc)
+    if (i + 1 != argc)
         return lp_cli_usage_error("readbench",
-                                  "usage: readbench [--dump|--brstack|--callchain] "
-                                  "[--file-order] "
+                                  "usage: readbench [--dump|--brstack|--callchain|"
+                                  "--buildids|--events] [--file-order] "
                                   "[--skip-payloads] FILE");
-    struct timespec t0, t1, c0, c1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-    lp_reader *r = lp_reader_open(argv[argi], &o, &err);
-    if (!r)
-        return lp_cli_fail(&err);
-    const lp_event *ev;
-    uint64_t n[LP_EV_OTHER + 1] = { 0 }, chk = 0;
-    int rc;
-    while ((rc = lp_reader_next(r, &ev, &err)) > 0) {
-        if ((unsigned)ev->kind <= LP_EV_OTHER)
-            n[ev->kind]++;
-        if (ev->kind == LP_EV_SAMPLE) {
-            chk += ev->u.sample.ip;
-            for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
-                chk += ev->u.sample.branches[i].from;
-        }
-        if (brstack)
-            dump_brstack(ev);
-        else if (callchain)
-            dump_callchain(ev);
-        else if (dump)
-            dump_event(ev);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-    if (rc < 0) {
-        fflush(stdout);
-        int st = lp_cli_fail(&err);
-        lp_reader_close(r);
-        return st;
-    }
-    double sec = (double)(t1.tv_sec - t0.tv_sec) +
-                 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    double cpu = (double)(c1.tv_sec - c0.tv_sec) +
-                 (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    o->input = argv[i];
+    return 0;
+}
+
+static double seconds(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) +
+           (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void print_summary(FILE *out, const lp_reader *r, const uint64_t *n,
+                          uint64_t chk, double sec, double cpu)
+{
     const lp_reader_stats *st = lp_reader_stats_get(r);
-    FILE *out = dump ? stderr : stdout;
     fprintf(out, "samples %" PRIu64 " mmaps %" PRIu64 " comms %" PRIu64
                  " forks %" PRIu64 " exits %" PRIu64 " lost %" PRIu64
                  " rounds %" PRIu64 " other %" PRIu64 " unknown_id %" PRIu64
@@ -166,6 +170,60 @@ int cmd_readbench(int argc, char **argv)
             sec > 0 ? (double)st->bytes_read / 1e6 / sec : 0.0,
             sec > 0 ? (double)n[LP_EV_SAMPLE] / sec : 0.0, chk, cpu,
             cpu > 0 ? (double)st->bytes_read / 1e6 / cpu : 0.0);
+}
+
+static void dump_one(const rb_opts *o, const lp_event *ev)
+{
+    if (o->buildids || o->events)
+        return;
+    if (o->brstack)
+        dump_brstack(ev);
+    else if (o->callchain)
+        dump_callchain(ev);
+    else if (o->dump)
+        dump_event(ev);
+}
+
+int cmd_readbench(int argc, char **argv)
+{
+    rb_opts o;
+    lp_error err;
+    struct timespec t0, t1, c0, c1;
+    uint64_t n[LP_EV_OTHER + 1] = { 0 }, chk = 0;
+    const lp_event *ev;
+    int rc;
+
+    if (parse_opts(argc, argv, &o) != 0)
+        return 2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    lp_reader *r = lp_reader_open(o.input, &o.ro, &err);
+    if (!r)
+        return lp_cli_fail(&err);
+    while ((rc = lp_reader_next(r, &ev, &err)) > 0) {
+        if ((unsigned)ev->kind <= LP_EV_OTHER)
+            n[ev->kind]++;
+        if (ev->kind == LP_EV_SAMPLE) {
+            chk += ev->u.sample.ip;
+            for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
+                chk += ev->u.sample.branches[i].from;
+        }
+        dump_one(&o, ev);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    if (rc < 0) {
+        fflush(stdout);
+        int st = lp_cli_fail(&err);
+        lp_reader_close(r);
+        return st;
+    }
+    if (o.buildids)
+        dump_build_ids(lp_reader_info(r));
+    if (o.events)
+        dump_events(lp_reader_info(r));
+    print_summary(o.dump ? stderr : stdout, r, n, chk, seconds(&t0, &t1),
+                  seconds(&c0, &c1));
     lp_reader_close(r);
     return 0;
 }

@@ -274,10 +274,17 @@ static int add_build_id(lp_reader *r, const uint8_t *p, size_t len,
     memcpy(b->id, p + 12, 20);
     if (b->misc & 0x8000) {
         b->size = p[32] <= 20 ? p[32] : 20;
-    } else {
-        b->size = 20;
-        while (b->size > 0 && b->id[b->size - 1] == 0)
-            b->size--;
+    } else { /* zero-padded: strip, then round up to a real id length */
+        static const uint8_t len[] = { 8, 16, 20 };
+        uint8_t n = 20;
+        while (n > 0 && b->id[n - 1] == 0)
+            n--;
+        b->size = 0;
+        for (size_t k = 0; n && k < sizeof len; k++)
+            if (n <= len[k]) {
+                b->size = len[k];
+                break;
+            }
     }
     b->filename = strndup((const char *)p + 36, len - 36);
     if (!b->filename)

@@ -266,55 +266,46 @@ lp_reader *lp_reader_open_stream(FILE *s, const char *name,
     }
 }
 
-lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
-                          lp_error *err)
+static lp_reader *open_directory(lp_reader *r, const char *path,
+                                 lp_error *err)
 {
-    struct stat st;
-    char pre[8];
+    char main_path[4096];
+    snprintf(main_path, sizeof main_path, "%s/data", path);
+    if (map_path(r, main_path, err) < 0)
+        return fail_open(r);
+    if (sniff_magic(r->files[0].base, r->files[0].end) != SNIFF_PERF) {
+        lp_error_set(err, LP_EFORMAT, "%s: not a perf.data file", main_path);
+        return fail_open(r);
+    }
+    return open_perf(r, path, err);
+}
 
-    if (!strcmp(path, "-"))
-        return lp_reader_open_stream(stdin, "(stdin)", opts, err);
-    if (stat(path, &st) < 0) {
+/* A fifo or character device: read it as a stream we own. */
+static lp_reader *open_special(const char *path, const lp_reader_opts *opts,
+                               lp_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
         lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    lp_reader *r = reader_new(opts, err);
-    if (!r)
-        return NULL;
-    if (S_ISDIR(st.st_mode)) {
-        char main_path[4096];
-        snprintf(main_path, sizeof main_path, "%s/data", path);
-        if (map_path(r, main_path, err) < 0)
-            return fail_open(r);
-        if (sniff_magic(r->files[0].base, r->files[0].end) != SNIFF_PERF) {
-            lp_error_set(err, LP_EFORMAT, "%s: not a perf.data file",
-                         main_path);
-            return fail_open(r);
-        }
-        return open_perf(r, path, err);
-    }
-    if (!S_ISREG(st.st_mode)) { /* fifo, character device */
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
-            return fail_open(r);
-        }
-        lp_reader_close(r);
-        r = lp_reader_open_stream(f, path, opts, err);
-        if (r && r->nr_files)
-            r->files[0].own_f = 1;
-        else if (r && r->text)
-            r->own_text_f = f;
-        else
-            fclose(f);
-        return r;
-    }
+    lp_reader *r = lp_reader_open_stream(f, path, opts, err);
+    if (r && r->nr_files)
+        r->files[0].own_f = 1;
+    else if (r && r->text)
+        r->own_text_f = f;
+    else
+        fclose(f);
+    return r;
+}
+
+static lp_reader *open_regular(lp_reader *r, const char *path, lp_error *err)
+{
     if (map_path(r, path, err) < 0)
         return fail_open(r);
     rd_file *f = &r->files[0];
     size_t n = f->end < 8 ? (size_t)f->end : 8;
-    memcpy(pre, f->base, n);
-    switch (sniff_magic(pre, n)) {
+    switch (sniff_magic(f->base, n)) {
     case SNIFF_PERF:
         return open_perf(r, NULL, err);
     case SNIFF_V1:
@@ -335,6 +326,26 @@ lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
     }
     r->own_text_f = tf;
     return open_text(r, tf, NULL, 0, path, err);
+}
+
+lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
+                          lp_error *err)
+{
+    struct stat st;
+
+    if (!strcmp(path, "-"))
+        return lp_reader_open_stream(stdin, "(stdin)", opts, err);
+    if (stat(path, &st) < 0) {
+        lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        return open_special(path, opts, err);
+    lp_reader *r = reader_new(opts, err);
+    if (!r)
+        return NULL;
+    return S_ISDIR(st.st_mode) ? open_directory(r, path, err)
+                               : open_regular(r, path, err);
 }
 
 /* ---- the ordering queue ------------------------------------------------ */

@@ -136,6 +136,34 @@ for f in "$C/perf.data.callgraph-3.4" "$C/perf.data.callgraph-3.8" \
     fi
 done
 
+# The BUILD_ID feature table against `perf buildid-list` (ids padded to 20
+# bytes as perf prints them; perf shows each DSO once). Files without the
+# feature (perf lists DSOs with hits and no id there) are left out.
+for f in multi.data dir.data g.data "$C"/perf.data.*; do
+    case $f in *corrupted*|*piped*) continue ;; esac
+    perf buildid-list -i "$f" 2>/dev/null | awk 'NF == 2 && length($1) >= 16' | sort -u > p.txt
+    [ -s p.txt ] || continue
+    "$L" readbench --buildids "$f" 2>/dev/null |
+        awk '{ id = $1; while (length(id) < 40) id = id "0"; print id, $2 }' | sort -u > l.txt
+    if cmp -s p.txt l.txt; then nb=$((${nb:-0} + 1)); else
+        echo "FAIL build-ids $(basename "$f") differ"; diff p.txt l.txt | head -4; fail=1
+    fi
+done
+echo "ok   build-id tables of ${nb:-0} files equal perf buildid-list"
+
+# Event names (EVENT_DESC) against `perf evlist`, file mode (in pipe mode
+# perf names events from their attrs instead).
+ne=0
+for f in multi.data dir.data "$TOP/tests/data/autofdo/test.lbr" "$C"/perf.data.*; do
+    case $f in *piped*) continue ;; esac
+    perf evlist -i "$f" 2>/dev/null > p.txt
+    "$L" readbench --events "$f" 2>/dev/null > l.txt
+    if [ -s p.txt ] && cmp -s p.txt l.txt; then ne=$((ne + 1)); else
+        echo "FAIL event names of $(basename "$f"): perf: $(tr '\n' ' ' < p.txt) ours: $(tr '\n' ' ' < l.txt)"; fail=1
+    fi
+done
+echo "ok   event names of $ne files equal perf evlist"
+
 # perf synthesizes PT samples for intel_pt-4.14: compare the non-sample events.
 perf_events "$C/perf.data.intel_pt-4.14" | grep -v '^SAMPLE' > p.txt
 our_events "$C/perf.data.intel_pt-4.14" | grep -v '^SAMPLE' > l.txt

@@ -539,6 +539,24 @@ static void test_pipe_unaligned(void **state)
         s = pw_rec_begin(&d, 80, 0); /* end-of-features marker */
         pw_u64(&d, 32);
         pw_rec_end(&d, s);
+        s = pw_rec_begin(&d, 66, 0); /* TRACING_DATA + 13 bytes (pad 16) */
+        pw_u32(&d, 13); pw_u32(&d, 0);
+        pw_rec_end(&d, s);
+        pw_zeros(&d, 16);
+        s = pw_rec_begin(&d, 71, 0); /* AUXTRACE + 24 payload bytes */
+        pw_u64(&d, 24); pw_u64(&d, 0); pw_u64(&d, 0);
+        pw_u32(&d, 0); pw_u32(&d, 0); pw_u32(&d, 0); pw_u32(&d, 0);
+        pw_rec_end(&d, s);
+        pw_bytes(&d, "\x09\x00\x00\x00\x00\x00\xff\xff", 8); /* looks bad */
+        pw_zeros(&d, 16);
+        s = pw_rec_begin(&d, 9, 2); /* a second sample after the payloads */
+        pw_u64(&d, 0x5678);
+        pw_u32(&d, 1); pw_u32(&d, 2);
+        pw_u64(&d, 200);
+        pw_u64(&d, 5);
+        pw_u64(&d, 9);
+        pw_u64(&d, 0);
+        pw_rec_end(&d, s);
         lp_reader *r = open_buf(&d, LP_ORDER_TIME, &err);
         if (!r)
             fail_msg("%s", err.msg);
@@ -549,6 +567,8 @@ static void test_pipe_unaligned(void **state)
         assert_int_equal(ev->u.sample.callchain[1], 0x1234);
         assert_int_equal((uintptr_t)ev->u.sample.callchain % 8, 0);
         assert_int_equal(ev->offset % 8, 1);
+        assert_int_equal(next_kind(r, LP_EV_SAMPLE)->u.sample.ip, 0x5678);
+        expect_end(r);
         const lp_file_info *in = lp_reader_info(r);
         assert_int_equal(in->format, LP_FMT_PERF_PIPE);
         assert_string_equal(in->hostname, "host");
@@ -559,8 +579,14 @@ static void test_pipe_unaligned(void **state)
         FILE *fs = fmemopen(d.b, d.len, "r");
         r = lp_reader_open_stream(fs, "pipe", NULL, &err);
         assert_non_null(r);
-        ev = next_kind(r, LP_EV_SAMPLE);
-        assert_int_equal(ev->u.sample.callchain[1], 0x1234);
+        /* user records at once, the timed samples at the end */
+        static const uint32_t types[] = { 64, 80, 80, 66, 71, 9, 9 };
+        for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+            ev = next_ev(r);
+            assert_int_equal(ev->type, types[k]);
+        }
+        assert_int_equal(ev->u.sample.ip, 0x5678);
+        expect_end(r);
         lp_reader_close(r);
         fclose(fs);
         pw_free(&d);
@@ -859,6 +885,8 @@ static void test_features(void **state)
                            "\0\0\0\0\0\0\0\0\0\0\0\0", 0, "/bin/short");
         bid_entry(&bid, 0x8001, "abcdefghijklmnopqrst", 20, "[kernel]");
         bid_entry(&bid, 0x8002, "0123456789\0\0\0\0\0\0\0\0\0\0", 10, "/x");
+        bid_entry(&bid, 2, "abcdefghijklmnopqrs\0", 0, "/sha1-ending-in-00");
+        bid_entry(&bid, 2, "1234567\0\0\0\0\0\0\0\0\0\0\0\0\0", 0, "/x7");
         pw_init(&host, swap);
         pw_hstring(&host, "myhost");
         pw_init(&cmd, swap);
@@ -880,13 +908,15 @@ static void test_features(void **state)
         if (!r)
             fail_msg("%s", err.msg);
         const lp_file_info *in = lp_reader_info(r);
-        assert_int_equal(in->nr_build_ids, 3);
+        assert_int_equal(in->nr_build_ids, 5);
         assert_int_equal(in->build_ids[0].size, 8);
         assert_int_equal(in->build_ids[0].id[0], 0x57);
         assert_string_equal(in->build_ids[0].filename, "/bin/short");
         assert_int_equal(in->build_ids[1].size, 20);
         assert_int_equal(in->build_ids[1].pid, -1);
         assert_int_equal(in->build_ids[2].size, 10);
+        assert_int_equal(in->build_ids[3].size, 20);
+        assert_int_equal(in->build_ids[4].size, 8);
         assert_string_equal(in->hostname, "myhost");
         assert_int_equal(in->cmdline_argc, 3);
         assert_string_equal(in->cmdline[2], "-b");
