@@ -18,7 +18,7 @@ OPT     ?= -O2
 PKGS_CFLAGS := $(shell pkg-config --cflags capstone libdw libelf libzstd 2>/dev/null)
 CFLAGS_ALL  = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
               -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) $(SANFLAGS) $(CFLAGS)
-LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -lpfm -lz -lpthread -lm $(LDLIBS)
+LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -lpfm -ljansson -lmicrohttpd -lstdc++ -lz -lpthread -lm $(LDLIBS)
 
 ifeq ($(SAN),1)
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

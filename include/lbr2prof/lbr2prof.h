@@ -11,5 +11,11 @@
 #include "lbr2prof/error.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/reader.h"
+#include "lbr2prof/binary.h"
+#include "lbr2prof/adjust.h"
+#include "lbr2prof/breakpad.h"
+#include "lbr2prof/symbolicate.h"
+#include "lbr2prof/perfwrite.h"
+#include "lbr2prof/record.h"
 
 #endif

@@ -51,9 +51,25 @@ static void usage(FILE *out)
 
     fprintf(out, "usage: lbr2prof PERF.DATA -o OUT.prof [options]\n"
                  "       lbr2prof COMMAND [args]\n\ncommands:\n");
-    for (c = commands; c->name; c++)
-        fprintf(out, "  %-12s %s\n", c->name, c->help);
+    for (c = commands; c->name; c++) {
+        const char *p;
+        fputs("  ", out);
+        for (p = c->name; *p; p++)
+            fputc(*p == '_' ? '-' : *p, out);
+        fprintf(out, "%*s %s\n", (int)(p - c->name) < 12 ? 12 - (int)(p - c->name) : 0, "",
+                c->help);
+    }
     fprintf(out, "\n`lbr2prof COMMAND --help` describes each command.\n");
+}
+
+/* Command names are C identifiers in LP_BUILTIN, so `dump-syms` is
+ * registered as dump_syms: '-' on the command line matches '_'. */
+static int same_name(const char *reg, const char *arg)
+{
+    for (; *reg && *arg; reg++, arg++)
+        if (*reg != *arg && !(*reg == '_' && *arg == '-'))
+            return 0;
+    return *reg == *arg;
 }
 
 static const struct lp_cmd *find(const char *name)
@@ -61,7 +77,7 @@ static const struct lp_cmd *find(const char *name)
     const struct lp_cmd *c;
 
     for (c = commands; c->name; c++)
-        if (strcmp(c->name, name) == 0)
+        if (same_name(c->name, name))
             return c;
     return NULL;
 }

@@ -37,8 +37,18 @@ int lp_error_prefix(lp_error *err, const char *fmt, ...)
     va_start(ap, fmt);
     n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof err->msg)
-        snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", old);
+    if (n >= 0 && (size_t)n < sizeof err->msg) {
+        /* append ": old", cut to fit (memcpy: gcc -O1 flags snprintf) */
+        size_t at = (size_t)n, room = sizeof err->msg - at - 1;
+        const char *parts[2] = {": ", old};
+        for (int i = 0; i < 2; i++) {
+            size_t l = strnlen(parts[i], room);
+            memcpy(err->msg + at, parts[i], l);
+            at += l;
+            room -= l;
+        }
+        err->msg[at] = '\0';
+    }
     return -1;
 }
 

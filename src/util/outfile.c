@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lbr2prof/outfile.h"
@@ -37,6 +38,12 @@ int lp_outfile_open(lp_outfile *o, const char *path, lp_error *err)
         o->tmp = NULL;
         lp_outfile_abort(o);
         return -1;
+    }
+    /* mkstemp makes 0600; give the file the mode a plain creat() would. */
+    {
+        mode_t um = umask(0);
+        umask(um);
+        (void)fchmod(fd, 0666 & ~um);
     }
     o->fp = fdopen(fd, "w");
     if (!o->fp) {

@@ -1,0 +1,300 @@
+/*
+ * lbr2prof/binary.h - the binary loader: maps sampled addresses of one ELF
+ * file to instructions, functions and inline stacks, the way llvm-profgen 19
+ * (ProfiledBinary) does.
+ *
+ * Address conventions. Every address taken or returned here is a link-time
+ * virtual address of the binary ("vaddr", what llvm-profgen calls a
+ * canonical or preferred address), except where a function says otherwise.
+ * Runtime addresses from perf go through lp_binary_map_to_vaddr() (an mmap
+ * [start, start+len) @ pgoff of this file) or lp_binary_canon_addr() (the
+ * llvm-profgen single-base rule) first.
+ *
+ * Laziness. lp_binary_open() reads the ELF headers, the build-id, the symbol
+ * table and the DWARF function table (names and ranges of every
+ * DW_TAG_subprogram, which llvm-profgen also loads up front). Disassembly is
+ * done per symbol range on first use and cached; inline stacks are computed
+ * per address on first use and cached. Nothing is ever disassembled or
+ * symbolized that was not asked for (or is not in the same symbol range).
+ *
+ * Lifetime. Every pointer returned (names, frames, ranges, functions) stays
+ * valid until lp_binary_close(). An lp_binary is not thread-safe (the lazy
+ * caches mutate on lookups).
+ */
+#ifndef LBR2PROF_BINARY_H
+#define LBR2PROF_BINARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lbr2prof/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lp_binary lp_binary;
+
+/* ---- opening ---------------------------------------------------------- */
+
+typedef struct lp_binary_opts {
+    /* --debug-binary: read symbols and DWARF from this file; code, program
+     * headers and build-id still come from the binary. NULL: the binary. */
+    const char *debug_path;
+    /* --dwp: DWARF package for split DWARF. Checked to exist, but NOT read
+     * (libdw 0.188 cannot): a warning says so. .dwo files found through
+     * DW_AT_dwo_name / DW_AT_comp_dir (or the binary's directory) are
+     * read. */
+    const char *dwp_path;
+    /* Flow-sensitive discriminators: -1 = auto (on iff the symbol
+     * __llvm_fs_discriminator__ exists, as llvm-profgen), 0 = off, 1 = on. */
+    int fs_discriminator;
+    /* No DWARF functions at all (stripped of debug info, or a .dwo that
+     * cannot be read): 0 = none, as llvm-profgen 19 (which warns "Loading
+     * of DWARF info completed, but no binary functions have been
+     * retrieved."); 1 = one function per sized STT_FUNC symbol (what LLVM
+     * [main] does since PR #163654). Zero-initialized = 0. */
+    int symtab_functions;
+} lp_binary_opts;
+
+/* Open an ELF binary. opts may be NULL (all defaults). Errors: not a file,
+ * not ELF, truncated or malformed ELF, unsupported machine (LP_EUNSUPP).
+ * A stripped binary (no symbols, no DWARF) opens fine: disassembly of its
+ * executable sections still works; lp_binary_check_symbolizable() says
+ * why stacks are unavailable. Load-time warnings, worded and ordered as
+ * llvm-profgen 19's, are collected, see lp_binary_warning(). */
+lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
+                          lp_error *err);
+void lp_binary_close(lp_binary *b);
+
+/* Non-fatal diagnostics gathered while opening, i-th (NULL past the end). */
+const char *lp_binary_warning(const lp_binary *b, size_t i);
+
+/* ---- ELF facts -------------------------------------------------------- */
+
+enum lp_arch { LP_ARCH_X86_64 = 1, LP_ARCH_AARCH64 = 2 };
+
+const char *lp_binary_path(const lp_binary *b);
+enum lp_arch lp_binary_arch(const lp_binary *b);
+bool lp_binary_is_pie(const lp_binary *b);   /* ET_DYN */
+bool lp_binary_has_symbols(const lp_binary *b);  /* .symtab or .dynsym */
+bool lp_binary_has_dwarf(const lp_binary *b);    /* any compile unit */
+
+/* llvm-profgen's preferred base: the first PF_X PT_LOAD's p_vaddr & ~0xfff
+ * (4 KiB page hard-coded, as in v19). */
+uint64_t lp_binary_preferred_base(const lp_binary *b);
+/* The first PT_LOAD's p_vaddr & ~0xfff (FirstLoadableAddress). */
+uint64_t lp_binary_first_loadable(const lp_binary *b);
+
+/* Build-id (NT_GNU_BUILD_ID). Returns the length in bytes (0: none) and
+ * sets *bytes; hex is lower-case, "" when there is none. */
+size_t lp_binary_build_id(const lp_binary *b, const uint8_t **bytes);
+const char *lp_binary_build_id_hex(const lp_binary *b);
+
+typedef struct lp_segment {
+    uint64_t vaddr, memsz;   /* p_vaddr, p_memsz */
+    uint64_t offset, filesz; /* p_offset, p_filesz */
+    uint32_t flags;          /* PF_X=1, PF_W=2, PF_R=4 */
+} lp_segment;
+
+/* All PT_LOAD segments in program-header order; returns their count. */
+size_t lp_binary_segments(const lp_binary *b, const lp_segment **segs);
+/* The executable (PF_X) PT_LOAD segments only, in order. */
+size_t lp_binary_exec_segments(const lp_binary *b, const lp_segment **segs);
+
+/* ---- address conversion ---------------------------------------------- */
+
+/* File offset -> vaddr through the PT_LOAD containing the offset (within
+ * p_filesz; an executable segment is preferred when two hold it, as with
+ * lld's R and RX segments sharing a page). Returns 0, or -1 if none. */
+int lp_binary_offset_to_vaddr(const lp_binary *b, uint64_t off,
+                              uint64_t *vaddr);
+/* vaddr -> file offset (within p_filesz of a PT_LOAD). 0 or -1. */
+int lp_binary_vaddr_to_offset(const lp_binary *b, uint64_t vaddr,
+                              uint64_t *off);
+/* A runtime address inside the mapping [map_start, ...) @ map_pgoff of this
+ * file -> vaddr: off = addr - map_start + map_pgoff, then offset_to_vaddr
+ * (correct for lld layouts with the RX segment at a non-zero offset and for
+ * mmaps with non-zero pgoff). 0 or -1 (offset not in any segment). */
+int lp_binary_map_to_vaddr(const lp_binary *b, uint64_t map_start,
+                           uint64_t map_pgoff, uint64_t addr, uint64_t *vaddr);
+/* Inverse of lp_binary_map_to_vaddr. 0 or -1. */
+int lp_binary_vaddr_to_map(const lp_binary *b, uint64_t map_start,
+                           uint64_t map_pgoff, uint64_t vaddr, uint64_t *addr);
+/* llvm-profgen's rule: addr - base_address + preferred_base, where
+ * base_address is where the first executable segment was mapped (the start
+ * of the mmap whose pgoff equals that segment's page-aligned offset). */
+uint64_t lp_binary_canon_addr(const lp_binary *b, uint64_t base_address,
+                              uint64_t addr);
+/* --use-offset (raw/unsymbolized profiles): vaddr - preferred base. */
+static inline uint64_t lp_binary_vaddr_to_rel(const lp_binary *b,
+                                              uint64_t vaddr)
+{
+    return vaddr - lp_binary_preferred_base(b);
+}
+
+/* ---- instructions (lazy disassembly, capstone) ------------------------ */
+
+enum lp_inst_kind {
+    LP_INST_OTHER = 0,
+    LP_INST_CALL = 1,       /* direct or indirect call */
+    LP_INST_RET = 2,
+    LP_INST_COND_BR = 3,    /* conditional jump (jcc, jrcxz, loop) */
+    LP_INST_UNCOND_BR = 4,  /* unconditional jump (direct or indirect) */
+};
+
+typedef struct lp_inst {
+    uint64_t addr;
+    uint8_t size;       /* bytes */
+    uint8_t kind;       /* enum lp_inst_kind */
+    bool indirect;      /* call/jump through a register or memory */
+    uint64_t target;    /* direct call/branch target, 0 if none */
+} lp_inst;
+
+/* Code is what llvm-profgen disassembles: text sections except ".plt",
+ * symbol by symbol from each symbol's address to the next symbol (or the
+ * section end). Undecodable bytes are skipped one at a time. With no
+ * symbols at all, executable sections are disassembled section by section.
+ *
+ * Look up the instruction starting exactly at addr. Returns 1 (found,
+ * *out filled; out may be NULL), 0 (addr is not an instruction start), -1
+ * (error in err, e.g. capstone failure). */
+int lp_binary_inst(lp_binary *b, uint64_t addr, lp_inst *out, lp_error *err);
+
+/* Convenience predicates (false when addr is not an instruction start or
+ * on error). is_uncond_branch is llvm-profgen's UncondBranchAddrSet: calls,
+ * returns and direct unconditional jumps (an indirect jmp is not in it:
+ * MCInstrDesc::isUnconditionalBranch excludes indirect branches).
+ * is_branch: BranchAddressSet (jumps, conditional or not, direct or
+ * indirect; not calls/returns). */
+bool lp_binary_is_code(lp_binary *b, uint64_t addr);
+bool lp_binary_is_call(lp_binary *b, uint64_t addr);
+bool lp_binary_is_return(lp_binary *b, uint64_t addr);
+bool lp_binary_is_branch(lp_binary *b, uint64_t addr);
+bool lp_binary_is_uncond_branch(lp_binary *b, uint64_t addr);
+
+/* Next / previous instruction start in llvm-profgen's CodeAddressVec order
+ * (all disassembled code, sorted). addr must be an instruction start.
+ * Returns 1 and sets *out, 0 if there is none (end/start of code or addr
+ * not code), -1 on error. */
+int lp_binary_next_inst(lp_binary *b, uint64_t addr, uint64_t *out,
+                        lp_error *err);
+int lp_binary_prev_inst(lp_binary *b, uint64_t addr, uint64_t *out,
+                        lp_error *err);
+/* First instruction start >= addr (0 if none, -1 error). */
+int lp_binary_inst_at_or_after(lp_binary *b, uint64_t addr, uint64_t *out,
+                               lp_error *err);
+
+/* Return address -> call-site address (getCallAddrFromFrameAddr): the last
+ * instruction starting below ret_addr, which must be a call. As in
+ * llvm-profgen, ret_addr need not be an instruction start (lower_bound in
+ * the code address vector). Returns 1 and sets *callsite, 0 if there is no
+ * such instruction or it is not a call, -1 on error. */
+int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
+                        lp_error *err);
+
+/* llvm-profgen's PrologEpilogTracker, answered lazily: addr is the start
+ * of a function range or the instruction after it, a return, or the
+ * instruction before a return. Used to drop hybrid samples whose leaf IP
+ * is in a prolog/epilog (no frame set up there). */
+bool lp_binary_in_prolog_epilog(lp_binary *b, uint64_t addr);
+
+/* Laziness counters: how many disassembly regions (symbol ranges) were
+ * decoded so far; *total (if non-NULL) gets the number of regions. */
+size_t lp_binary_decoded_regions(const lp_binary *b, size_t *total);
+
+/* llvm-profgen's isValidFallThroughRange for an LBR range [start, end]:
+ * start <= end, both code, and no instruction of the UncondBranchAddrSet
+ * (call, ret, direct unconditional jump) in [start, end). One lookup per
+ * call. Returns 1 valid, 0 invalid, -1 error. */
+int lp_binary_valid_fallthrough(lp_binary *b, uint64_t start, uint64_t end,
+                                lp_error *err);
+
+/* ---- functions ---------------------------------------------------------- */
+
+typedef struct lp_function lp_function;
+
+typedef struct lp_func_range {
+    uint64_t start, end;        /* [start, end) */
+    const lp_function *func;
+    bool is_entry;              /* llvm-profgen IsFuncEntry */
+} lp_func_range;
+
+struct lp_function {
+    const char *name;           /* DWARF linkage name, else DW_AT_name */
+    size_t nranges;
+    const lp_func_range *const *ranges; /* sorted by start */
+    bool from_symtab;           /* no DWARF: made from an ELF symbol */
+};
+
+/* Functions are llvm-profgen's BinaryFunctions: one per DWARF subprogram
+ * name (with code), several ranges each (hot/cold parts of a split
+ * function are ranges of one function; "foo.cold" is not an entry).
+ * Without DWARF functions: none, or with opts.symtab_functions one per
+ * STT_FUNC symbol of non-zero size (from_symtab set). */
+size_t lp_binary_functions(const lp_binary *b,
+                           const lp_function *const **funcs);
+const lp_function *lp_binary_function(const lp_binary *b, const char *name);
+
+/* findFuncRange: the range whose start is the greatest start <= addr, if
+ * addr < its end; NULL otherwise. */
+const lp_func_range *lp_binary_func_range(const lp_binary *b, uint64_t addr);
+
+/* getCalleeNameForAddress: if addr is exactly the start of an entry range,
+ * the canonical name of its function (lp_canonical_fn_len applied; a
+ * pointer owned by the binary); else NULL. */
+const char *lp_binary_callee_name(const lp_binary *b, uint64_t addr);
+
+/* The sized STT_FUNC symbol containing addr (for fallback names), with
+ * its start in *sym_start (may be NULL); NULL if none. */
+const char *lp_binary_symbol_name(const lp_binary *b, uint64_t addr,
+                                  uint64_t *sym_start);
+
+/* ---- symbolization (DWARF, lazy, cached per address) ------------------ */
+
+typedef struct lp_frame {
+    const char *func;        /* linkage name, else DW_AT_name; NOT canonical */
+    uint32_t line;           /* source line in this function */
+    uint32_t start_line;     /* DW_AT_decl_line of the (abstract) subprogram */
+    uint32_t line_offset;    /* (line - start_line) & 0xffff */
+    uint32_t discriminator;  /* raw DWARF discriminator */
+    uint32_t column;
+    const char *file;        /* for human output; may be "" */
+} lp_frame;
+
+/* The inline stack at addr, OUTERMOST CALLER FIRST (frames[0] is the
+ * real, out-of-line function; frames[n-1] the leaf). Same as
+ * ProfiledBinary::symbolize: for a non-leaf frame, line/column/
+ * discriminator are the call site (DW_AT_call_line/column/
+ * DW_AT_GNU_discriminator of the next-inner inlined subroutine). The stack
+ * is cut at the first frame (from the outermost) with an empty name.
+ * Returns 0 and sets *frames and *n (n == 0: no debug info for addr), -1 on
+ * error (e.g. a malformed DWARF unit). Cached: the second call for the
+ * same address is a hash lookup. */
+int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
+                        size_t *n, lp_error *err);
+
+/* For callers that need stacks (profile generation): 0 if the binary has
+ * DWARF functions, else -1 with an LP_EFORMAT message naming the file and
+ * why (fully stripped / no DWARF / split DWARF not found) and what to do
+ * (build with -g, pass --debug-binary, put the .dwo files back). */
+int lp_binary_check_symbolizable(const lp_binary *b, lp_error *err);
+
+/* Whether flow-sensitive discriminators are in use (see opts). */
+bool lp_binary_fs_discriminator(const lp_binary *b);
+
+/* Discriminator decoding (getBaseDiscriminator / getDuplicationFactor of
+ * LLVM 19). With fs, base = d and the factor is 1. The factor is >= 1. */
+uint32_t lp_disc_base(uint32_t d, bool fs);
+uint32_t lp_disc_dup_factor(uint32_t d, bool fs);
+
+/* getCanonicalFnName(name, "selected"): the length of the canonical prefix
+ * of name. Strips a last ".llvm.*" or ".part.*" component (".__uniq." is
+ * kept): "foo.llvm.123" -> 3, "foo.part.0" -> 3, "foo.cold" -> 8. */
+size_t lp_canonical_fn_len(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

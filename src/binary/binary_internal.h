@@ -1,0 +1,213 @@
+/*
+ * binary_internal.h - data structures shared by the binary loader's files
+ * (elf.c: ELF facts and symbols; disasm.c: lazy disassembly; dwarf.c:
+ * function table and inline stacks; names.c: name/discriminator rules).
+ * Not part of the public API.
+ */
+#ifndef LBR2PROF_BINARY_INTERNAL_H
+#define LBR2PROF_BINARY_INTERNAL_H
+
+#include <capstone/capstone.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <uthash.h>
+
+#include "lbr2prof/binary.h"
+
+/* One ELF symbol of the (debug) symbol table. */
+typedef struct lp_sym {
+    uint64_t addr, size;
+    const char *name;       /* points into libelf's string table */
+    size_t shndx;
+    uint8_t type;           /* STT_* */
+} lp_sym;
+
+/* A stretch of code that is disassembled as one unit: from one symbol's
+ * address to the next symbol's (llvm-profgen's dissassembleSymbol), with the
+ * bytes of its section available up to the section end. */
+typedef struct lp_code_region {
+    uint64_t start, end;        /* [start, end) : where instructions start */
+    uint64_t sec_addr;          /* section sh_addr */
+    const uint8_t *sec_bytes;   /* section contents (libelf owned) */
+    size_t sec_size;
+    lp_inst *insts;             /* sorted by addr, NULL until decoded */
+    size_t ninsts;
+    bool decoded;
+} lp_code_region;
+
+/* Per-arch disassembler settings and instruction classification. */
+typedef struct lp_arch_ops {
+    enum lp_arch arch;
+    cs_arch cs_arch;
+    cs_mode cs_mode;
+    void (*classify)(const cs_insn *insn, lp_inst *out);
+} lp_arch_ops;
+
+const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch);
+
+/* A range of a subprogram DIE, to find the DIE of an address quickly. */
+typedef struct lp_die_range {
+    uint64_t start, end;
+    Dwarf_Die die;              /* the subprogram DIE (main or .dwo) */
+    Dwarf_Die cudie;            /* its CU DIE (split unit DIE for .dwo) */
+    Dwarf_Die linecu;           /* the CU DIE holding DW_AT_stmt_list
+                                   (the skeleton for split DWARF) */
+} lp_die_range;
+
+/* A decoded DWARF line table (lines.c). */
+typedef struct lp_line_row {
+    uint64_t addr;
+    uint32_t line, col, disc, file;
+    bool end_seq;
+} lp_line_row;
+
+typedef struct lp_line_seq {
+    uint64_t low, high;         /* [low, high) */
+    size_t first, last;         /* rows [first, last), end row included */
+} lp_line_seq;
+
+typedef struct lp_line_table {
+    lp_line_row *rows;
+    size_t nrows, rows_cap;
+    lp_line_seq *seqs;          /* sorted by high */
+    size_t nseqs, seqs_cap;
+} lp_line_table;
+
+/* Line tables by .debug_line offset (uthash), parsed on first use. */
+typedef struct lp_line_cache {
+    uint64_t off;
+    lp_line_table t;
+    bool ok;
+    UT_hash_handle hh;
+} lp_line_cache;
+
+int lp_line_table_parse(const uint8_t *data, size_t size, uint64_t off,
+                        lp_line_table *t);
+void lp_line_table_free(lp_line_table *t);
+const lp_line_row *lp_line_table_lookup(const lp_line_table *t, uint64_t addr);
+
+/* One range of a DW_TAG_inlined_subroutine of a subprogram, with what a
+ * frame needs, flattened in DIE pre-order (symbolize.c). */
+typedef struct lp_inl_node {
+    uint64_t lo, hi;
+    int32_t parent;             /* node of the enclosing inlinee, -1: none */
+    uint32_t kids;              /* first node of this DIE's descendants */
+    uint32_t skip;              /* first node after this DIE's subtree */
+    uint32_t depth;
+    const char *name;           /* linkage name, else name; NULL: none */
+    uint32_t decl_line;
+    uint32_t call_line, call_col, call_disc, call_file;
+} lp_inl_node;
+
+/* The inline tree of one subprogram DIE (uthash keyed by DIE address). */
+typedef struct lp_inl_tree {
+    const void *key;
+    const char *name;
+    uint32_t decl_line;
+    lp_inl_node *nodes;
+    size_t n, cap;
+    UT_hash_handle hh;
+} lp_inl_tree;
+
+/* Symbolization cache entry (uthash keyed by addr). */
+typedef struct lp_sym_cache {
+    uint64_t addr;
+    lp_frame *frames;
+    size_t n;
+    UT_hash_handle hh;
+} lp_sym_cache;
+
+/* Function name -> lp_function (uthash keyed by name). */
+typedef struct lp_func_entry {
+    lp_function fn;
+    size_t *ridx;               /* indexes into b->ranges while loading */
+    size_t cap;
+    const lp_func_range **rv;   /* backing store of fn.ranges */
+    char *canon;                /* canonical name (getCanonicalFnName) */
+    UT_hash_handle hh;
+} lp_func_entry;
+
+/* Interned strings (file names, function names from DWARF). */
+typedef struct lp_str {
+    char *s;
+    UT_hash_handle hh;
+} lp_str;
+
+struct lp_binary {
+    char *path;
+    char *dbg_path;             /* == path unless --debug-binary */
+    int fd, dbg_fd;
+    Elf *elf;                   /* code, program headers, build-id */
+    Elf *dbg_elf;               /* symbols, DWARF (== elf unless debug) */
+    Dwarf *dw;                  /* NULL: no DWARF */
+    enum lp_arch arch;
+    const lp_arch_ops *ops;
+    csh cs;
+    bool cs_open;
+    bool is_pie;
+    bool fs_disc;
+
+    lp_segment *segs, *xsegs;
+    size_t nsegs, nxsegs;
+    uint64_t preferred_base, first_loadable;
+
+    uint8_t *build_id;
+    size_t build_id_len;
+    char *build_id_hex;
+
+    lp_sym *syms;               /* from dbg_elf .symtab (else .dynsym) */
+    size_t nsyms;
+    lp_sym *fsyms;              /* sized STT_FUNC symbols, sorted by addr */
+    size_t nfsyms;
+
+    lp_code_region *regions;    /* sorted, disjoint */
+    size_t nregions;
+
+    lp_func_entry *funcs_by_name;       /* uthash */
+    const lp_function **funcs;          /* insertion (DWARF) order */
+    size_t nfuncs, funcs_cap;
+    lp_func_range *ranges;              /* every DWARF range, load order */
+    size_t nranges, ranges_cap;
+    lp_func_range **map;                /* StartAddrToFuncRangeMap: first
+                                           range of each start, sorted */
+    size_t nmap;
+    lp_die_range *dies;                 /* sorted by start */
+    size_t ndies, dies_cap;
+    size_t ndup_starts;
+    size_t ndwo_missing;
+
+    lp_sym_cache *cache;                /* uthash */
+    lp_line_cache *lines;               /* uthash */
+    lp_inl_tree *trees;                 /* uthash */
+    const uint8_t *debug_line;          /* .debug_line of dbg_elf */
+    size_t debug_line_size;
+    lp_str *strs;                       /* uthash */
+
+    char **warnings;
+    size_t nwarnings;
+};
+
+/* elf.c */
+int lp_bin_load_elf(lp_binary *b, lp_error *err);
+int lp_bin_load_symbols(lp_binary *b, lp_error *err);
+void lp_bin_warn(lp_binary *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *lp_bin_intern(lp_binary *b, const char *s);
+
+/* disasm.c */
+int lp_bin_build_regions(lp_binary *b, lp_error *err);
+int lp_bin_open_disasm(lp_binary *b, lp_error *err);
+void lp_bin_free_regions(lp_binary *b);
+
+/* dwarf.c */
+int lp_bin_load_dwarf(lp_binary *b, lp_error *err);
+int lp_bin_functions_from_symtab(lp_binary *b, lp_error *err);
+void lp_bin_mark_entries(lp_binary *b);
+void lp_bin_free_dwarf(lp_binary *b);
+const char *lp_bin_die_name(Dwarf_Die *die);
+
+/* symbolize.c */
+void lp_bin_free_symbolizer(lp_binary *b);
+
+#endif

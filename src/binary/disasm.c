@@ -1,0 +1,494 @@
+/*
+ * disasm.c - lazy disassembly with capstone: splits the text sections into
+ * symbol-to-symbol regions (as llvm-profgen's dissassembleSymbol), decodes
+ * a region the first time one of its addresses is asked about, classifies
+ * instructions through a per-arch ops table, and answers the instruction
+ * queries of binary.h. Does not know about DWARF or functions.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "binary/binary_internal.h"
+
+/* ---- per-arch classification ------------------------------------------ */
+
+static bool has_group(const cs_insn *in, uint8_t g)
+{
+    for (uint8_t i = 0; i < in->detail->groups_count; i++)
+        if (in->detail->groups[i] == g)
+            return true;
+    return false;
+}
+
+static void classify_x86(const cs_insn *in, lp_inst *o)
+{
+    const cs_x86 *x = &in->detail->x86;
+    bool imm = x->op_count > 0 && x->operands[0].type == X86_OP_IMM;
+    if (has_group(in, CS_GRP_CALL))
+        o->kind = LP_INST_CALL;
+    else if (has_group(in, CS_GRP_RET) || has_group(in, CS_GRP_IRET))
+        o->kind = LP_INST_RET;
+    else if (has_group(in, CS_GRP_JUMP))
+        o->kind = (in->id == X86_INS_JMP || in->id == X86_INS_LJMP)
+                      ? LP_INST_UNCOND_BR : LP_INST_COND_BR;
+    else
+        return;
+    if (o->kind == LP_INST_RET)
+        return;
+    o->indirect = !imm;
+    if (imm)
+        o->target = (uint64_t)x->operands[0].imm;
+}
+
+static void classify_arm64(const cs_insn *in, lp_inst *o)
+{
+    const cs_arm64 *a = &in->detail->arm64;
+    switch (in->id) {
+    case ARM64_INS_BL:
+    case ARM64_INS_BLR:
+        o->kind = LP_INST_CALL;
+        break;
+    case ARM64_INS_RET:
+        o->kind = LP_INST_RET;
+        return;
+    case ARM64_INS_B:
+    case ARM64_INS_BR:
+        o->kind = (a->cc == ARM64_CC_INVALID || a->cc == ARM64_CC_AL)
+                      ? LP_INST_UNCOND_BR : LP_INST_COND_BR;
+        break;
+    case ARM64_INS_CBZ:
+    case ARM64_INS_CBNZ:
+    case ARM64_INS_TBZ:
+    case ARM64_INS_TBNZ:
+        o->kind = LP_INST_COND_BR;
+        break;
+    default:
+        return;
+    }
+    o->indirect = in->id == ARM64_INS_BLR || in->id == ARM64_INS_BR;
+    for (uint8_t i = 0; i < a->op_count; i++)
+        if (a->operands[i].type == ARM64_OP_IMM)
+            o->target = (uint64_t)a->operands[i].imm;
+}
+
+static const lp_arch_ops arch_ops[] = {
+    {LP_ARCH_X86_64, CS_ARCH_X86, CS_MODE_64, classify_x86},
+    {LP_ARCH_AARCH64, CS_ARCH_ARM64, CS_MODE_ARM, classify_arm64},
+};
+
+const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch)
+{
+    for (size_t i = 0; i < sizeof arch_ops / sizeof arch_ops[0]; i++)
+        if (arch_ops[i].arch == arch)
+            return &arch_ops[i];
+    return NULL;
+}
+
+int lp_bin_open_disasm(lp_binary *b, lp_error *err)
+{
+    if (cs_open(b->ops->cs_arch, b->ops->cs_mode, &b->cs) != CS_ERR_OK)
+        return lp_error_set(err, LP_EUNSUPP, "%s: capstone cannot open the "
+                            "disassembler", b->path);
+    b->cs_open = true;
+    cs_option(b->cs, CS_OPT_DETAIL, CS_OPT_ON);
+    return 0;
+}
+
+/* ---- regions ------------------------------------------------------------- */
+
+static int add_region(lp_binary *b, size_t *cap, uint64_t start,
+                      uint64_t end, const GElf_Shdr *sh, Elf_Data *d)
+{
+    if (end <= start)
+        return 0;
+    if (b->nregions == *cap) {
+        size_t nc = *cap ? 2 * *cap : 64;
+        lp_code_region *r = realloc(b->regions, nc * sizeof *r);
+        if (!r)
+            return -1;
+        b->regions = r;
+        *cap = nc;
+    }
+    lp_code_region *r = &b->regions[b->nregions++];
+    memset(r, 0, sizeof *r);
+    r->start = start;
+    r->end = end;
+    r->sec_addr = sh->sh_addr;
+    r->sec_bytes = d->d_buf;
+    r->sec_size = d->d_size;
+    return 0;
+}
+
+/* First index i with b->syms[i].addr >= addr. */
+static size_t sym_lower_bound(const lp_binary *b, uint64_t addr)
+{
+    size_t lo = 0, hi = b->nsyms;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->syms[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int section_regions(lp_binary *b, size_t *cap, const GElf_Shdr *sh,
+                           Elf_Data *d)
+{
+    uint64_t lo = sh->sh_addr, hi = sh->sh_addr + d->d_size;
+    if (b->nsyms == 0) /* fully stripped: whole section (documented) */
+        return add_region(b, cap, lo, hi, sh, d);
+    size_t i = sym_lower_bound(b, lo);
+    while (i < b->nsyms && b->syms[i].addr < hi) {
+        uint64_t s = b->syms[i].addr;
+        while (i < b->nsyms && b->syms[i].addr == s)
+            i++;
+        uint64_t e = (i < b->nsyms && b->syms[i].addr < hi) ? b->syms[i].addr
+                                                             : hi;
+        if (add_region(b, cap, s, e, sh, d) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int region_cmp(const void *pa, const void *pb)
+{
+    const lp_code_region *a = pa, *c = pb;
+    return a->start < c->start ? -1 : a->start > c->start;
+}
+
+int lp_bin_build_regions(lp_binary *b, lp_error *err)
+{
+    size_t shstrndx, cap = 0;
+    if (elf_getshdrstrndx(b->elf, &shstrndx) != 0)
+        shstrndx = 0;
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(b->elf, s));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(s, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
+            sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
+            continue;
+        const char *nm = elf_strptr(b->elf, shstrndx, sh.sh_name);
+        if (nm && strcmp(nm, ".plt") == 0)
+            continue;
+        Elf_Data *d = elf_getdata(s, NULL);
+        if (!d || !d->d_buf)
+            return lp_error_set(err, LP_EFORMAT, "%s: offset 0x%llx: cannot"
+                                " read section %s", b->path,
+                                (unsigned long long)sh.sh_offset,
+                                nm ? nm : "?");
+        if (section_regions(b, &cap, &sh, d) != 0)
+            return lp_error_set(err, LP_ENOMEM, "out of memory");
+    }
+    if (b->nregions)
+        qsort(b->regions, b->nregions, sizeof *b->regions, region_cmp);
+    return 0;
+}
+
+void lp_bin_free_regions(lp_binary *b)
+{
+    for (size_t i = 0; i < b->nregions; i++)
+        free(b->regions[i].insts);
+    free(b->regions);
+    b->regions = NULL;
+    b->nregions = 0;
+}
+
+/* Decode one region: from its start while the address is below its end,
+ * bytes available up to the section end; undecodable bytes skip 1. */
+static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
+{
+    cs_insn *in = cs_malloc(b->cs);
+    if (!in)
+        return lp_error_set(err, LP_ENOMEM, "capstone: out of memory");
+    size_t cap = 0;
+    uint64_t addr = r->start;
+    while (addr < r->end) {
+        uint64_t off = addr - r->sec_addr;
+        const uint8_t *code = r->sec_bytes + off;
+        size_t left = r->sec_size - off;
+        uint64_t a = addr;
+        if (!cs_disasm_iter(b->cs, &code, &left, &a, in)) {
+            addr++;
+            continue;
+        }
+        if (r->ninsts == cap) {
+            cap = cap ? 2 * cap : 64;
+            lp_inst *ni = realloc(r->insts, cap * sizeof *ni);
+            if (!ni) {
+                cs_free(in, 1);
+                return lp_error_set(err, LP_ENOMEM, "out of memory");
+            }
+            r->insts = ni;
+        }
+        lp_inst *o = &r->insts[r->ninsts++];
+        memset(o, 0, sizeof *o);
+        o->addr = addr;
+        o->size = (uint8_t)in->size;
+        b->ops->classify(in, o);
+        addr += in->size;
+    }
+    cs_free(in, 1);
+    r->decoded = true;
+    return 0;
+}
+
+/* Index of the region with start <= addr < end, or -1. */
+static ptrdiff_t find_region(const lp_binary *b, uint64_t addr)
+{
+    size_t lo = 0, hi = b->nregions;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->regions[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || addr >= b->regions[lo - 1].end)
+        return -1;
+    return (ptrdiff_t)lo - 1;
+}
+
+static int ensure(lp_binary *b, size_t ri, lp_error *err)
+{
+    return b->regions[ri].decoded ? 0 : decode_region(b, &b->regions[ri], err);
+}
+
+/* Index of the instruction at addr in region ri, or -1. */
+static ptrdiff_t find_inst(const lp_code_region *r, uint64_t addr)
+{
+    size_t lo = 0, hi = r->ninsts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->insts[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo < r->ninsts && r->insts[lo].addr == addr) ? (ptrdiff_t)lo : -1;
+}
+
+/* Locate addr: *ri region, *ii instruction. 1 found, 0 not code, -1 err. */
+static int locate(lp_binary *b, uint64_t addr, size_t *ri, size_t *ii,
+                  lp_error *err)
+{
+    ptrdiff_t r = find_region(b, addr);
+    if (r < 0)
+        return 0;
+    if (ensure(b, (size_t)r, err) != 0)
+        return -1;
+    ptrdiff_t i = find_inst(&b->regions[r], addr);
+    if (i < 0)
+        return 0;
+    *ri = (size_t)r;
+    *ii = (size_t)i;
+    return 1;
+}
+
+int lp_binary_inst(lp_binary *b, uint64_t addr, lp_inst *out, lp_error *err)
+{
+    size_t ri, ii;
+    int r = locate(b, addr, &ri, &ii, err);
+    if (r == 1 && out)
+        *out = b->regions[ri].insts[ii];
+    return r;
+}
+
+static bool kind_is(lp_binary *b, uint64_t addr, int what)
+{
+    lp_inst in;
+    if (lp_binary_inst(b, addr, &in, NULL) != 1)
+        return false;
+    switch (what) {
+    case 0: return true;
+    case 1: return in.kind == LP_INST_CALL;
+    case 2: return in.kind == LP_INST_RET;
+    case 3: return in.kind == LP_INST_COND_BR || in.kind == LP_INST_UNCOND_BR;
+    default: /* UncondBranchAddrSet: MCInstrDesc::isUnconditionalBranch is
+                false for indirect jumps */
+        return in.kind == LP_INST_CALL || in.kind == LP_INST_RET ||
+               (in.kind == LP_INST_UNCOND_BR && !in.indirect);
+    }
+}
+
+bool lp_binary_is_code(lp_binary *b, uint64_t a) { return kind_is(b, a, 0); }
+bool lp_binary_is_call(lp_binary *b, uint64_t a) { return kind_is(b, a, 1); }
+bool lp_binary_is_return(lp_binary *b, uint64_t a) { return kind_is(b, a, 2); }
+bool lp_binary_is_branch(lp_binary *b, uint64_t a) { return kind_is(b, a, 3); }
+bool lp_binary_is_uncond_branch(lp_binary *b, uint64_t a)
+{
+    return kind_is(b, a, 4);
+}
+
+int lp_binary_next_inst(lp_binary *b, uint64_t addr, uint64_t *out,
+                        lp_error *err)
+{
+    size_t ri, ii;
+    int r = locate(b, addr, &ri, &ii, err);
+    if (r != 1)
+        return r;
+    if (ii + 1 < b->regions[ri].ninsts) {
+        *out = b->regions[ri].insts[ii + 1].addr;
+        return 1;
+    }
+    for (size_t j = ri + 1; j < b->nregions; j++) {
+        if (ensure(b, j, err) != 0)
+            return -1;
+        if (b->regions[j].ninsts) {
+            *out = b->regions[j].insts[0].addr;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int lp_binary_prev_inst(lp_binary *b, uint64_t addr, uint64_t *out,
+                        lp_error *err)
+{
+    size_t ri, ii;
+    int r = locate(b, addr, &ri, &ii, err);
+    if (r != 1)
+        return r;
+    if (ii > 0) {
+        *out = b->regions[ri].insts[ii - 1].addr;
+        return 1;
+    }
+    for (size_t j = ri; j-- > 0;) {
+        if (ensure(b, j, err) != 0)
+            return -1;
+        if (b->regions[j].ninsts) {
+            *out = b->regions[j].insts[b->regions[j].ninsts - 1].addr;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int lp_binary_inst_at_or_after(lp_binary *b, uint64_t addr, uint64_t *out,
+                               lp_error *err)
+{
+    size_t lo = 0, hi = b->nregions; /* first region with end > addr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->regions[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t j = lo; j < b->nregions; j++) {
+        if (ensure(b, j, err) != 0)
+            return -1;
+        const lp_code_region *r = &b->regions[j];
+        for (size_t i = 0; i < r->ninsts; i++) /* could bisect; rare path */
+            if (r->insts[i].addr >= addr) {
+                *out = r->insts[i].addr;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* The last instruction starting below addr, in *out. 1, 0 none, -1 err. */
+static int last_inst_below(lp_binary *b, uint64_t addr, lp_inst *out,
+                           lp_error *err)
+{
+    size_t lo = 0, hi = b->nregions; /* regions with start < addr: [0, lo) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->regions[mid].start < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t j = lo; j-- > 0;) {
+        if (ensure(b, j, err) != 0)
+            return -1;
+        const lp_code_region *r = &b->regions[j];
+        size_t a = 0, z = r->ninsts; /* first inst >= addr */
+        while (a < z) {
+            size_t mid = a + (z - a) / 2;
+            if (r->insts[mid].addr < addr)
+                a = mid + 1;
+            else
+                z = mid;
+        }
+        if (a > 0) {
+            *out = r->insts[a - 1];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
+                        lp_error *err)
+{
+    lp_inst in;
+    int r = last_inst_below(b, ret_addr, &in, err);
+    if (r != 1)
+        return r;
+    if (in.kind != LP_INST_CALL)
+        return 0;
+    *callsite = in.addr;
+    return 1;
+}
+
+static bool in_uncond_set(const lp_inst *in)
+{
+    return in->kind == LP_INST_CALL || in->kind == LP_INST_RET ||
+           (in->kind == LP_INST_UNCOND_BR && !in->indirect);
+}
+
+int lp_binary_valid_fallthrough(lp_binary *b, uint64_t start, uint64_t end,
+                                lp_error *err)
+{
+    size_t ri, ii, re, ie;
+    if (start > end)
+        return 0;
+    int r = locate(b, end, &re, &ie, err);
+    if (r == 1)
+        r = locate(b, start, &ri, &ii, err);
+    if (r != 1)
+        return r;
+    /* walk the decoded arrays directly: one lookup per range, not per
+     * instruction (this runs for every LBR entry) */
+    for (; ri < b->nregions; ri++, ii = 0) {
+        if (ensure(b, ri, err) != 0)
+            return -1;
+        const lp_code_region *reg = &b->regions[ri];
+        for (; ii < reg->ninsts; ii++) {
+            if (ri == re && ii == ie)
+                return 1;
+            if (in_uncond_set(&reg->insts[ii]))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+bool lp_binary_in_prolog_epilog(lp_binary *b, uint64_t addr)
+{
+    uint64_t p, n;
+    const lp_func_range *r = lp_binary_func_range(b, addr);
+    if (r && r->start == addr)
+        return true;
+    if (lp_binary_prev_inst(b, addr, &p, NULL) == 1) {
+        r = lp_binary_func_range(b, p);
+        if (r && r->start == p)
+            return true;
+    }
+    if (lp_binary_is_return(b, addr))
+        return true;
+    return lp_binary_next_inst(b, addr, &n, NULL) == 1 &&
+           lp_binary_is_return(b, n);
+}
+
+size_t lp_binary_decoded_regions(const lp_binary *b, size_t *total)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->nregions; i++)
+        n += b->regions[i].decoded;
+    if (total)
+        *total = b->nregions;
+    return n;
+}

@@ -1,0 +1,166 @@
+/*
+ * sim.h - internal data of the software LBR simulator (`record --simulate`).
+ *
+ * Method (exact, faster than single-stepping): every control-transfer
+ * instruction (CTI) that execution can reach gets an int3; straight-line
+ * code between CTIs runs natively. At each int3 the tracer *emulates* the
+ * CTI (condition from EFLAGS, target from registers/memory, push/pop of the
+ * return address) and resumes the thread at the outcome, so nothing is
+ * ever stepped over and other threads never see a missing breakpoint.
+ * Syscalls stop the thread too (PTRACE_SYSCALL), which bounds straight-line
+ * runs at syscalls and catches sigreturn, mmap and exec.
+ */
+#ifndef LBR2PROF_SIM_H
+#define LBR2PROF_SIM_H
+
+#include <capstone/capstone.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include <uthash.h>
+
+#include "lbr2prof/outfile.h"
+#include "lbr2prof/perfwrite.h"
+#include "lbr2prof/record.h"
+
+/* What a CTI does, decided once per static instruction. */
+typedef enum cti_kind {
+    CTI_NONE = 0,  /* not a CTI (never patched) */
+    CTI_JCC,       /* conditional direct jump (incl. jrcxz, loop*) */
+    CTI_JMP,       /* direct jump */
+    CTI_JMP_IND,   /* jmp reg/mem */
+    CTI_CALL,      /* direct call */
+    CTI_CALL_IND,  /* call reg/mem */
+    CTI_RET,       /* ret / ret imm16 */
+    CTI_STEP,      /* anything else that may transfer control: single-step it */
+} cti_kind;
+
+/* One decoded static CTI; the key is its address. */
+typedef struct cti {
+    uint64_t addr;
+    uint64_t target;     /* direct target */
+    uint32_t insn_id;    /* capstone X86_INS_* (condition of a JCC) */
+    uint16_t ret_imm;    /* ret imm16 */
+    uint8_t len;
+    uint8_t kind;        /* cti_kind */
+    uint8_t orig;        /* original first byte (patched to 0xcc) */
+    uint8_t patched;
+    /* memory or register operand of an indirect CTI */
+    uint8_t op_is_mem;
+    x86_reg op_reg, base, index, segment;
+    int32_t scale;
+    int64_t disp;
+    UT_hash_handle hh;
+} cti;
+
+/* A straight-line run: from `start` through `ninsn` instructions to the
+ * CTI at `end` (included). Keyed by `start`. */
+typedef struct block {
+    uint64_t start, end;
+    uint32_t ninsn;
+    uint64_t *insn_addr;    /* ninsn addresses (for truth counts) */
+    uint64_t exec_count;    /* times run to its end */
+    UT_hash_handle hh;
+} block;
+
+/* Counted (from, to) pair (truth). */
+typedef struct edge {
+    struct { uint64_t from, to; } key;
+    uint64_t count;
+    UT_hash_handle hh;
+} edge;
+
+/* Executions of one instruction (truth), filled from blocks at the end
+ * and from partial runs (syscalls, signals) as they happen. */
+typedef struct icount {
+    uint64_t addr, count;
+    UT_hash_handle hh;
+} icount;
+
+/* A mapping already reported as MMAP2. */
+typedef struct seen_map {
+    char key[512];          /* "start-end pgoff path" */
+    UT_hash_handle hh;
+} seen_map;
+
+typedef struct thread_state {
+    pid_t tid, pid;
+    uint64_t cur;           /* where native execution resumed last */
+    int in_syscall;
+    long syscall_nr;
+    uint64_t syscall_args[3];
+    int stepping;           /* a CTI_STEP single-step is in flight */
+    uint64_t step_from;
+    int into_handler;       /* single-stepping into a signal handler */
+    int started;            /* first stop seen */
+    int held;               /* stopped new task waiting for its parent's
+                               clone/fork/vfork event */
+    lp_branch_entry ring[LP_LBR_DEPTH];
+    unsigned ring_head, ring_n;
+    uint64_t since_sample, next_period;
+    uint64_t *shadow;       /* true return-address stack */
+    size_t shadow_n, shadow_cap;
+    UT_hash_handle hh;
+} thread_state;
+
+typedef struct sim {
+    const lp_record_opts *opts;
+    lp_record_stats *st;
+    lp_perfwrite *pw;
+    csh cs;
+    pid_t pid;              /* the traced process */
+    pid_t stopped_tid;      /* a thread in ptrace-stop (for POKETEXT) */
+    cti *ctis;
+    block *blocks;
+    edge *edges;
+    icount *icounts;
+    seen_map *maps;
+    thread_state *threads;
+    uint64_t rng;
+    uint64_t time;          /* instructions retired so far (all threads) */
+    uint64_t nr_threads_alive;
+    FILE *truth;            /* samples section streamed here (tmp file) */
+    FILE *truth_maps;       /* mappings section (tmp file) */
+    lp_outfile truth_out;   /* the --truth file, opened at the start */
+    pid_t scan_pid;         /* process whose maps are being scanned */
+    int truth_first;
+    char comm[16];
+} sim;
+
+/* decode.c */
+int sim_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+int sim_write8(pid_t pid, uint64_t addr, uint64_t val);
+cti *sim_cti_get(sim *s, uint64_t addr, lp_error *err);
+block *sim_block_get(sim *s, uint64_t start, lp_error *err);
+int sim_patch(sim *s, cti *c, lp_error *err);
+void sim_forget_range(sim *s, uint64_t lo, uint64_t hi);
+void sim_forget_all(sim *s);
+/* Emulate `c` with registers `r` (rip already rewound): sets r->rip etc.
+ * Returns 1 if taken, 0 if not, -1 on error. */
+int sim_emulate(pid_t tid, const cti *c, struct user_regs_struct *r,
+                lp_error *err);
+int sim_count_partial(sim *s, uint64_t from, uint64_t upto, int inclusive,
+                      lp_error *err);
+
+/* maps.c */
+int sim_scan_maps(sim *s, pid_t pid, pid_t tid, lp_error *err);
+int sim_read_comm(pid_t pid, char out[16]);
+
+/* sample.c */
+/* A taken branch of thread `t` by CTI `c` (from c->addr) to `r->rip`;
+ * `r` holds the registers after it. May emit a sample. */
+int sim_taken(sim *s, thread_state *t, const cti *c,
+              const struct user_regs_struct *r, lp_error *err);
+uint64_t sim_next_period(sim *s);
+
+/* truth.c */
+int sim_truth_begin(sim *s, lp_error *err);
+int sim_truth_sample(sim *s, const thread_state *t, uint64_t ip,
+                     const lp_sample *smp);
+int sim_truth_finish(sim *s, lp_error *err);
+void sim_truth_abort(sim *s);
+void sim_truth_map(sim *s, const char *key);
+void sim_count_block(sim *s, block *b);
+
+#endif

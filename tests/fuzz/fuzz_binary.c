@@ -1,0 +1,54 @@
+/*
+ * fuzz_binary.c - libFuzzer target for the binary loader: writes the input
+ * to a temporary file (the loader takes paths), opens it and walks every
+ * instruction, stack, function range and prolog/epilog query. Any crash,
+ * sanitizer report, hang or leak is a bug; open errors are expected.
+ * Best seeded with the .perfbin files of tests/data/llvm-profgen-inputs.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "lbr2prof/binary.h"
+
+static void walk(lp_binary *b)
+{
+    lp_error err;
+    uint64_t a;
+    size_t steps = 0;
+    volatile uint64_t sink = 0;
+    if (lp_binary_inst_at_or_after(b, 0, &a, &err) != 1)
+        return;
+    do {
+        const lp_frame *fr;
+        size_t n;
+        if (lp_binary_symbolize(b, a, &fr, &n, &err) == 0)
+            for (size_t i = 0; i < n; i++)
+                sink += fr[i].line_offset + (uint8_t)fr[i].func[0];
+        sink += lp_binary_in_prolog_epilog(b, a);
+        const lp_func_range *r = lp_binary_func_range(b, a);
+        if (r)
+            sink += r->end + (lp_binary_callee_name(b, r->start) != NULL);
+    } while (++steps < 20000 && lp_binary_next_inst(b, a, &a, &err) == 1);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char path[] = "/tmp/lp-fuzz-bin-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return 0;
+    if (write(fd, data, size) == (ssize_t)size) {
+        lp_error err;
+        lp_binary *b = lp_binary_open(path, NULL, &err);
+        if (b) {
+            walk(b);
+            lp_binary_close(b);
+        }
+    }
+    close(fd);
+    unlink(path);
+    return 0;
+}

@@ -1,0 +1,218 @@
+/*
+ * test_simulate.c - unit tests for src/simulate: capstone classification of
+ * control transfers and their emulation from registers and memory (jcc
+ * conditions from EFLAGS, indirect targets, call pushing and ret popping
+ * the return address), and the straight-line blocks. The "tracee" is this
+ * process itself (process_vm_readv/writev on our own pid).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "simulate/sim.h"
+
+typedef struct fixture {
+    sim s;
+    lp_record_opts opts;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    sim *s = &f->s;
+
+    assert_non_null(f);
+    assert_int_equal(cs_open(CS_ARCH_X86, CS_MODE_64, &s->cs), CS_ERR_OK);
+    cs_option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
+    s->pid = getpid();
+    s->opts = &f->opts;
+    *state = s; /* &f->s == f */
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    sim *s = *state;
+    cti *c, *ct;
+
+    HASH_ITER(hh, s->ctis, c, ct) {
+        HASH_DEL(s->ctis, c);
+        free(c);
+    }
+    cs_close(&s->cs);
+    free(s);
+    return 0;
+}
+
+/* Decode `bytes` placed at a heap address (not patched: not a block). */
+static const cti *decode(sim *s, const uint8_t *bytes, size_t n, uint8_t *where)
+{
+    lp_error err;
+
+    memset(where, 0x90, 32);
+    memcpy(where, bytes, n);
+    return sim_cti_get(s, (uint64_t)(uintptr_t)where, &err);
+}
+
+static void test_classify(void **state)
+{
+    sim *s = *state;
+    uint8_t *code = malloc(8 * 32);
+    static const uint8_t jne[] = {0x75, 0x10};          /* jne +0x10 */
+    static const uint8_t jmp[] = {0xeb, 0xfe};          /* jmp . */
+    static const uint8_t call[] = {0xe8, 0, 0, 0, 0};  /* call next */
+    static const uint8_t ret[] = {0xc3};
+    static const uint8_t retn[] = {0xc2, 0x10, 0x00};   /* ret 16 */
+    static const uint8_t jmpr[] = {0xff, 0xe0};         /* jmp *%rax */
+    static const uint8_t callm[] = {0xff, 0x15, 0x10, 0, 0, 0}; /* call *0x10(%rip) */
+    static const uint8_t add[] = {0x48, 0x01, 0xd8};    /* add %rbx,%rax */
+    const cti *c;
+    uint64_t base = (uint64_t)(uintptr_t)code;
+
+    c = decode(s, jne, sizeof jne, code);
+    assert_int_equal(c->kind, CTI_JCC);
+    assert_int_equal(c->target, base + 0x12);
+    assert_int_equal(c->len, 2);
+    c = decode(s, jmp, sizeof jmp, code + 32);
+    assert_int_equal(c->kind, CTI_JMP);
+    assert_int_equal(c->target, base + 32);
+    c = decode(s, call, sizeof call, code + 64);
+    assert_int_equal(c->kind, CTI_CALL);
+    assert_int_equal(c->target, base + 64 + 5);
+    assert_int_equal(decode(s, ret, 1, code + 96)->kind, CTI_RET);
+    c = decode(s, retn, sizeof retn, code + 128);
+    assert_int_equal(c->kind, CTI_RET);
+    assert_int_equal(c->ret_imm, 16);
+    c = decode(s, jmpr, sizeof jmpr, code + 160);
+    assert_int_equal(c->kind, CTI_JMP_IND);
+    assert_int_equal(c->op_reg, X86_REG_RAX);
+    c = decode(s, callm, sizeof callm, code + 192);
+    assert_int_equal(c->kind, CTI_CALL_IND);
+    assert_int_equal(c->op_is_mem, 1);
+    assert_int_equal(c->base, X86_REG_RIP);
+    assert_int_equal(decode(s, add, sizeof add, code + 224)->kind, CTI_NONE);
+    free(code);
+}
+
+#define CF 0x1
+#define PF 0x4
+#define ZF 0x40
+#define SF 0x80
+#define OF 0x800
+
+static int jcc(sim *s, uint8_t opcode, uint64_t flags, uint64_t rcx)
+{
+    uint8_t *code = malloc(32);
+    uint8_t bytes[2] = {opcode, 0x10};
+    struct user_regs_struct r;
+    lp_error err;
+    const cti *c = decode(s, bytes, 2, code);
+    int t;
+
+    memset(&r, 0, sizeof r);
+    r.eflags = flags;
+    r.rcx = rcx;
+    t = sim_emulate(s->pid, c, &r, &err);
+    if (t < 0)
+        fail_msg("opcode 0x%02x: %s", opcode, err.msg);
+    assert_int_equal(r.rip, t ? (uint64_t)(uintptr_t)code + 0x12
+                              : (uint64_t)(uintptr_t)code + 2);
+    free(code);
+    HASH_DEL(s->ctis, (cti *)c); /* the same heap address may come back */
+    free((cti *)c);
+    return t;
+}
+
+static void test_jcc_conditions(void **state)
+{
+    sim *s = *state;
+
+    assert_int_equal(jcc(s, 0x74, ZF, 0), 1);        /* je */
+    assert_int_equal(jcc(s, 0x74, 0, 0), 0);
+    assert_int_equal(jcc(s, 0x75, 0, 0), 1);         /* jne */
+    assert_int_equal(jcc(s, 0x72, CF, 0), 1);        /* jb */
+    assert_int_equal(jcc(s, 0x73, CF, 0), 0);        /* jae */
+    assert_int_equal(jcc(s, 0x76, ZF, 0), 1);        /* jbe */
+    assert_int_equal(jcc(s, 0x77, 0, 0), 1);         /* ja */
+    assert_int_equal(jcc(s, 0x77, CF, 0), 0);
+    assert_int_equal(jcc(s, 0x7c, SF, 0), 1);        /* jl: SF != OF */
+    assert_int_equal(jcc(s, 0x7c, SF | OF, 0), 0);
+    assert_int_equal(jcc(s, 0x7d, SF | OF, 0), 1);   /* jge */
+    assert_int_equal(jcc(s, 0x7e, ZF | SF | OF, 0), 1); /* jle via ZF */
+    assert_int_equal(jcc(s, 0x7f, OF, 0), 0);        /* jg: SF != OF */
+    assert_int_equal(jcc(s, 0x7f, SF | OF, 0), 1);
+    assert_int_equal(jcc(s, 0x78, SF, 0), 1);        /* js */
+    assert_int_equal(jcc(s, 0x79, SF, 0), 0);        /* jns */
+    assert_int_equal(jcc(s, 0x70, OF, 0), 1);        /* jo */
+    assert_int_equal(jcc(s, 0x71, OF, 0), 0);        /* jno */
+    assert_int_equal(jcc(s, 0x7a, PF, 0), 1);        /* jp */
+    assert_int_equal(jcc(s, 0x7b, PF, 0), 0);        /* jnp */
+    assert_int_equal(jcc(s, 0xe3, 0, 0), 1);         /* jrcxz */
+    assert_int_equal(jcc(s, 0xe3, 0, 5), 0);
+    assert_int_equal(jcc(s, 0xe2, 0, 2), 1);         /* loop: rcx 2 -> 1 */
+    assert_int_equal(jcc(s, 0xe2, 0, 1), 0);         /* loop: rcx 1 -> 0 */
+}
+
+static void test_call_ret_memory(void **state)
+{
+    sim *s = *state;
+    uint8_t *code = malloc(64);
+    uint64_t stack[8] = {0}, base = (uint64_t)(uintptr_t)code;
+    static const uint8_t call[] = {0xe8, 0x10, 0, 0, 0};
+    static const uint8_t retn[] = {0xc2, 0x08, 0x00};
+    struct user_regs_struct r;
+    lp_error err;
+    const cti *c;
+
+    memset(&r, 0, sizeof r);
+    r.rsp = (uint64_t)(uintptr_t)&stack[4];
+    c = decode(s, call, sizeof call, code);
+    assert_int_equal(sim_emulate(s->pid, c, &r, &err), 1);
+    assert_int_equal(r.rip, base + 5 + 0x10);
+    assert_int_equal(r.rsp, (uint64_t)(uintptr_t)&stack[3]);
+    assert_int_equal(stack[3], base + 5);          /* return address pushed */
+    c = decode(s, retn, sizeof retn, code + 32);
+    assert_int_equal(sim_emulate(s->pid, c, &r, &err), 1);
+    assert_int_equal(r.rip, base + 5);
+    assert_int_equal(r.rsp, (uint64_t)(uintptr_t)&stack[5]); /* 8 + imm 8 */
+    free(code);
+}
+
+static void test_indirect_memory_target(void **state)
+{
+    sim *s = *state;
+    uint8_t *code = malloc(32);
+    uint64_t table[4] = {0x1111, 0x2222, 0x3333, 0x4444};
+    /* jmp *0x8(%rax,%rcx,8) */
+    static const uint8_t jmpm[] = {0xff, 0x64, 0xc8, 0x08};
+    struct user_regs_struct r;
+    lp_error err;
+    const cti *c = decode(s, jmpm, sizeof jmpm, code);
+
+    assert_int_equal(c->kind, CTI_JMP_IND);
+    memset(&r, 0, sizeof r);
+    r.rax = (uint64_t)(uintptr_t)table;
+    r.rcx = 2;
+    assert_int_equal(sim_emulate(s->pid, c, &r, &err), 1);
+    assert_int_equal(r.rip, 0x4444);
+    r.rax = 8; /* unreadable address: a clear error */
+    assert_int_equal(sim_emulate(s->pid, c, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "indirect branch"));
+    free(code);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_classify, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jcc_conditions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_ret_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_indirect_memory_target, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
