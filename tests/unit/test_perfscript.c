@@ -375,6 +375,32 @@ static void test_prefix_and_streaming(void **state)
     free(big);
 }
 
+/* Through the public reader: text is routed to this backend. */
+static void test_via_reader(void **state)
+{
+    static const char text[] =
+        "PERF_RECORD_MMAP2 7/7: [0x400000(0x1000) @ 0 00:1d 1 2]: r-xp /bin/x\n"
+        "2\n"
+        "  400 0x10/0x20/M/-/-/3 0x30/0x40\n";
+    const lp_event *ev;
+    lp_error e;
+    lp_reader *r = lp_reader_open_mem(text, sizeof text - 1, "mem.txt", NULL, &e);
+    (void)state;
+
+    assert_non_null(r);
+    assert_int_equal(lp_reader_next(r, &ev, &e), 1);
+    assert_int_equal(ev->kind, LP_EV_MMAP);
+    assert_string_equal(ev->u.mmap.filename, "/bin/x");
+    assert_int_equal(lp_reader_next(r, &ev, &e), 1);
+    assert_int_equal(ev->kind, LP_EV_SAMPLE);
+    assert_int_equal(ev->u.sample.repeat, 2);
+    assert_int_equal(ev->u.sample.branch_nr, 2);
+    assert_int_equal(LP_BR_CYCLES(ev->u.sample.branches[0].flags), 3);
+    assert_int_equal(lp_reader_next(r, &ev, &e), 0);
+    assert_int_equal(lp_reader_info(r)->format, LP_FMT_PERF_SCRIPT);
+    lp_reader_close(r);
+}
+
 static void test_sniff(void **state)
 {
     (void)state;
@@ -396,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_empty_input),
         cmocka_unit_test(test_binary_input),
         cmocka_unit_test(test_prefix_and_streaming),
+        cmocka_unit_test(test_via_reader),
         cmocka_unit_test(test_sniff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
