@@ -16,25 +16,8 @@
 
 #include "reader/rd_internal.h"
 
-/*
- * The text backend lives in perfscript.c. When that file is in the tree the
- * references are ordinary ones (a weak reference would not pull its object
- * out of liblbr2prof.a); without it they are weak so the reader still links
- * and reports that text input is unavailable.
- */
-#if defined(__has_include)
-#if __has_include("reader/perfscript.c")
-#define RD_HAVE_PSCRIPT 1
-#endif
-#endif
-#ifndef RD_HAVE_PSCRIPT
-#pragma weak lp_pscript_open
-#pragma weak lp_pscript_next
-#pragma weak lp_pscript_close
-#define RD_PSCRIPT_LINKED() (lp_pscript_open != NULL)
-#else
-#define RD_PSCRIPT_LINKED() 1
-#endif
+/* perf script text is parsed by perfscript.c (see perfscript.h). */
+#include "reader/perfscript.h"
 
 static const char MAGIC2[8] = { 'P', 'E', 'R', 'F', 'I', 'L', 'E', '2' };
 static const char MAGIC2_BE[8] = { '2', 'E', 'L', 'I', 'F', 'R', 'E', 'P' };
@@ -99,12 +82,6 @@ static lp_reader *fail_open(lp_reader *r)
 static lp_reader *open_text(lp_reader *r, FILE *f, const void *prefix,
                             size_t n, const char *name, lp_error *err)
 {
-    if (!RD_PSCRIPT_LINKED()) {
-        lp_error_set(err, LP_EUNSUPP,
-                     "%s: not a perf.data file, and perf script text input "
-                     "is not available in this build", name);
-        return fail_open(r);
-    }
     r->info.format = LP_FMT_PERF_SCRIPT;
     r->text = lp_pscript_open(f, prefix, n, name, err);
     return r->text ? r : fail_open(r);
@@ -626,7 +603,7 @@ void lp_reader_close(lp_reader *r)
 {
     if (!r)
         return;
-    if (r->text && RD_PSCRIPT_LINKED())
+    if (r->text)
         lp_pscript_close(r->text);
     if (r->own_text_f)
         fclose(r->own_text_f);
