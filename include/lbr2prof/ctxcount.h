@@ -1,0 +1,90 @@
+/*
+ * lbr2prof/ctxcount.h - range and branch counters per calling context: what
+ * the virtual unwinder produces and the CS profile generator consumes
+ * (llvm-profgen's ContextSampleCounterMap), and the context-sensitive
+ * unsymbolized profile ("[ctx]" blocks of --skip-symbolization output).
+ *
+ * A context is llvm-profgen's SampleContextFrameVector after inline
+ * expansion: caller frames, root first, each with the call-site location
+ * in that function, then the leaf frame, whose location is zero. Its
+ * printed key is "main:1 @ foo:3.1 @ bar" (leaf without location); the
+ * empty context (branches from external code) has the key "".
+ *
+ * Entries are also keyed by a binary index, so one run can hold several
+ * binaries (the main program and shared libraries with symbols): the
+ * counters' addresses are link-time addresses of that binary. Single-binary
+ * runs use index 0 throughout.
+ */
+#ifndef LBR2PROF_CTXCOUNT_H
+#define LBR2PROF_CTXCOUNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lbr2prof/error.h"
+#include "lbr2prof/flat.h"
+#include "lbr2prof/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lp_ctx_frame {
+    const char *func;       /* function name as symbolized (interned) */
+    lp_loc loc;             /* call site in func; {0,0} for the leaf */
+} lp_ctx_frame;
+
+typedef struct lp_ctx_entry {
+    const char *key;        /* "main:1 @ foo:3.1 @ bar", "" = empty context */
+    const lp_ctx_frame *frames;  /* root first, leaf last */
+    size_t nframes;         /* 0 for the empty context */
+    int bin;                /* binary index */
+    bool was_leaf_inlined;  /* the leaf address was in an inlined frame (the
+                               first writer's value is kept, as llvm-profgen
+                               keeps the first key inserted) */
+    lp_counters *counters;  /* owned by the entry */
+} lp_ctx_entry;
+
+typedef struct lp_ctxcount lp_ctxcount;
+
+lp_ctxcount *lp_ctxcount_new(void);
+void lp_ctxcount_free(lp_ctxcount *cc);
+
+/* The entry for (bin, frames[0..n)), created empty if absent (names are
+ * copied). was_leaf_inlined is stored on creation only. NULL only on
+ * allocation failure (err set). */
+lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
+                              const lp_ctx_frame *frames, size_t n,
+                              bool was_leaf_inlined, lp_error *err);
+/* Lookup by printed key; NULL if absent. */
+lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
+                               const char *key);
+size_t lp_ctxcount_size(const lp_ctxcount *cc);
+
+/* Every entry, sorted by (bin, key) with strcmp: the std::map order of
+ * llvm-profgen's unsymbolized writer. malloc'ed array of pointers (free()
+ * it; the entries stay owned by cc). Returns the count, -1 on OOM. */
+long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out);
+
+/* The printed key of a context: frames joined by " @ ", each
+ * "func:line[.disc]" except the leaf, which is "func". malloc'ed; NULL on
+ * OOM. */
+char *lp_ctx_key(const lp_ctx_frame *frames, size_t n);
+
+/* Parse a printed key into frames (func pointers into *buf, which the
+ * caller frees; *frames malloc'ed, caller frees). -1 if malformed. */
+int lp_ctx_parse_key(const char *key, lp_ctx_frame **frames, size_t *n,
+                     char **buf);
+
+/* The CS unsymbolized profile of binary `bin`, as llvm-profgen writes it:
+ * per context in key order "[key]" then the ranges and branches indented
+ * by two spaces, addresses minus `base`. */
+int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
+                          uint64_t base, lp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

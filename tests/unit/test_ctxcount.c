@@ -1,0 +1,97 @@
+/*
+ * test_ctxcount.c - unit tests for src/context/ctxcount.c: context keys,
+ * their parsing, the per-context table and the CS unsymbolized writer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/ctxcount.h"
+
+static void test_key_format(void **state)
+{
+    lp_ctx_frame f[3] = {{"main", {1, 0}}, {"foo", {3, 1}}, {"bar", {0, 0}}};
+    char *k;
+    (void)state;
+    k = lp_ctx_key(f, 3);
+    assert_string_equal(k, "main:1 @ foo:3.1 @ bar");
+    free(k);
+    k = lp_ctx_key(f + 2, 1);
+    assert_string_equal(k, "bar");
+    free(k);
+    k = lp_ctx_key(NULL, 0);
+    assert_string_equal(k, "");
+    free(k);
+}
+
+static void test_key_parse(void **state)
+{
+    lp_ctx_frame *f;
+    size_t n;
+    char *buf;
+    (void)state;
+    assert_int_equal(lp_ctx_parse_key("main:1 @ foo:3.1 @ bar", &f, &n, &buf), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(f[0].func, "main");
+    assert_int_equal(f[0].loc.line, 1);
+    assert_int_equal(f[1].loc.line, 3);
+    assert_int_equal(f[1].loc.disc, 1);
+    assert_string_equal(f[2].func, "bar");
+    assert_int_equal(f[2].loc.line, 0);
+    free(f);
+    free(buf);
+    assert_int_equal(lp_ctx_parse_key("", &f, &n, &buf), 0);
+    assert_int_equal(n, 0);
+    free(f);
+    free(buf);
+    assert_int_equal(lp_ctx_parse_key("main @ bar", &f, &n, &buf), -1);
+    assert_int_equal(lp_ctx_parse_key("main:x @ bar", &f, &n, &buf), -1);
+    assert_int_equal(lp_ctx_parse_key("main:1 @ ", &f, &n, &buf), -1);
+}
+
+static void test_table_and_raw(void **state)
+{
+    lp_ctx_frame a[2] = {{"main", {1, 0}}, {"foo", {0, 0}}};
+    lp_ctx_frame b[1] = {{"bar", {0, 0}}};
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_ctx_entry *e1, *e2, *e3;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f;
+    (void)state;
+    e1 = lp_ctxcount_get(cc, 0, a, 2, true, NULL);
+    e2 = lp_ctxcount_get(cc, 0, a, 2, false, NULL);
+    assert_ptr_equal(e1, e2);
+    assert_true(e1->was_leaf_inlined);      /* first insertion wins */
+    e3 = lp_ctxcount_get(cc, 0, NULL, 0, false, NULL);
+    assert_non_null(e3);
+    assert_non_null(lp_ctxcount_get(cc, 1, b, 1, false, NULL));
+    assert_int_equal(lp_ctxcount_size(cc), 3);
+    assert_ptr_equal(lp_ctxcount_find(cc, 0, "main:1 @ foo"), e1);
+    assert_null(lp_ctxcount_find(cc, 1, "main:1 @ foo"));
+    lp_counters_add_range(e1->counters, 0x4005ff, 0x40062f, 3);
+    lp_counters_add_branch(e1->counters, 0x40062f, 0x4005b0, 3);
+    lp_counters_add_branch(e3->counters, 1, 0x400690, 13);
+    f = open_memstream(&out, &len);
+    assert_int_equal(lp_ctxcount_write_raw(f, cc, 0, 0x400000, NULL), 0);
+    fclose(f);
+    assert_string_equal(out, "[]\n  0\n  1\n  ffffffffffc00001->690:13\n"
+                             "[main:1 @ foo]\n  1\n  5ff-62f:3\n  1\n  62f->5b0:3\n");
+    free(out);
+    lp_ctxcount_free(cc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_format),
+        cmocka_unit_test(test_key_parse),
+        cmocka_unit_test(test_table_and_raw),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
