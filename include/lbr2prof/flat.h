@@ -132,6 +132,21 @@ int lp_flat_generate(lp_binary *bin, const lp_counters *c,
  * calculateAndShowDensity. */
 int lp_flat_postprocess(lp_profile *p, const lp_flat_opts *o, lp_error *err);
 
+/* Pieces shared with the CS generator (src/context). */
+/* findDisjointRanges: ranges (any order; a > b ones are skipped) cut into
+ * disjoint pieces carrying the sum of the counts over them (zero-count
+ * ranges survive as zero pieces), sorted by address. *out malloc'ed
+ * (free it); returns the number of pieces, -1 on no memory. */
+long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
+                             lp_addr_pair_count **out);
+/* filterAmbiguousProfile: drop __cxx_global_var_init* and __tls_init*
+ * profiles and inlinees. */
+void lp_flat_filter_ambiguous(lp_profile *p);
+/* calculateAndShowDensity: the density warning (o->warn) and, with
+ * o->show_density, the summary line (o->info). Only the density fields,
+ * warn and info of o are used. */
+int lp_flat_density(const lp_profile *p, const lp_flat_opts *o, lp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

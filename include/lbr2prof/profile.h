@@ -45,6 +45,7 @@ typedef struct lp_profile {
     void *funcs;            /* uthash of top-level entries, by context */
     size_t nr_funcs;
     int is_cs;              /* keys are contexts: text prints [ctx] */
+    int is_preinlined;      /* the CS pre-inliner ran (extbinary flag) */
 } lp_profile;
 
 lp_profile *lp_profile_new(void);
@@ -72,6 +73,44 @@ uint64_t lp_body_target_sum(const lp_body_rec *b);
 
 /* Inlinee profile for `callee` at `loc`, created empty if absent. */
 lp_fsamples *lp_fs_callee(lp_fsamples *fs, lp_loc loc, const char *callee);
+/* The inlinee profile for `callee` at `loc`, or NULL. */
+lp_fsamples *lp_fs_find_callee(const lp_fsamples *fs, lp_loc loc,
+                               const char *callee);
+/* Call-target count of `callee` at loc (0 if none). */
+uint64_t lp_fs_target_count(const lp_fsamples *fs, lp_loc loc,
+                            const char *callee);
+/* Number of body records of fs itself. */
+size_t lp_fs_nr_body(const lp_fsamples *fs);
+
+/* ---- standalone profiles and moves (CS generation) ---------------------- */
+
+/* A profile outside any lp_profile: lp_fs_init on caller storage (name
+ * copied; context = name), lp_fs_clear frees its contents. */
+int lp_fs_init(lp_fsamples *fs, const char *name);
+void lp_fs_clear(lp_fsamples *fs);
+/* LLVM FunctionSamples::merge: totals, heads, body records and call
+ * targets are added (saturating), inlinees merged recursively; an inlinee
+ * created by the merge takes the source's attributes (LLVM copies the
+ * context into an empty profile). dst's own name and attributes stay.
+ * -1 on no memory. */
+int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src);
+/* Move src's counts, body and inlinees into dst, which must be empty
+ * (just created); attributes are moved too. src is left empty. */
+void lp_fs_move(lp_fsamples *dst, lp_fsamples *src);
+/* LLVM removeCalledTargetAndBodySample: drop `callee` from the targets at
+ * loc, subtract its count from the record (not below 0), erase the record
+ * if its count is then 0. Returns the count subtracted. */
+uint64_t lp_fs_remove_call(lp_fsamples *fs, lp_loc loc, const char *callee);
+/* LLVM getHeadSamplesEstimate with ProfileIsCS set (cs) or not: the head
+ * count if cs and non-zero, else the count of the first body record or
+ * the sum of the first call site's inlinee estimates, whichever comes
+ * first; at least 1 if the total is non-zero. */
+uint64_t lp_fs_head_estimate(const lp_fsamples *fs, int cs);
+
+/* LLVM SampleContext ordering of two printed contexts ("main:1 @ foo"):
+ * frame by frame, function names as strings, then (line, discriminator)
+ * numerically (a leaf frame is at 0.0), then the shorter first. */
+int lp_context_cmp(const char *a, const char *b);
 
 uint64_t lp_sat_add(uint64_t a, uint64_t b);
 
@@ -95,7 +134,8 @@ typedef struct lp_callee_view {
 size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out);
 void lp_body_views_free(lp_body_view *v, size_t n);
 size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out);
-/* Top-level profiles by total desc, then context (llvm sortFuncProfiles). */
+/* Top-level profiles by total desc, then context (llvm sortFuncProfiles;
+ * CS contexts compare as lp_context_cmp). */
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out);
 /* Every top-level profile, unsorted (iteration helper). */
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out);
@@ -144,6 +184,8 @@ typedef struct lp_summary {
     lp_summary_entry entries[LP_NR_CUTOFFS];
 } lp_summary;
 
+/* For a CS profile (is_cs), the summary of its context-less flattening
+ * (contexts merged by function), as LLVM's writers compute it. */
 int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err);
 /* Count at or above which the cutoff `cutoff` (e.g. 990000) is reached. */
 uint64_t lp_summary_count_for_cutoff(const lp_summary *s, uint32_t cutoff);

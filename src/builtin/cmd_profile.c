@@ -17,6 +17,7 @@
 
 #include "cli/builtin.h"
 #include "lbr2prof/binary.h"
+#include "lbr2prof/csprofile.h"
 #include "lbr2prof/flat.h"
 #include "lbr2prof/machine.h"
 #include "lbr2prof/outfile.h"
@@ -40,10 +41,11 @@ typedef struct prof_args {
     char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
     size_t nr_events;
     lp_flat_opts flat;
+    lp_cs_opts cs;              /* context-sensitive options */
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT,
-                O_IGNORED, O_UNSUPP };
+                O_INT, O_TRI, O_IGNORED, O_UNSUPP };
 
 typedef struct opt_def {
     const char *name;
@@ -79,19 +81,26 @@ static const opt_def opt_defs[] = {
     {"profile-density-threshold", O_DBL, A(flat.density_threshold)},
     {"profile-density-cutoff-hot", O_U32, A(flat.density_cutoff_hot)},
     {"show-density", O_BOOL, A(flat.show_density)},
-    /* context-sensitive options: no effect on flat profiles */
+    /* context-sensitive options (no effect on flat profiles); recursion
+     * compression and context depth are the unwinder's, when contexts are
+     * formed: an unsymbolized profile is read as written */
     {"compress-recursion", O_IGNORED, 0}, {"csprof-max-context-depth", O_IGNORED, 0},
-    {"csprof-merge-cold-context", O_IGNORED, 0},
-    {"csprof-max-cold-context-depth", O_IGNORED, 0},
-    {"gen-cs-nested-profile", O_IGNORED, 0},
-    {"generate-merged-base-profiles", O_IGNORED, 0},
+    {"csprof-merge-cold-context", O_TRI, A(cs.merge_cold_context)},
+    {"csprof-max-cold-context-depth", O_U32, A(cs.max_cold_context_depth)},
+    {"gen-cs-nested-profile", O_BOOL, A(cs.gen_nested)},
+    {"generate-merged-base-profiles", O_BOOL, A(cs.merged_base_profiles)},
     {"infer-missing-frames", O_IGNORED, 0}, {"max-search-depth", O_IGNORED, 0},
-    {"csspgo-preinliner", O_IGNORED, 0}, {"use-context-cost-for-preinliner", O_IGNORED, 0},
-    {"csspgo-replay-preinline", O_IGNORED, 0},
-    {"csspgo-preinliner-multiplier-for-previous-inlining", O_IGNORED, 0},
-    {"sample-profile-hot-inline-threshold", O_IGNORED, 0},
-    {"sample-profile-cold-inline-threshold", O_IGNORED, 0},
-    {"sample-profile-inline-limit-max", O_IGNORED, 0},
+    {"csspgo-preinliner", O_BOOL, A(cs.preinliner)},
+    {"use-context-cost-for-preinliner", O_BOOL, A(cs.use_context_cost)},
+    {"csspgo-replay-preinline", O_BOOL, A(cs.replay_preinline)},
+    {"csspgo-preinliner-multiplier-for-previous-inlining", O_INT,
+     A(cs.preinl_multiplier)},
+    {"sample-profile-hot-inline-threshold", O_INT, A(cs.hot_inline_threshold)},
+    {"sample-profile-cold-inline-threshold", O_INT, A(cs.cold_inline_threshold)},
+    {"sample-profile-inline-limit-max", O_INT, A(cs.inline_limit_max)},
+    {"sample-profile-inline-limit-min", O_INT, A(cs.inline_limit_min)},
+    {"sample-profile-inline-growth-limit", O_INT, A(cs.inline_growth_limit)},
+    {"sort-profiled-scc-member", O_BOOL, A(cs.sort_scc_members)},
     {"profile-summary-contextless", O_IGNORED, 0},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     /* not implemented: refuse rather than silently ignore */
@@ -171,6 +180,20 @@ static int set_opt(prof_args *a, const opt_def *d, const char *v)
         a->have_sample_period = true;
         return *e || !*v || v[0] == '-' ? -1 : 0;
     case O_EVENT: return add_events(a, v);
+    case O_INT: {
+        long x = strtol(v, &e, 10);
+        if (*e || !*v || x < INT32_MIN || x > INT32_MAX)
+            return -1;
+        *(int *)base = (int)x;
+        return 0;
+    }
+    case O_TRI: {
+        bool b;
+        if (parse_bool(v, &b))
+            return -1;
+        *(int *)base = b;
+        return 0;
+    }
     case O_DBL: *(double *)base = strtod(v, &e); return *e || !*v ? -1 : 0;
     default: return 0;
     }
@@ -192,7 +215,7 @@ static int parse_one(prof_args *a, int argc, char **argv, int i)
         return bad_usage("Unknown command line argument '%s'", arg);
     if (d->kind == O_UNSUPP)
         return bad_usage("option '%s' is not supported yet", arg);
-    if (d->kind == O_BOOL || (d->kind == O_IGNORED && !eq)) {
+    if (d->kind == O_BOOL || d->kind == O_TRI || (d->kind == O_IGNORED && !eq)) {
         if (set_opt(a, d, eq ? eq + 1 : NULL))
             return bad_usage("'%s': expected true or false", arg);
         return 1;
@@ -212,6 +235,7 @@ static int parse_args(prof_args *a, int argc, char **argv)
     a->use_offset = true;
     a->pid = -1;
     lp_flat_opts_default(&a->flat);
+    lp_cs_opts_default(&a->cs);
     while (i < argc) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage_text, stdout);
@@ -599,6 +623,89 @@ static int write_raw(const prof_args *a, lp_binary *bin, const lp_counters *c,
     return lp_outfile_commit(&out, err);
 }
 
+/* ---- context-sensitive unsymbolized input ------------------------------------ */
+
+/* llvm-profgen treats an unsymbolized profile as CS once it sees a
+ * "[context]" header line. */
+static int raw_is_cs(const char *path, lp_error *err)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int cs = 0;
+
+    if (!f)
+        return lp_error_set(err, LP_EIO, "%s: cannot open", path);
+    while (!cs && getline(&line, &cap, f) >= 0)
+        cs = line[0] == '[';
+    free(line);
+    fclose(f);
+    return cs;
+}
+
+static void cs_opts(const prof_args *a, lp_cs_opts *o)
+{
+    *o = a->cs;
+    o->update_total_samples = a->flat.update_total_samples;
+    o->trim_cold_profile = a->flat.trim_cold_profile;
+    o->hot_count = a->flat.hot_count;
+    o->cold_count = a->flat.cold_count;
+    o->cutoff_hot = a->flat.cutoff_hot;
+    o->cutoff_cold = a->flat.cutoff_cold;
+    o->density_threshold = a->flat.density_threshold;
+    o->density_cutoff_hot = a->flat.density_cutoff_hot;
+    o->show_density = a->flat.show_density;
+    o->warn = print_warning;
+    o->info = stdout;
+}
+
+static uint64_t raw_base(const prof_args *a, lp_binary *bin)
+{
+    return !a->use_offset ? 0
+           : a->first_loadable_base ? lp_binary_first_loadable(bin)
+                                    : lp_binary_preferred_base(bin);
+}
+
+/* --unsymbolized-profile with contexts: read, generate, post-process. */
+static int run_cs_unsym(const prof_args *a, lp_binary *bin, lp_error *err)
+{
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_profile *p = NULL;
+    lp_outfile out;
+    lp_cs_opts o;
+    bool is_cs;
+    FILE *f;
+    int rc;
+
+    cs_opts(a, &o);
+    if (!cc)
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    if (!(f = fopen(a->unsym, "r"))) {
+        lp_ctxcount_free(cc);
+        return lp_error_set(err, LP_EIO, "%s: cannot open", a->unsym);
+    }
+    rc = lp_cs_raw_read(f, a->unsym, 0, raw_base(a, bin), cc, &is_cs, err);
+    fclose(f);
+    if (rc == 0 && a->skip_symbolization) {
+        if ((rc = lp_outfile_open(&out, a->output, err)) == 0) {
+            if (lp_ctxcount_write_raw(out.fp, cc, 0, raw_base(a, bin), err))
+                rc = -1, lp_outfile_abort(&out);
+            else
+                rc = lp_outfile_commit(&out, err);
+        }
+    } else if (rc == 0) {
+        if (!(p = lp_profile_new()))
+            rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+        if (rc == 0)
+            rc = lp_cs_profile(&bin, 1, cc, &o, p, err);
+        if (rc == 0)
+            rc = write_profile(a, bin, p, err);
+    }
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    return rc;
+}
+
 /* ---- the command ---------------------------------------------------------- */
 
 static int validate(const prof_args *a)
@@ -682,6 +789,12 @@ static int run(const prof_args *a, lp_error *err)
                             a->binary);
     if (!(bin = lp_binary_open(a->binary, &bo, err)))
         return -1;
+    if (a->unsym && (rc = raw_is_cs(a->unsym, err)) != 0) {
+        if (rc > 0)
+            rc = run_cs_unsym(a, bin, err);
+        lp_binary_close(bin);
+        return rc;
+    }
     fo.warn = print_warning;
     fo.leading_ip_only = a->leading_ip_only;
     fo.info = stdout;
@@ -703,8 +816,13 @@ static int run(const prof_args *a, lp_error *err)
         if (rc == 0)
             rc = lp_flat_generate(bin, c, &fo, p, err);
     }
-    if (rc == 0)
+    if (rc == 0 && p->is_cs) {
+        lp_cs_opts co;
+        cs_opts(a, &co);
+        rc = lp_cs_postprocess(&bin, 1, NULL, &co, p, err);
+    } else if (rc == 0) {
         rc = lp_flat_postprocess(p, &fo, err);
+    }
     if (rc == 0)
         rc = write_profile(a, bin, p, err);
 out:

@@ -166,6 +166,28 @@ static int disjoint(bpoint **pts, djvec *d)
     return rc;
 }
 
+long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
+                             lp_addr_pair_count **out)
+{
+    bpoint *pts = NULL;
+    djvec d = {0};
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (add_range(&pts, r[i].a, r[i].b, r[i].count)) {
+            free_points(pts);
+            return -1;
+        }
+    if (disjoint(&pts, &d)) {
+        free(d.v);
+        return -1;
+    }
+    *out = d.v ? d.v : malloc(1);
+    if (!*out)
+        return -1;
+    return (long)d.n;
+}
+
 /* preprocessRangeCounter: add zero ranges for the functions touched (or all
  * functions), then cut into disjoint ranges. */
 static int preprocess(lp_binary *bin, const lp_counters *c, bool all_funcs,
@@ -362,6 +384,24 @@ static uint64_t count_at(const lp_summary *s, uint32_t pct)
     return s->entries[LP_NR_CUTOFFS - 1].min_count;
 }
 
+static int ambiguous(const char *name);
+
+void lp_flat_filter_ambiguous(lp_profile *p)
+{
+    lp_fsamples **v;
+    size_t n = lp_profile_all(p, &v), i;
+
+    if (n == (size_t)-1)
+        return;
+    for (i = 0; i < n; i++) {
+        if (ambiguous(v[i]->name))
+            lp_profile_remove(p, v[i]->context);
+        else
+            lp_fs_drop_callees(v[i], ambiguous);
+    }
+    free(v);
+}
+
 static int ambiguous(const char *name)
 {
     return strncmp(name, "__cxx_global_var_init", 21) == 0 ||
@@ -407,7 +447,7 @@ static int dens_cmp(const void *x, const void *y)
 }
 
 /* calculateDensity + showDensitySuggestion */
-static int density(lp_profile *p, const lp_flat_opts *o, lp_error *err)
+int lp_flat_density(const lp_profile *p, const lp_flat_opts *o, lp_error *err)
 {
     lp_fsamples **v;
     size_t n = lp_profile_all(p, &v), i, m = 0;
@@ -479,5 +519,5 @@ int lp_flat_postprocess(lp_profile *p, const lp_flat_opts *o, lp_error *err)
     for (i = 0; i < k; i++)
         lp_fs_drop_callees(v[i], ambiguous);
     free(v);
-    return density(p, o, err);
+    return lp_flat_density(p, o, err);
 }

@@ -96,6 +96,21 @@ static void fs_clear(lp_fsamples *fs)
     fs->name = fs->context = NULL;
 }
 
+int lp_fs_init(lp_fsamples *fs, const char *name)
+{
+    memset(fs, 0, sizeof *fs);
+    if (!(fs->name = strdup(name)))
+        return -1;
+    fs->context = fs->name;
+    return 0;
+}
+
+void lp_fs_clear(lp_fsamples *fs)
+{
+    fs_clear(fs);
+    memset(fs, 0, sizeof *fs);
+}
+
 /* ---- profile ------------------------------------------------------------ */
 
 lp_profile *lp_profile_new(void)
@@ -339,6 +354,16 @@ static int top_cmp(const void *a, const void *b)
     return strcmp(x->context, y->context);
 }
 
+static int top_cs_cmp(const void *a, const void *b)
+{
+    const lp_fsamples *x = *(lp_fsamples *const *)a;
+    const lp_fsamples *y = *(lp_fsamples *const *)b;
+
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return lp_context_cmp(x->context, y->context);
+}
+
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
 {
     const struct lp_top *t;
@@ -358,7 +383,7 @@ size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
     size_t n = lp_profile_all(p, out);
 
     if (n != (size_t)-1)
-        qsort(*out, n, sizeof **out, top_cmp);
+        qsort(*out, n, sizeof **out, p->is_cs ? top_cs_cmp : top_cmp);
     return n;
 }
 
@@ -408,4 +433,203 @@ void lp_fs_drop_callees(lp_fsamples *fs, lp_name_pred pred)
                 lp_fs_drop_callees(&e->fs, pred);
             }
         }
+}
+
+/* ---- merging and moving (CS generation) ----------------------------------- */
+
+static int merge_record(lp_body_rec *dst, const lp_body_rec *src)
+{
+    const struct lp_target *t;
+
+    dst->count = lp_sat_add(dst->count, src->count);
+    for (t = src->targets; t; t = t->hh.next)
+        if (lp_body_add_target(dst, t->name, t->count))
+            return -1;
+    return 0;
+}
+
+int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
+{
+    const lp_body_rec *b;
+    const lp_callsite *c;
+    const struct lp_callee *e;
+    lp_body_rec *d;
+    lp_fsamples *callee;
+    lp_callsite *dc;
+    struct lp_callee *de;
+
+    dst->total = lp_sat_add(dst->total, src->total);
+    dst->head = lp_sat_add(dst->head, src->head);
+    for (b = src->body; b; b = b->hh.next)
+        if (!(d = lp_fs_body(dst, b->loc)) || merge_record(d, b))
+            return -1;
+    for (c = src->callsites; c; c = c->hh.next)
+        for (e = c->callees; e; e = e->hh.next) {
+            de = NULL;
+            HASH_FIND(hh, dst->callsites, &c->loc, sizeof c->loc, dc);
+            if (dc)
+                HASH_FIND_STR(dc->callees, e->fs.name, de);
+            if (!(callee = lp_fs_callee(dst, c->loc, e->fs.name)))
+                return -1;
+            if (!de)
+                callee->attrs = e->fs.attrs; /* a fresh profile copies the context */
+            if (lp_fs_merge(callee, &e->fs))
+                return -1;
+        }
+    return 0;
+}
+
+void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
+{
+    dst->total = src->total;
+    dst->head = src->head;
+    dst->attrs = src->attrs;
+    dst->body = src->body;
+    dst->callsites = src->callsites;
+    src->total = src->head = 0;
+    src->attrs = 0;
+    src->body = NULL;
+    src->callsites = NULL;
+}
+
+uint64_t lp_fs_remove_call(lp_fsamples *fs, lp_loc loc, const char *callee)
+{
+    lp_body_rec *b;
+    struct lp_target *t;
+    uint64_t n = 0;
+
+    HASH_FIND(hh, fs->body, &loc, sizeof loc, b);
+    if (!b)
+        return 0;
+    HASH_FIND_STR(b->targets, callee, t);
+    if (t) {
+        n = t->count;
+        HASH_DEL(b->targets, t);
+        free(t->name);
+        free(t);
+    }
+    if (n > b->count)
+        n = b->count;
+    b->count -= n;
+    if (b->count == 0) {
+        HASH_DEL(fs->body, b);
+        free_targets(&b->targets);
+        free(b);
+    }
+    return n;
+}
+
+lp_fsamples *lp_fs_find_callee(const lp_fsamples *fs, lp_loc loc,
+                               const char *callee)
+{
+    lp_callsite *c, *head = fs->callsites;
+    struct lp_callee *e = NULL;
+
+    HASH_FIND(hh, head, &loc, sizeof loc, c);
+    if (c)
+        HASH_FIND_STR(c->callees, callee, e);
+    return e ? &e->fs : NULL;
+}
+
+uint64_t lp_fs_target_count(const lp_fsamples *fs, lp_loc loc,
+                            const char *callee)
+{
+    lp_body_rec *b, *head = fs->body;
+    struct lp_target *t = NULL;
+
+    HASH_FIND(hh, head, &loc, sizeof loc, b);
+    if (b)
+        HASH_FIND_STR(b->targets, callee, t);
+    return t ? t->count : 0;
+}
+
+size_t lp_fs_nr_body(const lp_fsamples *fs)
+{
+    return HASH_COUNT(fs->body);
+}
+
+uint64_t lp_fs_head_estimate(const lp_fsamples *fs, int cs)
+{
+    const lp_body_rec *b, *first = NULL;
+    const lp_callsite *c, *firstc = NULL;
+    const struct lp_callee *e;
+    uint64_t n = 0;
+
+    if (cs && fs->head)
+        return fs->head;
+    for (b = fs->body; b; b = b->hh.next)
+        if (!first || loc_cmp(b->loc, first->loc) < 0)
+            first = b;
+    for (c = fs->callsites; c; c = c->hh.next)
+        if (!firstc || loc_cmp(c->loc, firstc->loc) < 0)
+            firstc = c;
+    if (first && (!firstc || loc_cmp(first->loc, firstc->loc) < 0))
+        n = first->count;
+    else if (firstc)
+        for (e = firstc->callees; e; e = e->hh.next)
+            n = lp_sat_add(n, lp_fs_head_estimate(&e->fs, cs));
+    return n ? n : fs->total > 0;
+}
+
+/* ---- context ordering ------------------------------------------------------ */
+
+typedef struct ctx_frame_view {  /* one frame of a printed context */
+    const char *name;
+    size_t len;
+    uint32_t line, disc;
+} ctx_frame_view;
+
+static uint32_t parse_dec(const char *s, const char *end)
+{
+    uint32_t v = 0;
+
+    for (; s < end && *s >= '0' && *s <= '9'; s++)
+        v = v * 10 + (uint32_t)(*s - '0');
+    return v;
+}
+
+/* Next frame of *p (advanced past it and its " @ "); 0 at the end. */
+static int next_frame(const char **p, ctx_frame_view *f)
+{
+    const char *s = *p, *sep, *end, *colon, *dot;
+
+    if (!*s)
+        return 0;
+    sep = strstr(s, " @ ");
+    end = sep ? sep : s + strlen(s);
+    colon = memchr(s, ':', (size_t)(end - s));
+    f->name = s;
+    f->len = (size_t)((colon ? colon : end) - s);
+    f->line = f->disc = 0;
+    if (colon) {
+        dot = memchr(colon + 1, '.', (size_t)(end - colon - 1));
+        f->line = parse_dec(colon + 1, dot ? dot : end);
+        if (dot)
+            f->disc = parse_dec(dot + 1, end);
+    }
+    *p = sep ? sep + 3 : end;
+    return 1;
+}
+
+int lp_context_cmp(const char *a, const char *b)
+{
+    ctx_frame_view x, y;
+    size_t m;
+    int c, ha, hb;
+
+    for (;;) {
+        ha = next_frame(&a, &x);
+        hb = next_frame(&b, &y);
+        if (!ha || !hb)
+            return ha - hb;
+        m = x.len < y.len ? x.len : y.len;
+        if ((c = memcmp(x.name, y.name, m)) != 0)
+            return c < 0 ? -1 : 1;
+        if (x.len != y.len)
+            return x.len < y.len ? -1 : 1;
+        if (x.line != y.line)
+            return x.line < y.line ? -1 : 1;
+        if (x.disc != y.disc)
+            return x.disc < y.disc ? -1 : 1;
+    }
 }

@@ -1,0 +1,118 @@
+/*
+ * lbr2prof/csprofile.h - context-sensitive (CSSPGO) profiles from range and
+ * branch counters per calling context, the way llvm-profgen 19's
+ * CSProfileGenerator makes them for line-number (DWARF) binaries:
+ *
+ *   lp_ctxcount (virtual unwinder, or lp_cs_raw_read of an unsymbolized
+ *   profile)  --lp_cs_generate-->  flat CS profile ("[main:1 @ foo]" keys)
+ *             --lp_cs_postprocess--> thresholds, CS pre-inliner, cold
+ *               context trimming/merging, nested conversion, filtering,
+ *               the density warning  --lp_profile_write--> text/extbinary.
+ *
+ * lp_cs_profile() runs both steps; it is the one call that turns an
+ * unwinder's counters into the final profile.
+ *
+ * Counters carry link-time addresses of bins[entry->bin]. The library
+ * never prints: warnings go to opts->warn, --show-density output to
+ * opts->info.
+ */
+#ifndef LBR2PROF_CSPROFILE_H
+#define LBR2PROF_CSPROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lbr2prof/binary.h"
+#include "lbr2prof/ctxcount.h"
+#include "lbr2prof/error.h"
+#include "lbr2prof/flat.h"
+#include "lbr2prof/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* llvm-profgen 19 options that matter after the unwinder, with their
+ * names. lp_cs_opts_default gives llvm-profgen's defaults. */
+typedef struct lp_cs_opts {
+    bool update_total_samples;      /* --update-total-samples */
+    bool trim_cold_profile;         /* --trim-cold-profile */
+    int merge_cold_context;         /* --csprof-merge-cold-context: -1 not
+                                       given (on, but off when the
+                                       pre-inliner runs), 0, 1 */
+    uint32_t max_cold_context_depth;/* --csprof-max-cold-context-depth (1) */
+    bool gen_nested;                /* --gen-cs-nested-profile (true) */
+    bool merged_base_profiles;      /* --generate-merged-base-profiles */
+    bool preinliner;                /* --csspgo-preinliner (true) */
+    bool use_context_cost;          /* --use-context-cost-for-preinliner */
+    bool replay_preinline;          /* --csspgo-replay-preinline */
+    int preinl_multiplier;          /* --csspgo-preinliner-multiplier-for-
+                                       previous-inlining (100) */
+    int hot_inline_threshold;       /* --sample-profile-hot-inline-threshold
+                                       (llvm-profgen: 1500) */
+    int cold_inline_threshold;      /* ...-cold-inline-threshold (0) */
+    int inline_limit_max;           /* --sample-profile-inline-limit-max
+                                       (llvm-profgen: 50000) */
+    int inline_limit_min;           /* --sample-profile-inline-limit-min */
+    int inline_growth_limit;        /* --sample-profile-inline-growth-limit */
+    bool sort_scc_members;          /* --sort-profiled-scc-member (true) */
+    bool edge_weight_sum;           /* profiled call graph: repeated
+                                       caller->callee edges add their
+                                       weights (true) or keep the largest */
+    int64_t hot_count, cold_count;  /* --profile-summary-{hot,cold}-count,
+                                       -1: not given */
+    uint32_t cutoff_hot, cutoff_cold;   /* 990000, 999999 */
+    double density_threshold;       /* 50 */
+    uint32_t density_cutoff_hot;    /* 990000 */
+    bool show_density;
+    lp_warn_fn warn;                /* may be NULL */
+    void *warn_ctx;
+    FILE *info;                     /* --show-density output, may be NULL */
+} lp_cs_opts;
+
+void lp_cs_opts_default(lp_cs_opts *o);
+
+/* ---- unsymbolized profile reader (--unsymbolized-profile) -------------- */
+
+/* Read llvm-profgen's unsymbolized profile, flat or CS ("[ctx]" headers,
+ * "[]" for the empty context; a block without a header gets the empty
+ * context), strictly as llvm-profgen does ("Invalid raw profile at line
+ * N: <line>"), into cc under binary index `bin`, adding `base` to every
+ * address. *is_cs is set if any context header was seen. Contexts are
+ * taken as written: no recursion compression or depth trimming, and
+ * was_leaf_inlined is false (llvm-profgen's reader cannot know it, so
+ * `!Attributes: 1` is lost on this route). */
+int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
+                   lp_ctxcount *cc, bool *is_cs, lp_error *err);
+
+/* ---- generation and post-processing ----------------------------------- */
+
+/* generateLineNumBasedProfile: the context trie filled from every entry of
+ * cc (body samples from that context's disjoint ranges, call targets and
+ * head samples from its branches, inferred call sites for callers without
+ * head samples, the call-site fix-up, --update-total-samples), written
+ * into `out` (which should be empty) as a flat CS profile: out->is_cs = 1,
+ * keys "main:1 @ foo", attribute 1 where the leaf was inlined. */
+int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
+                   const lp_cs_opts *o, lp_profile *out, lp_error *err);
+
+/* postProcessProfiles on a flat CS profile p (from lp_cs_generate, or read
+ * with lp_profile_read_text for --llvm-sample-profile), in place:
+ * summary and thresholds, the pre-inliner (context sizes from bins; the
+ * functions measured are those touched by cc's counters, or, with cc
+ * NULL, those named in p), cold trimming/merging, nested conversion
+ * (then p->is_cs = 0), ambiguous-name filtering and the density warning. */
+int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
+                      const lp_ctxcount *cc, const lp_cs_opts *o,
+                      lp_profile *p, lp_error *err);
+
+/* Both: counters -> the final profile, as llvm-profgen writes it. */
+int lp_cs_profile(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
+                  const lp_cs_opts *o, lp_profile *out, lp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

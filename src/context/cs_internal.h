@@ -1,0 +1,147 @@
+/*
+ * cs_internal.h - the context trie shared by the CS generator, the
+ * pre-inliner, the context-size tracker and the nested converter
+ * (LLVM's ContextTrieNode / SampleContextTracker / ProfileConverter
+ * frame trie). Internal to src/context.
+ *
+ * A node is a function called at a location of its parent; the root's
+ * children (location 0.0) are the base profiles. Children are keyed, as
+ * in LLVM, by FunctionSamples::getCallSiteHash(callee, location) =
+ * MD5(callee) + 33 * ((disc << 32) | line), and iterated in ascending key
+ * order (LLVM's std::map<uint64_t, ContextTrieNode>), which decides every
+ * order-dependent result (first merged attributes, candidate ties, the
+ * size tracker's fallback).
+ */
+#ifndef LBR2PROF_CS_INTERNAL_H
+#define LBR2PROF_CS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uthash.h>
+
+#include "lbr2prof/csprofile.h"
+
+/* SampleContext states (ContextStateMask) */
+enum { CS_RAW = 1, CS_SYNTHETIC = 2, CS_INLINED = 4, CS_MERGED = 8 };
+/* SampleContext attributes (ContextAttributeMask) */
+enum { CS_WAS_INLINED = 1, CS_SHOULD_INLINE = 2, CS_DUP_INTO_BASE = 4 };
+
+typedef struct cs_name {        /* an interned function name */
+    char *s;
+    size_t len;
+    uint64_t md5;               /* MD5Hash(name): FunctionId::getHashCode */
+    UT_hash_handle hh;
+} cs_name;
+
+typedef struct cs_node cs_node;
+
+typedef struct cs_prof {        /* a FunctionSamples owned by the trie */
+    lp_fsamples fs;
+    uint32_t state;
+    cs_node *node;              /* getContextNodeForProfile */
+    struct cs_prof *next;       /* every profile of the trie */
+} cs_prof;
+
+struct cs_node {
+    const cs_name *func;        /* NULL for the root */
+    lp_loc callsite;            /* location in the parent */
+    uint64_t key;               /* call-site hash in the parent */
+    cs_node *parent;
+    cs_prof *prof;              /* NULL: no profile */
+    cs_node *kid_index;         /* children by key (uthash); in key order
+                                   after cs_sort_kids */
+    bool kids_sorted;
+    bool has_size;              /* size tracker: a size was recorded */
+    uint32_t size;
+    UT_hash_handle hh;          /* in the parent's kid_index */
+};
+
+typedef struct cs_trie {
+    cs_node root;
+    cs_name *names;
+    cs_prof *profs;
+} cs_trie;
+
+void cs_trie_init(cs_trie *t);
+void cs_trie_free(cs_trie *t);
+
+const cs_name *cs_intern(cs_trie *t, const char *s, size_t len);
+uint64_t cs_callsite_hash(uint64_t name_md5, lp_loc loc);
+
+/* getChildContext / getOrCreateChildContext (NULL: none / no memory) */
+cs_node *cs_child(cs_node *n, lp_loc loc, const cs_name *f);
+cs_node *cs_child_get(cs_node *n, lp_loc loc, const cs_name *f);
+/* Put n's children in key order: then iterate kid_index by hh.next. */
+void cs_sort_kids(cs_node *n);
+/* A malloc'ed copy of n's children in key order (for loops that move
+ * children); *cnt set. NULL on no memory (or no children: *cnt = 0). */
+cs_node **cs_kids_copy(cs_node *n, size_t *cnt);
+/* Unlink n from its parent (n keeps its subtree). */
+void cs_detach(cs_node *n);
+/* Link a detached n under parent at loc (its key recomputed). The caller
+ * makes sure no sibling has the same key. -1 on no memory. */
+int cs_attach(cs_node *parent, cs_node *n, lp_loc loc);
+/* Free a detached node and its subtree (profiles stay in the trie list). */
+void cs_node_free(cs_node *n);
+
+/* getOrCreateFunctionSamples: the node's profile, created empty (named
+ * after the node) if absent. NULL on no memory. */
+cs_prof *cs_prof_get(cs_trie *t, cs_node *n);
+/* A profile not attached to any node yet, named `name`. */
+cs_prof *cs_prof_new(cs_trie *t, const char *name);
+
+/* getOrCreateContextPath for a frame vector (root first; the leaf's
+ * location is not used). NULL on no memory. */
+cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n);
+
+/* Breadth-first list of every node, the root first (SampleContextTracker's
+ * iterator). malloc'ed; *n set. NULL on no memory. */
+cs_node **cs_bfs(cs_trie *t, size_t *n);
+
+/* The path of a printed context ("main:1 @ foo"), split like LLVM's
+ * createCtxVectorFromStr. NULL on no memory. */
+cs_node *cs_path_key(cs_trie *t, const char *key);
+
+/* SampleContext::decodeContextString on "name[:line[.disc]]" in place
+ * (numbers that do not parse as StringRef::getAsInteger would stay 0). */
+void cs_decode_frame(char *s, lp_ctx_frame *f);
+/* StringRef::getAsInteger for an unsigned 64-bit value in [s, end). */
+int cs_as_u64(const char *s, const char *end, int radix, uint64_t *v);
+
+/* convertToProfileMap: every node with a profile into p (keys are the
+ * printed contexts, names the leaf functions), profiles moved out of the
+ * trie. -1 on no memory. */
+int cs_trie_to_profile(cs_trie *t, lp_profile *p);
+/* The SampleContextTracker built from a flat CS profile: every entry of p
+ * moved into the trie (p is left empty). -1 on no memory. */
+int cs_trie_from_profile(cs_trie *t, lp_profile *p);
+
+/* The summary of the context-less profiles (every node's profile merged
+ * by function name): computeSummaryAndThreshold. */
+int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err);
+
+/* ---- context sizes (BinarySizeContextTracker) --------------------------- */
+
+/* Symbolize every instruction of the profiled functions into the size
+ * trie `st`: those touched by cc's counters, or, without cc, those named
+ * by nodes of `pt`. */
+int cs_sizes_build(cs_trie *st, lp_binary *const *bins, size_t nbins,
+                   const lp_ctxcount *cc, cs_trie *pt, const lp_cs_opts *o,
+                   lp_error *err);
+/* getFuncSizeForContext for a node of the profile trie. */
+uint32_t cs_size_for(cs_trie *st, const cs_node *n);
+
+/* ---- pre-inliner ----------------------------------------------------------- */
+
+int cs_preinline(cs_trie *t, cs_trie *sizes, const lp_summary *s,
+                 const lp_cs_opts *o, lp_error *err);
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* getEntryForPercentile(...).MinCount */
+uint64_t cs_percentile_count(const lp_summary *s, uint32_t pct);
+void cs_warnf(const lp_cs_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int cs_oom(lp_error *err);
+
+#endif

@@ -1,0 +1,266 @@
+/*
+ * csgen.c - llvm-profgen 19's CSProfileGenerator::generateLineNumBasedProfile:
+ * per context, body samples from that context's own disjoint ranges (zero
+ * pieces skipped; the leaf location of each instruction keeps the maximum
+ * of count x duplication factor; the total grows by the count per
+ * instruction), call targets at the branch source's leaf location and head
+ * samples on the callee's child node (base profiles for the empty
+ * context), then inferred call sites for profiles without head samples
+ * (post-order), the call-site fix-up and --update-total-samples; the trie
+ * is written out as a flat CS profile. Also the lp_cs_* entry points that
+ * chain generation and post-processing. Owns no I/O.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context/cs_internal.h"
+
+void lp_cs_opts_default(lp_cs_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->merge_cold_context = -1;
+    o->max_cold_context_depth = 1;
+    o->gen_nested = true;
+    o->preinliner = true;
+    o->use_context_cost = true;
+    o->preinl_multiplier = 100;
+    o->hot_inline_threshold = 1500;
+    o->cold_inline_threshold = 0;
+    o->inline_limit_max = 50000;
+    o->inline_limit_min = 100;
+    o->inline_growth_limit = 12;
+    o->sort_scc_members = true;
+    o->edge_weight_sum = true;
+    o->hot_count = o->cold_count = -1;
+    o->cutoff_hot = 990000;
+    o->cutoff_cold = 999999;
+    o->density_threshold = 50;
+    o->density_cutoff_hot = 990000;
+}
+
+typedef struct gen {
+    cs_trie *t;
+    lp_binary *bin;
+    bool fs;                    /* flow-sensitive discriminators */
+    lp_error *err;
+} gen;
+
+/* getInlineLeafFrameLoc: the leaf frame of addr's inline stack, or NULL */
+static int leaf_frame(gen *g, uint64_t addr, const lp_frame **leaf)
+{
+    const lp_frame *fr;
+    size_t n = 0;
+
+    *leaf = NULL;
+    if (addr != LP_EXTERNAL_ADDR && lp_binary_symbolize(g->bin, addr, &fr, &n, g->err))
+        return -1;
+    if (n)
+        *leaf = &fr[n - 1];
+    return 0;
+}
+
+/* updateBodySamplesforFunctionProfile + addTotalSamples for one instruction */
+static int body_inst(gen *g, lp_fsamples *fs, const lp_frame *leaf, uint64_t count)
+{
+    lp_loc loc = {leaf->line_offset, lp_disc_base(leaf->discriminator, g->fs)};
+    uint64_t c = count * lp_disc_dup_factor(leaf->discriminator, g->fs);
+    lp_body_rec *b = lp_fs_body(fs, loc);
+
+    if (!b)
+        return cs_oom(g->err);
+    if (lp_body_count(b) <= c)
+        lp_body_set_count(b, c);
+    fs->total = lp_sat_add(fs->total, count);
+    return 0;
+}
+
+static int body_piece(gen *g, lp_fsamples *fs, const lp_addr_pair_count *r)
+{
+    const lp_frame *leaf;
+    uint64_t ip;
+    int k;
+
+    k = lp_binary_inst_at_or_after(g->bin, r->a, &ip, g->err);
+    while (k == 1 && ip <= r->b) {
+        if (leaf_frame(g, ip, &leaf))
+            return -1;
+        if (leaf && body_inst(g, fs, leaf, r->count))
+            return -1;
+        k = lp_binary_next_inst(g->bin, ip, &ip, g->err);
+    }
+    return k < 0 ? -1 : 0;
+}
+
+/* populateBodySamplesForFunction */
+static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
+{
+    lp_addr_pair_count *r = NULL, *d = NULL;
+    long nr = lp_counters_ranges(c, &r), nd = -1, i;
+    int rc = 0;
+
+    if (nr >= 0)
+        nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d);
+    free(r);
+    if (nd < 0)
+        return cs_oom(g->err);
+    for (i = 0; i < nd && rc == 0; i++)
+        if (d[i].count)
+            rc = body_piece(g, fs, &d[i]);
+    free(d);
+    return rc;
+}
+
+/* populateBoundarySamplesForFunction for one branch */
+static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
+{
+    const char *callee = lp_binary_callee_name(g->bin, br->b);
+    const cs_name *cn;
+    const lp_frame *leaf;
+    lp_loc site = {0, 0};
+    lp_body_rec *b;
+    cs_node *child;
+    cs_prof *p;
+
+    if (!callee)
+        return 0;
+    if (node != &g->t->root) {
+        if (leaf_frame(g, br->a, &leaf))
+            return -1;
+        if (leaf) {
+            lp_loc loc = {leaf->line_offset,
+                          lp_disc_base(leaf->discriminator, g->fs)};
+            if (!(b = lp_fs_body(&node->prof->fs, loc)) ||
+                lp_body_add_target(b, callee, br->count))
+                return cs_oom(g->err);
+            /* the child is keyed by the raw discriminator */
+            site = (lp_loc){leaf->line_offset, leaf->discriminator};
+        }
+    }
+    if (!(cn = cs_intern(g->t, callee, strlen(callee))) ||
+        !(child = cs_child_get(node, site, cn)) || !(p = cs_prof_get(g->t, child)))
+        return cs_oom(g->err);
+    p->fs.head = lp_sat_add(p->fs.head, br->count);
+    return 0;
+}
+
+static int boundary(gen *g, cs_node *node, const lp_counters *c)
+{
+    lp_addr_pair_count *br = NULL;
+    long n = lp_counters_branches(c, &br), i;
+    int rc = n < 0 ? cs_oom(g->err) : 0;
+
+    for (i = 0; i < n && rc == 0; i++)
+        rc = boundary_one(g, node, &br[i]);
+    free(br);
+    return rc;
+}
+
+static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                     const lp_ctx_entry *e, lp_error *err)
+{
+    gen g = {t, NULL, false, err};
+    cs_node *node = &t->root;
+    cs_prof *p;
+
+    if (e->bin < 0 || (size_t)e->bin >= nbins || !bins[e->bin])
+        return lp_error_set(err, LP_EUSAGE, "CS profile generation: context "
+                            "\"%s\" names binary %d of %zu", e->key, e->bin, nbins);
+    g.bin = bins[e->bin];
+    g.fs = lp_binary_fs_discriminator(g.bin);
+    if (e->nframes) {
+        if (!(node = cs_path(t, e->frames, e->nframes)) || !(p = cs_prof_get(t, node)))
+            return cs_oom(err);
+        if (e->was_leaf_inlined)
+            p->fs.attrs |= CS_WAS_INLINED;
+        if (body(&g, &p->fs, e->counters))
+            return -1;
+    }
+    return boundary(&g, node, e->counters);
+}
+
+/* populateInferredFunctionSamples, post-order */
+static int infer(cs_trie *t, cs_node *n, lp_error *err)
+{
+    cs_node *c;
+    cs_prof *caller;
+    lp_fsamples *fs;
+    lp_body_rec *b;
+    uint64_t est;
+
+    cs_sort_kids(n);
+    for (c = n->kid_index; c; c = c->hh.next)
+        if (infer(t, c, err))
+            return -1;
+    if (!n->prof || n->prof->fs.head || !n->parent || n->parent == &t->root)
+        return 0;
+    fs = &n->prof->fs;
+    if (!(caller = cs_prof_get(t, n->parent)))
+        return cs_oom(err);
+    est = lp_fs_head_estimate(fs, 1);
+    if (!est && !lp_fs_nr_body(fs))
+        est = 1;
+    if (!(b = lp_fs_body(&caller->fs, n->callsite)) ||
+        lp_body_add_target(b, n->func->s, est))
+        return cs_oom(err);
+    lp_body_add(b, est);
+    caller->fs.total = lp_sat_add(caller->fs.total, est);
+    return 0;
+}
+
+/* updateFunctionSamples */
+static int update(cs_trie *t, bool update_total, lp_error *err)
+{
+    cs_node **q;
+    size_t n, i;
+
+    if (!(q = cs_bfs(t, &n)))
+        return cs_oom(err);
+    for (i = 0; i < n; i++) {
+        if (!q[i]->prof)
+            continue;
+        if (update_total)
+            lp_fs_update_total_samples(&q[i]->prof->fs);
+        lp_fs_update_callsite_samples(&q[i]->prof->fs);
+    }
+    free(q);
+    return 0;
+}
+
+static int fill_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                     const lp_ctxcount *cc, const lp_cs_opts *o, lp_error *err)
+{
+    lp_ctx_entry **v = NULL;
+    long n = lp_ctxcount_sorted(cc, &v), i;
+    int rc = n < 0 ? cs_oom(err) : 0;
+
+    for (i = 0; i < n && rc == 0; i++)
+        rc = add_entry(t, bins, nbins, v[i], err);
+    free(v);
+    if (rc == 0)
+        rc = infer(t, &t->root, err);
+    if (rc == 0)
+        rc = update(t, o->update_total_samples, err);
+    return rc;
+}
+
+int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
+                   const lp_cs_opts *o, lp_profile *out, lp_error *err)
+{
+    cs_trie t;
+    int rc;
+
+    cs_trie_init(&t);
+    rc = fill_trie(&t, bins, nbins, cc, o, err);
+    if (rc == 0 && cs_trie_to_profile(&t, out))
+        rc = cs_oom(err);
+    cs_trie_free(&t);
+    return rc;
+}
+
+int lp_cs_profile(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
+                  const lp_cs_opts *o, lp_profile *out, lp_error *err)
+{
+    if (lp_cs_generate(bins, nbins, cc, o, out, err))
+        return -1;
+    return lp_cs_postprocess(bins, nbins, cc, o, out, err);
+}

@@ -1,0 +1,241 @@
+/*
+ * postproc.c - llvm-profgen 19's CSProfileGenerator::postProcessProfiles,
+ * in its order: the context-less summary and thresholds, the CS
+ * pre-inliner (with byte-size costs per inline context), conversion of the
+ * trie to the profile map, cold context trimming and merging
+ * (SampleContextTrimmer), the nested conversion (ProfileConverter, which
+ * moves every child context into its parent as an inlinee), ambiguous-name
+ * filtering and the density warning. Owns the order of these steps and the
+ * two profile-map transformations; the trie, sizes and pre-inliner are in
+ * their own files.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context/cs_internal.h"
+
+/* ---- cold context trimming and merging ---------------------------------------- */
+
+static bool is_base(const char *ctx)
+{
+    return strstr(ctx, " @ ") == NULL;
+}
+
+/* The printed context of the last k frames of ctx. */
+static const char *last_frames(const char *ctx, uint32_t k)
+{
+    const char *p = ctx, *q;
+    size_t n = 1, skip;
+
+    for (q = ctx; (q = strstr(q, " @ ")); q += 3)
+        n++;
+    if (k >= n)
+        return ctx;
+    for (skip = n - k; skip; skip--)
+        p = strstr(p, " @ ") + 3;
+    return p;
+}
+
+/* SampleContextTrimmer::trimAndMergeColdContextProfiles */
+static int trim_merge(lp_profile *p, uint64_t thr, bool trim, bool merge,
+                      uint32_t depth, bool base_only)
+{
+    lp_profile *merged;
+    lp_fsamples **v = NULL, *m, *e;
+    size_t n, i;
+    int rc = 0;
+
+    if ((!trim && !merge) || thr == 0)
+        return 0;
+    if (merge)
+        base_only = false;
+    if (depth == 0)
+        depth = 1; /* llvm-profgen would build an empty context */
+    if (!(merged = lp_profile_new()))
+        return -1;
+    merged->is_cs = 1;
+    if ((n = lp_profile_all(p, &v)) == (size_t)-1) {
+        lp_profile_free(merged);
+        return -1;
+    }
+    for (i = 0; i < n && rc == 0; i++) {
+        if (v[i]->total >= thr || (base_only && !is_base(v[i]->context)))
+            continue;
+        if (merge) {
+            const char *key = last_frames(v[i]->context, depth);
+            if (!(m = lp_profile_get(merged, key, v[i]->name)) || lp_fs_merge(m, v[i]))
+                rc = -1;
+        }
+        lp_profile_remove(p, v[i]->context);
+    }
+    free(v);
+    v = NULL;
+    if (rc == 0 && (n = lp_profile_all(merged, &v)) == (size_t)-1) {
+        v = NULL;
+        rc = -1;
+    }
+    for (i = 0; rc == 0 && i < n; i++) {
+        e = lp_profile_find(p, v[i]->context);
+        if (trim && v[i]->total < thr && !e)
+            continue;
+        if (e)
+            rc = lp_fs_merge(e, v[i]);
+        else if ((e = lp_profile_get(p, v[i]->context, v[i]->name)))
+            lp_fs_move(e, v[i]);
+        else
+            rc = -1;
+    }
+    free(v);
+    lp_profile_free(merged);
+    return rc;
+}
+
+/* ---- nested conversion (ProfileConverter::convertCSProfiles) --------------------- */
+
+/* out[name].merge(child), copying the child into a new entry */
+static int merge_into_base(lp_profile *out, const cs_node *c, lp_fsamples *child,
+                           bool copy)
+{
+    lp_fsamples *e = lp_profile_find(out, c->func->s);
+
+    if (e)
+        return lp_fs_merge(e, child);
+    if (!(e = lp_profile_get(out, c->func->s, NULL)))
+        return -1;
+    if (!copy) {
+        lp_fs_move(e, child);
+        return 0;
+    }
+    e->attrs = child->attrs;
+    return lp_fs_merge(e, child);
+}
+
+static int convert(cs_node *n, lp_profile *out, bool merged_base)
+{
+    lp_fsamples *np = n->prof ? &n->prof->fs : NULL, *cp, *in;
+    uint64_t cnt;
+    cs_node *c;
+
+    cs_sort_kids(n);
+    for (c = n->kid_index; c; c = c->hh.next) {
+        if (convert(c, out, merged_base))
+            return -1;
+        if (!c->prof)
+            continue;
+        cp = &c->prof->fs;
+        if (!np) {
+            if (merge_into_base(out, c, cp, false))
+                return -1;
+            continue;
+        }
+        if (merged_base && merge_into_base(out, c, cp, true))
+            return -1;
+        if (!(in = lp_fs_callee(np, c->callsite, c->func->s)))
+            return -1;
+        lp_fs_move(in, cp);
+        if (merged_base)
+            in->attrs |= CS_DUP_INTO_BASE;
+        np->total = lp_sat_add(np->total, in->total);
+        cnt = lp_fs_remove_call(np, c->callsite, c->func->s);
+        np->total = np->total < cnt ? 0 : np->total - cnt;
+    }
+    return 0;
+}
+
+/* Swap the entries of two profiles (flags stay). */
+static void swap_entries(lp_profile *a, lp_profile *b)
+{
+    void *f = a->funcs;
+    size_t n = a->nr_funcs;
+
+    a->funcs = b->funcs;
+    a->nr_funcs = b->nr_funcs;
+    b->funcs = f;
+    b->nr_funcs = n;
+}
+
+static int nest(lp_profile *p, bool merged_base)
+{
+    lp_profile *out = lp_profile_new();
+    cs_trie t;
+    int rc = out ? 0 : -1;
+
+    cs_trie_init(&t);
+    if (rc == 0)
+        rc = cs_trie_from_profile(&t, p);
+    if (rc == 0)
+        rc = convert(&t.root, out, merged_base);
+    if (rc == 0) {
+        swap_entries(p, out);
+        p->is_cs = 0;
+    }
+    cs_trie_free(&t);
+    lp_profile_free(out);
+    return rc;
+}
+
+/* ---- the whole post-processing ---------------------------------------------------- */
+
+static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
+{
+    lp_flat_opts fo;
+
+    lp_flat_opts_default(&fo);
+    fo.density_threshold = o->density_threshold;
+    fo.density_cutoff_hot = o->density_cutoff_hot;
+    fo.show_density = o->show_density;
+    fo.warn = o->warn;
+    fo.warn_ctx = o->warn_ctx;
+    fo.info = o->info;
+    return lp_flat_density(p, &fo, err);
+}
+
+/* Summary, thresholds, pre-inliner; the trie back to p. */
+static int trie_stage(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
+                      const lp_cs_opts *o, lp_profile *p, uint64_t *hot,
+                      lp_error *err)
+{
+    cs_trie t, st;
+    lp_summary s;
+    int rc;
+
+    cs_trie_init(&t);
+    cs_trie_init(&st);
+    rc = cs_trie_from_profile(&t, p) ? cs_oom(err) : 0;
+    if (rc == 0 && o->preinliner && o->use_context_cost)
+        rc = cs_sizes_build(&st, bins, nbins, cc, &t, o, err);
+    if (rc == 0)
+        rc = cs_trie_summary(&t, &s, err);
+    if (rc == 0)
+        *hot = o->hot_count >= 0 ? (uint64_t)o->hot_count
+                                 : cs_percentile_count(&s, o->cutoff_hot);
+    if (rc == 0 && o->preinliner) {
+        rc = cs_preinline(&t, &st, &s, o, err);
+        p->is_preinlined = 1;
+    }
+    if (rc == 0 && cs_trie_to_profile(&t, p))
+        rc = cs_oom(err);
+    cs_trie_free(&st);
+    cs_trie_free(&t);
+    return rc;
+}
+
+int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
+                      const lp_ctxcount *cc, const lp_cs_opts *o,
+                      lp_profile *p, lp_error *err)
+{
+    bool merge = o->merge_cold_context != 0;
+    uint64_t hot = 0;
+
+    if (o->preinliner && o->merge_cold_context < 0)
+        merge = false;
+    if (trie_stage(bins, nbins, cc, o, p, &hot, err))
+        return -1;
+    if (trim_merge(p, hot, o->trim_cold_profile, merge, o->max_cold_context_depth,
+                   o->preinliner))
+        return cs_oom(err);
+    if (o->gen_nested && nest(p, o->merged_base_profiles))
+        return cs_oom(err);
+    lp_flat_filter_ambiguous(p);
+    return density(p, o, err);
+}

@@ -1,0 +1,179 @@
+/*
+ * rawread.c - llvm-profgen 19's UnsymbolizedProfileReader for the
+ * context-sensitive unsymbolized profile: optional "[ctx]" header lines,
+ * each followed by a range block and a branch block (counts in decimal,
+ * addresses in hex relative to a base, any leading whitespace), read into
+ * an lp_ctxcount. As strict as llvm-profgen: the first line that does not
+ * fit is an error naming it. Owns this text format's parsing only; the
+ * writer is lp_ctxcount_write_raw, the flat-only reader src/flat/rawprof.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context/cs_internal.h"
+
+typedef struct raw_in {
+    FILE *f;
+    const char *name;
+    unsigned long lineno;
+    char *line;
+    size_t cap;
+    bool eof;
+} raw_in;
+
+/* TraceStream::advance: the next line without its '\n' */
+static void advance(raw_in *r)
+{
+    ssize_t n = getline(&r->line, &r->cap, r->f);
+
+    if (n < 0) {
+        r->eof = true;
+        return;
+    }
+    r->lineno++;
+    if (n > 0 && r->line[n - 1] == '\n')
+        r->line[n - 1] = 0;
+}
+
+static int invalid(raw_in *r, lp_error *err)
+{
+    if (r->eof)
+        return lp_error_set(err, LP_EFORMAT, "%s: Invalid raw profile!",
+                            r->name);
+    return lp_error_set(err, LP_EFORMAT, "%s: Invalid raw profile at line %lu: %s",
+                        r->name, r->lineno, r->line);
+}
+
+static const char *ltrim(const char *s)
+{
+    while (*s && strchr(" \t\n\v\f\r", *s))
+        s++;
+    return s;
+}
+
+static int read_number(raw_in *r, uint64_t *n, lp_error *err)
+{
+    const char *s;
+
+    if (r->eof)
+        return invalid(r, err);
+    s = ltrim(r->line);
+    if (cs_as_u64(s, s + strlen(s), 10, n))
+        return invalid(r, err);
+    advance(r);
+    return 0;
+}
+
+/* One "A<sep>B:COUNT" line: split at the first ':', then at sep. */
+static int read_pair(raw_in *r, const char *sep, uint64_t base,
+                     lp_counters *c, lp_error *err)
+{
+    const char *s, *colon, *mid;
+    uint64_t a, b, n;
+    int rc;
+
+    if (r->eof)
+        return invalid(r, err);
+    s = ltrim(r->line);
+    colon = strchr(s, ':');
+    if (!colon || cs_as_u64(colon + 1, colon + 1 + strlen(colon + 1), 10, &n))
+        return invalid(r, err);
+    mid = strstr(s, sep);
+    if (!mid || mid >= colon || cs_as_u64(s, mid, 16, &a) ||
+        cs_as_u64(mid + strlen(sep), colon, 16, &b))
+        return invalid(r, err);
+    rc = sep[1] ? lp_counters_add_branch(c, a + base, b + base, n)
+                : lp_counters_add_range(c, a + base, b + base, n);
+    if (rc)
+        return lp_error_set(err, LP_ENOMEM, "%s: out of memory", r->name);
+    advance(r);
+    return 0;
+}
+
+static int read_counters(raw_in *r, uint64_t base, lp_counters *c,
+                         lp_error *err)
+{
+    static const char *const seps[2] = {"-", "->"};
+    uint64_t n;
+    int k;
+
+    for (k = 0; k < 2; k++) {
+        if (read_number(r, &n, err))
+            return -1;
+        while (n--)
+            if (read_pair(r, seps[k], base, c, err))
+                return -1;
+    }
+    return 0;
+}
+
+/* createCtxVectorFromStr on the header line "[...]": the text between the
+ * first and the last character, split at " @ ". */
+static int parse_header(const char *line, lp_ctx_frame **frames, size_t *n,
+                        char **buf)
+{
+    size_t len = strlen(line), cnt = 0, cap = 4;
+    char *s, *sep;
+
+    *n = 0;
+    *buf = strndup(line + 1, len >= 2 ? len - 2 : 0);
+    *frames = malloc(cap * sizeof **frames);
+    if (!*buf || !*frames)
+        return -1;
+    for (s = *buf; *s; s = sep ? sep + 3 : s + strlen(s)) {
+        lp_ctx_frame *nf;
+        if ((sep = strstr(s, " @ ")))
+            *sep = 0;
+        if (cnt == cap) {
+            cap *= 2;
+            if (!(nf = realloc(*frames, cap * sizeof *nf)))
+                return -1;
+            *frames = nf;
+        }
+        cs_decode_frame(s, &(*frames)[cnt++]);
+        if (!sep)
+            break;
+    }
+    *n = cnt;
+    return 0;
+}
+
+static int read_block(raw_in *r, int bin, uint64_t base, lp_ctxcount *cc,
+                      bool *is_cs, lp_error *err)
+{
+    lp_ctx_frame *frames = NULL;
+    lp_ctx_entry *e;
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = 0;
+
+    if (r->line[0] == '[') {
+        *is_cs = true;
+        if (parse_header(r->line, &frames, &n, &buf))
+            rc = lp_error_set(err, LP_ENOMEM, "%s: out of memory", r->name);
+        advance(r);
+    }
+    if (rc == 0 && !(e = lp_ctxcount_get(cc, bin, frames, n, false, err)))
+        rc = -1;
+    if (rc == 0)
+        rc = read_counters(r, base, e->counters, err);
+    free(frames);
+    free(buf);
+    return rc;
+}
+
+int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
+                   lp_ctxcount *cc, bool *is_cs, lp_error *err)
+{
+    raw_in r = {f, name, 0, NULL, 0, false};
+    int rc = 0;
+
+    *is_cs = false;
+    advance(&r);
+    while (rc == 0 && !r.eof)
+        rc = read_block(&r, bin, base, cc, is_cs, err);
+    if (rc == 0 && ferror(f))
+        rc = lp_error_set(err, LP_EIO, "%s: read error", name);
+    free(r.line);
+    return rc;
+}

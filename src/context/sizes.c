@@ -1,0 +1,217 @@
+/*
+ * sizes.c - llvm-profgen 19's BinarySizeContextTracker, the pre-inliner's
+ * cost model: every instruction of every profiled function is symbolized
+ * and its byte size added to a reversed context trie (leaf function at
+ * location 0.0 under the root, then its callers at their call sites, raw
+ * DWARF discriminators), and a profile context's size is the deepest size
+ * found walking that trie from the context's leaf up its callers, or else
+ * the first size found going down first children. Owns the size trie's
+ * contents; the trie structure is trie.c's.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context/cs_internal.h"
+
+typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
+    const lp_function *f;
+    int bin;
+    UT_hash_handle hh;
+} func_ent;
+
+typedef struct func_set {
+    func_ent *head;
+    int oom;
+} func_set;
+
+static void add_func(func_set *s, const lp_function *f, int bin)
+{
+    func_ent *e;
+
+    if (!f)
+        return;
+    HASH_FIND_PTR(s->head, &f, e);
+    if (e)
+        return;
+    if (!(e = calloc(1, sizeof *e))) {
+        s->oom = 1;
+        return;
+    }
+    e->f = f;
+    e->bin = bin;
+    HASH_ADD_PTR(s->head, f, e);
+}
+
+static void add_addr(func_set *s, lp_binary *b, int bin, uint64_t addr)
+{
+    const lp_func_range *r = lp_binary_func_range(b, addr);
+
+    if (r)
+        add_func(s, r->func, bin);
+}
+
+/* collectFunctionsFromRawProfile */
+static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbins,
+                                const lp_ctxcount *cc)
+{
+    lp_ctx_entry **v = NULL;
+    lp_addr_pair_count *r;
+    long n = lp_ctxcount_sorted(cc, &v), i, k, m;
+
+    if (n < 0)
+        s->oom = 1;
+    for (i = 0; i < n; i++) {
+        lp_binary *b = (size_t)v[i]->bin < nbins ? bins[v[i]->bin] : NULL;
+        if (!b)
+            continue;
+        if ((m = lp_counters_ranges(v[i]->counters, &r)) < 0) {
+            s->oom = 1;
+            break;
+        }
+        for (k = 0; k < m; k++)
+            add_addr(s, b, v[i]->bin, r[k].a);
+        free(r);
+        if ((m = lp_counters_branches(v[i]->counters, &r)) < 0) {
+            s->oom = 1;
+            break;
+        }
+        for (k = 0; k < m; k++) {
+            add_addr(s, b, v[i]->bin, r[k].a);
+            add_addr(s, b, v[i]->bin, r[k].b);
+        }
+        free(r);
+    }
+    free(v);
+}
+
+/* collectFunctionsFromLLVMProfile: the functions named by trie nodes */
+static void funcs_from_trie(func_set *s, lp_binary *const *bins, size_t nbins,
+                            cs_trie *pt)
+{
+    cs_node **q;
+    size_t n, i, k;
+
+    if (!(q = cs_bfs(pt, &n))) {
+        s->oom = 1;
+        return;
+    }
+    for (i = 0; i < n; i++)
+        if (q[i]->func && q[i]->func->len)
+            for (k = 0; k < nbins; k++)
+                if (bins[k])
+                    add_func(s, lp_binary_function(bins[k], q[i]->func->s), (int)k);
+    free(q);
+}
+
+/* addInstructionForContext: leaf first, callers at their call sites */
+static int add_inst(cs_trie *st, const lp_frame *fr, size_t n, uint32_t size)
+{
+    cs_node *cur = &st->root;
+    const cs_name *nm;
+    size_t i;
+
+    for (i = n; i-- > 0;) {
+        lp_loc loc = i + 1 == n ? (lp_loc){0, 0}
+                                : (lp_loc){fr[i].line_offset, fr[i].discriminator};
+        if (!(nm = cs_intern(st, fr[i].func, strlen(fr[i].func))) ||
+            !(cur = cs_child_get(cur, loc, nm)))
+            return -1;
+    }
+    cur->size += size;
+    cur->has_size = true;
+    return 0;
+}
+
+/* computeInlinedContextSizeForRange over [start, end) */
+static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
+                       const lp_cs_opts *o, lp_error *err)
+{
+    const lp_frame *fr;
+    uint64_t ip = UINT64_MAX;
+    lp_inst in;
+    size_t n;
+    int k = lp_binary_inst_at_or_after(b, start, &ip, err);
+
+    if (k < 0)
+        return -1;
+    if (k == 0)
+        ip = UINT64_MAX;
+    if (ip != start)
+        cs_warnf(o, "Invalid start instruction at %8" PRIx64, start);
+    while (k == 1 && ip < end) {
+        if (lp_binary_symbolize(b, ip, &fr, &n, err) || lp_binary_inst(b, ip, &in, err) < 0)
+            return -1;
+        if (add_inst(st, fr, n, in.size))
+            return cs_oom(err);
+        k = lp_binary_next_inst(b, ip, &ip, err);
+    }
+    return k < 0 ? -1 : 0;
+}
+
+static int sort_by_name(const func_ent *a, const func_ent *b)
+{
+    int c = strcmp(a->f->name, b->f->name);
+
+    return c ? c : a->bin - b->bin;
+}
+
+int cs_sizes_build(cs_trie *st, lp_binary *const *bins, size_t nbins,
+                   const lp_ctxcount *cc, cs_trie *pt, const lp_cs_opts *o,
+                   lp_error *err)
+{
+    func_set s = {NULL, 0};
+    func_ent *e, *tmp;
+    size_t k;
+    int rc = 0;
+
+    if (cc)
+        funcs_from_counters(&s, bins, nbins, cc);
+    else
+        funcs_from_trie(&s, bins, nbins, pt);
+    if (s.oom)
+        rc = cs_oom(err);
+    HASH_SRT(hh, s.head, sort_by_name); /* only the warnings' order */
+    for (e = s.head; e && rc == 0; e = e->hh.next)
+        for (k = 0; k < e->f->nranges && rc == 0; k++)
+            rc = range_sizes(st, bins[e->bin], e->f->ranges[k]->start,
+                             e->f->ranges[k]->end, o, err);
+    HASH_ITER(hh, s.head, e, tmp) {
+        HASH_DEL(s.head, e);
+        free(e);
+    }
+    return rc;
+}
+
+/* getFuncSizeForContext */
+uint32_t cs_size_for(cs_trie *st, const cs_node *n)
+{
+    cs_node *cur = &st->root, *prev = NULL;
+    lp_loc loc = {0, 0};
+    bool found = false;
+    uint32_t size = 0;
+
+    while (cur && n->parent) {
+        prev = cur;
+        cur = cs_child(cur, loc, n->func);
+        if (cur && cur->has_size) {
+            size = cur->size;
+            found = true;
+        }
+        loc = n->callsite;
+        n = n->parent;
+    }
+    if (!found) {
+        if (!cur)
+            cur = prev;
+        while (!found && cur && cur->kid_index) {
+            cs_sort_kids(cur);
+            cur = cur->kid_index;
+            if (cur->has_size) {
+                size = cur->size;
+                found = true;
+            }
+        }
+    }
+    return size; /* llvm-profgen asserts a size is found; 0 here */
+}

@@ -1,0 +1,445 @@
+/*
+ * trie.c - the context trie (see cs_internal.h): interned names, children
+ * keyed by LLVM's call-site hash and walked in key order, paths from frame
+ * vectors and printed contexts, breadth-first walks, conversion from and
+ * to flat CS profiles, and the context-less summary. Owns the nodes and
+ * the profiles attached to them; not what is computed on them.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context/cs_internal.h"
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+int cs_oom(lp_error *err)
+{
+    return lp_error_set(err, LP_ENOMEM, "CS profile generation: out of memory");
+}
+
+void cs_warnf(const lp_cs_opts *o, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+
+    if (!o->warn)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    o->warn(o->warn_ctx, buf);
+}
+
+uint64_t cs_percentile_count(const lp_summary *s, uint32_t pct)
+{
+    int k;
+
+    for (k = 0; k < LP_NR_CUTOFFS; k++)
+        if (s->entries[k].cutoff >= pct)
+            return s->entries[k].min_count;
+    return s->entries[LP_NR_CUTOFFS - 1].min_count;
+}
+
+int cs_as_u64(const char *s, const char *end, int radix, uint64_t *v)
+{
+    uint64_t x = 0, d;
+
+    if (s == end)
+        return -1;
+    for (; s < end; s++) {
+        if (*s >= '0' && *s <= '9')
+            d = (uint64_t)(*s - '0');
+        else if (radix == 16 && *s >= 'a' && *s <= 'f')
+            d = (uint64_t)(*s - 'a' + 10);
+        else if (radix == 16 && *s >= 'A' && *s <= 'F')
+            d = (uint64_t)(*s - 'A' + 10);
+        else
+            return -1;
+        if (x > (UINT64_MAX - d) / (uint64_t)radix)
+            return -1;
+        x = x * (uint64_t)radix + d;
+    }
+    *v = x;
+    return 0;
+}
+
+/* StringRef::getAsInteger into an int: optional '-', then digits only. */
+static int as_int(const char *s, int32_t *v)
+{
+    uint64_t x;
+    int neg = *s == '-';
+
+    if (cs_as_u64(s + neg, s + strlen(s), 10, &x) || x > (uint64_t)INT32_MAX + neg)
+        return -1;
+    *v = neg ? (int32_t)(0 - x) : (int32_t)x;
+    return 0;
+}
+
+void cs_decode_frame(char *s, lp_ctx_frame *f)
+{
+    char *colon = strchr(s, ':'), *dot;
+    int32_t line;
+    uint64_t disc;
+
+    f->func = s;
+    f->loc.line = f->loc.disc = 0;
+    if (!colon)
+        return;
+    *colon = 0;
+    if (!colon[1])
+        return;
+    if ((dot = strchr(colon + 1, '.')))
+        *dot = 0;
+    if (as_int(colon + 1, &line) == 0)
+        f->loc.line = (uint32_t)line;
+    if (dot && cs_as_u64(dot + 1, dot + 1 + strlen(dot + 1), 10, &disc) == 0 &&
+        disc <= UINT32_MAX)
+        f->loc.disc = (uint32_t)disc;
+}
+
+/* ---- names and keys --------------------------------------------------------- */
+
+void cs_trie_init(cs_trie *t)
+{
+    memset(t, 0, sizeof *t);
+    t->root.kids_sorted = true;
+}
+
+const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
+{
+    cs_name *n;
+
+    HASH_FIND(hh, t->names, s, len, n);
+    if (n)
+        return n;
+    if (!(n = calloc(1, sizeof *n)) || !(n->s = strndup(s, len))) {
+        free(n);
+        return NULL;
+    }
+    n->len = len;
+    n->md5 = lp_md5_hash64(s, len);
+    HASH_ADD_KEYPTR(hh, t->names, n->s, n->len, n);
+    return n;
+}
+
+uint64_t cs_callsite_hash(uint64_t name_md5, lp_loc loc)
+{
+    uint64_t id = ((uint64_t)loc.disc << 32) | loc.line;
+
+    return name_md5 + (id << 5) + id;
+}
+
+/* ---- children ----------------------------------------------------------------- */
+
+cs_node *cs_child(cs_node *n, lp_loc loc, const cs_name *f)
+{
+    uint64_t key = cs_callsite_hash(f->md5, loc);
+    cs_node *c;
+
+    HASH_FIND(hh, n->kid_index, &key, sizeof key, c);
+    return c;
+}
+
+int cs_attach(cs_node *parent, cs_node *n, lp_loc loc)
+{
+    n->callsite = loc;
+    n->key = cs_callsite_hash(n->func->md5, loc);
+    n->parent = parent;
+    HASH_ADD(hh, parent->kid_index, key, sizeof n->key, n);
+    parent->kids_sorted = false;
+    return 0;
+}
+
+cs_node *cs_child_get(cs_node *n, lp_loc loc, const cs_name *f)
+{
+    cs_node *c = cs_child(n, loc, f);
+
+    if (c)
+        return c;
+    if (!(c = calloc(1, sizeof *c)))
+        return NULL;
+    c->func = f;
+    c->kids_sorted = true;
+    cs_attach(n, c, loc);
+    return c;
+}
+
+void cs_detach(cs_node *n)
+{
+    if (!n->parent)
+        return;
+    HASH_DEL(n->parent->kid_index, n);
+    n->parent = NULL;
+}
+
+static int key_cmp(const cs_node *a, const cs_node *b)
+{
+    return a->key < b->key ? -1 : a->key > b->key;
+}
+
+void cs_sort_kids(cs_node *n)
+{
+    if (n->kids_sorted)
+        return;
+    HASH_SRT(hh, n->kid_index, key_cmp);
+    n->kids_sorted = true;
+}
+
+cs_node **cs_kids_copy(cs_node *n, size_t *cnt)
+{
+    size_t k = HASH_COUNT(n->kid_index), i = 0;
+    cs_node **v, *c;
+
+    *cnt = 0;
+    if (k == 0 || !(v = malloc(k * sizeof *v)))
+        return NULL;
+    cs_sort_kids(n);
+    for (c = n->kid_index; c; c = c->hh.next)
+        v[i++] = c;
+    *cnt = k;
+    return v;
+}
+
+void cs_node_free(cs_node *n)
+{
+    cs_node *c, *tmp;
+
+    HASH_ITER(hh, n->kid_index, c, tmp) {
+        HASH_DEL(n->kid_index, c);
+        cs_node_free(c);
+    }
+    if (n->prof)
+        n->prof->node = NULL;
+    free(n);
+}
+
+void cs_trie_free(cs_trie *t)
+{
+    cs_node *c, *tmp;
+    cs_name *nm, *nt;
+    cs_prof *p, *pn;
+
+    HASH_ITER(hh, t->root.kid_index, c, tmp) {
+        HASH_DEL(t->root.kid_index, c);
+        cs_node_free(c);
+    }
+    for (p = t->profs; p; p = pn) {
+        pn = p->next;
+        lp_fs_clear(&p->fs);
+        free(p);
+    }
+    HASH_ITER(hh, t->names, nm, nt) {
+        HASH_DEL(t->names, nm);
+        free(nm->s);
+        free(nm);
+    }
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- profiles and paths ------------------------------------------------------- */
+
+cs_prof *cs_prof_new(cs_trie *t, const char *name)
+{
+    cs_prof *p = calloc(1, sizeof *p);
+
+    if (!p || lp_fs_init(&p->fs, name)) {
+        free(p);
+        return NULL;
+    }
+    p->next = t->profs;
+    t->profs = p;
+    return p;
+}
+
+cs_prof *cs_prof_get(cs_trie *t, cs_node *n)
+{
+    if (n->prof)
+        return n->prof;
+    if (!(n->prof = cs_prof_new(t, n->func ? n->func->s : "")))
+        return NULL;
+    n->prof->node = n;
+    return n->prof;
+}
+
+cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n)
+{
+    cs_node *node = &t->root;
+    lp_loc loc = {0, 0};
+    const cs_name *f;
+    size_t i;
+
+    for (i = 0; i < n && node; i++) {
+        if (!(f = cs_intern(t, frames[i].func, strlen(frames[i].func))))
+            return NULL;
+        node = cs_child_get(node, loc, f);
+        loc = frames[i].loc;
+    }
+    return node;
+}
+
+cs_node *cs_path_key(cs_trie *t, const char *key)
+{
+    char *buf = strdup(key), *s, *sep;
+    cs_node *node = &t->root;
+    lp_loc loc = {0, 0};
+    lp_ctx_frame fr;
+    const cs_name *f;
+
+    if (!buf)
+        return NULL;
+    for (s = buf; *s && node; s = sep + 3) {
+        if ((sep = strstr(s, " @ ")))
+            *sep = 0;
+        cs_decode_frame(s, &fr);
+        if (!(f = cs_intern(t, fr.func, strlen(fr.func))))
+            node = NULL;
+        else
+            node = cs_child_get(node, loc, f);
+        loc = fr.loc;
+        if (!sep)
+            break;
+    }
+    free(buf);
+    return node;
+}
+
+cs_node **cs_bfs(cs_trie *t, size_t *n)
+{
+    size_t cap = 256, head = 0, tail = 0;
+    cs_node **q = malloc(cap * sizeof *q), **nq, *c;
+
+    if (!q)
+        return NULL;
+    q[tail++] = &t->root;
+    while (head < tail) {
+        cs_node *x = q[head++];
+        cs_sort_kids(x);
+        for (c = x->kid_index; c; c = c->hh.next) {
+            if (tail == cap) {
+                cap *= 2;
+                if (!(nq = realloc(q, cap * sizeof *nq))) {
+                    free(q);
+                    return NULL;
+                }
+                q = nq;
+            }
+            q[tail++] = c;
+        }
+    }
+    *n = tail;
+    return q;
+}
+
+/* ---- conversion to and from flat CS profiles ------------------------------------ */
+
+typedef struct frame_stack {
+    lp_ctx_frame *v;
+    size_t cap;
+} frame_stack;
+
+static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
+{
+    lp_ctx_frame *nv;
+    lp_fsamples *e;
+    cs_node *c;
+    char *key;
+    int rc = 0;
+
+    if (depth + 1 > st->cap) {
+        st->cap = st->cap ? st->cap * 2 : 16;
+        if (!(nv = realloc(st->v, st->cap * sizeof *nv)))
+            return -1;
+        st->v = nv;
+    }
+    st->v[depth] = (lp_ctx_frame){n->func->s, {0, 0}};
+    if (n->prof) {
+        if (!(key = lp_ctx_key(st->v, depth + 1)))
+            return -1;
+        if ((e = lp_profile_find(p, key))) {
+            rc = lp_fs_merge(e, &n->prof->fs);
+        } else if ((e = lp_profile_get(p, key, n->func->s))) {
+            lp_fs_move(e, &n->prof->fs);
+        } else {
+            rc = -1;
+        }
+        free(key);
+        n->prof->node = NULL;
+        n->prof = NULL;
+    }
+    cs_sort_kids(n);
+    for (c = n->kid_index; c && rc == 0; c = c->hh.next) {
+        st->v[depth] = (lp_ctx_frame){n->func->s, c->callsite};
+        rc = emit(c, st, depth + 1, p);
+    }
+    return rc;
+}
+
+int cs_trie_to_profile(cs_trie *t, lp_profile *p)
+{
+    frame_stack st = {0};
+    cs_node *c;
+    int rc = 0;
+
+    cs_sort_kids(&t->root);
+    for (c = t->root.kid_index; c && rc == 0; c = c->hh.next)
+        rc = emit(c, &st, 0, p);
+    free(st.v);
+    p->is_cs = 1;
+    return rc;
+}
+
+int cs_trie_from_profile(cs_trie *t, lp_profile *p)
+{
+    lp_fsamples **v;
+    size_t n = lp_profile_all(p, &v), i;
+    cs_node *node;
+    int rc = 0;
+
+    if (n == (size_t)-1)
+        return -1;
+    for (i = 0; i < n && rc == 0; i++) {
+        bool fresh;
+        if (!(node = cs_path_key(t, v[i]->context))) {
+            rc = -1;
+            break;
+        }
+        fresh = !node->prof;
+        if (!cs_prof_get(t, node))
+            rc = -1;
+        else if (fresh)
+            lp_fs_move(&node->prof->fs, v[i]);
+        else
+            rc = lp_fs_merge(&node->prof->fs, v[i]);
+        if (rc == 0)
+            lp_profile_remove(p, v[i]->context);
+    }
+    free(v);
+    return rc;
+}
+
+/* ---- summary ----------------------------------------------------------------------- */
+
+int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err)
+{
+    lp_profile *flat = lp_profile_new();
+    cs_node **q = NULL;
+    lp_fsamples *e;
+    size_t n = 0, i;
+    int rc = flat && (q = cs_bfs(t, &n)) ? 0 : -1;
+
+    for (i = 0; rc == 0 && i < n; i++) {
+        if (!q[i]->prof)
+            continue;
+        if (!(e = lp_profile_get(flat, q[i]->func->s, NULL)) ||
+            lp_fs_merge(e, &q[i]->prof->fs))
+            rc = -1;
+    }
+    free(q);
+    if (rc == 0)
+        rc = lp_profile_summary(flat, s, err);
+    else
+        cs_oom(err);
+    lp_profile_free(flat);
+    return rc;
+}
