@@ -111,6 +111,15 @@ uint64_t lp_fs_head_estimate(const lp_fsamples *fs, int cs);
  * frame by frame, function names as strings, then (line, discriminator)
  * numerically (a leaf frame is at 0.0), then the shorter first. */
 int lp_context_cmp(const char *a, const char *b);
+/* The frames of a printed context: names (not NUL-terminated: len) and
+ * call-site locations (0.0 for the leaf). Fills up to max frames and
+ * returns the number of frames. */
+typedef struct lp_context_frame {
+    const char *name;
+    size_t len;
+    lp_loc loc;
+} lp_context_frame;
+size_t lp_context_split(const char *ctx, lp_context_frame *out, size_t max);
 
 uint64_t lp_sat_add(uint64_t a, uint64_t b);
 

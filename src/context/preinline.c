@@ -537,15 +537,22 @@ static int merge_nodes(cs_node *from, cs_node *to)
     return 0;
 }
 
-/* promoteMergeContextSamplesTree(FromNode, ToNodeParent) */
+/* promoteMergeContextSamplesTree(FromNode, ToNodeParent). A context
+ * promoted to the root is unlinked from its old parent first: llvm-profgen
+ * unlinks it last, so a recursive context inside the subtree of its own
+ * base profile gets merged into itself there (llvm-profgen 19 then loops
+ * forever); unlinking first makes that case a plain fold into the base
+ * and changes nothing otherwise. */
 static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent)
 {
     bool to_root = to_parent == &P->t->root;
     lp_loc loc = to_root ? (lp_loc){0, 0} : from->callsite;
-    cs_node *to = cs_child(to_parent, loc, from->func), **kids, *c, *tmp;
+    cs_node *to, **kids, *c, *tmp;
     size_t n, i;
 
-    if (!to) {
+    if (to_root)
+        cs_detach(from);
+    if (!(to = cs_child(to_parent, loc, from->func))) {
         cs_detach(from);
         cs_attach(to_parent, from, loc);
         mark_moved(from);
@@ -563,10 +570,8 @@ static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent)
         cs_detach(c);
         cs_node_free(c);
     }
-    if (to_root) {
-        cs_detach(from);
+    if (to_root)
         cs_node_free(from);
-    }
     return to;
 }
 
@@ -697,7 +702,8 @@ static uint32_t to_unsigned(double d)
     return (uint32_t)(uint64_t)(int64_t)d;
 }
 
-/* shouldInline */
+/* shouldInline (v19: the hot threshold gets +1 and the size must be
+ * below it, so a zero-size cold candidate is not inlined) */
 static bool should_inline(pre *P, const cand *c)
 {
     const lp_cs_opts *o = P->o;
@@ -713,11 +719,11 @@ static bool should_inline(pre *P, const cand *c)
         if (hot > 1.0)
             hot = 1.0;
         thr = to_unsigned((double)o->hot_inline_threshold * hot * 100 +
-                          o->cold_inline_threshold);
+                          o->cold_inline_threshold + 1);
         if (was)
             thr *= (uint32_t)o->preinl_multiplier;
     }
-    return c->size <= thr;
+    return c->size < thr;
 }
 
 /* processFunction */

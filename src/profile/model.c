@@ -611,6 +611,19 @@ static int next_frame(const char **p, ctx_frame_view *f)
     return 1;
 }
 
+size_t lp_context_split(const char *ctx, lp_context_frame *out, size_t max)
+{
+    ctx_frame_view f;
+    size_t n = 0;
+
+    while (next_frame(&ctx, &f)) {
+        if (n < max)
+            out[n] = (lp_context_frame){f.name, f.len, {f.line, f.disc}};
+        n++;
+    }
+    return n;
+}
+
 int lp_context_cmp(const char *a, const char *b)
 {
     ctx_frame_view x, y;

@@ -1,8 +1,9 @@
 /*
  * textread.c - reads the LLVM sample profile text format into the model
- * (what SampleProfileReaderText accepts for flat and CS profiles, minus
- * probe metadata, which is skipped). Used to re-read our own output and
- * llvm-profgen's in tests and for --llvm-sample-profile style inputs.
+ * (what SampleProfileReaderText accepts for flat and CS profiles; of the
+ * metadata only !Attributes is kept, probe checksums are skipped). Used
+ * to re-read our own output and llvm-profgen's in tests and for
+ * --llvm-sample-profile inputs.
  * Owns parsing only; errors name the file and line.
  */
 #include <ctype.h>
@@ -100,8 +101,19 @@ static int parse_line(text_state *s, char *line, int depth, lp_error *err)
 
     if (!fs)
         return bad(s, err, "indented line without an enclosing profile");
+    if (strncmp(line, "!Attributes:", 12) == 0) {
+        const char *v = line + 12;
+        while (*v == ' ')
+            v++;
+        if (parse_u64(v, v + strlen(v), &n) || n > 0xffffffffu)
+            return bad(s, err, "expected !Attributes: NUMBER");
+        fs->attrs = (uint32_t)n;
+        if (n & 2)
+            s->p->is_preinlined = 1; /* ContextShouldBeInlined */
+        return 0;
+    }
     if (line[0] == '!')
-        return 0; /* !CFGChecksum / !Attributes: metadata we do not keep */
+        return 0; /* !CFGChecksum and other metadata we do not keep */
     if (!colon || parse_loc(line, colon, &loc) || colon[1] != ' ')
         return bad(s, err, "expected OFFSET[.DISC]: ...");
     rest = colon + 2;

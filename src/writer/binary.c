@@ -29,7 +29,11 @@ enum {
     SEC_FLAG_MD5_NAME = 1,
     SEC_FLAG_FIXED_LENGTH_MD5 = 2,
     SEC_FLAG_UNIQ_SUFFIX = 4,
-    SEC_FLAG_FS_DISCRIMINATOR = 4, /* ProfileSummary section */
+    SEC_FLAG_FULL_CONTEXT = 2,      /* ProfileSummary section */
+    SEC_FLAG_FS_DISCRIMINATOR = 4,  /* ProfileSummary section */
+    SEC_FLAG_PRE_INLINED = 16,      /* ProfileSummary section */
+    SEC_FLAG_ORDERED = 1,           /* FuncOffsetTable section */
+    SEC_FLAG_HAS_ATTRIBUTE = 2,     /* FuncMetadata section */
 };
 
 /* ---- byte buffer ---------------------------------------------------------- */
@@ -92,6 +96,8 @@ typedef struct name_table {     /* sorted, unique */
     const char **v;
     size_t n, cap;
     int oom;
+    char **owned;               /* copies of context frame names */
+    size_t nowned, ocap;
 } name_table;
 
 static void nt_add(name_table *t, const char *s)
@@ -164,15 +170,136 @@ static void add_names(name_table *t, const lp_fsamples *fs)
     free(c);
 }
 
-static void build_names(name_table *t, lp_fsamples **v, size_t n)
+/* SampleProfileWriterExtBinaryBase::addContext: every frame's name */
+static void add_context_names(name_table *t, const char *ctx)
+{
+    lp_context_frame f[64], *fv = f;
+    size_t n = lp_context_split(ctx, f, 64), i;
+    char **no, *s;
+
+    if (n > 64) {
+        if (!(fv = malloc(n * sizeof *fv))) {
+            t->oom = 1;
+            return;
+        }
+        lp_context_split(ctx, fv, n);
+    }
+    for (i = 0; i < n && !t->oom; i++) {
+        if (t->nowned == t->ocap) {
+            t->ocap = t->ocap ? t->ocap * 2 : 64;
+            if (!(no = realloc(t->owned, t->ocap * sizeof *no))) {
+                t->oom = 1;
+                break;
+            }
+            t->owned = no;
+        }
+        if (!(s = strndup(fv[i].name, fv[i].len))) {
+            t->oom = 1;
+            break;
+        }
+        t->owned[t->nowned++] = s;
+        nt_add(t, s);
+    }
+    if (fv != f)
+        free(fv);
+}
+
+static void build_names(name_table *t, lp_fsamples **v, size_t n, int cs)
 {
     size_t i;
 
     for (i = 0; i < n; i++) {
-        nt_add(t, v[i]->name);
+        if (cs)
+            add_context_names(t, v[i]->context);
+        else
+            nt_add(t, v[i]->name);
         add_names(t, v[i]);
     }
     nt_finish(t);
+}
+
+static void free_names(name_table *t)
+{
+    size_t i;
+
+    for (i = 0; i < t->nowned; i++)
+        free(t->owned[i]);
+    free(t->owned);
+    free(t->v);
+}
+
+/* ---- CS context table (CSNameTableSection) ---------------------------------- */
+
+typedef struct cs_table {       /* contexts in SampleContext order */
+    const char **v;
+    size_t n;
+} cs_table;
+
+static int ctx_cmp(const void *a, const void *b)
+{
+    return lp_context_cmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cs_table_build(cs_table *c, lp_fsamples **v, size_t n)
+{
+    size_t i;
+
+    c->n = 0;
+    if (!(c->v = malloc((n ? n : 1) * sizeof *c->v)))
+        return -1;
+    for (i = 0; i < n; i++)
+        c->v[c->n++] = v[i]->context;
+    if (c->n)
+        qsort(c->v, c->n, sizeof *c->v, ctx_cmp);
+    return 0;
+}
+
+static uint64_t cs_index(const cs_table *c, const char *ctx)
+{
+    const char **p = bsearch(&ctx, c->v, c->n, sizeof *c->v, ctx_cmp);
+
+    return p ? (uint64_t)(p - c->v) : 0;
+}
+
+/* writeContextIdx: a CS table index for contexts, else a name index */
+static uint64_t context_index(const name_table *t, const cs_table *c,
+                              const lp_fsamples *fs)
+{
+    return c ? cs_index(c, fs->context) : nt_index(t, fs->name);
+}
+
+static void write_cs_frames(lp_buf *b, const name_table *t, const char *ctx)
+{
+    size_t n = lp_context_split(ctx, NULL, 0), k;
+    lp_context_frame *fv = malloc((n ? n : 1) * sizeof *fv);
+    char *name;
+
+    if (!fv) {
+        b->oom = 1;
+        return;
+    }
+    lp_context_split(ctx, fv, n);
+    lp_buf_uleb(b, n);
+    for (k = 0; k < n && !b->oom; k++) {
+        if (!(name = strndup(fv[k].name, fv[k].len))) {
+            b->oom = 1;
+            break;
+        }
+        lp_buf_uleb(b, nt_index(t, name));
+        free(name);
+        lp_buf_uleb(b, fv[k].loc.line);
+        lp_buf_uleb(b, fv[k].loc.disc);
+    }
+    free(fv);
+}
+
+static void write_cs_table(lp_buf *b, const name_table *t, const cs_table *c)
+{
+    size_t i;
+
+    lp_buf_uleb(b, c->n);
+    for (i = 0; i < c->n; i++)
+        write_cs_frames(b, t, c->v[i]);
 }
 
 static void write_names(lp_buf *b, const name_table *t, int md5)
@@ -209,15 +336,17 @@ static void write_summary(lp_buf *b, const lp_summary *s)
     }
 }
 
-/* llvm SampleProfileWriterBinary::writeBody */
-static int write_body(lp_buf *o, const name_table *t, const lp_fsamples *fs)
+/* llvm SampleProfileWriterBinary::writeBody; cst: the CS table for a
+ * top-level CS profile (its context index), else NULL (a name index) */
+static int write_body(lp_buf *o, const name_table *t, const cs_table *cst,
+                      const lp_fsamples *fs)
 {
     lp_body_view *b = NULL;
     lp_callee_view *c = NULL;
     size_t nb, nc, i, j;
     int rc = 0;
 
-    lp_buf_uleb(o, nt_index(t, fs->name));
+    lp_buf_uleb(o, context_index(t, cst, fs));
     lp_buf_uleb(o, fs->total);
     nb = lp_fs_sorted_body(fs, &b);
     if (nb == (size_t)-1)
@@ -241,7 +370,32 @@ static int write_body(lp_buf *o, const name_table *t, const lp_fsamples *fs)
     for (i = 0; i < nc && rc == 0; i++) {
         lp_buf_uleb(o, c[i].loc.line);
         lp_buf_uleb(o, c[i].loc.disc);
-        rc = write_body(o, t, c[i].fs);
+        rc = write_body(o, t, NULL, c[i].fs);
+    }
+    free(c);
+    return rc;
+}
+
+/* writeFuncMetadata for one profile: its context, attributes and, for
+ * nested profiles, the same for every inlinee */
+static int write_metadata(lp_buf *o, const name_table *t, const cs_table *cst,
+                          const lp_fsamples *fs)
+{
+    lp_callee_view *c = NULL;
+    size_t nc, i;
+    int rc = 0;
+
+    lp_buf_uleb(o, context_index(t, cst, fs));
+    lp_buf_uleb(o, fs->attrs);
+    if (cst)
+        return 0;
+    if ((nc = lp_fs_sorted_callees(fs, &c)) == (size_t)-1)
+        return -1;
+    lp_buf_uleb(o, nc);
+    for (i = 0; i < nc && rc == 0; i++) {
+        lp_buf_uleb(o, c[i].loc.line);
+        lp_buf_uleb(o, c[i].loc.disc);
+        rc = write_metadata(o, t, NULL, c[i].fs);
     }
     free(c);
     return rc;
@@ -291,33 +445,129 @@ static void write_symbol_list(lp_buf *b, const lp_write_opts *o)
     free(v);
 }
 
-static int write_lbr_section(lp_buf *b, const name_table *t, lp_fsamples **v,
-                             size_t n, uint64_t *offsets)
+typedef struct ext_ctx {        /* what the extbinary sections share */
+    lp_fsamples **v;            /* profiles in writing order */
+    size_t n;
+    const name_table *t;
+    const cs_table *cst;        /* CS profiles only */
+    uint64_t *offsets;          /* FuncOffsetTable, by v index */
+    const lp_profile *p;
+} ext_ctx;
+
+static int write_lbr_section(lp_buf *b, ext_ctx *x)
 {
     size_t start = b->n, i;
 
-    for (i = 0; i < n; i++) {
-        offsets[i] = b->n - start;
-        lp_buf_uleb(b, v[i]->head);
-        if (write_body(b, t, v[i]))
+    for (i = 0; i < x->n; i++) {
+        x->offsets[i] = b->n - start;
+        lp_buf_uleb(b, x->v[i]->head);
+        if (write_body(b, x->t, x->cst, x->v[i]))
             return -1;
     }
     return 0;
 }
 
-static int write_ext(lp_buf *b, lp_fsamples **v, size_t n, const name_table *t,
-                     const lp_summary *s, const lp_write_opts *o)
+typedef struct ordered_off {
+    const char *ctx;
+    uint64_t off;
+} ordered_off;
+
+static int off_cmp(const void *a, const void *b)
+{
+    return lp_context_cmp(((const ordered_off *)a)->ctx, ((const ordered_off *)b)->ctx);
+}
+
+/* writeFuncOffsetTable: in writing order, or by context for CS */
+static int write_offsets(lp_buf *b, ext_ctx *x)
+{
+    ordered_off *ov;
+    size_t i;
+
+    lp_buf_uleb(b, x->n);
+    if (!x->cst) {
+        for (i = 0; i < x->n; i++) {
+            lp_buf_uleb(b, nt_index(x->t, x->v[i]->name));
+            lp_buf_uleb(b, x->offsets[i]);
+        }
+        return 0;
+    }
+    if (!(ov = malloc((x->n ? x->n : 1) * sizeof *ov)))
+        return -1;
+    for (i = 0; i < x->n; i++)
+        ov[i] = (ordered_off){x->v[i]->context, x->offsets[i]};
+    qsort(ov, x->n, sizeof *ov, off_cmp);
+    for (i = 0; i < x->n; i++) {
+        lp_buf_uleb(b, cs_index(x->cst, ov[i].ctx));
+        lp_buf_uleb(b, ov[i].off);
+    }
+    free(ov);
+    return 0;
+}
+
+/* writeFuncMetadata: attributes of CS or pre-inlined profiles (LLVM
+ * writes them in hash-table order; here in writing order) */
+static int write_metadata_section(lp_buf *b, ext_ctx *x)
+{
+    size_t i;
+
+    if (!x->p->is_cs && !x->p->is_preinlined)
+        return 0;
+    for (i = 0; i < x->n; i++)
+        if (write_metadata(b, x->t, x->cst, x->v[i]))
+            return -1;
+    return 0;
+}
+
+static int write_section(lp_buf *b, uint64_t type, ext_ctx *x,
+                         const lp_summary *s, const lp_write_opts *o)
+{
+    switch (type) {
+    case SEC_PROF_SUMMARY: write_summary(b, s); return 0;
+    case SEC_NAME_TABLE: write_names(b, x->t, o->use_md5); return 0;
+    case SEC_CS_NAME_TABLE:
+        if (x->cst)
+            write_cs_table(b, x->t, x->cst);
+        else
+            lp_buf_uleb(b, 0);
+        return 0;
+    case SEC_LBR_PROFILE: return write_lbr_section(b, x);
+    case SEC_PROFILE_SYMBOL_LIST: write_symbol_list(b, o); return 0;
+    case SEC_FUNC_OFFSET_TABLE: return write_offsets(b, x);
+    default: return write_metadata_section(b, x);
+    }
+}
+
+/* the flags writeOneSection sets */
+static void section_flags(sec_hdr *h, const ext_ctx *x, const lp_write_opts *o)
+{
+    if (o->fs_discriminator)
+        h[0].flags |= (uint64_t)SEC_FLAG_FS_DISCRIMINATOR << 32;
+    if (x->p->is_cs)
+        h[0].flags |= (uint64_t)SEC_FLAG_FULL_CONTEXT << 32;
+    if (x->p->is_preinlined)
+        h[0].flags |= (uint64_t)SEC_FLAG_PRE_INLINED << 32;
+    if (o->use_md5)
+        h[1].flags |= (uint64_t)(SEC_FLAG_MD5_NAME | SEC_FLAG_FIXED_LENGTH_MD5) << 32;
+    else if (uniq_names(x->t))
+        h[1].flags |= (uint64_t)SEC_FLAG_UNIQ_SUFFIX << 32;
+    if (x->p->is_cs)
+        h[5].flags |= (uint64_t)SEC_FLAG_ORDERED << 32;
+    if (x->p->is_cs || x->p->is_preinlined)
+        h[6].flags |= (uint64_t)SEC_FLAG_HAS_ATTRIBUTE << 32;
+}
+
+static int write_ext(lp_buf *b, ext_ctx *x, const lp_summary *s,
+                     const lp_write_opts *o)
 {
     sec_hdr h[NR_SECTIONS] = {
         {SEC_PROF_SUMMARY, 0, 0, 0}, {SEC_NAME_TABLE, 0, 0, 0},
         {SEC_CS_NAME_TABLE, 0, 0, 0}, {SEC_LBR_PROFILE, 0, 0, 0},
         {SEC_PROFILE_SYMBOL_LIST, 0, 0, 0}, {SEC_FUNC_OFFSET_TABLE, 0, 0, 0},
         {SEC_FUNC_METADATA, 0, 0, 0}};
-    uint64_t *offsets = calloc(n ? n : 1, sizeof *offsets);
     size_t table, i;
-    int k;
+    int k, rc = 0;
 
-    if (!offsets)
+    if (!(x->offsets = calloc(x->n ? x->n : 1, sizeof *x->offsets)))
         return -1;
     lp_buf_uleb(b, ((uint64_t)'S' << 56) | ((uint64_t)'P' << 48) |
                        ((uint64_t)'R' << 40) | ((uint64_t)'O' << 32) |
@@ -328,38 +578,14 @@ static int write_ext(lp_buf *b, lp_fsamples **v, size_t n, const name_table *t,
     table = b->n;
     for (k = 0; k < 4 * NR_SECTIONS; k++)
         lp_buf_u64le(b, 0);
-    if (o->fs_discriminator)
-        h[0].flags |= (uint64_t)SEC_FLAG_FS_DISCRIMINATOR << 32;
-    if (o->use_md5)
-        h[1].flags |= (uint64_t)(SEC_FLAG_MD5_NAME | SEC_FLAG_FIXED_LENGTH_MD5) << 32;
-    else if (uniq_names(t))
-        h[1].flags |= (uint64_t)SEC_FLAG_UNIQ_SUFFIX << 32;
-    for (k = 0; k < NR_SECTIONS; k++) {
+    section_flags(h, x, o);
+    for (k = 0; k < NR_SECTIONS && rc == 0; k++) {
         h[k].offset = b->n;
-        switch (h[k].type) {
-        case SEC_PROF_SUMMARY: write_summary(b, s); break;
-        case SEC_NAME_TABLE: write_names(b, t, o->use_md5); break;
-        case SEC_CS_NAME_TABLE: lp_buf_uleb(b, 0); break;
-        case SEC_LBR_PROFILE:
-            if (write_lbr_section(b, t, v, n, offsets)) {
-                free(offsets);
-                return -1;
-            }
-            break;
-        case SEC_PROFILE_SYMBOL_LIST: write_symbol_list(b, o); break;
-        case SEC_FUNC_OFFSET_TABLE:
-            lp_buf_uleb(b, n);
-            for (i = 0; i < n; i++) {
-                lp_buf_uleb(b, nt_index(t, v[i]->name));
-                lp_buf_uleb(b, offsets[i]);
-            }
-            break;
-        default: break; /* FuncMetadata: empty for flat, probe-less */
-        }
+        rc = write_section(b, h[k].type, x, s, o);
         h[k].size = b->n - h[k].offset;
     }
-    free(offsets);
-    if (b->oom)
+    free(x->offsets);
+    if (rc || b->oom)
         return -1;
     for (k = 0; k < NR_SECTIONS; k++) {
         const sec_hdr *e = &h[hdr_order[k]];
@@ -391,7 +617,7 @@ static int write_legacy(lp_buf *b, lp_fsamples **v, size_t n,
     write_names(b, t, 0);
     for (i = 0; i < n; i++) {
         lp_buf_uleb(b, v[i]->head);
-        if (write_body(b, t, v[i]))
+        if (write_body(b, t, NULL, v[i]))
             return -1;
     }
     return 0;
@@ -402,29 +628,35 @@ int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
 {
     lp_fsamples **v = NULL;
     name_table t = {0};
+    cs_table cst = {0};
+    ext_ctx x = {0};
     lp_summary s;
     lp_buf b = {0};
     size_t n;
     int rc;
 
-    if (p->is_cs)
-        return lp_error_set(err, LP_EUNSUPP,
-                            "binary writer: context-sensitive profiles are "
-                            "not supported yet (use --format=text)");
+    if (p->is_cs && o->format == LP_PROF_BINARY)
+        return lp_error_set(err, LP_EUNSUPP, "Profile encoding format "
+                            "unsupported for writing operations (a "
+                            "context-sensitive profile needs --format=text "
+                            "or extbinary)");
     if (lp_profile_summary(p, &s, err))
         return -1;
     n = lp_profile_sorted(p, &v);
     if (n == (size_t)-1)
         return lp_error_set(err, LP_ENOMEM, "binary writer: out of memory");
-    build_names(&t, v, n);
-    rc = t.oom ? -1
-         : o->format == LP_PROF_BINARY ? write_legacy(&b, v, n, &t, &s)
-                                       : write_ext(&b, v, n, &t, &s, o);
+    build_names(&t, v, n, p->is_cs);
+    rc = t.oom || (p->is_cs && cs_table_build(&cst, v, n)) ? -1 : 0;
+    x = (ext_ctx){v, n, &t, p->is_cs ? &cst : NULL, NULL, p};
+    if (rc == 0)
+        rc = o->format == LP_PROF_BINARY ? write_legacy(&b, v, n, &t, &s)
+                                         : write_ext(&b, &x, &s, o);
     if (rc == 0 && !b.oom && fwrite(b.d, 1, b.n, f) != b.n)
         rc = lp_error_set(err, LP_EIO, "binary writer: write failed");
     else if (rc || b.oom)
         rc = lp_error_set(err, LP_ENOMEM, "binary writer: out of memory");
-    free(t.v);
+    free_names(&t);
+    free(cst.v);
     free(v);
     lp_buf_free(&b);
     return rc;

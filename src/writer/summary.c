@@ -3,8 +3,8 @@
  * for hot/cold thresholds (ProfileSummaryBuilder / SampleProfileSummary-
  * Builder): totals, maxima and the detailed summary for the 16 default
  * cutoffs, computed exactly like LLVM (128-bit DesiredCount, counts
- * visited in descending order, zero counts included). Flat profiles only
- * flatten nothing; owns no I/O.
+ * visited in descending order, zero counts included). CS profiles are
+ * flattened by function first, as LLVM's writers do; owns no I/O.
  */
 #include <stdlib.h>
 
@@ -102,7 +102,34 @@ static void detailed(lp_summary *s, count_vec *cv)
     }
 }
 
+static int summary_of(const lp_profile *p, lp_summary *s, lp_error *err);
+
+/* ProfileConverter::flattenProfile(..., ProfileIsCS = true): contexts
+ * merged by function, as SampleProfileSummaryBuilder does for CS maps */
 int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err)
+{
+    lp_profile *flat;
+    lp_fsamples **all = NULL, *e;
+    size_t n, i;
+    int rc = 0;
+
+    if (!p->is_cs)
+        return summary_of(p, s, err);
+    if (!(flat = lp_profile_new()) || (n = lp_profile_all(p, &all)) == (size_t)-1) {
+        lp_profile_free(flat);
+        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    }
+    for (i = 0; i < n && rc == 0; i++)
+        if (!(e = lp_profile_get(flat, all[i]->name, NULL)) || lp_fs_merge(e, all[i]))
+            rc = lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    free(all);
+    if (rc == 0)
+        rc = summary_of(flat, s, err);
+    lp_profile_free(flat);
+    return rc;
+}
+
+static int summary_of(const lp_profile *p, lp_summary *s, lp_error *err)
 {
     count_vec cv = {0};
     lp_fsamples **all = NULL;
