@@ -1,0 +1,428 @@
+/*
+ * test_csprofile.c - unit tests for the CS profile generator (src/context):
+ * hand-made per-context counters on the real noinline-cs-noprobe.perfbin
+ * (llvm-profgen-reference.md §8 Example C: main calls foo at line offset
+ * 1, foo calls bar at 3; 0x4005b0 is bar's entry, 0x40062f the call to
+ * bar, 0x4005e9 bar's ret), checked number by number against the worked
+ * examples: body samples, totals per instruction, head samples, inferred
+ * call sites, the pre-inliner and nesting, cold merging and trimming,
+ * the unsymbolized reader, the context order and the extbinary flags.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/csprofile.h"
+
+#define BIN "tests/data/llvm-profgen-inputs/noinline-cs-noprobe.perfbin"
+#define BASE 0x400000u
+
+typedef struct rng {
+    uint64_t a, b, n;
+} rng;
+
+/* Add ranges and branches (offsets from BASE) to a context. */
+static void add_ctx(lp_ctxcount *cc, const lp_ctx_frame *f, size_t nf,
+                    const rng *r, size_t nr, const rng *br, size_t nb)
+{
+    lp_ctx_entry *e = lp_ctxcount_get(cc, 0, f, nf, false, NULL);
+    size_t i;
+
+    assert_non_null(e);
+    for (i = 0; i < nr; i++)
+        assert_int_equal(lp_counters_add_range(e->counters, BASE + r[i].a,
+                                               BASE + r[i].b, r[i].n), 0);
+    for (i = 0; i < nb; i++)
+        assert_int_equal(lp_counters_add_branch(e->counters,
+                                                br[i].a == 1 ? 1 : BASE + br[i].a,
+                                                BASE + br[i].b, br[i].n), 0);
+}
+
+/* Example C's unwinder output */
+static lp_ctxcount *example_c(void)
+{
+    static const lp_ctx_frame foo[2] = {{"main", {1, 0}}, {"foo", {0, 0}}};
+    static const lp_ctx_frame bar[3] = {{"main", {1, 0}}, {"foo", {3, 0}},
+                                        {"bar", {0, 0}}};
+    static const rng foo_r[] = {{0x5ff, 0x62f, 3}, {0x634, 0x637, 3}, {0x645, 0x645, 3}};
+    static const rng foo_b[] = {{0x62f, 0x5b0, 3}, {0x637, 0x645, 3}, {0x645, 0x5ff, 3}};
+    static const rng bar_r[] = {{0x5b0, 0x5c8, 1}, {0x5b0, 0x5d7, 2},
+                                {0x5dc, 0x5e9, 1}, {0x5e5, 0x5e9, 2}};
+    static const rng bar_b[] = {{0x5c8, 0x5dc, 2}, {0x5d7, 0x5e5, 2}, {0x5e9, 0x634, 3}};
+    lp_ctxcount *cc = lp_ctxcount_new();
+
+    assert_non_null(cc);
+    add_ctx(cc, foo, 2, foo_r, 3, foo_b, 3);
+    add_ctx(cc, bar, 3, bar_r, 4, bar_b, 3);
+    return cc;
+}
+
+static char *text_of(const lp_profile *p)
+{
+    lp_write_opts wo = {LP_PROF_TEXT, 0, 0, NULL, 0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    assert_non_null(f);
+    assert_int_equal(lp_profile_write(f, p, &wo, NULL), 0);
+    fclose(f);
+    return buf;
+}
+
+static lp_binary *open_bin(void)
+{
+    lp_binary *b = lp_binary_open(BIN, NULL, NULL);
+
+    assert_non_null(b);
+    return b;
+}
+
+static void check_text(const lp_profile *p, const char *want)
+{
+    char *got = text_of(p);
+
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* Example C, flat CS: 54 = 18 instructions x 3 in foo (per instruction,
+ * not per byte), bar's head 3 from the call branch, [main] inferred from
+ * foo's first body line. */
+static void test_example_c_flat(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = example_c();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    lp_fsamples *fs;
+    (void)state;
+
+    lp_cs_opts_default(&o);
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, NULL), 0);
+    assert_int_equal(p->is_cs, 1);
+    fs = lp_profile_find(p, "main:1 @ foo:3 @ bar");
+    assert_non_null(fs);
+    assert_string_equal(fs->name, "bar");
+    assert_int_equal(fs->total, 50);
+    assert_int_equal(fs->head, 3);
+    check_text(p, "[main:1 @ foo]:54:0\n 2: 3\n 3: 3 bar:3\n"
+                  "[main:1 @ foo:3 @ bar]:50:3\n 0: 3\n 1: 3\n 2: 2\n 4: 1\n 5: 3\n"
+                  "[main]:3:0\n 1: 3 foo:3\n");
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+/* The v19 default: pre-inlined (attribute 2) and nested:
+ * foo = 54 + 50 - 3, main = 3 + 101 - 3. */
+static void test_example_c_default(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = example_c();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    (void)state;
+
+    lp_cs_opts_default(&o);
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    assert_int_equal(p->is_cs, 0);
+    assert_int_equal(p->is_preinlined, 1);
+    check_text(p, "main:101:0\n 1: foo:101\n  2: 3\n  3: bar:50\n   0: 3\n"
+                  "   1: 3\n   2: 2\n   4: 1\n   5: 3\n   !Attributes: 2\n"
+                  "  !Attributes: 2\n");
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+/* Without the pre-inliner, nesting keeps every context: the same totals
+ * with no attributes; --csprof-merge-cold-context is on by default then,
+ * but a hot threshold of 0 merges nothing. */
+static void test_nested_no_preinliner(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = example_c();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    (void)state;
+
+    lp_cs_opts_default(&o);
+    o.preinliner = false;
+    o.hot_count = 0;
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    assert_int_equal(p->is_preinlined, 0);
+    check_text(p, "main:101:0\n 1: foo:101\n  2: 3\n  3: bar:50\n   0: 3\n"
+                  "   1: 3\n   2: 2\n   4: 1\n   5: 3\n");
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+/* Cold contexts (total < hot threshold 51) merge into their base
+ * profiles: [main:1 @ foo:3 @ bar] (50) into [bar]; [main] (3) is a base
+ * profile already and stays; [main:1 @ foo] (54) is not cold. */
+static void test_cold_merge(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = example_c();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    (void)state;
+
+    lp_cs_opts_default(&o);
+    o.preinliner = false;
+    o.gen_nested = false;
+    o.hot_count = 51;
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    check_text(p, "[main:1 @ foo]:54:0\n 2: 3\n 3: 3 bar:3\n"
+                  "[bar]:50:3\n 0: 3\n 1: 3\n 2: 2\n 4: 1\n 5: 3\n"
+                  "[main]:3:0\n 1: 3 foo:3\n");
+    lp_profile_free(p);
+    /* with trimming too, merged profiles still below 51 are dropped */
+    p = lp_profile_new();
+    o.trim_cold_profile = true;
+    o.hot_count = 53;
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    check_text(p, "[main:1 @ foo]:54:0\n 2: 3\n 3: 3 bar:3\n");
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+/* Inferred call sites: a bar context with ranges but no call branch
+ * gives [main:1 @ foo] a call-site record from bar's first body line
+ * (3), which in turn gives [main] one from foo's first line. */
+static void test_inferred_call_sites(void **state)
+{
+    static const lp_ctx_frame bar[3] = {{"main", {1, 0}}, {"foo", {3, 0}},
+                                        {"bar", {0, 0}}};
+    static const rng bar_r[] = {{0x5b0, 0x5c8, 4}};
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    (void)state;
+
+    add_ctx(cc, bar, 3, bar_r, 1, NULL, 0);
+    lp_cs_opts_default(&o);
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, NULL), 0);
+    /* equal totals: [main] before [main:1 @ foo] (SampleContext order) */
+    check_text(p, "[main:1 @ foo:3 @ bar]:40:0\n 0: 4\n 1: 4\n"
+                  "[main]:4:0\n 1: 4 foo:4\n"
+                  "[main:1 @ foo]:4:0\n 3: 4 bar:4\n");
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+/* The empty context: branches from external code become head samples of
+ * base profiles; ranges there are ignored. A branch whose target is not
+ * a function entry adds nothing. */
+static void test_empty_context_heads(void **state)
+{
+    static const rng r[] = {{0x5b0, 0x5c8, 9}};
+    static const rng br[] = {{1, 0x5b0, 7}, {1, 0x5c8, 5}};
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    (void)state;
+
+    add_ctx(cc, NULL, 0, r, 1, br, 2);
+    lp_cs_opts_default(&o);
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, NULL), 0);
+    check_text(p, "[bar]:0:7\n");
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+/* --update-total-samples: totals become the sum of the body counts
+ * (before they are raised to the call-target sums). */
+static void test_update_total(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = example_c();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    (void)state;
+
+    lp_cs_opts_default(&o);
+    o.update_total_samples = true;
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, NULL), 0);
+    assert_int_equal(lp_profile_find(p, "main:1 @ foo")->total, 6);
+    assert_int_equal(lp_profile_find(p, "main:1 @ foo:3 @ bar")->total, 12);
+    assert_int_equal(lp_profile_find(p, "main")->total, 3);
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+static lp_ctxcount *read_raw(const char *text, bool *is_cs, lp_error *err)
+{
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    lp_ctxcount *cc = lp_ctxcount_new();
+    int rc;
+
+    assert_non_null(f);
+    rc = lp_cs_raw_read(f, "t.raw", 0, BASE, cc, is_cs, err);
+    fclose(f);
+    if (rc) {
+        lp_ctxcount_free(cc);
+        return NULL;
+    }
+    return cc;
+}
+
+/* The unsymbolized reader gives the same profile as the counters above,
+ * and rejects what llvm-profgen rejects, naming the line. */
+static void test_raw_reader(void **state)
+{
+    static const char raw[] =
+        "[main:1 @ foo]\n  3\n  5ff-62f:3\n  634-637:3\n  645-645:3\n  3\n"
+        "  62f->5b0:3\n  637->645:3\n  645->5ff:3\n"
+        "[main:1 @ foo:3 @ bar]\n  4\n  5b0-5c8:1\n  5b0-5d7:2\n  5dc-5e9:1\n"
+        "  5e5-5e9:2\n  3\n  5c8->5dc:2\n  5d7->5e5:2\n  5e9->634:3\n";
+    lp_binary *b = open_bin();
+    lp_profile *p = lp_profile_new();
+    lp_error err = {0};
+    lp_ctxcount *cc;
+    lp_cs_opts o;
+    bool cs;
+    (void)state;
+
+    cc = read_raw(raw, &cs, &err);
+    assert_non_null(cc);
+    assert_true(cs);
+    assert_int_equal(lp_ctxcount_size(cc), 2);
+    lp_cs_opts_default(&o);
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, NULL), 0);
+    check_text(p, "[main:1 @ foo]:54:0\n 2: 3\n 3: 3 bar:3\n"
+                  "[main:1 @ foo:3 @ bar]:50:3\n 0: 3\n 1: 3\n 2: 2\n 4: 1\n 5: 3\n"
+                  "[main]:3:0\n 1: 3 foo:3\n");
+    lp_ctxcount_free(cc);
+    /* errors */
+    assert_null(read_raw("[main]\n  1\n  5ff-62f\n  0\n", &cs, &err));
+    assert_non_null(strstr(err.msg, "Invalid raw profile at line 3:   5ff-62f"));
+    assert_null(read_raw("[main]\n  1\n  5ff->62f:1\n  0\n", &cs, &err));
+    assert_non_null(strstr(err.msg, "at line 3"));
+    assert_null(read_raw("[main]\n  x\n", &cs, &err));
+    assert_non_null(strstr(err.msg, "at line 2"));
+    assert_null(read_raw("[main]\n  1\n", &cs, &err));
+    assert_non_null(strstr(err.msg, "Invalid raw profile!"));
+    assert_null(read_raw("\n", &cs, &err));
+    assert_non_null(strstr(err.msg, "at line 1"));
+    /* a block without a header is the empty context; "[]" too */
+    cc = read_raw("0\n0\n[]\n  0\n  1\n  1->5b0:2\n", &cs, &err);
+    assert_non_null(cc);
+    assert_true(cs);
+    assert_int_equal(lp_ctxcount_size(cc), 1);
+    assert_non_null(lp_ctxcount_find(cc, 0, ""));
+    lp_ctxcount_free(cc);
+    lp_profile_free(p);
+    lp_binary_close(b);
+}
+
+/* SampleContext order: names as strings, then locations numerically,
+ * the shorter context first. */
+static void test_context_order(void **state)
+{
+    (void)state;
+    assert_true(lp_context_cmp("main:1 @ foo", "main:2 @ foo") < 0);
+    assert_true(lp_context_cmp("main:2 @ foo", "main:10 @ foo") < 0);
+    assert_true(lp_context_cmp("main:3 @ foo", "main:3.1 @ foo") < 0);
+    assert_true(lp_context_cmp("foo", "foo.bar") < 0);
+    assert_true(lp_context_cmp("foo:1 @ x", "foo.bar:1 @ x") < 0);
+    assert_true(lp_context_cmp("main:1 @ foo", "main:1 @ foo:3 @ bar") < 0);
+    assert_true(lp_context_cmp("main", "main:1 @ foo") < 0);
+    assert_int_equal(lp_context_cmp("a:1 @ b", "a:1 @ b"), 0);
+}
+
+static size_t write_ext(const lp_profile *p, uint8_t **buf)
+{
+    lp_write_opts wo = {LP_PROF_EXTBINARY, 0, 0, NULL, 0};
+    size_t len = 0;
+    FILE *f = open_memstream((char **)buf, &len);
+
+    assert_non_null(f);
+    assert_int_equal(lp_profile_write(f, p, &wo, NULL), 0);
+    fclose(f);
+    return len;
+}
+
+/* extbinary header: the summary section flags {context} for flat CS,
+ * {preInlined} after the pre-inliner; the legacy binary format refuses
+ * flat CS. */
+static void test_extbinary_flags(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = example_c();
+    lp_profile *p = lp_profile_new();
+    lp_write_opts wo = {LP_PROF_BINARY, 0, 0, NULL, 0};
+    lp_error err = {0};
+    uint8_t *buf = NULL;
+    lp_cs_opts o;
+    size_t len;
+    (void)state;
+
+    lp_cs_opts_default(&o);
+    o.gen_nested = false;
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    len = write_ext(p, &buf);
+    /* magic (9-byte ULEB), version 103 (1 byte), section count (8),
+     * then the first header entry: type 1 (summary), flags */
+    assert_true(len > 34);
+    assert_int_equal(buf[10], 7);
+    assert_int_equal(buf[18], 1);
+    assert_int_equal(buf[26 + 4], 0x12); /* FullContext | IsPreInlined */
+    free(buf);
+    assert_int_equal(lp_profile_write(stdout, p, &wo, &err), -1);
+    assert_non_null(strstr(err.msg, "unsupported for writing"));
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+/* A context naming a binary that was not given is an error. */
+static void test_bad_binary_index(void **state)
+{
+    static const lp_ctx_frame f[1] = {{"bar", {0, 0}}};
+    lp_binary *b = open_bin();
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_profile *p = lp_profile_new();
+    lp_error err = {0};
+    lp_cs_opts o;
+    (void)state;
+
+    assert_non_null(lp_ctxcount_get(cc, 3, f, 1, false, NULL));
+    lp_cs_opts_default(&o);
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, &err), -1);
+    assert_non_null(strstr(err.msg, "binary 3"));
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_binary_close(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_example_c_flat),
+        cmocka_unit_test(test_example_c_default),
+        cmocka_unit_test(test_nested_no_preinliner),
+        cmocka_unit_test(test_cold_merge),
+        cmocka_unit_test(test_inferred_call_sites),
+        cmocka_unit_test(test_empty_context_heads),
+        cmocka_unit_test(test_update_total),
+        cmocka_unit_test(test_raw_reader),
+        cmocka_unit_test(test_context_order),
+        cmocka_unit_test(test_extbinary_flags),
+        cmocka_unit_test(test_bad_binary_index),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
