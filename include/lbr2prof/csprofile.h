@@ -61,6 +61,13 @@ typedef struct lp_cs_opts {
     bool edge_weight_sum;           /* profiled call graph: repeated
                                        caller->callee edges add their
                                        weights (true) or keep the largest */
+    bool fold_recursion;            /* lbr2prof extension, off by default:
+                                       a context promoted to its base is
+                                       unlinked before its children are
+                                       merged, so recursive contexts are
+                                       not merged into themselves (which
+                                       loses samples, or never ends, in
+                                       llvm-profgen 19) */
     int64_t hot_count, cold_count;  /* --profile-summary-{hot,cold}-count,
                                        -1: not given */
     uint32_t cutoff_hot, cutoff_cold;   /* 990000, 999999 */

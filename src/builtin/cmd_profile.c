@@ -101,6 +101,7 @@ static const opt_def opt_defs[] = {
     {"sample-profile-inline-limit-min", O_INT, A(cs.inline_limit_min)},
     {"sample-profile-inline-growth-limit", O_INT, A(cs.inline_growth_limit)},
     {"sort-profiled-scc-member", O_BOOL, A(cs.sort_scc_members)},
+    {"cs-fold-recursion", O_BOOL, A(cs.fold_recursion)}, /* lbr2prof's */
     {"profile-summary-contextless", O_IGNORED, 0},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     /* not implemented: refuse rather than silently ignore */

@@ -53,6 +53,7 @@ struct cs_node {
     bool kids_sorted;
     bool has_size;              /* size tracker: a size was recorded */
     uint32_t size;
+    uint64_t serial;            /* pre-inliner: creation order of copies */
     UT_hash_handle hh;          /* in the parent's kid_index */
 };
 
@@ -83,6 +84,13 @@ void cs_detach(cs_node *n);
 int cs_attach(cs_node *parent, cs_node *n, lp_loc loc);
 /* Free a detached node and its subtree (profiles stay in the trie list). */
 void cs_node_free(cs_node *n);
+/* A detached deep copy of n's subtree; the copies share n's profiles
+ * (LLVM copies ContextTrieNode values, which hold FunctionSamples
+ * pointers). NULL on no memory. */
+cs_node *cs_node_copy(const cs_node *n);
+/* std::map iteration that survives insertions: the child with the
+ * smallest key above `key` (the first child if `first`), or NULL. */
+cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first);
 
 /* getOrCreateFunctionSamples: the node's profile, created empty (named
  * after the node) if absent. NULL on no memory. */

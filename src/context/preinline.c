@@ -48,6 +48,10 @@ typedef struct pre {            /* the pre-inliner's state */
     lp_error *err;
     int oom;
     struct ctx_list *lists;     /* FuncToCtxtProfiles */
+    uint64_t serial;            /* creation number of node copies */
+    uint64_t steps, max_steps;  /* promotion steps; the budget */
+    bool bounded;               /* budget spent: walks skip new children */
+    size_t nodes;               /* trie nodes at the start */
 } pre;
 
 typedef struct ctx_list {
@@ -472,6 +476,7 @@ static int populate_lists(pre *P)
 
     if (!(q = cs_bfs(P->t, &n)))
         return -1;
+    P->nodes = n;
     for (i = 0; i < n; i++) {
         if (!q[i]->prof)
             continue;
@@ -511,21 +516,40 @@ static void mark_moved(cs_node *n)
         n->prof->node = n;
         n->prof->state |= CS_SYNTHETIC;
     }
-    for (c = n->kid_index; c; c = c->hh.next)
+    for (c = n->kid_index; c; c = c->hh.next) {
+        c->parent = n;
         mark_moved(c);
+    }
 }
 
-/* mergeContextNode */
+/* moveContextSamples: a copy of the subtree goes under to_parent at loc;
+ * the original stays where it is until its caller destroys it, and
+ * profiles merged into it meanwhile still reach the copy (shared). */
+static cs_node *move_copy(pre *P, cs_node *to_parent, lp_loc loc, cs_node *from)
+{
+    cs_node *c = cs_node_copy(from);
+
+    if (!c) {
+        P->oom = 1;
+        return NULL;
+    }
+    c->func = from->func;
+    cs_attach(to_parent, c, loc);
+    mark_moved(c);
+    return c;
+}
+
+/* mergeContextNode. The source node keeps its profile pointer, as in
+ * LLVM: merging into it later reaches that profile again. */
 static int merge_nodes(cs_node *from, cs_node *to)
 {
     cs_prof *fp = from->prof, *tp = to->prof;
 
     if (fp && tp) {
-        if (lp_fs_merge(&tp->fs, &fp->fs))
+        if (fp != tp && lp_fs_merge(&tp->fs, &fp->fs))
             return -1;
         tp->state |= CS_SYNTHETIC;
         fp->state |= CS_MERGED;
-        fp->node = NULL;
         if (fp->fs.attrs & CS_SHOULD_INLINE)
             tp->fs.attrs |= CS_SHOULD_INLINE;
     } else if (fp) {
@@ -533,45 +557,57 @@ static int merge_nodes(cs_node *from, cs_node *to)
         fp->node = to;
         fp->state |= CS_SYNTHETIC;
     }
-    from->prof = NULL;
     return 0;
 }
 
-/* promoteMergeContextSamplesTree(FromNode, ToNodeParent). A context
- * promoted to the root is unlinked from its old parent first: llvm-profgen
- * unlinks it last, so a recursive context inside the subtree of its own
- * base profile gets merged into itself there (llvm-profgen 19 then loops
- * forever); unlinking first makes that case a plain fold into the base
- * and changes nothing otherwise. */
-static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent)
+static void free_kids(cs_node *n)
 {
-    bool to_root = to_parent == &P->t->root;
-    lp_loc loc = to_root ? (lp_loc){0, 0} : from->callsite;
-    cs_node *to, **kids, *c, *tmp;
-    size_t n, i;
+    cs_node *c, *tmp;
 
-    if (to_root)
-        cs_detach(from);
-    if (!(to = cs_child(to_parent, loc, from->func))) {
-        cs_detach(from);
-        cs_attach(to_parent, from, loc);
-        mark_moved(from);
-        return from;
-    }
-    if (merge_nodes(from, to))
-        P->oom = 1;
-    kids = cs_kids_copy(from, &n);
-    if (!kids && HASH_COUNT(from->kid_index))
-        P->oom = 1;
-    for (i = 0; i < n; i++)
-        promote(P, kids[i], to);
-    free(kids);
-    HASH_ITER(hh, from->kid_index, c, tmp) { /* the merged ones */
+    HASH_ITER(hh, n->kid_index, c, tmp) {
         cs_detach(c);
         cs_node_free(c);
     }
-    if (to_root)
+}
+
+/* promoteMergeContextSamplesTree(FromNode, ToNodeParent), with LLVM's
+ * value semantics: the source stays linked while its children are
+ * promoted (a recursive context can be merged into its own ancestors),
+ * its children are walked in key order including children inserted
+ * meanwhile, moved subtrees are copies. llvm-profgen can loop forever
+ * there; after a budget of steps, children inserted during a walk are no
+ * longer visited. */
+static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent)
+{
+    bool to_root = to_parent == &P->t->root, first = true;
+    lp_loc loc = to_root ? (lp_loc){0, 0} : from->callsite;
+    cs_node *from_parent = from->parent, *to, *c;
+    uint64_t cur = 0, serial = P->serial;
+
+    if (++P->steps > P->max_steps)
+        P->bounded = true;
+    if (P->o->fold_recursion && to_root)
+        cs_detach(from); /* never merged into its own ancestors */
+    if (!(to = cs_child(to_parent, loc, from->func))) {
+        if (!(to = move_copy(P, to_parent, loc, from)))
+            return NULL;
+        to->serial = ++P->serial;
+    } else {
+        if (merge_nodes(from, to))
+            P->oom = 1;
+        while ((c = cs_kid_after(from, cur, first))) {
+            first = false;
+            cur = c->key;
+            if (P->bounded && c->serial > serial)
+                continue;
+            promote(P, c, to);
+        }
+        free_kids(from);
+    }
+    if (to_root && from_parent) {
+        cs_detach(from);
         cs_node_free(from);
+    }
     return to;
 }
 
@@ -780,7 +816,7 @@ static int drop_outlined(cs_trie *t)
 int cs_preinline(cs_trie *t, cs_trie *sizes, const lp_summary *s,
                  const lp_cs_opts *o, lp_error *err)
 {
-    pre P = {t, sizes, o, 0, 0, err, 0, NULL};
+    pre P = {t, sizes, o, 0, 0, err, 0, NULL, 0, 0, 0, false, 0};
     name_vec order = {0};
     size_t i;
     int rc;
@@ -789,6 +825,7 @@ int cs_preinline(cs_trie *t, cs_trie *sizes, const lp_summary *s,
                                 : cs_percentile_count(s, o->cutoff_cold);
     P.norm_upper = cs_percentile_count(s, 100000);
     rc = populate_lists(&P);
+    P.max_steps = 1000000 + 100 * (uint64_t)P.nodes;
     if (rc == 0)
         rc = top_down_order(&P, &order);
     for (i = 0; i < order.n && rc == 0; i++)

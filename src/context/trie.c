@@ -209,9 +209,45 @@ void cs_node_free(cs_node *n)
         HASH_DEL(n->kid_index, c);
         cs_node_free(c);
     }
-    if (n->prof)
-        n->prof->node = NULL;
+    if (n->prof && n->prof->node == n)
+        n->prof->node = NULL; /* profiles may be shared by node copies */
     free(n);
+}
+
+cs_node *cs_node_copy(const cs_node *n)
+{
+    cs_node *c = calloc(1, sizeof *c), *k, *kc;
+
+    if (!c)
+        return NULL;
+    c->func = n->func;
+    c->callsite = n->callsite;
+    c->key = n->key;
+    c->prof = n->prof;
+    c->kids_sorted = true;
+    c->has_size = n->has_size;
+    c->size = n->size;
+    for (k = n->kid_index; k; k = k->hh.next) {
+        if (!(kc = cs_node_copy(k))) {
+            cs_node_free(c);
+            return NULL;
+        }
+        kc->parent = c;
+        HASH_ADD(hh, c->kid_index, key, sizeof kc->key, kc);
+        c->kids_sorted = false;
+    }
+    return c;
+}
+
+cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first)
+{
+    cs_node *c;
+
+    cs_sort_kids(n);
+    for (c = n->kid_index; c; c = c->hh.next)
+        if (first || c->key > key)
+            return c;
+    return NULL;
 }
 
 void cs_trie_free(cs_trie *t)
