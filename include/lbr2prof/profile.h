@@ -36,8 +36,9 @@ struct lp_fsamples {
     char *context;          /* top-level key (== name for flat profiles) */
     uint64_t total, head;
     uint32_t attrs;         /* !Attributes bitmask (CS) */
-    lp_body_rec *body;      /* uthash by loc */
-    lp_callsite *callsites; /* uthash by loc */
+    lp_body_rec *body;      /* records sorted by loc (model.c's) */
+    lp_callsite *callsites; /* call sites sorted by loc (model.c's) */
+    uint32_t nr_body, body_cap, nr_callsites, callsite_cap;
 };
 
 /* Owner of all top-level profiles. */
@@ -59,7 +60,8 @@ lp_fsamples *lp_profile_find(const lp_profile *p, const char *context);
 /* Remove and free one top-level profile. */
 void lp_profile_remove(lp_profile *p, const char *context);
 
-/* Body record at loc, created with count 0 if absent (NULL: no memory). */
+/* Body record at loc, created with count 0 if absent (NULL: no memory).
+ * The pointer is valid until the next record is added to fs. */
 lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc);
 const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc);
 uint64_t lp_body_count(const lp_body_rec *b);

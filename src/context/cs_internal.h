@@ -139,6 +139,46 @@ int cs_sizes_build(cs_trie *st, lp_binary *const *bins, size_t nbins,
 /* getFuncSizeForContext for a node of the profile trie. */
 uint32_t cs_size_for(cs_trie *st, const cs_node *n);
 
+/* ---- instruction tables (insttab.c) ----------------------------------------- */
+
+typedef struct cs_irun {        /* instructions [lo, hi) of a table with */
+    uint32_t lo, hi;            /* the same leaf location */
+    lp_loc loc;                 /* line offset, raw discriminator */
+    bool has;                   /* they have debug info at all */
+} cs_irun;
+
+typedef struct cs_itab {        /* one function range's instructions */
+    const lp_func_range *fr;    /* key */
+    uint64_t *addr;             /* instruction starts in [start, end) */
+    size_t n;
+    cs_irun *runs;
+    size_t nruns;
+    UT_hash_handle hh;
+} cs_itab;
+
+typedef struct cs_insts cs_insts;   /* the tables of one binary */
+
+cs_insts *cs_insts_new(lp_binary *bin);
+void cs_insts_free(cs_insts *t);
+/* The table of a function range, built on first use. NULL on error. */
+cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err);
+/* First instruction index with address >= a. */
+size_t cs_itab_lower(const cs_itab *x, uint64_t a);
+/* The run holding instruction index i. */
+size_t cs_itab_run_of(const cs_itab *x, size_t i);
+/* The run of the instruction starting exactly at a, or NULL. */
+const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
+
+/* ---- generation and post-processing on a trie ------------------------------- */
+
+/* generateLineNumBasedProfile into t (empty). */
+int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                     const lp_ctxcount *cc, const lp_cs_opts *o, lp_error *err);
+/* postProcessProfiles from the trie t (consumed) into p (empty). */
+int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                        const lp_ctxcount *cc, const lp_cs_opts *o,
+                        lp_profile *p, lp_error *err);
+
 /* ---- pre-inliner ----------------------------------------------------------- */
 
 int cs_preinline(cs_trie *t, cs_trie *sizes, const lp_summary *s,

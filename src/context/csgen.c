@@ -41,53 +41,120 @@ void lp_cs_opts_default(lp_cs_opts *o)
 typedef struct gen {
     cs_trie *t;
     lp_binary *bin;
+    cs_insts *it;               /* the binary's instruction tables */
     bool fs;                    /* flow-sensitive discriminators */
     lp_error *err;
 } gen;
 
-/* getInlineLeafFrameLoc: the leaf frame of addr's inline stack, or NULL */
-static int leaf_frame(gen *g, uint64_t addr, const lp_frame **leaf)
+/* getInlineLeafFrameLoc: the leaf location of addr; *has = 0 without
+ * debug info. From the range tables when addr is an instruction start of
+ * a function range, else symbolized directly (as llvm-profgen does for
+ * any address). */
+static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
 {
-    const lp_frame *fr;
+    const lp_func_range *fr = lp_binary_func_range(g->bin, addr);
+    const cs_irun *run;
+    const lp_frame *f;
+    cs_itab *x;
     size_t n = 0;
 
-    *leaf = NULL;
-    if (addr != LP_EXTERNAL_ADDR && lp_binary_symbolize(g->bin, addr, &fr, &n, g->err))
+    if (fr) {
+        if (!(x = cs_insts_table(g->it, fr, g->err)))
+            return -1;
+        if ((run = cs_itab_leaf(x, addr))) {
+            *loc = run->loc;
+            *has = run->has;
+            return 0;
+        }
+    }
+    if (addr != LP_EXTERNAL_ADDR && lp_binary_symbolize(g->bin, addr, &f, &n, g->err))
         return -1;
+    *has = n > 0;
     if (n)
-        *leaf = &fr[n - 1];
+        *loc = (lp_loc){f[n - 1].line_offset, f[n - 1].discriminator};
     return 0;
 }
 
-/* updateBodySamplesforFunctionProfile + addTotalSamples for one instruction */
-static int body_inst(gen *g, lp_fsamples *fs, const lp_frame *leaf, uint64_t count)
+static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
-    lp_loc loc = {leaf->line_offset, lp_disc_base(leaf->discriminator, g->fs)};
-    uint64_t c = count * lp_disc_dup_factor(leaf->discriminator, g->fs);
-    lp_body_rec *b = lp_fs_body(fs, loc);
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* updateBodySamplesforFunctionProfile + addTotalSamples for `ninst`
+ * instructions at one leaf location (raw discriminator in loc) */
+static int body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count,
+                    uint64_t ninst)
+{
+    lp_loc key = {loc.line, lp_disc_base(loc.disc, g->fs)};
+    uint64_t c = count * lp_disc_dup_factor(loc.disc, g->fs);
+    lp_body_rec *b = lp_fs_body(fs, key);
 
     if (!b)
         return cs_oom(g->err);
     if (lp_body_count(b) <= c)
         lp_body_set_count(b, c);
-    fs->total = lp_sat_add(fs->total, count);
+    fs->total = lp_sat_add(fs->total, sat_mul(count, ninst));
     return 0;
 }
 
+/* The instructions of [*addr, end] inside function range fr, by runs;
+ * *addr moves past the range. Returns 1 when the piece is done. */
+static int piece_in_range(gen *g, lp_fsamples *fs, const lp_func_range *fr,
+                          uint64_t *addr, uint64_t end, uint64_t count)
+{
+    cs_itab *x = cs_insts_table(g->it, fr, g->err);
+    size_t lo, hi, r;
+
+    if (!x)
+        return -1;
+    lo = cs_itab_lower(x, *addr);
+    hi = end >= fr->end - 1 ? x->n : cs_itab_lower(x, end + 1);
+    for (r = lo < hi ? cs_itab_run_of(x, lo) : x->nruns; r < x->nruns && x->runs[r].lo < hi; r++) {
+        const cs_irun *run = &x->runs[r];
+        size_t a = run->lo > lo ? run->lo : lo, b = run->hi < hi ? run->hi : hi;
+        if (run->has && body_run(g, fs, run->loc, count, b - a))
+            return -1;
+    }
+    if (end < fr->end)
+        return 1;
+    *addr = fr->end;
+    return 0;
+}
+
+/* One instruction outside every function range; *addr moves to the next
+ * one. Returns 1 when the piece is done. */
+static int piece_outside(gen *g, lp_fsamples *fs, uint64_t *addr, uint64_t end,
+                         uint64_t count)
+{
+    uint64_t ip;
+    lp_loc loc;
+    bool has;
+    int k = lp_binary_inst_at_or_after(g->bin, *addr, &ip, g->err);
+
+    if (k <= 0 || ip > end)
+        return k < 0 ? -1 : 1;
+    if (lp_binary_func_range(g->bin, ip)) {
+        *addr = ip;
+        return 0;
+    }
+    if (leaf_loc(g, ip, &loc, &has) || (has && body_run(g, fs, loc, count, 1)))
+        return -1;
+    k = lp_binary_next_inst(g->bin, ip, addr, g->err);
+    return k < 0 ? -1 : k == 0;
+}
+
+/* every instruction of [r->a, r->b], as llvm-profgen walks them */
 static int body_piece(gen *g, lp_fsamples *fs, const lp_addr_pair_count *r)
 {
-    const lp_frame *leaf;
-    uint64_t ip;
+    uint64_t addr = r->a;
+    const lp_func_range *fr;
     int k;
 
-    k = lp_binary_inst_at_or_after(g->bin, r->a, &ip, g->err);
-    while (k == 1 && ip <= r->b) {
-        if (leaf_frame(g, ip, &leaf))
-            return -1;
-        if (leaf && body_inst(g, fs, leaf, r->count))
-            return -1;
-        k = lp_binary_next_inst(g->bin, ip, &ip, g->err);
-    }
+    do {
+        fr = lp_binary_func_range(g->bin, addr);
+        k = fr ? piece_in_range(g, fs, fr, &addr, r->b, r->count)
+               : piece_outside(g, fs, &addr, r->b, r->count);
+    } while (k == 0 && addr <= r->b);
     return k < 0 ? -1 : 0;
 }
 
@@ -115,25 +182,24 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 {
     const char *callee = lp_binary_callee_name(g->bin, br->b);
     const cs_name *cn;
-    const lp_frame *leaf;
-    lp_loc site = {0, 0};
+    lp_loc site = {0, 0}, leaf;
     lp_body_rec *b;
     cs_node *child;
     cs_prof *p;
+    bool has;
 
     if (!callee)
         return 0;
     if (node != &g->t->root) {
-        if (leaf_frame(g, br->a, &leaf))
+        if (leaf_loc(g, br->a, &leaf, &has))
             return -1;
-        if (leaf) {
-            lp_loc loc = {leaf->line_offset,
-                          lp_disc_base(leaf->discriminator, g->fs)};
+        if (has) {
+            lp_loc loc = {leaf.line, lp_disc_base(leaf.disc, g->fs)};
             if (!(b = lp_fs_body(&node->prof->fs, loc)) ||
                 lp_body_add_target(b, callee, br->count))
                 return cs_oom(g->err);
             /* the child is keyed by the raw discriminator */
-            site = (lp_loc){leaf->line_offset, leaf->discriminator};
+            site = leaf;
         }
     }
     if (!(cn = cs_intern(g->t, callee, strlen(callee))) ||
@@ -156,9 +222,9 @@ static int boundary(gen *g, cs_node *node, const lp_counters *c)
 }
 
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                     const lp_ctx_entry *e, lp_error *err)
+                     cs_insts **its, const lp_ctx_entry *e, lp_error *err)
 {
-    gen g = {t, NULL, false, err};
+    gen g = {t, NULL, NULL, false, err};
     cs_node *node = &t->root;
     cs_prof *p;
 
@@ -167,6 +233,9 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
                             "\"%s\" names binary %d of %zu", e->key, e->bin, nbins);
     g.bin = bins[e->bin];
     g.fs = lp_binary_fs_discriminator(g.bin);
+    if (!its[e->bin] && !(its[e->bin] = cs_insts_new(g.bin)))
+        return cs_oom(err);
+    g.it = its[e->bin];
     if (e->nframes) {
         if (!(node = cs_path(t, e->frames, e->nframes)) || !(p = cs_prof_get(t, node)))
             return cs_oom(err);
@@ -226,15 +295,20 @@ static int update(cs_trie *t, bool update_total, lp_error *err)
     return 0;
 }
 
-static int fill_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
+int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      const lp_ctxcount *cc, const lp_cs_opts *o, lp_error *err)
 {
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_sorted(cc, &v), i;
-    int rc = n < 0 ? cs_oom(err) : 0;
+    cs_insts **its = calloc(nbins ? nbins : 1, sizeof *its);
+    int rc = n < 0 || !its ? cs_oom(err) : 0;
+    size_t k;
 
     for (i = 0; i < n && rc == 0; i++)
-        rc = add_entry(t, bins, nbins, v[i], err);
+        rc = add_entry(t, bins, nbins, its, v[i], err);
+    for (k = 0; its && k < nbins; k++)
+        cs_insts_free(its[k]);
+    free(its);
     free(v);
     if (rc == 0)
         rc = infer(t, &t->root, err);
@@ -250,7 +324,7 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
     int rc;
 
     cs_trie_init(&t);
-    rc = fill_trie(&t, bins, nbins, cc, o, err);
+    rc = cs_generate_trie(&t, bins, nbins, cc, o, err);
     if (rc == 0 && cs_trie_to_profile(&t, out))
         rc = cs_oom(err);
     cs_trie_free(&t);
@@ -260,7 +334,13 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
 int lp_cs_profile(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
                   const lp_cs_opts *o, lp_profile *out, lp_error *err)
 {
-    if (lp_cs_generate(bins, nbins, cc, o, out, err))
-        return -1;
-    return lp_cs_postprocess(bins, nbins, cc, o, out, err);
+    cs_trie t;
+    int rc;
+
+    cs_trie_init(&t);
+    rc = cs_generate_trie(&t, bins, nbins, cc, o, err);
+    if (rc == 0)
+        rc = cs_postprocess_trie(&t, bins, nbins, cc, o, out, err);
+    cs_trie_free(&t);
+    return rc;
 }

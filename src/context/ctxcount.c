@@ -12,12 +12,12 @@
 
 #include "lbr2prof/ctxcount.h"
 
-typedef struct ctx_ent {
+typedef struct ctx_ent {     /* one allocation: this, the frames, the
+                                hash key (4-byte bin, then the printed
+                                key and its NUL), the frames' names */
     lp_ctx_entry e;
-    char *hkey;             /* 4-byte bin, then the printed key */
-    char *key;              /* the printed key, NUL-terminated */
+    char *hkey;
     size_t hlen;
-    char *names;            /* storage of the frames' function names */
     lp_ctx_frame *frames;
     UT_hash_handle hh;
 } ctx_ent;
@@ -34,10 +34,6 @@ lp_ctxcount *lp_ctxcount_new(void)
 static void ent_free(ctx_ent *c)
 {
     lp_counters_free(c->e.counters);
-    free(c->hkey);
-    free(c->key);
-    free(c->names);
-    free(c->frames);
     free(c);
 }
 
@@ -185,24 +181,36 @@ lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
     return c ? &c->e : NULL;
 }
 
-/* Copy the frames, with their names in one block. */
-static int copy_frames(ctx_ent *c, const lp_ctx_frame *frames, size_t n)
+/* The entry with its frames, key and names in one block. */
+static ctx_ent *make_ent(int bin, const char *key, const lp_ctx_frame *frames,
+                         size_t n)
 {
-    size_t len = 0, i, o = 0;
+    size_t klen = strlen(key), names = 0, i, o;
+    ctx_ent *c;
+    char *p;
 
     for (i = 0; i < n; i++)
-        len += strlen(frames[i].func) + 1;
-    c->frames = calloc(n ? n : 1, sizeof *c->frames);
-    c->names = malloc(len ? len : 1);
-    if (!c->frames || !c->names)
-        return -1;
+        names += strlen(frames[i].func) + 1;
+    c = calloc(1, sizeof *c + n * sizeof *frames + sizeof bin + klen + 1 + names);
+    if (!c)
+        return NULL;
+    c->frames = (lp_ctx_frame *)(c + 1);
+    c->hkey = (char *)(c->frames + n);
+    memcpy(c->hkey, &bin, sizeof bin);
+    memcpy(c->hkey + sizeof bin, key, klen + 1);
+    c->hlen = sizeof bin + klen;
+    p = c->hkey + c->hlen + 1;
     for (i = 0; i < n; i++) {
-        c->frames[i].loc = frames[i].loc;
-        c->frames[i].func = c->names + o;
-        memcpy(c->names + o, frames[i].func, strlen(frames[i].func) + 1);
-        o += strlen(frames[i].func) + 1;
+        o = strlen(frames[i].func) + 1;
+        memcpy(p, frames[i].func, o);
+        c->frames[i] = (lp_ctx_frame){p, frames[i].loc};
+        p += o;
     }
-    return 0;
+    c->e.key = c->hkey + sizeof bin;
+    c->e.frames = c->frames;
+    c->e.nframes = n;
+    c->e.bin = bin;
+    return c;
 }
 
 lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
@@ -215,29 +223,20 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
 
     if (key && (h = make_hkey(bin, key, &len)))
         HASH_FIND(hh, cc->head, h, len, c);
-    if (c || !h) {
+    free(h);
+    if (c || !key) {
         free(key);
-        free(h);
         if (!c)
             lp_error_set(err, LP_ENOMEM, "context table: out of memory");
         return c ? &c->e : NULL;
     }
-    if (!(c = calloc(1, sizeof *c)) || copy_frames(c, frames, n) ||
-        !(c->e.counters = lp_counters_new())) {
-        if (c)
-            ent_free(c);
-        free(key);
-        free(h);
+    c = make_ent(bin, key, frames, n);
+    free(key);
+    if (!c || !(c->e.counters = lp_counters_new())) {
+        free(c);
         lp_error_set(err, LP_ENOMEM, "context table: out of memory");
         return NULL;
     }
-    c->hkey = h;
-    c->hlen = len;
-    c->key = key;
-    c->e.key = key;
-    c->e.frames = c->frames;
-    c->e.nframes = n;
-    c->e.bin = bin;
     c->e.was_leaf_inlined = was_leaf_inlined;
     HASH_ADD_KEYPTR(hh, cc->head, c->hkey, c->hlen, c);
     return &c->e;

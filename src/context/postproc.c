@@ -191,45 +191,42 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
 }
 
 /* Summary, thresholds, pre-inliner; the trie back to p. */
-static int trie_stage(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
-                      const lp_cs_opts *o, lp_profile *p, uint64_t *hot,
-                      lp_error *err)
+static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                      const lp_ctxcount *cc, const lp_cs_opts *o, lp_profile *p,
+                      uint64_t *hot, lp_error *err)
 {
-    cs_trie t, st;
+    cs_trie st;
     lp_summary s;
-    int rc;
+    int rc = 0;
 
-    cs_trie_init(&t);
     cs_trie_init(&st);
-    rc = cs_trie_from_profile(&t, p) ? cs_oom(err) : 0;
-    if (rc == 0 && o->preinliner && o->use_context_cost)
-        rc = cs_sizes_build(&st, bins, nbins, cc, &t, o, err);
+    if (o->preinliner && o->use_context_cost)
+        rc = cs_sizes_build(&st, bins, nbins, cc, t, o, err);
     if (rc == 0)
-        rc = cs_trie_summary(&t, &s, err);
+        rc = cs_trie_summary(t, &s, err);
     if (rc == 0)
         *hot = o->hot_count >= 0 ? (uint64_t)o->hot_count
                                  : cs_percentile_count(&s, o->cutoff_hot);
     if (rc == 0 && o->preinliner) {
-        rc = cs_preinline(&t, &st, &s, o, err);
+        rc = cs_preinline(t, &st, &s, o, err);
         p->is_preinlined = 1;
     }
-    if (rc == 0 && cs_trie_to_profile(&t, p))
+    if (rc == 0 && cs_trie_to_profile(t, p))
         rc = cs_oom(err);
     cs_trie_free(&st);
-    cs_trie_free(&t);
     return rc;
 }
 
-int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
-                      const lp_ctxcount *cc, const lp_cs_opts *o,
-                      lp_profile *p, lp_error *err)
+int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                        const lp_ctxcount *cc, const lp_cs_opts *o,
+                        lp_profile *p, lp_error *err)
 {
     bool merge = o->merge_cold_context != 0;
     uint64_t hot = 0;
 
     if (o->preinliner && o->merge_cold_context < 0)
         merge = false;
-    if (trie_stage(bins, nbins, cc, o, p, &hot, err))
+    if (trie_stage(t, bins, nbins, cc, o, p, &hot, err))
         return -1;
     if (trim_merge(p, hot, o->trim_cold_profile, merge, o->max_cold_context_depth,
                    o->preinliner))
@@ -238,4 +235,19 @@ int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
         return cs_oom(err);
     lp_flat_filter_ambiguous(p);
     return density(p, o, err);
+}
+
+int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
+                      const lp_ctxcount *cc, const lp_cs_opts *o,
+                      lp_profile *p, lp_error *err)
+{
+    cs_trie t;
+    int rc;
+
+    cs_trie_init(&t);
+    rc = cs_trie_from_profile(&t, p) ? cs_oom(err) : 0;
+    if (rc == 0)
+        rc = cs_postprocess_trie(&t, bins, nbins, cc, o, p, err);
+    cs_trie_free(&t);
+    return rc;
 }

@@ -1,27 +1,27 @@
 /*
- * counters.c - llvm-profgen's SampleCounter for one (empty) context: LBR
+ * counters.c - llvm-profgen's SampleCounter for one context: LBR
  * fall-through range counts and branch counts keyed by canonical
  * addresses, with sorted views (std::map order) for the writers and the
- * generator. Owns the hash tables; not where the counts come from.
+ * generators. Compact: the pairs live in one array per table, found
+ * through an open-addressing index of 32-bit slots (a CS profile holds
+ * ~10^5 of these tables and ~10^6 pairs). Owns the tables; not where the
+ * counts come from.
  */
 #include <stdlib.h>
-#include <uthash.h>
+#include <string.h>
 
 #include "lbr2prof/flat.h"
 
-typedef struct pair_key {
-    uint64_t a, b;
-} pair_key;
-
-typedef struct pair_ent {
-    pair_key k;
-    uint64_t count;
-    UT_hash_handle hh;
-} pair_ent;
+typedef struct pair_tab {
+    lp_addr_pair_count *v;      /* the pairs, in insertion order */
+    uint32_t n, cap;
+    uint32_t *slot;             /* index + 1 into v, 0 = empty */
+    uint32_t mask;              /* slots - 1 (a power of two), 0: none */
+} pair_tab;
 
 struct lp_counters {
-    pair_ent *ranges;
-    pair_ent *branches;
+    pair_tab ranges;
+    pair_tab branches;
 };
 
 lp_counters *lp_counters_new(void)
@@ -29,39 +29,79 @@ lp_counters *lp_counters_new(void)
     return calloc(1, sizeof(lp_counters));
 }
 
-static void free_table(pair_ent **head)
+static void tab_free(pair_tab *t)
 {
-    pair_ent *e, *t;
-
-    HASH_ITER(hh, *head, e, t) {
-        HASH_DEL(*head, e);
-        free(e);
-    }
+    free(t->v);
+    free(t->slot);
 }
 
 void lp_counters_free(lp_counters *c)
 {
     if (!c)
         return;
-    free_table(&c->ranges);
-    free_table(&c->branches);
+    tab_free(&c->ranges);
+    tab_free(&c->branches);
     free(c);
 }
 
-static int add(pair_ent **head, uint64_t a, uint64_t b, uint64_t n)
+static uint32_t hash_pair(uint64_t a, uint64_t b)
 {
-    pair_key k = {a, b};
-    pair_ent *e;
+    uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
 
-    HASH_FIND(hh, *head, &k, sizeof k, e);
-    if (!e) {
-        e = calloc(1, sizeof *e);
-        if (!e)
-            return -1;
-        e->k = k;
-        HASH_ADD(hh, *head, k, sizeof k, e);
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* the slot holding (a, b), or the empty slot where it goes */
+static uint32_t *find_slot(const pair_tab *t, uint64_t a, uint64_t b)
+{
+    uint32_t i = hash_pair(a, b) & t->mask, *s;
+
+    for (;; i = (i + 1) & t->mask) {
+        s = &t->slot[i];
+        if (!*s || (t->v[*s - 1].a == a && t->v[*s - 1].b == b))
+            return s;
     }
-    e->count = lp_sat_add(e->count, n);
+}
+
+/* Keep the index at most half full. */
+static int grow_index(pair_tab *t)
+{
+    uint32_t nslots = t->mask ? (t->mask + 1) * 2 : 8, i, *old = t->slot;
+
+    if (!(t->slot = calloc(nslots, sizeof *t->slot))) {
+        t->slot = old;
+        return -1;
+    }
+    t->mask = nslots - 1;
+    for (i = 0; i < t->n; i++)
+        *find_slot(t, t->v[i].a, t->v[i].b) = i + 1;
+    free(old);
+    return 0;
+}
+
+static int add(pair_tab *t, uint64_t a, uint64_t b, uint64_t n)
+{
+    lp_addr_pair_count *nv;
+    uint32_t *s;
+
+    if ((t->n + 1) * 2 > t->mask + 1 && grow_index(t))
+        return -1;
+    s = find_slot(t, a, b);
+    if (*s) {
+        t->v[*s - 1].count = lp_sat_add(t->v[*s - 1].count, n);
+        return 0;
+    }
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 2;
+        if (!(nv = realloc(t->v, cap * sizeof *nv)))
+            return -1;
+        t->v = nv;
+        t->cap = cap;
+    }
+    t->v[t->n] = (lp_addr_pair_count){a, b, n};
+    *s = ++t->n;
     return 0;
 }
 
@@ -86,27 +126,25 @@ static int pair_cmp(const void *x, const void *y)
     return 0;
 }
 
-static long sorted(const pair_ent *head, lp_addr_pair_count **out)
+static long sorted(const pair_tab *t, lp_addr_pair_count **out)
 {
-    size_t n = HASH_COUNT(head), i = 0;
-    lp_addr_pair_count *v = calloc(n ? n : 1, sizeof *v);
-    const pair_ent *e;
+    lp_addr_pair_count *v = malloc((t->n ? t->n : 1) * sizeof *v);
 
     if (!v)
         return -1;
-    for (e = head; e; e = e->hh.next)
-        v[i++] = (lp_addr_pair_count){e->k.a, e->k.b, e->count};
-    qsort(v, n, sizeof *v, pair_cmp);
+    if (t->n)
+        memcpy(v, t->v, t->n * sizeof *v);
+    qsort(v, t->n, sizeof *v, pair_cmp);
     *out = v;
-    return (long)n;
+    return (long)t->n;
 }
 
 long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out)
 {
-    return sorted(c->ranges, out);
+    return sorted(&c->ranges, out);
 }
 
 long lp_counters_branches(const lp_counters *c, lp_addr_pair_count **out)
 {
-    return sorted(c->branches, out);
+    return sorted(&c->branches, out);
 }

@@ -4,6 +4,7 @@
  * writing. Owns the hash tables (uthash); not file formats (src/writer/)
  * nor how counts are derived from LBR data (src/flat/).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -12,28 +13,28 @@
 
 /* ---- data structures ------------------------------------------------ */
 
+/* Compact by design: a CS profile holds 10^5 function profiles and 10^6
+ * body records. Body records and call sites are arrays sorted by
+ * location (binary search; insertion moves the tail), call targets and
+ * inlinees small arrays sorted by name. Inlinee profiles are allocated
+ * one by one, so pointers to them stay valid. */
+
 struct lp_target {              /* one call target of a body record */
     char *name;
     uint64_t count;
-    UT_hash_handle hh;
 };
 
 struct lp_body_rec {
-    lp_loc loc;                 /* hash key */
+    lp_loc loc;
     uint64_t count;
-    struct lp_target *targets;
-    UT_hash_handle hh;
-};
-
-struct lp_callee {              /* an inlinee profile, keyed by fs.name */
-    lp_fsamples fs;
-    UT_hash_handle hh;
+    struct lp_target *t;        /* by name */
+    uint32_t nt, ct;
 };
 
 struct lp_callsite {
-    lp_loc loc;                 /* hash key */
-    struct lp_callee *callees;
-    UT_hash_handle hh;
+    lp_loc loc;
+    lp_fsamples **v;            /* inlinee profiles, by name */
+    uint32_t n, cap;
 };
 
 struct lp_top {                 /* a top-level profile, keyed by fs.context */
@@ -57,43 +58,55 @@ static int loc_cmp(lp_loc a, lp_loc b)
     return 0;
 }
 
+/* Grow an array of `size`-byte elements to hold n + 1. */
+static int reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+    uint32_t nc;
+    void *nv;
+
+    if (n < *cap)
+        return 0;
+    nc = *cap ? *cap * 2 : 2;
+    if (!(nv = realloc(*v, nc * size)))
+        return -1;
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
 static void fs_clear(lp_fsamples *fs);
 
-static void free_targets(struct lp_target **head)
+static void free_record(lp_body_rec *b)
 {
-    struct lp_target *t, *tmp;
+    uint32_t i;
 
-    HASH_ITER(hh, *head, t, tmp) {
-        HASH_DEL(*head, t);
-        free(t->name);
-        free(t);
-    }
+    for (i = 0; i < b->nt; i++)
+        free(b->t[i].name);
+    free(b->t);
 }
 
 static void fs_clear(lp_fsamples *fs)
 {
-    lp_body_rec *b, *bt;
-    lp_callsite *c, *ct;
-    struct lp_callee *e, *et;
+    uint32_t i, j;
 
-    HASH_ITER(hh, fs->body, b, bt) {
-        HASH_DEL(fs->body, b);
-        free_targets(&b->targets);
-        free(b);
-    }
-    HASH_ITER(hh, fs->callsites, c, ct) {
-        HASH_DEL(fs->callsites, c);
-        HASH_ITER(hh, c->callees, e, et) {
-            HASH_DEL(c->callees, e);
-            fs_clear(&e->fs);
-            free(e);
+    for (i = 0; i < fs->nr_body; i++)
+        free_record(&fs->body[i]);
+    free(fs->body);
+    for (i = 0; i < fs->nr_callsites; i++) {
+        for (j = 0; j < fs->callsites[i].n; j++) {
+            fs_clear(fs->callsites[i].v[j]);
+            free(fs->callsites[i].v[j]);
         }
-        free(c);
+        free(fs->callsites[i].v);
     }
+    free(fs->callsites);
     if (fs->context != fs->name)
         free(fs->context);
     free(fs->name);
     fs->name = fs->context = NULL;
+    fs->body = NULL;
+    fs->callsites = NULL;
+    fs->nr_body = fs->body_cap = fs->nr_callsites = fs->callsite_cap = 0;
 }
 
 int lp_fs_init(lp_fsamples *fs, const char *name)
@@ -181,84 +194,167 @@ void lp_profile_remove(lp_profile *p, const char *context)
 
 /* ---- body records and call sites ------------------------------------------ */
 
+/* index of the first record with loc >= l */
+static uint32_t body_lower(const lp_fsamples *fs, lp_loc l)
+{
+    uint32_t lo = 0, hi = fs->nr_body, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (loc_cmp(fs->body[mid].loc, l) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc)
 {
-    lp_body_rec *b;
+    uint32_t i = body_lower(fs, loc);
+    void *v = fs->body;
 
-    HASH_FIND(hh, fs->body, &loc, sizeof loc, b);
-    if (b)
-        return b;
-    b = calloc(1, sizeof *b);
-    if (!b)
+    if (i < fs->nr_body && loc_cmp(fs->body[i].loc, loc) == 0)
+        return &fs->body[i];
+    if (reserve(&v, &fs->body_cap, fs->nr_body, sizeof *fs->body))
         return NULL;
-    b->loc = loc;
-    HASH_ADD(hh, fs->body, loc, sizeof loc, b);
-    return b;
+    fs->body = v;
+    memmove(&fs->body[i + 1], &fs->body[i], (fs->nr_body - i) * sizeof *fs->body);
+    fs->nr_body++;
+    fs->body[i] = (lp_body_rec){loc, 0, NULL, 0, 0};
+    return &fs->body[i];
 }
 
 const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc)
 {
-    lp_body_rec *b, *head = fs->body;
+    uint32_t i = body_lower(fs, loc);
 
-    HASH_FIND(hh, head, &loc, sizeof loc, b);
-    return b;
+    return i < fs->nr_body && loc_cmp(fs->body[i].loc, loc) == 0 ? &fs->body[i] : NULL;
 }
 
 uint64_t lp_body_count(const lp_body_rec *b) { return b->count; }
 void lp_body_set_count(lp_body_rec *b, uint64_t c) { b->count = c; }
 void lp_body_add(lp_body_rec *b, uint64_t n) { b->count = lp_sat_add(b->count, n); }
 
+/* index of the first target with name >= s */
+static uint32_t target_lower(const lp_body_rec *b, const char *s, int *found)
+{
+    uint32_t i;
+    int c = 1;
+
+    for (i = 0; i < b->nt && (c = strcmp(b->t[i].name, s)) < 0; i++)
+        ;
+    *found = i < b->nt && c == 0;
+    return i;
+}
+
 int lp_body_add_target(lp_body_rec *b, const char *callee, uint64_t n)
 {
-    struct lp_target *t;
+    int found;
+    uint32_t i = target_lower(b, callee, &found);
+    void *v = b->t;
+    char *name;
 
-    HASH_FIND_STR(b->targets, callee, t);
-    if (!t) {
-        t = calloc(1, sizeof *t);
-        if (!t || !(t->name = strdup(callee))) {
-            free(t);
+    if (!found) {
+        if (reserve(&v, &b->ct, b->nt, sizeof *b->t) || !(name = strdup(callee)))
             return -1;
-        }
-        HASH_ADD_KEYPTR(hh, b->targets, t->name, strlen(t->name), t);
+        b->t = v;
+        memmove(&b->t[i + 1], &b->t[i], (b->nt - i) * sizeof *b->t);
+        b->nt++;
+        b->t[i] = (struct lp_target){name, 0};
     }
-    t->count = lp_sat_add(t->count, n);
+    b->t[i].count = lp_sat_add(b->t[i].count, n);
     return 0;
 }
 
 uint64_t lp_body_target_sum(const lp_body_rec *b)
 {
-    const struct lp_target *t;
     uint64_t s = 0;
+    uint32_t i;
 
-    for (t = b->targets; t; t = t->hh.next)
-        s = lp_sat_add(s, t->count);
+    for (i = 0; i < b->nt; i++)
+        s = lp_sat_add(s, b->t[i].count);
     return s;
+}
+
+static uint32_t cs_lower(const lp_fsamples *fs, lp_loc l)
+{
+    uint32_t lo = 0, hi = fs->nr_callsites, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (loc_cmp(fs->callsites[mid].loc, l) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static lp_callsite *callsite_find(const lp_fsamples *fs, lp_loc loc)
+{
+    uint32_t i = cs_lower(fs, loc);
+
+    return i < fs->nr_callsites && loc_cmp(fs->callsites[i].loc, loc) == 0
+               ? &fs->callsites[i] : NULL;
+}
+
+/* index of the first inlinee with name >= s */
+static uint32_t callee_lower(const lp_callsite *c, const char *s, int *found)
+{
+    uint32_t i;
+    int k = 1;
+
+    for (i = 0; i < c->n && (k = strcmp(c->v[i]->name, s)) < 0; i++)
+        ;
+    *found = i < c->n && k == 0;
+    return i;
+}
+
+lp_fsamples *lp_fs_find_callee(const lp_fsamples *fs, lp_loc loc,
+                               const char *callee)
+{
+    lp_callsite *c = callsite_find(fs, loc);
+    int found = 0;
+    uint32_t i = c ? callee_lower(c, callee, &found) : 0;
+
+    return found ? c->v[i] : NULL;
 }
 
 lp_fsamples *lp_fs_callee(lp_fsamples *fs, lp_loc loc, const char *callee)
 {
+    uint32_t i = cs_lower(fs, loc), k;
     lp_callsite *c;
-    struct lp_callee *e;
+    lp_fsamples *e;
+    void *v = fs->callsites;
+    int found;
 
-    HASH_FIND(hh, fs->callsites, &loc, sizeof loc, c);
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c)
+    if (i >= fs->nr_callsites || loc_cmp(fs->callsites[i].loc, loc) != 0) {
+        if (reserve(&v, &fs->callsite_cap, fs->nr_callsites, sizeof *fs->callsites))
             return NULL;
-        c->loc = loc;
-        HASH_ADD(hh, fs->callsites, loc, sizeof loc, c);
+        fs->callsites = v;
+        memmove(&fs->callsites[i + 1], &fs->callsites[i],
+                (fs->nr_callsites - i) * sizeof *fs->callsites);
+        fs->nr_callsites++;
+        fs->callsites[i] = (lp_callsite){loc, NULL, 0, 0};
     }
-    HASH_FIND_STR(c->callees, callee, e);
-    if (e)
-        return &e->fs;
-    e = calloc(1, sizeof *e);
-    if (!e || !(e->fs.name = strdup(callee))) {
+    c = &fs->callsites[i];
+    k = callee_lower(c, callee, &found);
+    if (found)
+        return c->v[k];
+    v = c->v;
+    if (reserve(&v, &c->cap, c->n, sizeof *c->v) || !(e = calloc(1, sizeof *e)))
+        return NULL;
+    c->v = v;
+    if (!(e->name = strdup(callee))) {
         free(e);
         return NULL;
     }
-    e->fs.context = e->fs.name;
-    HASH_ADD_KEYPTR(hh, c->callees, e->fs.name, strlen(e->fs.name), e);
-    return &e->fs;
+    e->context = e->name;
+    memmove(&c->v[k + 1], &c->v[k], (c->n - k) * sizeof *c->v);
+    c->n++;
+    c->v[k] = e;
+    return e;
 }
 
 /* ---- sorted views ------------------------------------------------------- */
@@ -272,74 +368,60 @@ static int target_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static int body_view_cmp(const void *a, const void *b)
-{
-    return loc_cmp(((const lp_body_view *)a)->loc,
-                   ((const lp_body_view *)b)->loc);
-}
-
+/* The views of all records share one block of targets, owned by v[0]. */
 size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
 {
-    size_t n = HASH_COUNT(fs->body), i = 0, j;
-    const lp_body_rec *b;
-    const struct lp_target *t;
+    size_t n = fs->nr_body, nt = 0, i, j, o = 0;
     lp_body_view *v = calloc(n ? n : 1, sizeof *v);
+    lp_target_view *t;
 
     if (!v)
         return (size_t)-1;
-    for (b = fs->body; b; b = b->hh.next, i++) {
+    for (i = 0; i < n; i++)
+        nt += fs->body[i].nt;
+    if (!(t = calloc(nt + 1, sizeof *t))) {
+        free(v);
+        return (size_t)-1;
+    }
+    for (i = 0; i < n; i++) {
+        const lp_body_rec *b = &fs->body[i];
         v[i].loc = b->loc;
         v[i].count = b->count;
-        v[i].nr_targets = HASH_COUNT(b->targets);
-        v[i].targets = calloc(v[i].nr_targets + 1, sizeof *v[i].targets);
-        if (!v[i].targets) {
-            lp_body_views_free(v, i);
-            return (size_t)-1;
-        }
-        for (t = b->targets, j = 0; t; t = t->hh.next, j++)
-            v[i].targets[j] = (lp_target_view){t->name, t->count};
-        qsort(v[i].targets, v[i].nr_targets, sizeof *v[i].targets, target_cmp);
+        v[i].nr_targets = b->nt;
+        v[i].targets = t + o;
+        for (j = 0; j < b->nt; j++)
+            t[o + j] = (lp_target_view){b->t[j].name, b->t[j].count};
+        if (b->nt > 1)
+            qsort(t + o, b->nt, sizeof *t, target_cmp);
+        o += b->nt;
     }
-    qsort(v, n, sizeof *v, body_view_cmp);
+    if (n == 0)
+        v[0].targets = t;
     *out = v;
     return n;
 }
 
 void lp_body_views_free(lp_body_view *v, size_t n)
 {
-    size_t i;
-
+    (void)n;
     if (!v)
         return;
-    for (i = 0; i < n; i++)
-        free(v[i].targets);
+    free(v[0].targets);
     free(v);
-}
-
-static int callee_view_cmp(const void *a, const void *b)
-{
-    const lp_callee_view *x = a, *y = b;
-    int c = loc_cmp(x->loc, y->loc);
-
-    return c ? c : strcmp(x->fs->name, y->fs->name);
 }
 
 size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out)
 {
-    const lp_callsite *c;
-    const struct lp_callee *e;
-    size_t n = 0, i = 0;
+    size_t n = 0, k = 0, i, j;
     lp_callee_view *v;
 
-    for (c = fs->callsites; c; c = c->hh.next)
-        n += HASH_COUNT(c->callees);
-    v = calloc(n ? n : 1, sizeof *v);
-    if (!v)
+    for (i = 0; i < fs->nr_callsites; i++)
+        n += fs->callsites[i].n;
+    if (!(v = calloc(n ? n : 1, sizeof *v)))
         return (size_t)-1;
-    for (c = fs->callsites; c; c = c->hh.next)
-        for (e = c->callees; e; e = e->hh.next)
-            v[i++] = (lp_callee_view){c->loc, &e->fs};
-    qsort(v, n, sizeof *v, callee_view_cmp);
+    for (i = 0; i < fs->nr_callsites; i++)
+        for (j = 0; j < fs->callsites[i].n; j++)
+            v[k++] = (lp_callee_view){fs->callsites[i].loc, fs->callsites[i].v[j]};
     *out = v;
     return n;
 }
@@ -391,89 +473,83 @@ size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 
 void lp_fs_update_callsite_samples(lp_fsamples *fs)
 {
-    lp_body_rec *b;
     uint64_t s;
+    uint32_t i;
 
-    for (b = fs->body; b; b = b->hh.next) {
-        s = lp_body_target_sum(b);
-        if (s > b->count)
-            b->count = s;
+    for (i = 0; i < fs->nr_body; i++) {
+        s = lp_body_target_sum(&fs->body[i]);
+        if (s > fs->body[i].count)
+            fs->body[i].count = s;
     }
 }
 
 void lp_fs_update_total_samples(lp_fsamples *fs)
 {
-    lp_body_rec *b;
-    lp_callsite *c;
-    struct lp_callee *e;
     uint64_t s = 0;
+    uint32_t i, j;
 
-    for (b = fs->body; b; b = b->hh.next)
-        s = lp_sat_add(s, b->count);
-    for (c = fs->callsites; c; c = c->hh.next)
-        for (e = c->callees; e; e = e->hh.next) {
-            lp_fs_update_total_samples(&e->fs);
-            s = lp_sat_add(s, e->fs.total);
+    for (i = 0; i < fs->nr_body; i++)
+        s = lp_sat_add(s, fs->body[i].count);
+    for (i = 0; i < fs->nr_callsites; i++)
+        for (j = 0; j < fs->callsites[i].n; j++) {
+            lp_fs_update_total_samples(fs->callsites[i].v[j]);
+            s = lp_sat_add(s, fs->callsites[i].v[j]->total);
         }
     fs->total = s;
 }
 
 void lp_fs_drop_callees(lp_fsamples *fs, lp_name_pred pred)
 {
-    lp_callsite *c;
-    struct lp_callee *e, *et;
+    uint32_t i, j, k;
 
-    for (c = fs->callsites; c; c = c->hh.next)
-        HASH_ITER(hh, c->callees, e, et) {
-            if (pred(e->fs.name)) {
-                HASH_DEL(c->callees, e);
-                fs_clear(&e->fs);
-                free(e);
+    for (i = 0; i < fs->nr_callsites; i++) {
+        lp_callsite *c = &fs->callsites[i];
+        for (j = 0, k = 0; j < c->n; j++) {
+            if (pred(c->v[j]->name)) {
+                fs_clear(c->v[j]);
+                free(c->v[j]);
             } else {
-                lp_fs_drop_callees(&e->fs, pred);
+                lp_fs_drop_callees(c->v[j], pred);
+                c->v[k++] = c->v[j];
             }
         }
+        c->n = k;
+    }
 }
 
 /* ---- merging and moving (CS generation) ----------------------------------- */
 
 static int merge_record(lp_body_rec *dst, const lp_body_rec *src)
 {
-    const struct lp_target *t;
+    uint32_t i;
 
     dst->count = lp_sat_add(dst->count, src->count);
-    for (t = src->targets; t; t = t->hh.next)
-        if (lp_body_add_target(dst, t->name, t->count))
+    for (i = 0; i < src->nt; i++)
+        if (lp_body_add_target(dst, src->t[i].name, src->t[i].count))
             return -1;
     return 0;
 }
 
 int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
 {
-    const lp_body_rec *b;
-    const lp_callsite *c;
-    const struct lp_callee *e;
-    lp_body_rec *d;
     lp_fsamples *callee;
-    lp_callsite *dc;
-    struct lp_callee *de;
+    lp_body_rec *d;
+    uint32_t i, j;
 
     dst->total = lp_sat_add(dst->total, src->total);
     dst->head = lp_sat_add(dst->head, src->head);
-    for (b = src->body; b; b = b->hh.next)
-        if (!(d = lp_fs_body(dst, b->loc)) || merge_record(d, b))
+    for (i = 0; i < src->nr_body; i++)
+        if (!(d = lp_fs_body(dst, src->body[i].loc)) || merge_record(d, &src->body[i]))
             return -1;
-    for (c = src->callsites; c; c = c->hh.next)
-        for (e = c->callees; e; e = e->hh.next) {
-            de = NULL;
-            HASH_FIND(hh, dst->callsites, &c->loc, sizeof c->loc, dc);
-            if (dc)
-                HASH_FIND_STR(dc->callees, e->fs.name, de);
-            if (!(callee = lp_fs_callee(dst, c->loc, e->fs.name)))
+    for (i = 0; i < src->nr_callsites; i++)
+        for (j = 0; j < src->callsites[i].n; j++) {
+            const lp_fsamples *e = src->callsites[i].v[j];
+            bool fresh = !lp_fs_find_callee(dst, src->callsites[i].loc, e->name);
+            if (!(callee = lp_fs_callee(dst, src->callsites[i].loc, e->name)))
                 return -1;
-            if (!de)
-                callee->attrs = e->fs.attrs; /* a fresh profile copies the context */
-            if (lp_fs_merge(callee, &e->fs))
+            if (fresh)
+                callee->attrs = e->attrs; /* a fresh profile copies the context */
+            if (lp_fs_merge(callee, e))
                 return -1;
         }
     return 0;
@@ -485,89 +561,77 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->head = src->head;
     dst->attrs = src->attrs;
     dst->body = src->body;
+    dst->nr_body = src->nr_body;
+    dst->body_cap = src->body_cap;
     dst->callsites = src->callsites;
+    dst->nr_callsites = src->nr_callsites;
+    dst->callsite_cap = src->callsite_cap;
     src->total = src->head = 0;
     src->attrs = 0;
     src->body = NULL;
     src->callsites = NULL;
+    src->nr_body = src->body_cap = src->nr_callsites = src->callsite_cap = 0;
 }
 
 uint64_t lp_fs_remove_call(lp_fsamples *fs, lp_loc loc, const char *callee)
 {
+    uint32_t i = body_lower(fs, loc), k;
     lp_body_rec *b;
-    struct lp_target *t;
     uint64_t n = 0;
+    int found;
 
-    HASH_FIND(hh, fs->body, &loc, sizeof loc, b);
-    if (!b)
+    if (i >= fs->nr_body || loc_cmp(fs->body[i].loc, loc) != 0)
         return 0;
-    HASH_FIND_STR(b->targets, callee, t);
-    if (t) {
-        n = t->count;
-        HASH_DEL(b->targets, t);
-        free(t->name);
-        free(t);
+    b = &fs->body[i];
+    k = target_lower(b, callee, &found);
+    if (found) {
+        n = b->t[k].count;
+        free(b->t[k].name);
+        memmove(&b->t[k], &b->t[k + 1], (b->nt - k - 1) * sizeof *b->t);
+        b->nt--;
     }
     if (n > b->count)
         n = b->count;
     b->count -= n;
     if (b->count == 0) {
-        HASH_DEL(fs->body, b);
-        free_targets(&b->targets);
-        free(b);
+        free_record(b);
+        memmove(&fs->body[i], &fs->body[i + 1], (fs->nr_body - i - 1) * sizeof *fs->body);
+        fs->nr_body--;
     }
     return n;
-}
-
-lp_fsamples *lp_fs_find_callee(const lp_fsamples *fs, lp_loc loc,
-                               const char *callee)
-{
-    lp_callsite *c, *head = fs->callsites;
-    struct lp_callee *e = NULL;
-
-    HASH_FIND(hh, head, &loc, sizeof loc, c);
-    if (c)
-        HASH_FIND_STR(c->callees, callee, e);
-    return e ? &e->fs : NULL;
 }
 
 uint64_t lp_fs_target_count(const lp_fsamples *fs, lp_loc loc,
                             const char *callee)
 {
-    lp_body_rec *b, *head = fs->body;
-    struct lp_target *t = NULL;
+    const lp_body_rec *b = lp_fs_body_find(fs, loc);
+    uint32_t k;
+    int found = 0;
 
-    HASH_FIND(hh, head, &loc, sizeof loc, b);
-    if (b)
-        HASH_FIND_STR(b->targets, callee, t);
-    return t ? t->count : 0;
+    if (!b)
+        return 0;
+    k = target_lower(b, callee, &found);
+    return found ? b->t[k].count : 0;
 }
 
 size_t lp_fs_nr_body(const lp_fsamples *fs)
 {
-    return HASH_COUNT(fs->body);
+    return fs->nr_body;
 }
 
 uint64_t lp_fs_head_estimate(const lp_fsamples *fs, int cs)
 {
-    const lp_body_rec *b, *first = NULL;
-    const lp_callsite *c, *firstc = NULL;
-    const struct lp_callee *e;
     uint64_t n = 0;
+    uint32_t j;
 
     if (cs && fs->head)
         return fs->head;
-    for (b = fs->body; b; b = b->hh.next)
-        if (!first || loc_cmp(b->loc, first->loc) < 0)
-            first = b;
-    for (c = fs->callsites; c; c = c->hh.next)
-        if (!firstc || loc_cmp(c->loc, firstc->loc) < 0)
-            firstc = c;
-    if (first && (!firstc || loc_cmp(first->loc, firstc->loc) < 0))
-        n = first->count;
-    else if (firstc)
-        for (e = firstc->callees; e; e = e->hh.next)
-            n = lp_sat_add(n, lp_fs_head_estimate(&e->fs, cs));
+    if (fs->nr_body && (!fs->nr_callsites ||
+                        loc_cmp(fs->body[0].loc, fs->callsites[0].loc) < 0))
+        n = fs->body[0].count;
+    else if (fs->nr_callsites)
+        for (j = 0; j < fs->callsites[0].n; j++)
+            n = lp_sat_add(n, lp_fs_head_estimate(fs->callsites[0].v[j], cs));
     return n ? n : fs->total > 0;
 }
 
