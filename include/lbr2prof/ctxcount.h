@@ -67,6 +67,8 @@ size_t lp_ctxcount_size(const lp_ctxcount *cc);
  * llvm-profgen's unsymbolized writer. malloc'ed array of pointers (free()
  * it; the entries stay owned by cc). Returns the count, -1 on OOM. */
 long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out);
+/* The same, in no particular order (cheaper). */
+long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out);
 
 /* The printed key of a context: frames joined by " @ ", each
  * "func:line[.disc]" except the leaf, which is "func". malloc'ed; NULL on

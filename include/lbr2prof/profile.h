@@ -65,6 +65,9 @@ void lp_profile_remove(lp_profile *p, const char *context);
 lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc);
 const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc);
 uint64_t lp_body_count(const lp_body_rec *b);
+lp_loc lp_body_loc(const lp_body_rec *b);
+/* The i-th body record of fs in location order (i < lp_fs_nr_body). */
+const lp_body_rec *lp_fs_body_at(const lp_fsamples *fs, size_t i);
 void lp_body_set_count(lp_body_rec *b, uint64_t count);
 /* Add `n` to the record's sample count (saturating). */
 void lp_body_add(lp_body_rec *b, uint64_t n);
@@ -81,8 +84,9 @@ lp_fsamples *lp_fs_find_callee(const lp_fsamples *fs, lp_loc loc,
 /* Call-target count of `callee` at loc (0 if none). */
 uint64_t lp_fs_target_count(const lp_fsamples *fs, lp_loc loc,
                             const char *callee);
-/* Number of body records of fs itself. */
+/* Number of body records / call sites of fs itself. */
 size_t lp_fs_nr_body(const lp_fsamples *fs);
+size_t lp_fs_nr_callsites(const lp_fsamples *fs);
 
 /* ---- standalone profiles and moves (CS generation) ---------------------- */
 
@@ -198,6 +202,10 @@ typedef struct lp_summary {
 /* For a CS profile (is_cs), the summary of its context-less flattening
  * (contexts merged by function), as LLVM's writers compute it. */
 int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err);
+/* The summary of profiles v[0..n) merged by function name (LLVM's
+ * context-less summary of CS profiles); none may have inlinees. */
+int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,
+                           lp_error *err);
 /* Count at or above which the cutoff `cutoff` (e.g. 990000) is reached. */
 uint64_t lp_summary_count_for_cutoff(const lp_summary *s, uint32_t cutoff);
 

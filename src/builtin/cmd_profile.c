@@ -698,7 +698,7 @@ static int run_cs_unsym(const prof_args *a, lp_binary *bin, lp_error *err)
         if (!(p = lp_profile_new()))
             rc = lp_error_set(err, LP_ENOMEM, "out of memory");
         if (rc == 0)
-            rc = lp_cs_profile(&bin, 1, cc, &o, p, err);
+            rc = lp_cs_profile_consume(&bin, 1, cc, &o, p, err);
         if (rc == 0)
             rc = write_profile(a, bin, p, err);
     }

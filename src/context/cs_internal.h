@@ -130,12 +130,16 @@ int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err);
 
 /* ---- context sizes (BinarySizeContextTracker) --------------------------- */
 
+/* collectProfiledFunctions: those touched by cc's counters (range starts,
+ * branch ends) or, without cc, those named by nodes of pt. */
+typedef struct cs_funcs cs_funcs;
+cs_funcs *cs_funcs_collect(lp_binary *const *bins, size_t nbins,
+                           const lp_ctxcount *cc, cs_trie *pt, lp_error *err);
+void cs_funcs_free(cs_funcs *s);
 /* Symbolize every instruction of the profiled functions into the size
- * trie `st`: those touched by cc's counters, or, without cc, those named
- * by nodes of `pt`. */
-int cs_sizes_build(cs_trie *st, lp_binary *const *bins, size_t nbins,
-                   const lp_ctxcount *cc, cs_trie *pt, const lp_cs_opts *o,
-                   lp_error *err);
+ * trie `st`. */
+int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
+                   const lp_cs_opts *o, lp_error *err);
 /* getFuncSizeForContext for a node of the profile trie. */
 uint32_t cs_size_for(cs_trie *st, const cs_node *n);
 
@@ -171,13 +175,16 @@ const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
 
 /* ---- generation and post-processing on a trie ------------------------------- */
 
-/* generateLineNumBasedProfile into t (empty). */
+/* generateLineNumBasedProfile into t (empty). With `consume`, every
+ * entry's counters are freed once used (cc is then only good to free). */
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                     const lp_ctxcount *cc, const lp_cs_opts *o, lp_error *err);
-/* postProcessProfiles from the trie t (consumed) into p (empty). */
+                     lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
+                     lp_error *err);
+/* postProcessProfiles from the trie t (consumed) into p (empty); funcs:
+ * the profiled functions for the context sizes (NULL: named in t). */
 int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                        const lp_ctxcount *cc, const lp_cs_opts *o,
-                        lp_profile *p, lp_error *err);
+                        cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
+                        lp_error *err);
 
 /* ---- pre-inliner ----------------------------------------------------------- */
 

@@ -44,7 +44,17 @@ typedef struct gen {
     cs_insts *it;               /* the binary's instruction tables */
     bool fs;                    /* flow-sensitive discriminators */
     lp_error *err;
+    const lp_func_range *last;  /* the last function range found */
 } gen;
+
+/* findFuncRange, remembering the last range (pieces and branches of one
+ * context mostly stay in one function) */
+static const lp_func_range *func_range(gen *g, uint64_t addr)
+{
+    if (g->last && addr >= g->last->start && addr < g->last->end)
+        return g->last;
+    return g->last = lp_binary_func_range(g->bin, addr);
+}
 
 /* getInlineLeafFrameLoc: the leaf location of addr; *has = 0 without
  * debug info. From the range tables when addr is an instruction start of
@@ -52,7 +62,7 @@ typedef struct gen {
  * any address). */
 static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
 {
-    const lp_func_range *fr = lp_binary_func_range(g->bin, addr);
+    const lp_func_range *fr = func_range(g, addr);
     const cs_irun *run;
     const lp_frame *f;
     cs_itab *x;
@@ -133,7 +143,7 @@ static int piece_outside(gen *g, lp_fsamples *fs, uint64_t *addr, uint64_t end,
 
     if (k <= 0 || ip > end)
         return k < 0 ? -1 : 1;
-    if (lp_binary_func_range(g->bin, ip)) {
+    if (func_range(g, ip)) {
         *addr = ip;
         return 0;
     }
@@ -151,7 +161,7 @@ static int body_piece(gen *g, lp_fsamples *fs, const lp_addr_pair_count *r)
     int k;
 
     do {
-        fr = lp_binary_func_range(g->bin, addr);
+        fr = func_range(g, addr);
         k = fr ? piece_in_range(g, fs, fr, &addr, r->b, r->count)
                : piece_outside(g, fs, &addr, r->b, r->count);
     } while (k == 0 && addr <= r->b);
@@ -224,7 +234,7 @@ static int boundary(gen *g, cs_node *node, const lp_counters *c)
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      cs_insts **its, const lp_ctx_entry *e, lp_error *err)
 {
-    gen g = {t, NULL, NULL, false, err};
+    gen g = {t, NULL, NULL, false, err, NULL};
     cs_node *node = &t->root;
     cs_prof *p;
 
@@ -296,16 +306,22 @@ static int update(cs_trie *t, bool update_total, lp_error *err)
 }
 
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                     const lp_ctxcount *cc, const lp_cs_opts *o, lp_error *err)
+                     lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
+                     lp_error *err)
 {
     lp_ctx_entry **v = NULL;
-    long n = lp_ctxcount_sorted(cc, &v), i;
+    long n = lp_ctxcount_all(cc, &v), i;
     cs_insts **its = calloc(nbins ? nbins : 1, sizeof *its);
     int rc = n < 0 || !its ? cs_oom(err) : 0;
     size_t k;
 
-    for (i = 0; i < n && rc == 0; i++)
+    for (i = 0; i < n && rc == 0; i++) {
         rc = add_entry(t, bins, nbins, its, v[i], err);
+        if (consume) {
+            lp_counters_free(v[i]->counters);
+            v[i]->counters = NULL;
+        }
+    }
     for (k = 0; its && k < nbins; k++)
         cs_insts_free(its[k]);
     free(its);
@@ -324,9 +340,31 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
     int rc;
 
     cs_trie_init(&t);
-    rc = cs_generate_trie(&t, bins, nbins, cc, o, err);
+    rc = cs_generate_trie(&t, bins, nbins, (lp_ctxcount *)cc, false, o, err);
     if (rc == 0 && cs_trie_to_profile(&t, out))
         rc = cs_oom(err);
+    cs_trie_free(&t);
+    return rc;
+}
+
+static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
+                   bool consume, const lp_cs_opts *o, lp_profile *out,
+                   lp_error *err)
+{
+    cs_funcs *funcs = NULL;
+    cs_trie t;
+    int rc = 0;
+
+    cs_trie_init(&t);
+    /* the profiled functions, while the counters are there */
+    if (o->preinliner && o->use_context_cost &&
+        !(funcs = cs_funcs_collect(bins, nbins, cc, NULL, err)))
+        rc = -1;
+    if (rc == 0)
+        rc = cs_generate_trie(&t, bins, nbins, cc, consume, o, err);
+    if (rc == 0)
+        rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, out, err);
+    cs_funcs_free(funcs);
     cs_trie_free(&t);
     return rc;
 }
@@ -334,13 +372,12 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
 int lp_cs_profile(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
                   const lp_cs_opts *o, lp_profile *out, lp_error *err)
 {
-    cs_trie t;
-    int rc;
+    return profile(bins, nbins, (lp_ctxcount *)cc, false, o, out, err);
+}
 
-    cs_trie_init(&t);
-    rc = cs_generate_trie(&t, bins, nbins, cc, o, err);
-    if (rc == 0)
-        rc = cs_postprocess_trie(&t, bins, nbins, cc, o, out, err);
-    cs_trie_free(&t);
-    return rc;
+int lp_cs_profile_consume(lp_binary *const *bins, size_t nbins,
+                          lp_ctxcount *cc, const lp_cs_opts *o,
+                          lp_profile *out, lp_error *err)
+{
+    return profile(bins, nbins, cc, true, o, out, err);
 }

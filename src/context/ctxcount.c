@@ -252,7 +252,7 @@ static int entry_cmp(const void *x, const void *y)
     return strcmp(a->key, b->key);
 }
 
-long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out)
+long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out)
 {
     size_t n = HASH_COUNT(cc->head), i = 0;
     ctx_ent *c, *t;
@@ -262,9 +262,16 @@ long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out)
         return -1;
     HASH_ITER(hh, cc->head, c, t)
         (*out)[i++] = &c->e;
-    if (n > 1)
-        qsort(*out, n, sizeof **out, entry_cmp);
     return (long)n;
+}
+
+long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out)
+{
+    long n = lp_ctxcount_all(cc, out);
+
+    if (n > 1)
+        qsort(*out, (size_t)n, sizeof **out, entry_cmp);
+    return n;
 }
 
 /* ---- the unsymbolized writer ---------------------------------------------- */

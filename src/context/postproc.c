@@ -192,16 +192,22 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
 
 /* Summary, thresholds, pre-inliner; the trie back to p. */
 static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                      const lp_ctxcount *cc, const lp_cs_opts *o, lp_profile *p,
+                      cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
                       uint64_t *hot, lp_error *err)
 {
+    cs_funcs *own = NULL;
     cs_trie st;
     lp_summary s;
     int rc = 0;
 
     cs_trie_init(&st);
-    if (o->preinliner && o->use_context_cost)
-        rc = cs_sizes_build(&st, bins, nbins, cc, t, o, err);
+    if (o->preinliner && o->use_context_cost) {
+        if (!funcs && !(funcs = own = cs_funcs_collect(bins, nbins, NULL, t, err)))
+            rc = -1;
+        if (rc == 0)
+            rc = cs_sizes_build(&st, bins, funcs, o, err);
+        cs_funcs_free(own);
+    }
     if (rc == 0)
         rc = cs_trie_summary(t, &s, err);
     if (rc == 0)
@@ -218,15 +224,15 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
 }
 
 int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                        const lp_ctxcount *cc, const lp_cs_opts *o,
-                        lp_profile *p, lp_error *err)
+                        cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
+                        lp_error *err)
 {
     bool merge = o->merge_cold_context != 0;
     uint64_t hot = 0;
 
     if (o->preinliner && o->merge_cold_context < 0)
         merge = false;
-    if (trie_stage(t, bins, nbins, cc, o, p, &hot, err))
+    if (trie_stage(t, bins, nbins, funcs, o, p, &hot, err))
         return -1;
     if (trim_merge(p, hot, o->trim_cold_profile, merge, o->max_cold_context_depth,
                    o->preinliner))
@@ -241,13 +247,19 @@ int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
                       const lp_ctxcount *cc, const lp_cs_opts *o,
                       lp_profile *p, lp_error *err)
 {
+    cs_funcs *funcs = NULL;
     cs_trie t;
-    int rc;
+    int rc = 0;
 
     cs_trie_init(&t);
-    rc = cs_trie_from_profile(&t, p) ? cs_oom(err) : 0;
+    if (cc && o->preinliner && o->use_context_cost &&
+        !(funcs = cs_funcs_collect(bins, nbins, cc, NULL, err)))
+        rc = -1;
+    if (rc == 0 && cs_trie_from_profile(&t, p))
+        rc = cs_oom(err);
     if (rc == 0)
-        rc = cs_postprocess_trie(&t, bins, nbins, cc, o, p, err);
+        rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, p, err);
+    cs_funcs_free(funcs);
     cs_trie_free(&t);
     return rc;
 }

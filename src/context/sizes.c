@@ -20,10 +20,13 @@ typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
     UT_hash_handle hh;
 } func_ent;
 
-typedef struct func_set {
+struct cs_funcs {               /* ProfiledFunctions */
     func_ent *head;
     int oom;
-} func_set;
+    const lp_func_range *last;  /* the last range found (and added) */
+    int last_bin;
+};
+typedef cs_funcs func_set;
 
 static void add_func(func_set *s, const lp_function *f, int bin)
 {
@@ -45,10 +48,16 @@ static void add_func(func_set *s, const lp_function *f, int bin)
 
 static void add_addr(func_set *s, lp_binary *b, int bin, uint64_t addr)
 {
-    const lp_func_range *r = lp_binary_func_range(b, addr);
+    const lp_func_range *r = s->last;
 
-    if (r)
-        add_func(s, r->func, bin);
+    if (!r || addr < r->start || addr >= r->end || s->last_bin != bin)
+        r = lp_binary_func_range(b, addr);
+    if (r) {
+        if (r != s->last)
+            add_func(s, r->func, bin);
+        s->last = r;
+        s->last_bin = bin;
+    }
 }
 
 /* collectFunctionsFromRawProfile */
@@ -57,7 +66,7 @@ static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbin
 {
     lp_ctx_entry **v = NULL;
     lp_addr_pair_count *r;
-    long n = lp_ctxcount_sorted(cc, &v), i, k, m;
+    long n = lp_ctxcount_all(cc, &v), i, k, m;
 
     if (n < 0)
         s->oom = 1;
@@ -104,22 +113,50 @@ static void funcs_from_trie(func_set *s, lp_binary *const *bins, size_t nbins,
     free(q);
 }
 
+typedef struct size_walk {      /* the previous instruction's size node */
+    const lp_frame *fr;
+    size_t n;
+    cs_node *node;
+} size_walk;
+
+/* Same inline context: the same functions and call sites, whatever the
+ * leaf line (the size trie keys the leaf at 0.0). */
+static bool same_context(const size_walk *w, const lp_frame *fr, size_t n)
+{
+    size_t i;
+
+    if (!w->node || n != w->n)
+        return false;
+    for (i = 0; i < n; i++) {
+        if (strcmp(fr[i].func, w->fr[i].func) != 0)
+            return false;
+        if (i + 1 < n && (fr[i].line_offset != w->fr[i].line_offset ||
+                          fr[i].discriminator != w->fr[i].discriminator))
+            return false;
+    }
+    return true;
+}
+
 /* addInstructionForContext: leaf first, callers at their call sites */
-static int add_inst(cs_trie *st, const lp_frame *fr, size_t n, uint32_t size)
+static int add_inst(cs_trie *st, size_walk *w, const lp_frame *fr, size_t n,
+                    uint32_t size)
 {
     cs_node *cur = &st->root;
     const cs_name *nm;
     size_t i;
 
-    for (i = n; i-- > 0;) {
-        lp_loc loc = i + 1 == n ? (lp_loc){0, 0}
-                                : (lp_loc){fr[i].line_offset, fr[i].discriminator};
-        if (!(nm = cs_intern(st, fr[i].func, strlen(fr[i].func))) ||
-            !(cur = cs_child_get(cur, loc, nm)))
-            return -1;
+    if (!same_context(w, fr, n)) {
+        for (i = n; i-- > 0;) {
+            lp_loc loc = i + 1 == n ? (lp_loc){0, 0}
+                                    : (lp_loc){fr[i].line_offset, fr[i].discriminator};
+            if (!(nm = cs_intern(st, fr[i].func, strlen(fr[i].func))) ||
+                !(cur = cs_child_get(cur, loc, nm)))
+                return -1;
+        }
+        *w = (size_walk){fr, n, cur};
     }
-    cur->size += size;
-    cur->has_size = true;
+    w->node->size += size;
+    w->node->has_size = true;
     return 0;
 }
 
@@ -129,6 +166,7 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
 {
     const lp_frame *fr;
     uint64_t ip = UINT64_MAX;
+    size_walk w = {NULL, 0, NULL};
     lp_inst in;
     size_t n;
     int k = lp_binary_inst_at_or_after(b, start, &ip, err);
@@ -142,7 +180,7 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     while (k == 1 && ip < end) {
         if (lp_binary_symbolize(b, ip, &fr, &n, err) || lp_binary_inst(b, ip, &in, err) < 0)
             return -1;
-        if (add_inst(st, fr, n, in.size))
+        if (add_inst(st, &w, fr, n, in.size))
             return cs_oom(err);
         k = lp_binary_next_inst(b, ip, &ip, err);
     }
@@ -156,30 +194,50 @@ static int sort_by_name(const func_ent *a, const func_ent *b)
     return c ? c : a->bin - b->bin;
 }
 
-int cs_sizes_build(cs_trie *st, lp_binary *const *bins, size_t nbins,
-                   const lp_ctxcount *cc, cs_trie *pt, const lp_cs_opts *o,
-                   lp_error *err)
+cs_funcs *cs_funcs_collect(lp_binary *const *bins, size_t nbins,
+                           const lp_ctxcount *cc, cs_trie *pt, lp_error *err)
 {
-    func_set s = {NULL, 0};
+    func_set *s = calloc(1, sizeof *s);
+
+    if (!s)
+        return cs_oom(err), NULL;
+    s->last_bin = -1;
+    if (cc)
+        funcs_from_counters(s, bins, nbins, cc);
+    else
+        funcs_from_trie(s, bins, nbins, pt);
+    if (s->oom) {
+        cs_funcs_free(s);
+        return cs_oom(err), NULL;
+    }
+    return s;
+}
+
+void cs_funcs_free(cs_funcs *s)
+{
     func_ent *e, *tmp;
+
+    if (!s)
+        return;
+    HASH_ITER(hh, s->head, e, tmp) {
+        HASH_DEL(s->head, e);
+        free(e);
+    }
+    free(s);
+}
+
+int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
+                   const lp_cs_opts *o, lp_error *err)
+{
+    func_ent *e;
     size_t k;
     int rc = 0;
 
-    if (cc)
-        funcs_from_counters(&s, bins, nbins, cc);
-    else
-        funcs_from_trie(&s, bins, nbins, pt);
-    if (s.oom)
-        rc = cs_oom(err);
-    HASH_SRT(hh, s.head, sort_by_name); /* only the warnings' order */
-    for (e = s.head; e && rc == 0; e = e->hh.next)
+    HASH_SRT(hh, s->head, sort_by_name); /* only the warnings' order */
+    for (e = s->head; e && rc == 0; e = e->hh.next)
         for (k = 0; k < e->f->nranges && rc == 0; k++)
             rc = range_sizes(st, bins[e->bin], e->f->ranges[k]->start,
                              e->f->ranges[k]->end, o, err);
-    HASH_ITER(hh, s.head, e, tmp) {
-        HASH_DEL(s.head, e);
-        free(e);
-    }
     return rc;
 }
 

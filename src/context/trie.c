@@ -458,24 +458,22 @@ int cs_trie_from_profile(cs_trie *t, lp_profile *p)
 
 int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err)
 {
-    lp_profile *flat = lp_profile_new();
-    cs_node **q = NULL;
-    lp_fsamples *e;
-    size_t n = 0, i;
-    int rc = flat && (q = cs_bfs(t, &n)) ? 0 : -1;
+    lp_fsamples **v;
+    cs_node **q;
+    size_t n, i, k = 0;
+    int rc;
 
-    for (i = 0; rc == 0 && i < n; i++) {
-        if (!q[i]->prof)
-            continue;
-        if (!(e = lp_profile_get(flat, q[i]->func->s, NULL)) ||
-            lp_fs_merge(e, &q[i]->prof->fs))
-            rc = -1;
+    if (!(q = cs_bfs(t, &n)))
+        return cs_oom(err);
+    if (!(v = malloc((n ? n : 1) * sizeof *v))) {
+        free(q);
+        return cs_oom(err);
     }
+    for (i = 0; i < n; i++)
+        if (q[i]->prof)
+            v[k++] = &q[i]->prof->fs;
+    rc = lp_summary_by_function(v, k, s, err);
+    free(v);
     free(q);
-    if (rc == 0)
-        rc = lp_profile_summary(flat, s, err);
-    else
-        cs_oom(err);
-    lp_profile_free(flat);
     return rc;
 }

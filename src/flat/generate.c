@@ -11,7 +11,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "lbr2prof/flat.h"
 
@@ -48,48 +47,16 @@ static int oom(lp_error *err)
 
 /* ---- disjoint ranges (findDisjointRanges) --------------------------------- */
 
-typedef struct bpoint {         /* a boundary point of the input ranges */
-    uint64_t addr;
-    uint64_t begin, end;        /* UINT64_MAX: none */
-    bool zero_begin, zero_end;
-    UT_hash_handle hh;
-} bpoint;
+typedef struct bevent {         /* a range's begin or end at an address */
+    uint64_t addr, count;
+    uint8_t end, zero;
+} bevent;
 
-static bpoint *point(bpoint **pts, uint64_t addr)
+static int bevent_cmp(const void *x, const void *y)
 {
-    bpoint *p;
+    const bevent *a = x, *b = y;
 
-    HASH_FIND(hh, *pts, &addr, sizeof addr, p);
-    if (p)
-        return p;
-    if (!(p = calloc(1, sizeof *p)))
-        return NULL;
-    p->addr = addr;
-    p->begin = p->end = UINT64_MAX;
-    HASH_ADD(hh, *pts, addr, sizeof addr, p);
-    return p;
-}
-
-static int add_range(bpoint **pts, uint64_t a, uint64_t b, uint64_t n)
-{
-    bpoint *pa, *pb;
-
-    if (a > b)
-        return 0; /* not a range; LLVM asserts */
-    if (!(pa = point(pts, a)) || !(pb = point(pts, b)))
-        return -1;
-    pa->begin = (pa->begin == UINT64_MAX ? 0 : pa->begin) + n;
-    pb->end = (pb->end == UINT64_MAX ? 0 : pb->end) + n;
-    if (n == 0) {
-        pa->zero_begin = true;
-        pb->zero_end = true;
-    }
-    return 0;
-}
-
-static int bpoint_cmp(const bpoint *x, const bpoint *y)
-{
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
 typedef struct djvec {
@@ -107,13 +74,65 @@ static int dj_set(djvec *d, uint64_t a, uint64_t b, uint64_t n)
         return 0;
     }
     if (d->n == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 256;
+        d->cap = d->cap ? d->cap * 2 : 64;
         if (!(nv = realloc(d->v, d->cap * sizeof *nv)))
             return -1;
         d->v = nv;
     }
     d->v[d->n++] = (lp_addr_pair_count){a, b, n};
     return 0;
+}
+
+typedef struct bpoint {         /* LLVM's BoundaryPoint of one address */
+    uint64_t begin, end;        /* UINT64_MAX: none */
+    bool zero_begin, zero_end;
+} bpoint;
+
+/* The boundary point of the events at e[i].addr; returns the next index. */
+static size_t gather(const bevent *e, size_t i, size_t n, bpoint *p)
+{
+    uint64_t addr = e[i].addr, *c;
+
+    *p = (bpoint){UINT64_MAX, UINT64_MAX, false, false};
+    for (; i < n && e[i].addr == addr; i++) {
+        c = e[i].end ? &p->end : &p->begin;
+        *c = (*c == UINT64_MAX ? 0 : *c) + e[i].count;
+        if (e[i].zero && e[i].end)
+            p->zero_end = true;
+        else if (e[i].zero)
+            p->zero_begin = true;
+    }
+    return i;
+}
+
+/* The boundary sweep over events sorted by address. */
+static int sweep(const bevent *e, size_t n, djvec *d)
+{
+    uint64_t begin = UINT64_MAX, count = 0, addr;
+    int zdepth = 0, rc = 0;
+    size_t i = 0;
+    bpoint p;
+
+    while (i < n && rc == 0) {
+        addr = e[i].addr;
+        i = gather(e, i, n, &p);
+        if (p.begin != UINT64_MAX) {
+            if (begin != UINT64_MAX)
+                rc |= dj_set(d, begin, addr - 1, count);
+            count += p.begin;
+            begin = addr;
+            zdepth += p.zero_begin;
+        }
+        if (p.end != UINT64_MAX) {
+            rc |= dj_set(d, begin, addr, count);
+            count -= p.end;
+            begin = addr + 1;
+            zdepth -= p.zero_end;
+            if (count == 0 && zdepth == 0)
+                begin = UINT64_MAX;
+        }
+    }
+    return rc;
 }
 
 static int pair_cmp(const void *x, const void *y)
@@ -125,67 +144,52 @@ static int pair_cmp(const void *x, const void *y)
     return p->b < q->b ? -1 : p->b > q->b;
 }
 
-static void free_points(bpoint *pts)
-{
-    bpoint *p, *t;
-
-    HASH_ITER(hh, pts, p, t) {
-        HASH_DEL(pts, p);
-        free(p);
-    }
-}
-
-static int disjoint(bpoint **pts, djvec *d)
-{
-    uint64_t begin = UINT64_MAX, count = 0;
-    int zdepth = 0, rc = 0;
-    bpoint *p;
-
-    HASH_SORT(*pts, bpoint_cmp);
-    for (p = *pts; p && rc == 0; p = p->hh.next) {
-        if (p->begin != UINT64_MAX) {
-            if (begin != UINT64_MAX)
-                rc |= dj_set(d, begin, p->addr - 1, count);
-            count += p->begin;
-            begin = p->addr;
-            zdepth += p->zero_begin;
-        }
-        if (p->end != UINT64_MAX) {
-            rc |= dj_set(d, begin, p->addr, count);
-            count -= p->end;
-            begin = p->addr + 1;
-            zdepth -= p->zero_end;
-            if (count == 0 && zdepth == 0)
-                begin = UINT64_MAX;
-        }
-    }
-    free_points(*pts);
-    *pts = NULL;
-    if (rc == 0 && d->n)
-        qsort(d->v, d->n, sizeof *d->v, pair_cmp);
-    return rc;
-}
-
 long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
                              lp_addr_pair_count **out)
 {
-    bpoint *pts = NULL;
+    bevent *e = malloc((n ? 2 * n : 1) * sizeof *e);
     djvec d = {0};
-    size_t i;
+    size_t i, k = 0;
+    int rc;
 
-    for (i = 0; i < n; i++)
-        if (add_range(&pts, r[i].a, r[i].b, r[i].count)) {
-            free_points(pts);
-            return -1;
-        }
-    if (disjoint(&pts, &d)) {
+    if (!e)
+        return -1;
+    for (i = 0; i < n; i++) {
+        if (r[i].a > r[i].b)
+            continue; /* not a range; LLVM asserts */
+        e[k++] = (bevent){r[i].a, r[i].count, 0, r[i].count == 0};
+        e[k++] = (bevent){r[i].b, r[i].count, 1, r[i].count == 0};
+    }
+    qsort(e, k, sizeof *e, bevent_cmp);
+    rc = sweep(e, k, &d);
+    free(e);
+    if (rc == 0 && d.n > 1)
+        qsort(d.v, d.n, sizeof *d.v, pair_cmp);
+    if (rc) {
         free(d.v);
         return -1;
     }
     *out = d.v ? d.v : malloc(1);
-    if (!*out)
-        return -1;
-    return (long)d.n;
+    return *out ? (long)d.n : -1;
+}
+
+typedef struct rvec {           /* ranges to cut */
+    lp_addr_pair_count *v;
+    size_t n, cap;
+} rvec;
+
+static int rv_add(rvec *r, uint64_t a, uint64_t b, uint64_t n)
+{
+    lp_addr_pair_count *nv;
+
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 256;
+        if (!(nv = realloc(r->v, r->cap * sizeof *nv)))
+            return -1;
+        r->v = nv;
+    }
+    r->v[r->n++] = (lp_addr_pair_count){a, b, n};
+    return 0;
 }
 
 /* preprocessRangeCounter: add zero ranges for the functions touched (or all
@@ -196,33 +200,35 @@ static int preprocess(lp_binary *bin, const lp_counters *c, bool all_funcs,
     lp_addr_pair_count *r = NULL;
     const lp_function *const *funcs;
     const lp_func_range *fr;
-    bpoint *pts = NULL;
-    long n = lp_counters_ranges(c, &r), i;
+    rvec all = {0};
+    long n = lp_counters_ranges(c, &r), i, nd;
     size_t nf, j, k;
     int rc = n < 0;
 
     for (i = 0; rc == 0 && i < n; i++)
-        rc = add_range(&pts, r[i].a, r[i].b, r[i].count);
+        rc = rv_add(&all, r[i].a, r[i].b, r[i].count);
     if (all_funcs) {
         nf = lp_binary_functions(bin, &funcs);
         for (j = 0; rc == 0 && j < nf; j++)
             for (k = 0; rc == 0 && k < funcs[j]->nranges; k++)
-                rc = add_range(&pts, funcs[j]->ranges[k]->start,
-                               funcs[j]->ranges[k]->end - 1, 0);
+                rc = rv_add(&all, funcs[j]->ranges[k]->start,
+                            funcs[j]->ranges[k]->end - 1, 0);
     } else {
         for (i = 0; rc == 0 && i < n; i++) {
             if (!(fr = lp_binary_func_range(bin, r[i].a)))
                 continue;
             for (k = 0; rc == 0 && k < fr->func->nranges; k++)
-                rc = add_range(&pts, fr->func->ranges[k]->start,
-                               fr->func->ranges[k]->end - 1, 0);
+                rc = rv_add(&all, fr->func->ranges[k]->start,
+                            fr->func->ranges[k]->end - 1, 0);
         }
     }
     free(r);
-    if (rc == 0)
-        rc = disjoint(&pts, out);
-    else
-        free_points(pts);
+    if (rc == 0) {
+        nd = lp_flat_disjoint_ranges(all.v, all.n, &out->v);
+        rc = nd < 0;
+        out->n = nd < 0 ? 0 : (size_t)nd;
+    }
+    free(all.v);
     return rc ? -1 : 0;
 }
 

@@ -233,6 +233,8 @@ const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc)
 }
 
 uint64_t lp_body_count(const lp_body_rec *b) { return b->count; }
+lp_loc lp_body_loc(const lp_body_rec *b) { return b->loc; }
+const lp_body_rec *lp_fs_body_at(const lp_fsamples *fs, size_t i) { return &fs->body[i]; }
 void lp_body_set_count(lp_body_rec *b, uint64_t c) { b->count = c; }
 void lp_body_add(lp_body_rec *b, uint64_t n) { b->count = lp_sat_add(b->count, n); }
 
@@ -617,6 +619,11 @@ uint64_t lp_fs_target_count(const lp_fsamples *fs, lp_loc loc,
 size_t lp_fs_nr_body(const lp_fsamples *fs)
 {
     return fs->nr_body;
+}
+
+size_t lp_fs_nr_callsites(const lp_fsamples *fs)
+{
+    return fs->nr_callsites;
 }
 
 uint64_t lp_fs_head_estimate(const lp_fsamples *fs, int cs)

@@ -7,6 +7,8 @@
  * flattened by function first, as LLVM's writers do; owns no I/O.
  */
 #include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
 
 #include "lbr2prof/profile.h"
 
@@ -104,28 +106,131 @@ static void detailed(lp_summary *s, count_vec *cv)
 
 static int summary_of(const lp_profile *p, lp_summary *s, lp_error *err);
 
+typedef struct fgroup {         /* the profiles of one function */
+    const char *name;
+    uint32_t id;
+    uint64_t head;
+    UT_hash_handle hh;
+} fgroup;
+
+typedef struct fcount {         /* one body count of one function */
+    uint32_t id;
+    lp_loc loc;
+    uint64_t count;
+} fcount;
+
+static int fcount_cmp(const void *a, const void *b)
+{
+    const fcount *x = a, *y = b;
+
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    if (x->loc.line != y->loc.line)
+        return x->loc.line < y->loc.line ? -1 : 1;
+    return x->loc.disc < y->loc.disc ? -1 : x->loc.disc > y->loc.disc;
+}
+
+static void free_groups(fgroup *g)
+{
+    fgroup *x, *t;
+
+    HASH_ITER(hh, g, x, t) {
+        HASH_DEL(g, x);
+        free(x);
+    }
+}
+
+/* Body counts of v, grouped by function; NULL on no memory. */
+static fcount *group_counts(lp_fsamples *const *v, size_t n, fgroup **groups,
+                            size_t *nc)
+{
+    size_t total = 0, i, k = 0;
+    fcount *c;
+    fgroup *g;
+    uint32_t ids = 0;
+
+    for (i = 0; i < n; i++)
+        total += lp_fs_nr_body(v[i]);
+    if (!(c = malloc((total ? total : 1) * sizeof *c)))
+        return NULL;
+    for (i = 0; i < n; i++) {
+        size_t nb, j;
+        HASH_FIND_STR(*groups, v[i]->name, g);
+        if (!g) {
+            if (!(g = calloc(1, sizeof *g)))
+                goto oom;
+            g->name = v[i]->name;
+            g->id = ids++;
+            HASH_ADD_KEYPTR(hh, *groups, g->name, strlen(g->name), g);
+        }
+        g->head = lp_sat_add(g->head, v[i]->head);
+        nb = lp_fs_nr_body(v[i]);
+        for (j = 0; j < nb; j++) {
+            const lp_body_rec *r = lp_fs_body_at(v[i], j);
+            c[k++] = (fcount){g->id, lp_body_loc(r), lp_body_count(r)};
+        }
+    }
+    qsort(c, k, sizeof *c, fcount_cmp);
+    *nc = k;
+    return c;
+oom:
+    free(c);
+    return NULL;
+}
+
+int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,
+                           lp_error *err)
+{
+    fgroup *groups = NULL, *g;
+    count_vec cv = {0};
+    size_t nc = 0, i, j;
+    fcount *c;
+    int rc = 0;
+
+    *s = (lp_summary){0};
+    for (i = 0; i < n; i++)
+        if (lp_fs_nr_callsites(v[i]))
+            return lp_error_set(err, LP_EUNSUPP, "profile summary: nested "
+                                "profiles in a flattened summary");
+    if (!(c = group_counts(v, n, &groups, &nc))) {
+        free_groups(groups);
+        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    }
+    for (i = 0; i < nc && rc == 0; i = j) {
+        uint64_t sum = c[i].count;
+        for (j = i + 1; j < nc && fcount_cmp(&c[i], &c[j]) == 0; j++)
+            sum = lp_sat_add(sum, c[j].count);
+        rc = add_count(s, &cv, sum);
+    }
+    for (g = groups; g; g = g->hh.next) {
+        s->num_functions++;
+        if (g->head > s->max_function_count)
+            s->max_function_count = g->head;
+    }
+    if (rc == 0)
+        detailed(s, &cv);
+    free(c);
+    free(cv.v);
+    free_groups(groups);
+    if (rc)
+        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    return 0;
+}
+
 /* ProfileConverter::flattenProfile(..., ProfileIsCS = true): contexts
  * merged by function, as SampleProfileSummaryBuilder does for CS maps */
 int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err)
 {
-    lp_profile *flat;
-    lp_fsamples **all = NULL, *e;
-    size_t n, i;
-    int rc = 0;
+    lp_fsamples **all = NULL;
+    size_t n;
+    int rc;
 
     if (!p->is_cs)
         return summary_of(p, s, err);
-    if (!(flat = lp_profile_new()) || (n = lp_profile_all(p, &all)) == (size_t)-1) {
-        lp_profile_free(flat);
+    if ((n = lp_profile_all(p, &all)) == (size_t)-1)
         return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
-    }
-    for (i = 0; i < n && rc == 0; i++)
-        if (!(e = lp_profile_get(flat, all[i]->name, NULL)) || lp_fs_merge(e, all[i]))
-            rc = lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    rc = lp_summary_by_function(all, n, s, err);
     free(all);
-    if (rc == 0)
-        rc = summary_of(flat, s, err);
-    lp_profile_free(flat);
     return rc;
 }
 
