@@ -112,7 +112,8 @@ static void finish_edges(pcg_node *n, uint64_t threshold, bool sum, bool trim)
 {
     size_t i, k = 0;
 
-    qsort(n->edges, n->nedges, sizeof *n->edges, edge_cmp);
+    if (n->nedges > 1)
+        qsort(n->edges, n->nedges, sizeof *n->edges, edge_cmp);
     for (i = 0; i < n->nedges; i++) {
         if (k && n->edges[k - 1].dst == n->edges[i].dst) {
             pcg_edge *e = &n->edges[k - 1];
@@ -171,7 +172,8 @@ static int pcg_build(pcg *g, pre *P)
         if (add_edge(&g->root, n, 0))
             return -1;
     }
-    qsort(g->root.edges, g->root.nedges, sizeof *g->root.edges, edge_cmp);
+    if (g->root.nedges > 1)
+        qsort(g->root.edges, g->root.nedges, sizeof *g->root.edges, edge_cmp);
     return 0;
 oom:
     free(q);
