@@ -155,6 +155,9 @@ size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out);
 /* Every top-level profile, unsorted (iteration helper). */
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out);
 
+/* Give back the spare capacity of fs's body records (fs itself). */
+void lp_fs_shrink(lp_fsamples *fs);
+
 /* Set every body record of fs itself to max(count, sum of call targets)
  * (llvm 19 updateCallsiteSamples: inlinee bodies are observed unchanged). */
 void lp_fs_update_callsite_samples(lp_fsamples *fs);

@@ -300,6 +300,7 @@ static int update(cs_trie *t, bool update_total, lp_error *err)
         if (update_total)
             lp_fs_update_total_samples(&q[i]->prof->fs);
         lp_fs_update_callsite_samples(&q[i]->prof->fs);
+        lp_fs_shrink(&q[i]->prof->fs);
     }
     free(q);
     return 0;

@@ -154,6 +154,21 @@ static void swap_entries(lp_profile *a, lp_profile *b)
     b->nr_funcs = n;
 }
 
+/* convertCSProfiles straight from the trie (no context keys made): the
+ * same frame trie ProfileConverter would build from them */
+static int nest_trie(cs_trie *t, lp_profile *p, bool merged_base)
+{
+    lp_profile *out = lp_profile_new();
+    int rc = out ? convert(&t->root, out, merged_base) : -1;
+
+    if (rc == 0) {
+        swap_entries(p, out);
+        p->is_cs = 0;
+    }
+    lp_profile_free(out);
+    return rc;
+}
+
 static int nest(lp_profile *p, bool merged_base)
 {
     lp_profile *out = lp_profile_new();
@@ -190,10 +205,11 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
     return lp_flat_density(p, &fo, err);
 }
 
-/* Summary, thresholds, pre-inliner; the trie back to p. */
+/* Summary, thresholds, pre-inliner; the trie back to p (unless direct:
+ * then the trie is left for nest_trie). */
 static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
-                      uint64_t *hot, lp_error *err)
+                      uint64_t *hot, bool direct, lp_error *err)
 {
     cs_funcs *own = NULL;
     cs_trie st;
@@ -217,7 +233,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         rc = cs_preinline(t, &st, &s, o, err);
         p->is_preinlined = 1;
     }
-    if (rc == 0 && cs_trie_to_profile(t, p))
+    if (rc == 0 && !direct && cs_trie_to_profile(t, p))
         rc = cs_oom(err);
     cs_trie_free(&st);
     return rc;
@@ -227,18 +243,25 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                         cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
                         lp_error *err)
 {
-    bool merge = o->merge_cold_context != 0;
+    bool merge = o->merge_cold_context != 0, direct;
     uint64_t hot = 0;
 
     if (o->preinliner && o->merge_cold_context < 0)
         merge = false;
-    if (trie_stage(t, bins, nbins, funcs, o, p, &hot, err))
+    /* nothing between the trie and the nesting: nest the trie itself */
+    direct = o->gen_nested && !merge && !o->trim_cold_profile;
+    if (trie_stage(t, bins, nbins, funcs, o, p, &hot, direct, err))
         return -1;
-    if (trim_merge(p, hot, o->trim_cold_profile, merge, o->max_cold_context_depth,
-                   o->preinliner))
-        return cs_oom(err);
-    if (o->gen_nested && nest(p, o->merged_base_profiles))
-        return cs_oom(err);
+    if (direct) {
+        if (nest_trie(t, p, o->merged_base_profiles))
+            return cs_oom(err);
+    } else {
+        if (trim_merge(p, hot, o->trim_cold_profile, merge,
+                       o->max_cold_context_depth, o->preinliner))
+            return cs_oom(err);
+        if (o->gen_nested && nest(p, o->merged_base_profiles))
+            return cs_oom(err);
+    }
     lp_flat_filter_ambiguous(p);
     return density(p, o, err);
 }

@@ -203,12 +203,13 @@ cs_node **cs_kids_copy(cs_node *n, size_t *cnt)
 
 void cs_node_free(cs_node *n)
 {
-    cs_node *c, *tmp;
+    cs_node *c, *next;
 
-    HASH_ITER(hh, n->kid_index, c, tmp) {
-        HASH_DEL(n->kid_index, c);
+    for (c = n->kid_index; c; c = next) {
+        next = c->hh.next;
         cs_node_free(c);
     }
+    HASH_CLEAR(hh, n->kid_index);
     if (n->prof && n->prof->node == n)
         n->prof->node = NULL; /* profiles may be shared by node copies */
     free(n);
@@ -252,14 +253,15 @@ cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first)
 
 void cs_trie_free(cs_trie *t)
 {
-    cs_node *c, *tmp;
+    cs_node *c, *next;
     cs_name *nm, *nt;
     cs_prof *p, *pn;
 
-    HASH_ITER(hh, t->root.kid_index, c, tmp) {
-        HASH_DEL(t->root.kid_index, c);
+    for (c = t->root.kid_index; c; c = next) {
+        next = c->hh.next;
         cs_node_free(c);
     }
+    HASH_CLEAR(hh, t->root.kid_index);
     for (p = t->profs; p; p = pn) {
         pn = p->next;
         lp_fs_clear(&p->fs);

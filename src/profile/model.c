@@ -473,6 +473,17 @@ size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 
 /* ---- fix-ups ------------------------------------------------------------ */
 
+void lp_fs_shrink(lp_fsamples *fs)
+{
+    lp_body_rec *nv;
+
+    if (fs->nr_body && fs->nr_body < fs->body_cap &&
+        (nv = realloc(fs->body, fs->nr_body * sizeof *nv))) {
+        fs->body = nv;
+        fs->body_cap = fs->nr_body;
+    }
+}
+
 void lp_fs_update_callsite_samples(lp_fsamples *fs)
 {
     uint64_t s;
