@@ -203,13 +203,13 @@ cs_node **cs_kids_copy(cs_node *n, size_t *cnt)
 
 void cs_node_free(cs_node *n)
 {
-    cs_node *c, *next;
+    cs_node *c = n->kid_index, *next;
 
-    for (c = n->kid_index; c; c = next) {
+    HASH_CLEAR(hh, n->kid_index); /* the table only: the list stays */
+    for (; c; c = next) {
         next = c->hh.next;
         cs_node_free(c);
     }
-    HASH_CLEAR(hh, n->kid_index);
     if (n->prof && n->prof->node == n)
         n->prof->node = NULL; /* profiles may be shared by node copies */
     free(n);
@@ -253,15 +253,15 @@ cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first)
 
 void cs_trie_free(cs_trie *t)
 {
-    cs_node *c, *next;
+    cs_node *c = t->root.kid_index, *next;
     cs_name *nm, *nt;
     cs_prof *p, *pn;
 
-    for (c = t->root.kid_index; c; c = next) {
+    HASH_CLEAR(hh, t->root.kid_index); /* the table only: the list stays */
+    for (; c; c = next) {
         next = c->hh.next;
         cs_node_free(c);
     }
-    HASH_CLEAR(hh, t->root.kid_index);
     for (p = t->profs; p; p = pn) {
         pn = p->next;
         lp_fs_clear(&p->fs);
