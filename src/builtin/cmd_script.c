@@ -6,6 +6,8 @@
  * (--show-task-events) records. Callchain entries in a file-backed user
  * mapping print as file offsets like perf 6.1 (--raw-addresses: absolute).
  * LP_BUILTIN(script, cmd_script, "print samples as perf script -F comm,pid,tid,time,ip,brstack does")
+ * --format=symbolicate-v5 prints the samples as a Symbolication API v5
+ * request instead (src/symbolicate/perfreq.c does the work).
  *
  * Owns the output format and perf's field rules only; reading is the
  * reader's job, process state the machine's.
@@ -19,6 +21,7 @@
 #include "cli/builtin.h"
 #include "lbr2prof/machine.h"
 #include "lbr2prof/reader.h"
+#include "lbr2prof/symbolicate.h"
 
 enum sc_field {
     F_COMM = 1u << 0,
@@ -35,16 +38,22 @@ enum sc_field {
 #define SC_TYPE_OTHER 7
 #define SC_MAX_STACK 127 /* perf script's default scripting_max_stack */
 
+#define SC_MAX_BINARIES 64
+
 typedef struct sc_opts {
     unsigned fields;
     int show_mmap, show_task, raw_addr;
     const char *input;
+    int v5;                         /* --format=symbolicate-v5 */
+    lp_sym_perf_opts v5o;
+    const char *binaries[SC_MAX_BINARIES];
 } sc_opts;
 
 typedef struct sc_state {
     const sc_opts *o;
     lp_reader *r;
     lp_machine *m;
+    lp_sym_perf *v5;                /* --format=symbolicate-v5 */
     FILE *out;
     int type_checked[SC_NR_TYPES];
     unsigned type_fields[SC_NR_TYPES];
@@ -380,6 +389,8 @@ static int handle(sc_state *s, const lp_event *ev, lp_error *err)
         print_task(s, ev); /* perf prints EXIT before processing it */
     if (lp_machine_process_event(s->m, ev, err) < 0)
         return -1;
+    if (s->v5)
+        return ev->kind == LP_EV_SAMPLE ? lp_sym_perf_sample(s->v5, s->m, ev, err) : 0;
     switch (ev->kind) {
     case LP_EV_SAMPLE: print_sample(s, ev); break;
     case LP_EV_MMAP:
@@ -411,7 +422,11 @@ static void usage(FILE *o)
             "      --show-mmap-events  print MMAP/MMAP2 records\n"
             "      --show-task-events  print COMM/FORK/EXIT records\n"
             "      --raw-addresses   print callchain addresses absolute, not\n"
-            "                        relative to their mapping\n");
+            "                        relative to their mapping\n"
+            "      --format=symbolicate-v5  print a Symbolication API v5 request\n"
+            "                        (one job per process, one stack per sample)\n"
+            "      --binary ELF      v5: ELF standing in for a mapped file\n"
+            "      --adjust MODE     v5: all_but_first (default), all, none\n");
 }
 
 static int parse_fields(const char *list, unsigned *out)
@@ -445,12 +460,19 @@ static int parse_args(int argc, char **argv, sc_opts *o)
         {"show-mmap-events", no_argument, NULL, 'm'},
         {"show-task-events", no_argument, NULL, 't'},
         {"raw-addresses", no_argument, NULL, 'r'},
+        {"format", required_argument, NULL, 'o'},
+        {"binary", required_argument, NULL, 'b'},
+        {"adjust", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
 
     memset(o, 0, sizeof *o);
+    o->v5o.pid = -1;
+    o->v5o.adjust = 1;
+    o->v5o.mode = LP_ADJUST_ALL_BUT_FIRST; /* perf: frame 0 is the IP */
+    o->v5o.binaries = o->binaries;
     o->fields = F_COMM | F_PID | F_TID | F_TIME | F_IP | F_BRSTACK;
     optind = 1;
     while ((c = getopt_long(argc, argv, "F:i:h", longopts, NULL)) != -1) {
@@ -465,6 +487,23 @@ static int parse_args(int argc, char **argv, sc_opts *o)
         case 'm': o->show_mmap = 1; break;
         case 't': o->show_task = 1; break;
         case 'r': o->raw_addr = 1; break;
+        case 'o':
+            if (strcmp(optarg, "symbolicate-v5") && strcmp(optarg, "perf"))
+                return lp_cli_usage_error("script", "unknown format '%s' "
+                                          "(perf, symbolicate-v5)", optarg);
+            o->v5 = !strcmp(optarg, "symbolicate-v5");
+            break;
+        case 'b':
+            if (o->v5o.nbinaries == SC_MAX_BINARIES)
+                return lp_cli_usage_error("script", "too many --binary");
+            o->binaries[o->v5o.nbinaries++] = optarg;
+            break;
+        case 'a':
+            if (lp_adjust_mode_parse(optarg, &o->v5o.mode) < 0)
+                return lp_cli_usage_error("script", "bad --adjust '%s' (auto, "
+                                          "all, all_but_first, none)", optarg);
+            o->v5o.adjust = o->v5o.mode != LP_ADJUST_NONE;
+            break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return 2;
         }
@@ -476,6 +515,23 @@ static int parse_args(int argc, char **argv, sc_opts *o)
                                   argv[optind]);
     if (!o->input)
         o->input = "perf.data"; /* perf's default */
+    return 0;
+}
+
+/* --format=symbolicate-v5: the request, and a warning per file whose
+ * frames had to be left without a module. */
+static int v5_finish(sc_state *s, lp_error *err)
+{
+    const char **names;
+    size_t n, i;
+
+    if (lp_sym_perf_write(s->v5, s->out, err) < 0)
+        return -1;
+    n = lp_sym_perf_unreadable(s->v5, &names);
+    for (i = 0; i < n; i++)
+        fprintf(stderr, "lbr2prof script: warning: cannot read %s: its frames "
+                        "are [-1, address] (pass --binary)\n", names[i]);
+    free(names);
     return 0;
 }
 
@@ -497,9 +553,15 @@ static int run(sc_state *s, lp_error *err)
     s->m = lp_machine_new(LP_MACHINE_KEEP_MAPS_ON_EXEC, err);
     if (!s->m)
         return -1;
+    if (s->o->v5 && (!(s->v5 = lp_sym_perf_new(&s->o->v5o, err)) ||
+                     lp_machine_add_build_ids(s->m, lp_reader_info(s->r)->build_ids,
+                                              lp_reader_info(s->r)->nr_build_ids, err)))
+        return -1;
     while ((r = lp_reader_next(s->r, &ev, err)) == 1)
         if (handle(s, ev, err) < 0)
             return -1;
+    if (r == 0 && s->v5)
+        return v5_finish(s, err);
     return r;
 }
 
@@ -521,6 +583,7 @@ int cmd_script(int argc, char **argv)
     r = run(&s, &err);
     fflush(stdout);
     lp_machine_free(s.m);
+    lp_sym_perf_free(s.v5);
     if (s.r)
         lp_reader_close(s.r);
     if (r < 0)
