@@ -33,7 +33,7 @@ typedef struct rp_args {
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: lbr2prof report [options] PERF.DATA|PROFILE\n"
+        "usage: lbr2prof report [options] PERF.DATA|PROFILE   (PERF.DATA may be '-')\n"
         "  PERF.DATA: perf.data or perf script text; the samples' callchains\n"
         "  are symbolized (leaf = sampled IP). PROFILE: an LLVM text sample\n"
         "  profile, flat or context-sensitive.\n"
@@ -199,6 +199,8 @@ static lp_report *build(const rp_args *a, lp_error *err)
 {
     lp_report_input_kind kind = LP_RIN_PERF_SCRIPT;
 
+    if (!strcmp(a->input, "-")) /* a stream: perf.data pipe or perf script */
+        return from_perf(a, a->force_text, err);
     if (!a->force_text && lp_report_detect(a->input, &kind, err))
         return NULL;
     switch (kind) {

@@ -267,6 +267,41 @@ PY
 grep -q '^Sample quality' work.txt
 grep -q '  run  \[.*work.c:[0-9]*\]$' work.txt
 
+# 3b. Every perf.data of the corpus (perf 3.2 to 6.8, file and pipe mode,
+#     several architectures): valid JSON with consistent totals and folded
+#     counts; a pipe-mode file also from standard input, same bytes; the
+#     deliberately corrupted one is refused with status 2.
+for f in "$TOP"/tests/data/perf-corpus/perf.data.*; do
+    b=$(basename "$f")
+    case $b in
+    *corrupted*)
+        if "$LBR2PROF" report "$f" > /dev/null 2> corrupt.err; then exit 1; else st=$?; fi
+        [ $st -eq 2 ] && grep -q 'offset 0x' corrupt.err || { echo "$b: status $st"; exit 1; }
+        continue ;;
+    esac
+    "$LBR2PROF" report "$f" --format=json -o "corpus.$b.json"
+    "$LBR2PROF" report "$f" --format=folded -o "corpus.$b.folded"
+done
+"$LBR2PROF" report - --format=json < "$TOP/tests/data/perf-corpus/perf.data.piped.target-3.8" > stdin.json
+"$PY" - "$SCHEMA" <<'PY'
+import sys, glob, json
+sys.path.insert(0, ".")
+from check import check_json, read_folded
+n = 0
+for js in sorted(glob.glob("corpus.*.json")):
+    doc = check_json(js, sys.argv[1])
+    folded = read_folded(js[:-5] + ".folded")
+    assert sum(folded.values()) == doc["total"], js
+    q = doc["quality"]
+    assert q["used"] + q["dropped"] == q["samples"] and doc["total"] == q["used"], (js, q)
+    n += 1
+a = json.load(open("corpus.perf.data.piped.target-3.8.json"))
+b = json.load(open("stdin.json"))
+a["input"]["path"] = b["input"]["path"] = None
+assert a == b, "stdin differs"
+print("ok corpus: %d files" % n)
+PY
+
 # 4. Errors.
 if "$LBR2PROF" report /nonexistent/perf.data 2> miss.err; then exit 1; fi
 grep -q '/nonexistent/perf.data' miss.err
