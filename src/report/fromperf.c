@@ -310,6 +310,8 @@ static int collect_addrs(pf_state *s, const lp_event *ev, bool *truncated)
                 mode = LP_CPUMODE_KERNEL;
             else if (a == LP_CONTEXT_USER)
                 mode = LP_CPUMODE_USER;
+            else if (a == LP_CONTEXT_HV)
+                mode = LP_CPUMODE_HV;
             else {
                 *truncated = true;
                 break;

@@ -343,7 +343,8 @@ static int finish_node(rp_node *n)
     }
     if (rc)
         return -1;
-    qsort(n->n.children, n->n.nchildren, sizeof *n->n.children, node_cmp);
+    if (n->n.nchildren)
+        qsort(n->n.children, n->n.nchildren, sizeof *n->n.children, node_cmp);
     if (f && --f->active == 0)
         f->f.total = lp_sat_add(f->f.total, n->n.total);
     return 0;
