@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "cli/builtin.h"
+#include "lbr2prof/flat.h"
 #include "lbr2prof/outfile.h"
+#include "lbr2prof/reader.h"
 #include "lbr2prof/report.h"
 
 #define MAX_BINARIES 64
@@ -27,7 +29,7 @@ typedef struct rp_args {
     size_t ndebug_dirs;
     lp_report_write_opts wo;
     int64_t pid;
-    int force_text, no_search;
+    int force_text, no_search, lbr;
 } rp_args;
 
 static void usage(FILE *f)
@@ -47,6 +49,8 @@ static void usage(FILE *f)
         "                      in DIR/.build-id/ (repeatable; default\n"
         "                      /usr/lib/debug)\n"
         "  --pid=N             perf.data: only samples of process N\n"
+        "  --lbr               perf.data: the flat LBR profile of --binary (as\n"
+        "                      `lbr2prof profile --ignore-stack-samples`)\n"
         "  --perfscript        the input is perf script text\n"
         "  --top=N             text: rows per table (default 20)\n"
         "  --no-demangle       keep C++ linkage names\n"
@@ -73,6 +77,7 @@ static int parse_args(int argc, char **argv, rp_args *a)
         {"debug-dir", required_argument, NULL, 'g'},
         {"pid", required_argument, NULL, 'p'},
         {"perfscript", no_argument, NULL, 'P'},
+        {"lbr", no_argument, NULL, 'L'},
         {"top", required_argument, NULL, 't'},
         {"no-demangle", no_argument, NULL, 'D'},
         {"width", required_argument, NULL, 'w'},
@@ -115,6 +120,7 @@ static int parse_args(int argc, char **argv, rp_args *a)
             a->pid = v;
             break;
         case 'P': a->force_text = 1; break;
+        case 'L': a->lbr = 1; break;
         case 't':
             if (parse_num(optarg, 1, &v))
                 return lp_cli_usage_error("report", "bad --top '%s'", optarg);
@@ -195,12 +201,98 @@ static lp_report *from_perf(const rp_args *a, int text, lp_error *err)
     return lp_report_from_perf(a->input, &po, err);
 }
 
+static void print_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "warning: %s\n", msg);
+}
+
+/* Samples into the LBR aggregator, counting them for the quality table. */
+static int feed_lbr(const rp_args *a, int text, lp_lbr_agg *agg,
+                    lp_report_quality *q, lp_error *err)
+{
+    lp_reader_opts ro = {LP_ORDER_TIME, text, 1};
+    const lp_event *ev;
+    const lp_sample *s;
+    lp_reader *rd = strcmp(a->input, "-") ? lp_reader_open(a->input, &ro, err)
+                                           : lp_reader_open_stream(stdin, "-", &ro, err);
+    int k;
+
+    if (!rd)
+        return -1;
+    while ((k = lp_reader_next(rd, &ev, err)) == 1) {
+        s = &ev->u.sample;
+        if (ev->kind == LP_EV_MMAP)
+            k = lp_lbr_agg_mmap(agg, &ev->u.mmap, err);
+        else if (ev->kind != LP_EV_SAMPLE || (a->pid >= 0 &&
+                 (s->sample_type & LP_SAMPLE_TID) && s->pid != a->pid))
+            continue;
+        else if ((q->samples += s->repeat ? s->repeat : 1), s->callchain_nr)
+            k = lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
+                                        s->branches, s->branch_nr,
+                                        s->repeat ? s->repeat : 1, err);
+        else
+            k = lp_lbr_agg_sample(agg, s->branches, s->branch_nr,
+                                  s->repeat ? s->repeat : 1, err);
+        if (k < 0)
+            break;
+    }
+    q->lost = lp_reader_stats_get(rd)->lost_events +
+              lp_reader_stats_get(rd)->lost_samples;
+    lp_reader_close(rd);
+    return k < 0 ? -1 : 0;
+}
+
+/* --lbr: the flat LBR pipeline (what `lbr2prof profile
+ * --ignore-stack-samples` computes), then the same hook the CS pipeline
+ * will use: profile + quality counts -> lp_report_from_profile. */
+static lp_report *from_lbr(const rp_args *a, int text, lp_error *err)
+{
+    lp_binary_opts bo = {a->debug_binary, NULL, -1, 0};
+    lp_lbr_agg_opts ao = {print_warning, NULL, false, a->pid, false, false, 0};
+    lp_report_source src = {a->input, "perf-lbr-flat", a->binaries, 1};
+    lp_report_quality q;
+    const lp_counters *c;
+    lp_flat_opts fo;
+    lp_binary *bin = NULL;
+    lp_lbr_agg *agg = NULL;
+    lp_profile *p = NULL;
+    lp_report *r = NULL;
+
+    memset(&q, 0, sizeof q);
+    q.present = 1;
+    lp_flat_opts_default(&fo);
+    fo.warn = print_warning;
+    if (a->nbinaries != 1) {
+        lp_error_set(err, LP_EUSAGE, "report --lbr: give the profiled binary "
+                     "with one --binary");
+        return NULL;
+    }
+    if ((bin = lp_binary_open(a->binaries[0], &bo, err)) &&
+        (agg = lp_lbr_agg_new(bin, &ao, err)) && feed_lbr(a, text, agg, &q, err) == 0 &&
+        (c = lp_lbr_agg_finish(agg, err)) && (p = lp_profile_new()) &&
+        lp_flat_generate(bin, c, &fo, p, err) == 0 &&
+        lp_flat_postprocess(p, &fo, err) == 0) {
+        q.used = lp_lbr_agg_nr_samples(agg);
+        q.dropped = q.samples > q.used ? q.samples - q.used : 0;
+        q.contextless = q.used; /* a flat profile has no calling context */
+        r = lp_report_from_profile(p, bin, &q, &src, err);
+    } else if (bin && agg && !p && !err->msg[0]) {
+        lp_error_set(err, LP_ENOMEM, "report: out of memory");
+    }
+    lp_profile_free(p);
+    lp_lbr_agg_free(agg);
+    lp_binary_close(bin);
+    return r;
+}
+
 static lp_report *build(const rp_args *a, lp_error *err)
 {
     lp_report_input_kind kind = LP_RIN_PERF_SCRIPT;
 
     if (!strcmp(a->input, "-")) /* a stream: perf.data pipe or perf script */
-        return from_perf(a, a->force_text, err);
+        return a->lbr ? from_lbr(a, a->force_text, err)
+                      : from_perf(a, a->force_text, err);
     if (!a->force_text && lp_report_detect(a->input, &kind, err))
         return NULL;
     switch (kind) {
@@ -214,9 +306,9 @@ static lp_report *build(const rp_args *a, lp_error *err)
                      a->input);
         return NULL;
     case LP_RIN_PERF_DATA:
-        return from_perf(a, 0, err);
     case LP_RIN_PERF_SCRIPT:
-        return from_perf(a, 1, err);
+        return a->lbr ? from_lbr(a, kind == LP_RIN_PERF_SCRIPT, err)
+                      : from_perf(a, kind == LP_RIN_PERF_SCRIPT, err);
     }
     return NULL;
 }

@@ -12,7 +12,8 @@
 #   3. A perf.data from `lbr2prof record --simulate` of a program compiled
 #      now: the stacks of symbols equal `perf script`'s (perf 6.1), and the
 #      inline chains at the leaf equal llvm-symbolizer-19 --inlines; the
-#      sample-quality counts add up.
+#      sample-quality counts add up. --lbr (flat LBR pipeline) equals
+#      llvm-profgen-19's profile; every perf.data of the corpus reports.
 #   4. Errors: extbinary input (names the llvm-profdata command), missing
 #      file, bad format; -o leaves no file behind on failure.
 set -eu
@@ -266,6 +267,22 @@ print("ok perf.data: %d samples, %d in the program, %d stacks, %d leaf inline ch
 PY
 grep -q '^Sample quality' work.txt
 grep -q '  run  \[.*work.c:[0-9]*\]$' work.txt
+
+# 3a. --lbr: the flat LBR pipeline + lp_report_from_profile (the hook the
+#     CS pipeline will use). Its stacks equal those of llvm-profgen-19's
+#     profile of the same trace (perf script text, and a perf 3.3 perf.data).
+lbr_case() { # name, trace, binary
+    llvm-profgen-19 "--$4=$2" --binary="$3" --format=text -o "$1.ref.prof" 2> /dev/null
+    "$LBR2PROF" report --lbr --binary="$3" "$2" --no-demangle --format=folded -o "$1.folded" 2> /dev/null
+    "$LBR2PROF" report --lbr --binary="$3" "$2" --no-demangle --format=json -o "$1.json" 2> /dev/null
+    "$LBR2PROF" report --lbr --binary="$3" "$2" --no-demangle --format=speedscope -o "$1.ss.json" 2> /dev/null
+    "$PY" check.py "$1.ref.prof" "$1.folded" "$1.json" "$1.ss.json" "$SCHEMA"
+    "$PY" -c 'import json, sys; q = json.load(open(sys.argv[1]))["quality"]; assert q["used"] > 0 and q["contextless"] == q["used"] and q["used"] + q["dropped"] == q["samples"], q' "$1.json"
+}
+lbr_case lbr-text "$D/noprobe.perfscript" "$D/noprobe.perfbin" perfscript
+lbr_case lbr-data "$TOP/tests/data/autofdo/test.lbr" "$TOP/tests/data/autofdo/test.binary" perfdata
+if "$LBR2PROF" report --lbr "$D/noprobe.perfscript" 2> lbr.err; then exit 1; else st=$?; fi
+[ $st -eq 2 ] && grep -q 'one --binary' lbr.err
 
 # 3b. Every perf.data of the corpus (perf 3.2 to 6.8, file and pipe mode,
 #     several architectures): valid JSON with consistent totals and folded
