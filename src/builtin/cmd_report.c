@@ -214,6 +214,7 @@ static int feed_lbr(const rp_args *a, int text, lp_lbr_agg *agg,
     lp_reader_opts ro = {LP_ORDER_TIME, text, 1};
     const lp_event *ev;
     const lp_sample *s;
+    uint64_t n;
     lp_reader *rd = strcmp(a->input, "-") ? lp_reader_open(a->input, &ro, err)
                                            : lp_reader_open_stream(stdin, "-", &ro, err);
     int k;
@@ -222,18 +223,18 @@ static int feed_lbr(const rp_args *a, int text, lp_lbr_agg *agg,
         return -1;
     while ((k = lp_reader_next(rd, &ev, err)) == 1) {
         s = &ev->u.sample;
-        if (ev->kind == LP_EV_MMAP)
+        n = s->repeat ? s->repeat : 1;
+        if (ev->kind == LP_EV_MMAP) {
             k = lp_lbr_agg_mmap(agg, &ev->u.mmap, err);
-        else if (ev->kind != LP_EV_SAMPLE || (a->pid >= 0 &&
-                 (s->sample_type & LP_SAMPLE_TID) && s->pid != a->pid))
-            continue;
-        else if ((q->samples += s->repeat ? s->repeat : 1), s->callchain_nr)
-            k = lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
-                                        s->branches, s->branch_nr,
-                                        s->repeat ? s->repeat : 1, err);
-        else
-            k = lp_lbr_agg_sample(agg, s->branches, s->branch_nr,
-                                  s->repeat ? s->repeat : 1, err);
+        } else if (ev->kind == LP_EV_SAMPLE &&
+                   (a->pid < 0 || !(s->sample_type & LP_SAMPLE_TID) ||
+                    s->pid == a->pid)) {
+            q->samples += n;
+            k = s->callchain_nr
+                    ? lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
+                                              s->branches, s->branch_nr, n, err)
+                    : lp_lbr_agg_sample(agg, s->branches, s->branch_nr, n, err);
+        }
         if (k < 0)
             break;
     }
