@@ -229,6 +229,8 @@ typedef struct lp_leaf_stats {
     uint64_t by_state[LP_LEAF_NSTATES];
     uint64_t repaired;        /* a frame was inserted */
     uint64_t already_correct; /* recovered address == chain[1]: not inserted */
+    uint64_t equal_inserted;  /* == chain[1] but inserted anyway
+                                 (LP_LEAF_CHAIN_IS_FP_WALK: recursion) */
     uint64_t unrepaired;      /* missing caller, but no address (unknown
                                  offset, outside the dump, dead zone) */
 } lp_leaf_stats;
@@ -269,6 +271,49 @@ int lp_leaf_lbr_caller(const lp_leaf_info *info, uint64_t entry,
                        const lp_branch_entry *br, size_t nbr,
                        lp_leaf_branch_kind_fn kind, void *ctx,
                        uint64_t *call_site);
+
+/* ---- perf samples with user stacks (src/fpunwind/sample.c) --------------- */
+
+typedef struct lp_machine lp_machine;
+typedef struct lp_sample lp_sample;
+
+enum lp_fp_mode {
+    LP_FP_PLAIN = 1,     /* the kernel's walk, nothing checked */
+    LP_FP_VALIDATED = 2, /* lp_fpu_unwind_stack rules */
+    LP_FP_REPAIRED = 3,  /* validated, then the leaf's caller repaired */
+};
+
+typedef struct lp_fp_sampler_stats {
+    uint64_t walked;          /* samples with user regs + stack */
+    uint64_t no_user_stack;   /* samples without (chain left as recorded) */
+    uint64_t binaries_opened, binaries_failed;
+    uint64_t classify_errors; /* unreadable code: leaf taken as unknown */
+    lp_leaf_stats leaf;       /* LP_FP_REPAIRED only */
+} lp_fp_sampler_stats;
+
+/* Binaries (opened lazily by the path of the map holding the leaf, with
+ * symtab_functions so that code without DWARF is still analysed) and the
+ * analysis cache. Not thread-safe. */
+typedef struct lp_fp_sampler lp_fp_sampler;
+lp_fp_sampler *lp_fp_sampler_new(lp_error *err);
+void lp_fp_sampler_free(lp_fp_sampler *s);
+const lp_fp_sampler_stats *lp_fp_sampler_get_stats(const lp_fp_sampler *s);
+
+/* Classify a runtime user address of process pid (its map from m, the
+ * file opened on first use). An address outside any file-backed x86-64
+ * binary is LP_LEAF_UNKNOWN. 0, or -1 (lp_leaf_classify errors). */
+int lp_fp_sampler_classify(lp_fp_sampler *s, const lp_machine *m,
+                           uint32_t pid, uint64_t ip, lp_leaf_info *out,
+                           lp_error *err);
+
+/* The user callchain of a sample from its REGS_USER/STACK_USER (leaf
+ * first, runtime addresses, no context markers) into out[0..cap). Returns
+ * 1 (*n frames), 0 (no usable registers or stack: nothing written), -1
+ * (allocation failure). Unreadable code only disables the repair. */
+int lp_fp_sample_user_chain(lp_fp_sampler *s, const lp_machine *m,
+                            const lp_sample *sm, enum lp_fp_mode mode,
+                            uint64_t *out, size_t cap, size_t *n,
+                            lp_error *err);
 
 #ifdef __cplusplus
 }

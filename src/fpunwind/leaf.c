@@ -810,9 +810,9 @@ int lp_leaf_insert_caller(uint64_t *chain, size_t *n, size_t cap,
                           lp_leaf_stats *st)
 {
     size_t len = *n;
+    bool equal = len >= 2 && chain[1] == ret_addr;
 
-    if (len >= 2 && chain[1] == ret_addr &&
-        !(flags & LP_LEAF_CHAIN_IS_FP_WALK)) {
+    if (equal && !(flags & LP_LEAF_CHAIN_IS_FP_WALK)) {
         if (st)
             st->already_correct++;
         return 0;
@@ -827,8 +827,10 @@ int lp_leaf_insert_caller(uint64_t *chain, size_t *n, size_t cap,
     memmove(chain + 2, chain + 1, (len - 1) * sizeof *chain);
     chain[1] = ret_addr;
     *n = len + 1;
-    if (st)
+    if (st) {
         st->repaired++;
+        st->equal_inserted += equal;
+    }
     return 1;
 }
 
