@@ -334,6 +334,18 @@ static void set_frame(fstate *s, bool known, int32_t off)
     s->fp_off = off;
 }
 
+/* rsp moves by d; beyond +-1 GiB from the entry it is no longer tracked
+ * (no real frame is that big; keeps the arithmetic in range). */
+static void move_sp(fstate *s, int64_t d)
+{
+    int64_t v = (int64_t)s->sp + d;
+
+    if (v < -(1 << 30) || v > (1 << 30))
+        s->sp_known = 0;
+    else
+        s->sp = (int32_t)v;
+}
+
 /* pop %rbp (also the second half of leave): from the slot the caller's
  * rbp was pushed to, rbp is the caller's again, whatever it held. */
 static void pop_rbp(fstate *s)
@@ -345,39 +357,47 @@ static void pop_rbp(fstate *s)
     } else {
         clobber_fp(s);
     }
-    s->sp += 8;
+    move_sp(s, 8);
+}
+
+/* rsp = rbp + d (only meaningful with a frame). */
+static void sp_from_fp(fstate *s, int32_t d)
+{
+    s->sp_known = s->fp == FP_FRAME;
+    s->sp = s->fp_off;
+    move_sp(s, d);
+}
+
+static void push_rbp(fstate *s)
+{
+    if (s->fp == FP_CALLER && s->sp_known)
+        s->save_slot = s->sp - 8;
+    move_sp(s, -8);
 }
 
 static fstate step(const insn_eff *e, fstate s)
 {
     switch (e->kind) {
-    case EF_PUSH_RBP:
-        if (s.fp == FP_CALLER && s.sp_known)
-            s.save_slot = s.sp - 8;
-        s.sp -= 8;
-        break;
-    case EF_PUSH: s.sp -= e->imm; break;
-    case EF_POP: s.sp += e->imm; break;
+    case EF_PUSH_RBP: push_rbp(&s); break;
+    case EF_PUSH: move_sp(&s, -e->imm); break;
+    case EF_POP: move_sp(&s, e->imm); break;
     case EF_POP_RBP: pop_rbp(&s); break;
-    case EF_ADJ_SP: s.sp += e->imm; break;
+    case EF_ADJ_SP: move_sp(&s, e->imm); break;
     case EF_MOV_RBP_RSP: set_frame(&s, s.sp_known, s.sp); break;
-    case EF_LEA_RBP_RSP: set_frame(&s, s.sp_known, s.sp + e->imm); break;
-    case EF_MOV_RSP_RBP:
-    case EF_LEA_RSP_RBP:
-        s.sp_known = s.fp == FP_FRAME;
-        s.sp = s.fp_off + (e->kind == EF_LEA_RSP_RBP ? e->imm : 0);
+    case EF_LEA_RBP_RSP:
+        set_frame(&s, s.sp_known && e->imm >= -(1 << 20) && e->imm <= (1 << 20),
+                  s.sp + e->imm);
         break;
+    case EF_MOV_RSP_RBP: sp_from_fp(&s, 0); break;
+    case EF_LEA_RSP_RBP: sp_from_fp(&s, e->imm); break;
     case EF_LEAVE:
-        s.sp_known = s.fp == FP_FRAME;
-        s.sp = s.fp_off;
+        sp_from_fp(&s, 0);
         pop_rbp(&s);
         break;
     case EF_ENTER:
-        if (s.fp == FP_CALLER && s.sp_known)
-            s.save_slot = s.sp - 8;
-        s.sp -= 8;
+        push_rbp(&s);
         set_frame(&s, s.sp_known, s.sp);
-        s.sp -= e->imm;
+        move_sp(&s, -e->imm);
         break;
     case EF_WRITES:
         if (e->wflags & W_SP)

@@ -1126,6 +1126,59 @@ static void test_leaf_repair_lbr(void **state)
                                         &site), 0);
 }
 
+/* Garbage in the code (the fixture's functions overwritten with random
+ * bytes): every address classifies without a crash or an error. */
+static void test_leaf_garbage_code(void **state)
+{
+    fixture *f = fixture_open();
+    uint64_t lo, hi, a, off;
+    unsigned seed = 12345, round;
+    char src[128], dst[128];
+    lp_binary_opts o = {0};
+    lp_leaf_cache *c;
+    lp_error e;
+
+    (void)state;
+    if (!f)
+        skip();
+    lo = sym(f, "fib");
+    hi = sym(f, "plt_stub") + 11;
+    assert_int_equal(lp_binary_vaddr_to_offset(f->b, lo, &off), 0);
+    snprintf(src, sizeof src, "%s/fixture", scratch);
+    snprintf(dst, sizeof dst, "%s/garbage", scratch);
+    o.symtab_functions = 1;
+    for (round = 0; round < 20; round++) {
+        FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+        long pos = 0;
+        int ch;
+        lp_binary *b;
+        assert_true(in && out);
+        while ((ch = fgetc(in)) != EOF) {
+            if ((uint64_t)pos >= off && (uint64_t)pos < off + (hi - lo)) {
+                seed = seed * 1103515245u + 12345u;
+                /* rounds 0-9: all random; later: mostly push/pop/ret/jmp */
+                ch = round < 10 ? (int)(seed >> 16) & 0xff
+                                : "\x55\x5d\xc3\xc9\x48\x89\xe5\xeb\xe9\x74"[(seed >> 16) % 10];
+            }
+            fputc(ch, out);
+            pos++;
+        }
+        fclose(in);
+        fclose(out);
+        b = lp_binary_open(dst, &o, &e);
+        assert_non_null(b);
+        c = lp_leaf_cache_new(&e);
+        for (a = lo; a < hi; a++) {
+            lp_leaf_info li;
+            assert_int_equal(lp_leaf_classify_cached(c, b, a, &li, &e), 0);
+            assert_true(li.state < LP_LEAF_NSTATES);
+            assert_true(!li.ret_known || li.ret_offset < (1u << 31));
+        }
+        lp_leaf_cache_free(c);
+        lp_binary_close(b);
+    }
+}
+
 /* 003-8: arm64 leaves are not classified (the caller is in LR, which
  * needs --user-regs=lr): a clear LP_EUNSUPP, never a wrong answer. */
 static void test_leaf_arm64_unsupported(void **state)
@@ -1440,6 +1493,7 @@ int main(void)
         cmocka_unit_test(test_leaf_cache),
         cmocka_unit_test(test_leaf_repair_stack),
         cmocka_unit_test(test_leaf_repair_lbr),
+        cmocka_unit_test(test_leaf_garbage_code),
         cmocka_unit_test(test_leaf_arm64_unsupported),
         cmocka_unit_test(test_leaf_vs_cfi),
     };
