@@ -287,12 +287,16 @@ typedef struct lp_fp_sampler_stats {
     uint64_t walked;          /* samples with user regs + stack */
     uint64_t no_user_stack;   /* samples without (chain left as recorded) */
     uint64_t binaries_opened, binaries_failed;
+    uint64_t build_id_mismatch; /* leaves whose map's build-id is not the
+                                   file's: not classified */
     uint64_t classify_errors; /* unreadable code: leaf taken as unknown */
     lp_leaf_stats leaf;       /* LP_FP_REPAIRED only */
 } lp_fp_sampler_stats;
 
 /* Binaries (opened lazily by the path of the map holding the leaf, with
- * symtab_functions so that code without DWARF is still analysed) and the
+ * symtab_functions so that code without DWARF is still analysed; not used
+ * when the map carries a build-id, from MMAP2 or from the header through
+ * lp_machine_add_build_ids, that differs from the file's) and the
  * analysis cache. Not thread-safe. */
 typedef struct lp_fp_sampler lp_fp_sampler;
 lp_fp_sampler *lp_fp_sampler_new(lp_error *err);

@@ -574,8 +574,14 @@ static int run(sc_state *s, lp_error *err)
     s->m = lp_machine_new(LP_MACHINE_KEEP_MAPS_ON_EXEC, err);
     if (!s->m)
         return -1;
-    if (s->o->fp_mode && !(s->fps = lp_fp_sampler_new(err)))
-        return -1;
+    if (s->o->fp_mode) {
+        const lp_file_info *info = lp_reader_info(s->r);
+        /* build-ids let the repair refuse a file rebuilt since recording */
+        if (lp_machine_add_build_ids(s->m, info->build_ids,
+                                     info->nr_build_ids, err) < 0 ||
+            !(s->fps = lp_fp_sampler_new(err)))
+            return -1;
+    }
     while ((r = lp_reader_next(s->r, &ev, err)) == 1)
         if (handle(s, ev, err) < 0)
             return -1;
@@ -591,9 +597,9 @@ static void print_fp_stats(const lp_fp_sampler *fps)
     fprintf(stderr,
             "fp-callchain: %" PRIu64 " samples walked, %" PRIu64
             " without user stack; binaries %" PRIu64 " opened, %" PRIu64
-            " failed\n",
+            " failed; %" PRIu64 " leaves in a file whose build-id differs\n",
             t->walked, t->no_user_stack, t->binaries_opened,
-            t->binaries_failed);
+            t->binaries_failed, t->build_id_mismatch);
     if (!l->samples)
         return;
     fprintf(stderr, "fp-callchain: leaf");

@@ -66,8 +66,23 @@ const lp_fp_sampler_stats *lp_fp_sampler_get_stats(const lp_fp_sampler *s)
     return &s->st;
 }
 
+/* A build-id recorded for the map that is not the file's: the file on
+ * disk is not what ran (rebuilt since), its code would mislead. */
+static bool stale(lp_fp_sampler *s, const lp_map *mp, const lp_binary *b)
+{
+    const uint8_t *id;
+    size_t n = lp_binary_build_id(b, &id);
+
+    if (!mp->build_id_size || !n)
+        return false;
+    if (n == mp->build_id_size && memcmp(id, mp->build_id, n) == 0)
+        return false;
+    s->st.build_id_mismatch++;
+    return true;
+}
+
 /* The binary for a file-backed map, or NULL (anonymous, [vdso], cannot
- * be opened: remembered, tried once). */
+ * be opened: remembered, tried once; or not the file that ran). */
 static lp_binary *binary_for(lp_fp_sampler *s, const lp_map *mp)
 {
     lp_binary_opts o;
@@ -81,7 +96,7 @@ static lp_binary *binary_for(lp_fp_sampler *s, const lp_map *mp)
     n = strlen(mp->filename);
     HASH_FIND(hh, s->bins, mp->filename, n, f);
     if (f)
-        return f->b;
+        return f->b && !stale(s, mp, f->b) ? f->b : NULL;
     f = malloc(sizeof *f + n + 1);
     if (!f)
         return NULL;
@@ -95,7 +110,7 @@ static lp_binary *binary_for(lp_fp_sampler *s, const lp_map *mp)
     else
         s->st.binaries_opened++;
     HASH_ADD_KEYPTR(hh, s->bins, f->path, n, f);
-    return f->b;
+    return f->b && !stale(s, mp, f->b) ? f->b : NULL;
 }
 
 int lp_fp_sampler_classify(lp_fp_sampler *s, const lp_machine *m,

@@ -119,6 +119,18 @@ one tinycalls_clang clang-19 tinycalls 30000000
 one tinycalls_gcc gcc tinycalls 30000000
 one recursion_clang clang-19 recursion 37
 one qsort_gcc gcc qsort_cb 2000000
+# a binary rebuilt since the recording is refused by its build-id
+if [ -f tinycalls_clang.data ]; then
+    clang-19 -O1 -g -fno-omit-frame-pointer "$TOP/tests/workloads/tinycalls.c" -o tinycalls_clang
+    "$LBR2PROF" script -F time,ip --fp-callchain=repaired --fp-stats tinycalls_clang.data >/dev/null 2>stale.stats
+    walked=$(sed -n 's/^fp-callchain: \([0-9]*\) samples walked.*/\1/p' stale.stats)
+    refused=$(sed -n 's/.*; \([0-9]*\) leaves in a file whose build-id differs/\1/p' stale.stats)
+    if [ -n "$walked" ] && [ -n "$refused" ] && [ $((refused * 100)) -ge $((walked * 95)) ]; then
+        echo "rebuilt binary: $refused of $walked leaves refused by build-id"
+    else
+        echo "FAIL: a rebuilt binary was used for the repair:"; cat stale.stats; fails=$((fails + 1))
+    fi
+fi
 echo "entry/exit leaves over all programs: E0 $sum_e0, E1 $sum_e1, X0 $sum_x0"
 [ "$sum_e0" -gt 0 ] && [ "$sum_e1" -gt 0 ] && [ "$sum_x0" -gt 0 ] ||
     { echo "FAIL: the entry/exit cases did not occur"; fails=$((fails + 1)); }
