@@ -38,6 +38,13 @@
 #include "lbr2prof/fpunwind.h"
 #include "lbr2prof/reader.h"
 
+/* A real call frame: not inlined, not cloned into a renamed copy. */
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noinline, noclone))
+#endif
+
 static char scratch[64];
 /* The SIGSEGV / SIGBUS actions before anything here installed the guard. */
 static struct sigaction pre_segv, pre_bus;
@@ -372,7 +379,7 @@ static const char *self_name(const self_syms *s, uint64_t a)
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 /* Test 7: out[0] inside caller_fn, not in capture. */
-__attribute__((noinline, noclone)) static lp_fpu_result
+NOINLINE static lp_fpu_result
 caller_fn(uint64_t *out, size_t n)
 {
     lp_fpu_result r;
@@ -407,14 +414,14 @@ static void test_frame0_contract(void **state)
     lp_binary_close(s.b);
 }
 
-__attribute__((noinline, noclone)) static lp_fpu_result depth_2(uint64_t *out)
+NOINLINE static lp_fpu_result depth_2(uint64_t *out)
 {
     lp_fpu_result r = lp_fpu_capture(out, 1);
     KEEP_FRAME();
     return r;
 }
 
-__attribute__((noinline, noclone)) static lp_fpu_result depth_1(uint64_t *out)
+NOINLINE static lp_fpu_result depth_1(uint64_t *out)
 {
     lp_fpu_result r = depth_2(out);
     KEEP_FRAME();
@@ -434,7 +441,7 @@ static void test_truncation_real_stack(void **state)
     assert_true(r.truncated);
 }
 
-__attribute__((noinline, noclone)) static lp_fpu_result inner(uint64_t *out,
+NOINLINE static lp_fpu_result inner(uint64_t *out,
                                                               size_t n)
 {
     lp_fpu_result r = lp_fpu_capture(out, n);
@@ -442,7 +449,7 @@ __attribute__((noinline, noclone)) static lp_fpu_result inner(uint64_t *out,
     return r;
 }
 
-__attribute__((noinline, noclone)) static lp_fpu_result outer(uint64_t *out,
+NOINLINE static lp_fpu_result outer(uint64_t *out,
                                                               size_t n)
 {
     lp_fpu_result r = inner(out, n);
@@ -549,7 +556,7 @@ static volatile sig_atomic_t prof_n;
 static uint64_t prof_cap[PROF_MAX][PROF_DEPTH], prof_uc[PROF_MAX][PROF_DEPTH];
 static size_t prof_cap_n[PROF_MAX], prof_uc_n[PROF_MAX];
 
-__attribute__((noinline, noclone)) static void prof_handler(int sig,
+NOINLINE static void prof_handler(int sig,
                                                             siginfo_t *si,
                                                             void *uc)
 {
@@ -565,7 +572,7 @@ __attribute__((noinline, noclone)) static void prof_handler(int sig,
     prof_n = i + 1;
 }
 
-__attribute__((noinline, noclone)) static uint64_t spin_inner(uint64_t x)
+NOINLINE static uint64_t spin_inner(uint64_t x)
 {
     int k;
 
@@ -574,7 +581,7 @@ __attribute__((noinline, noclone)) static uint64_t spin_inner(uint64_t x)
     return x;
 }
 
-__attribute__((noinline, noclone)) static uint64_t spin_outer(void)
+NOINLINE static uint64_t spin_outer(void)
 {
     uint64_t x = 1;
     struct timespec t0, t;
@@ -649,7 +656,7 @@ typedef struct thr_arg {
     bool guard;
 } thr_arg;
 
-__attribute__((noinline, noclone)) static size_t recurse(int d, uint64_t *out,
+NOINLINE static size_t recurse(int d, uint64_t *out,
                                                          size_t n)
 {
     size_t r;
