@@ -15,7 +15,7 @@
 #include "lbr2prof/outfile.h"
 
 typedef struct acc_opts {
-    const char *truth, *binary, *profile;
+    const char *truth, *binary, *debug_binary, *profile;
     const char *emit_cs, *emit_flat, *emit_raw; /* hidden, for tests */
     lp_accuracy_print_opts print;
 } acc_opts;
@@ -26,6 +26,7 @@ static void usage(FILE *o)
             "usage: lbr2prof accuracy --truth FILE --binary BIN PROFILE\n"
             "  --truth FILE      truth of `lbr2prof record --simulate --truth FILE`\n"
             "  --binary BIN      the profiled binary (with debug info)\n"
+            "  --debug-binary F  read symbols and DWARF from F instead\n"
             "  PROFILE           LLVM text profile to judge: CS, made with\n"
             "                    --csspgo-preinliner=0 --gen-cs-nested-profile=0\n"
             "                    --csprof-merge-cold-context=0 --compress-recursion=0,\n"
@@ -39,6 +40,7 @@ static int parse_args(int argc, char **argv, acc_opts *o)
     static const struct option longopts[] = {
         {"truth", required_argument, NULL, 't'},
         {"binary", required_argument, NULL, 'b'},
+        {"debug-binary", required_argument, NULL, 'D'},
         {"rows", required_argument, NULL, 'n'},
         {"quiet", no_argument, NULL, 'q'},
         {"emit-ideal", required_argument, NULL, 'I'},
@@ -57,6 +59,7 @@ static int parse_args(int argc, char **argv, acc_opts *o)
         switch (c) {
         case 't': o->truth = optarg; break;
         case 'b': o->binary = optarg; break;
+        case 'D': o->debug_binary = optarg; break;
         case 'n':
             o->print.max_rows = strtoul(optarg, &end, 10);
             if (*end || !*optarg)
@@ -247,14 +250,17 @@ int cmd_accuracy(int argc, char **argv)
     lp_truth *t = NULL;
     lp_binary *bin = NULL;
     lp_ideal id;
+    lp_binary_opts bo = {0};
     int st = parse_args(argc, argv, &o), rc = -1;
 
     if (st)
         return st == 1 ? 0 : st;
     lp_error_clear(&err);
     memset(&id, 0, sizeof id);
+    bo.debug_path = o.debug_binary;
+    bo.fs_discriminator = -1;
     if (!(t = lp_truth_read(o.truth, &err)) ||
-        !(bin = lp_binary_open(o.binary, NULL, &err)) ||
+        !(bin = lp_binary_open(o.binary, &bo, &err)) ||
         lp_ideal_build(t, bin, &id, &err))
         goto done;
     if (emit(&o, bin, &id, &err))
