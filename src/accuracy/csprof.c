@@ -140,7 +140,8 @@ static int boundary_one(gen *g, const lp_ctx_entry *e, lp_fsamples *fs,
     }
     if (!(f = malloc((e->nframes + 1) * sizeof *f)))
         return oom(g);
-    memcpy(f, e->frames, e->nframes * sizeof *f);
+    if (e->nframes)
+        memcpy(f, e->frames, e->nframes * sizeof *f);
     if (n > 0) { /* target at the source's leaf location (base disc.) */
         loc.line = fr[n - 1].line_offset;
         loc.disc = lp_disc_base(fr[n - 1].discriminator, g->fs);

@@ -155,7 +155,8 @@ static int node_compute(ideal_ctx *c, uint32_t id, const lp_truth_sample *s)
         return 0;
     if (!(nf->f = malloc((pf->n + n) * sizeof *nf->f)))
         return lp_error_set(c->err, LP_ENOMEM, "out of memory");
-    memcpy(nf->f, pf->f, pf->n * sizeof *nf->f);
+    if (pf->n)
+        memcpy(nf->f, pf->f, pf->n * sizeof *nf->f);
     for (i = 0; i < n; i++) {
         nf->f[pf->n + i].func = fr[i].func;
         nf->f[pf->n + i].loc = frame_loc(c, &fr[i]);
@@ -214,7 +215,8 @@ static lp_ctx_entry *entry_at(ideal_ctx *c, const node_frames *nf, uint64_t a,
     }
     if (n == 0)
         return NULL;
-    memcpy(c->buf, nf->f, nf->n * sizeof *c->buf);
+    if (nf->n)
+        memcpy(c->buf, nf->f, nf->n * sizeof *c->buf);
     for (i = 0; i < n; i++) {
         c->buf[nf->n + i].func = fr[i].func;
         c->buf[nf->n + i].loc = frame_loc(c, &fr[i]);
