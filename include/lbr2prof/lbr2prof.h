@@ -13,6 +13,7 @@
 #include "lbr2prof/reader.h"
 #include "lbr2prof/binary.h"
 #include "lbr2prof/machine.h"
+#include "lbr2prof/addrmap.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/flat.h"
 #include "lbr2prof/adjust.h"
