@@ -56,6 +56,12 @@ typedef struct lp_hybrid_sample {
     size_t nstack;
     bool markers;               /* stack carries PERF_CONTEXT_* markers
                                    (perf.data): only its user part is used */
+    bool fp_walk;               /* the stack is the kernel's frame-pointer
+                                   walk as recorded (perf.data): at a function
+                                   entry or exit it certainly lacks the
+                                   caller, even when frame 1 looks like it
+                                   (recursion). Text input: false, a frame 1
+                                   equal to the caller is taken as right. */
     const lp_branch_entry *br;  /* br[0] is the most recent branch */
     size_t nbr;
     uint32_t pid;

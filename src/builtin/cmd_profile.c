@@ -343,7 +343,7 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
         return lp_lbr_agg_ip_sample(agg, s->ip, n, err);
     }
     if (s->callchain_nr > 0 && uw) {
-        lp_hybrid_sample h = {s->callchain, s->callchain_nr, markers,
+        lp_hybrid_sample h = {s->callchain, s->callchain_nr, markers, markers,
                               s->branches, s->branch_nr, s->pid, n};
         return lp_unwind_sample(uw, &h, err);
     }

@@ -124,13 +124,15 @@ static void warn_missing_mmap(lp_unwinder *u)
 /* Going back in time through the LBR from the sampled function, the call
  * that entered the current frame: nested call/return pairs are balanced
  * (a return seen going backwards enters a callee, the call that made it
- * leaves it again). Returns the call site, 0 if the LBR does not show it
- * or the call came from outside the binary. Classification as in the
- * unwinder: a return is a ret instruction or an external source landing
- * right after a call; a call is a call instruction or any other external
- * source. */
+ * leaves it again). Calls and returns are classified as the unwinder does:
+ * a ret instruction or an external source landing right after a call is a
+ * return; a call instruction or any other external source is a call. The
+ * call must land on a function entry (an interrupt lands anywhere).
+ * Returns its source (ExternalAddr for a call from outside the binary), 0
+ * if the LBR does not show it. */
 static uint64_t find_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
 {
+    const lp_func_range *fr;
     size_t i, depth = 0;
     bool ret, call;
 
@@ -143,12 +145,14 @@ static uint64_t find_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
             ret = e->flags & UW_AI_RET;
             call = e->flags & UW_AI_CALL;
         }
-        if (ret)
+        if (ret) {
             depth++;
-        else if (call && depth > 0)
+        } else if (call && depth > 0) {
             depth--;
-        else if (call)
-            return lbr[i].src == UW_EXT ? 0 : lbr[i].src;
+        } else if (call) {
+            fr = lp_binary_func_range(u->bin, lbr[i].dst);
+            return fr && fr->is_entry && fr->start == lbr[i].dst ? lbr[i].src : 0;
+        }
     }
     return 0;
 }
@@ -158,9 +162,12 @@ enum keep { DROP = 0, KEEP = 1 };
 /* Decide a sample whose leaf is code: llvm-profgen drops it when the leaf
  * is in its prolog/epilog set. With repair, a leaf where the frame-pointer
  * walk cannot have seen the caller gets the caller from the LBR (inserted
- * as frame 1 unless it is there already) or is dropped; a leaf whose frame
- * is set up is kept even in that set. *ncs may grow by one. */
-static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n)
+ * as frame 1 unless it is there already - which a recorded kernel walk
+ * never has -, an external caller merged with an external frame 1) or is
+ * dropped; a leaf whose frame is set up is kept even in that set. *ncs may
+ * grow by one. */
+static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
+                        uint64_t n)
 {
     uint64_t leaf = u->cs[0], caller;
     enum lp_leaf_state s;
@@ -188,7 +195,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n)
         uw_note_add(&u->notes_dropped, leaf, s == LP_LEAF_ENTRY ? 1 : 2, n);
         return DROP;
     }
-    if (*ncs > 1 && u->cs[1] == caller) {
+    if (*ncs > 1 && u->cs[1] == caller && (!fp_walk || caller == UW_EXT)) {
         u->st.already_right += n;
         return KEEP;
     }
@@ -351,7 +358,7 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     ncs = (size_t)k;
     if (u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    if (u->cs[0] != UW_EXT && decide(u, &ncs, nlbr, n) == DROP)
+    if (u->cs[0] != UW_EXT && decide(u, &ncs, nlbr, s->fp_walk, n) == DROP)
         return 0;
     warn_missing_mmap(u);
     if (!u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)

@@ -11,11 +11,14 @@
  *       pop %rbp / leave     BODY   (still this frame at that instruction)
  *       ret / jmp tail       EXIT   rbp is the caller's again
  *
- * llvm-profgen's heuristic (first two instructions, a ret and the one
- * before it) misses `mov %rsp,%rbp` after endbr64 + push and needlessly
- * drops `pop %rbp`. Functions without this prologue (frameless leaves,
- * shrink-wrapped prologues) are UNKNOWN. Owns only the classification;
- * what is done with it is intake.c's.
+ * A shrink-wrapped function (an early test or exit before the push, found
+ * among its first 16 instructions) is ENTRY up to the mov. llvm-profgen's
+ * heuristic (first two instructions, a ret and the one before it) misses
+ * `mov %rsp,%rbp` after endbr64 + push and shrink-wrapped starts, and
+ * needlessly drops `pop %rbp`. Functions without this prologue (frameless
+ * leaves) are UNKNOWN; a frameless early-exit path placed after the
+ * prologue is taken for BODY (its ret is still EXIT). Owns only the
+ * classification; what is done with it is intake.c's.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -75,27 +78,40 @@ static const lp_func_range *entry_range(const lp_func_range *fr)
     return f->nranges ? f->ranges[0] : fr;
 }
 
+/* The address of `mov %rsp,%rbp` ending the frame set-up of the function
+ * starting at s: `push %rbp; mov %rsp,%rbp` among its first instructions
+ * (right after endbr64, or later when the prologue is shrink-wrapped past
+ * an early test or exit). 0 if there is none. */
+static uint64_t prologue_end(lp_binary *bin, int fd, uint64_t s)
+{
+    uint64_t p = s, q;
+    int i;
+
+    for (i = 0; i < 16; i++, p = q) {
+        if (lp_binary_next_inst(bin, p, &q, NULL) != 1)
+            return 0;
+        if (is_bytes(bin, fd, p, PUSH_RBP, 1))
+            return is_mov_rsp_rbp(bin, fd, q) ? q : 0;
+    }
+    return 0;
+}
+
 enum lp_leaf_state uw_classify_leaf(lp_binary *bin, int fd, uint64_t a)
 {
     const lp_func_range *fr = lp_binary_func_range(bin, a), *er;
-    uint64_t s, p, q, prev;
+    uint64_t q, prev;
     lp_inst in;
 
     if (lp_binary_arch(bin) != LP_ARCH_X86_64 || !fr ||
         lp_binary_inst(bin, a, &in, NULL) != 1)
         return LP_LEAF_UNKNOWN;
-    /* the prologue: [endbr64] push %rbp; mov %rsp,%rbp */
     er = entry_range(fr);
-    s = p = er->start;
-    if (is_bytes(bin, fd, s, ENDBR64, 4) &&
-        lp_binary_next_inst(bin, s, &p, NULL) != 1)
+    if (!(q = prologue_end(bin, fd, er->start)))
         return LP_LEAF_UNKNOWN;
-    if (!is_bytes(bin, fd, p, PUSH_RBP, 1) ||
-        lp_binary_next_inst(bin, p, &q, NULL) != 1 ||
-        !is_mov_rsp_rbp(bin, fd, q))
-        return LP_LEAF_UNKNOWN;
-    if (fr == er && a >= s && a <= q)
-        return LP_LEAF_ENTRY;
+    /* everything up to the mov runs on the caller's rbp: the set-up
+     * itself, and a shrink-wrapped function's frameless start */
+    if (fr == er && a >= er->start && a <= q)
+        return in.kind == LP_INST_RET ? LP_LEAF_EXIT : LP_LEAF_ENTRY;
     if (in.kind == LP_INST_RET)
         return LP_LEAF_EXIT;
     /* right after the frame is torn down: a tail-call jump */

@@ -166,11 +166,11 @@ void lp_unwind_free(lp_unwinder *u)
         return;
     if (u->fd >= 0)
         close(u->fd);
-    uw_arena_free(&u->agg_arena);
-    uw_arena_free(&u->cache_arena);
-    HASH_CLEAR(hh, u->agg);
+    HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     HASH_CLEAR(hh, u->splits);
     HASH_CLEAR(hh, u->ctxkeys);
+    uw_arena_free(&u->agg_arena);
+    uw_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);
     FREE_TABLE(u->pairs, uw_note);
     FREE_TABLE(u->notes_repaired, uw_note);
