@@ -234,7 +234,7 @@ static void um_rehash(um_state *s, const uint64_t *keys, size_t nb)
  * an empty std::unordered_map<uint64_t, ...>: order[] gets positions.
  * Returns -1 on OOM; 1 if m is beyond the emulated sizes (order left as
  * inserted). */
-static int um_order(const uint64_t *keys, size_t m, int32_t *order)
+int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
 {
     um_state s = {0};
     size_t i, g = 0, nb = um_buckets[sizeof um_buckets / sizeof *um_buckets - 1];
@@ -290,7 +290,7 @@ static int order_children(lp_unwinder *u, int32_t p)
         kids[i] = c;
         keys[i] = u->nodes[c].addr;
     }
-    if ((rc = um_order(keys, m, order)) != 0)
+    if ((rc = uw_umap_order(keys, m, order)) != 0)
         goto out;
     u->nodes[p].child = kids[order[0]];
     for (i = 0; i + 1 < m; i++)

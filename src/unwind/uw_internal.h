@@ -190,6 +190,10 @@ void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);
 int uw_unwind_one(lp_unwinder *u, const uint64_t *cs, size_t ncs,
                   const uw_lbr *lbr, size_t nlbr, uint64_t repeat,
                   lp_error *err);
+/* The iteration order of std::unordered_map<uint64_t, ...> (libstdc++)
+ * after inserting keys[0..m) in order: positions in order[]. 0, -1 OOM,
+ * 1 too many keys (order untouched). */
+int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order);
 /* collectSamplesFromFrameTrie over u->nodes. */
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err);
 /* Unwind and drop everything pending. */
