@@ -343,8 +343,10 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
         return lp_lbr_agg_ip_sample(agg, s->ip, n, err);
     }
     if (s->callchain_nr > 0 && uw) {
-        lp_hybrid_sample h = {s->callchain, s->callchain_nr, markers, markers,
-                              s->branches, s->branch_nr, s->pid, n};
+        lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
+                              .markers = markers, .fp_walk = markers,
+                              .br = s->branches, .nbr = s->branch_nr,
+                              .pid = s->pid, .repeat = n};
         return lp_unwind_sample(uw, &h, err);
     }
     if (s->callchain_nr > 0)
@@ -715,8 +717,13 @@ static int run_counters(const prof_args *a, lp_binary *bin, counts *k,
     if (rc == 0)
         rc = read_trace(a, k->agg, k->uw, a->perfdata ? &pids : NULL, err);
     free(pids.v);
-    if (rc == 0 && k->uw && lp_unwind_stats_get(k->uw)->sample_calls > 0)
+    if (rc == 0 && k->uw && lp_unwind_stats_get(k->uw)->sample_calls > 0) {
+        if (lp_lbr_agg_nr_samples(k->agg) > 0)
+            fprintf(stderr, "warning: %" PRIu64 " samples without a call stack "
+                    "were ignored: the trace has hybrid samples\n",
+                    lp_lbr_agg_nr_samples(k->agg));
         return (k->cs = lp_unwind_finish(k->uw, err)) ? 0 : -1;
+    }
     if (rc == 0 && !(k->flat = lp_lbr_agg_finish(k->agg, err)))
         rc = -1;
     return rc;

@@ -593,8 +593,10 @@ static char *run_script(const char *script, const char *bin, bool repair)
             assert_int_equal(lp_unwind_mmap(u, &ev->u.mmap, &e), 0);
         else if (ev->kind == LP_EV_SAMPLE) {
             const lp_sample *s = &ev->u.sample;
-            lp_hybrid_sample h = {s->callchain, s->callchain_nr, false, false,
-                                  s->branches, s->branch_nr, 0, s->repeat};
+            lp_hybrid_sample h = {.stack = s->callchain,
+                                  .nstack = s->callchain_nr,
+                                  .br = s->branches, .nbr = s->branch_nr,
+                                  .repeat = s->repeat};
             assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
         }
     }
