@@ -16,6 +16,8 @@
 #include "lbr2prof/addrmap.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/flat.h"
+#include "lbr2prof/ctxcount.h"
+#include "lbr2prof/unwind.h"
 #include "lbr2prof/adjust.h"
 #include "lbr2prof/breakpad.h"
 #include "lbr2prof/symbolicate.h"

@@ -3,8 +3,10 @@
  * or perf script text + the profiled binary -> an LLVM sample profile,
  * with llvm-profgen 19's command line (`--perfdata=`, `--perfscript=`,
  * `--unsymbolized-profile=`, `--binary=`, `--output=`/`-o`, `--format=`...)
- * and its flat (LBR-only) semantics. Owns option parsing and the order of
- * the pipeline stages; the work is in src/flat, src/writer, src/binary.
+ * and its flat (LBR-only) semantics; hybrid samples (call stacks + LBR) go
+ * to the virtual unwinder (context-sensitive counters). Owns option parsing
+ * and the order of the pipeline stages; the work is in src/flat,
+ * src/unwind, src/writer, src/binary.
  * LP_BUILTIN(profile, cmd_profile, "make an LLVM sample profile from LBR samples; llvm-profgen flags")
  */
 #include <inttypes.h>
@@ -17,11 +19,13 @@
 
 #include "cli/builtin.h"
 #include "lbr2prof/binary.h"
+#include "lbr2prof/ctxcount.h"
 #include "lbr2prof/flat.h"
 #include "lbr2prof/machine.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/reader.h"
+#include "lbr2prof/unwind.h"
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -40,6 +44,8 @@ typedef struct prof_args {
     char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
     size_t nr_events;
     lp_flat_opts flat;
+    int64_t compress_recursion, max_context_depth;  /* CS, -1 unlimited */
+    bool no_repair_frames;
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT,
@@ -79,8 +85,10 @@ static const opt_def opt_defs[] = {
     {"profile-density-threshold", O_DBL, A(flat.density_threshold)},
     {"profile-density-cutoff-hot", O_U32, A(flat.density_cutoff_hot)},
     {"show-density", O_BOOL, A(flat.show_density)},
-    /* context-sensitive options: no effect on flat profiles */
-    {"compress-recursion", O_IGNORED, 0}, {"csprof-max-context-depth", O_IGNORED, 0},
+    /* context-sensitive options (the unwinder's; the rest: no effect yet) */
+    {"compress-recursion", O_I64, A(compress_recursion)},
+    {"csprof-max-context-depth", O_I64, A(max_context_depth)},
+    {"no-repair-frames", O_BOOL, A(no_repair_frames)},
     {"csprof-merge-cold-context", O_IGNORED, 0},
     {"csprof-max-cold-context-depth", O_IGNORED, 0},
     {"gen-cs-nested-profile", O_IGNORED, 0},
@@ -115,6 +123,9 @@ static const char usage_text[] =
     "  --show-detailed-warning, --show-density, --debug-binary=PATH,\n"
     "  --llvm-sample-profile=FILE, --leading-ip-only, --perf-event=EVENT,\n"
     "  --sample-period=N, --use-dwarf-correlation\n"
+    "hybrid samples (call stacks + LBR): --compress-recursion=N,\n"
+    "  --csprof-max-context-depth=N, --no-repair-frames (do not put back the\n"
+    "  caller a frame-pointer walk misses at function entry/exit)\n"
     "Without --binary, the most sampled user-space file of the trace is used.\n";
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -211,6 +222,7 @@ static int parse_args(prof_args *a, int argc, char **argv)
     memset(a, 0, sizeof *a);
     a->use_offset = true;
     a->pid = -1;
+    a->compress_recursion = a->max_context_depth = -1;
     lp_flat_opts_default(&a->flat);
     while (i < argc) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -307,17 +319,15 @@ static int collect_pids(const prof_args *a, pid_set *pids, lp_error *err)
     return 0;
 }
 
-static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
-                       const lp_sample *s, lp_error *err)
+/* One sample: hybrid ones (with a call stack) to the unwinder `uw` unless
+ * the stacks are ignored (then uw is NULL); `markers`: the callchain is a
+ * perf.data one, with PERF_CONTEXT_* markers. */
+static int feed_sample(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
+                       bool markers, const lp_sample *s, lp_error *err)
 {
     uint64_t n = s->repeat ? s->repeat : 1;
     size_t i;
 
-    if (s->callchain_nr > 0 && !a->ignore_stack_samples)
-        return lp_error_set(err, LP_EUNSUPP, "samples with call stacks (hybrid "
-                            "input): context-sensitive profiles are not "
-                            "supported yet; use --ignore-stack-samples for a "
-                            "flat profile");
     if (a->nr_events > 0 && s->attr && s->attr->name) {
         for (i = 0; i < a->nr_events; i++)
             if (strcmp(a->events[i], s->attr->name) == 0)
@@ -332,6 +342,13 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
             return 0;
         return lp_lbr_agg_ip_sample(agg, s->ip, n, err);
     }
+    if (s->callchain_nr > 0 && uw) {
+        lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
+                              .markers = markers, .fp_walk = markers,
+                              .br = s->branches, .nbr = s->branch_nr,
+                              .pid = s->pid, .repeat = n};
+        return lp_unwind_sample(uw, &h, err);
+    }
     if (s->callchain_nr > 0)
         return lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
                                        s->branches, s->branch_nr, n, err);
@@ -339,8 +356,8 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
 }
 
 /* The second pass (or the only one for perf script text). */
-static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
-                      lp_error *err)
+static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
+                      const pid_set *pids, lp_error *err)
 {
     const char *path = a->perfdata ? a->perfdata : a->perfscript;
     lp_reader_opts ro = {0};
@@ -359,18 +376,23 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
             if (a->show_mmap_events)
                 printf("Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
                        ev->u.mmap.filename, ev->u.mmap.start);
-            if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err))
+            if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err) ||
+                (uw && lp_unwind_mmap(uw, &ev->u.mmap, err)))
                 break;
         } else if (ev->kind == LP_EV_SAMPLE) {
             if (pids && (ev->u.sample.sample_type & LP_SAMPLE_TID) &&
                 !pid_in(pids, ev->u.sample.pid))
                 continue;
-            if (feed_sample(a, agg, &ev->u.sample, err))
+            if (feed_sample(a, agg, uw, !ro.force_text &&
+                            lp_reader_info(r)->format != LP_FMT_PERF_SCRIPT,
+                            &ev->u.sample, err))
                 break;
         }
     }
     if (k == 1)
         k = -1;
+    if (uw && (ro.force_text || lp_reader_info(r)->format == LP_FMT_PERF_SCRIPT))
+        lp_unwind_set_total_samples(uw, lp_reader_stats_get(r)->text_sample_starts);
     lp_reader_close(r);
     return k < 0 ? -1 : 0;
 }
@@ -621,11 +643,48 @@ static int validate(const prof_args *a)
         return bad_usage("%s", "--binary is required");
     if (stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
+    if (a->compress_recursion < -1)
+        return bad_usage("%s", "Value of --compress-recursion should >= -1");
     return output_format(a, &f);
 }
 
-static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
-                        lp_lbr_agg **agg, const lp_counters **c, lp_error *err)
+/* What the trace turned into: flat counters, or per-context counters when
+ * the samples had call stacks (and they are not ignored). */
+typedef struct counts {
+    lp_lbr_agg *agg;
+    lp_counters *own;           /* read from an unsymbolized profile */
+    const lp_counters *flat;
+    lp_unwinder *uw;
+    lp_ctxcount *cs;
+} counts;
+
+static void counts_free(counts *k)
+{
+    lp_counters_free(k->own);
+    lp_lbr_agg_free(k->agg);
+    lp_unwind_free(k->uw);
+    lp_ctxcount_free(k->cs);
+}
+
+static lp_unwinder *new_unwinder(const prof_args *a, lp_binary *bin,
+                                 lp_error *err)
+{
+    lp_unwind_opts uo;
+
+    lp_unwind_opts_default(&uo);
+    uo.warn = print_warning;
+    uo.show_detailed_warning = a->show_detailed_warning;
+    uo.pid_filter = a->pid;
+    uo.compress_recursion = (int)a->compress_recursion;
+    uo.max_context_depth = a->max_context_depth < -1 ? -1
+                           : a->max_context_depth > INT32_MAX ? INT32_MAX
+                                                              : (int)a->max_context_depth;
+    uo.repair_frames = !a->no_repair_frames;
+    return lp_unwind_new(&bin, 1, &uo, err);
+}
+
+static int run_counters(const prof_args *a, lp_binary *bin, counts *k,
+                        lp_error *err)
 {
     lp_lbr_agg_opts ao = {print_warning, NULL, a->show_detailed_warning, a->pid,
                           a->leading_ip_only, a->have_sample_period,
@@ -641,31 +700,71 @@ static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
                                         : lp_binary_preferred_base(bin);
         if (!(f = fopen(a->unsym, "r")))
             return lp_error_set(err, LP_EIO, "%s: cannot open", a->unsym);
-        if (!(*own = lp_counters_new()))
+        if (!(k->own = lp_counters_new()))
             rc = lp_error_set(err, LP_ENOMEM, "out of memory");
         else
-            rc = lp_rawprof_read(f, a->unsym, base, *own, err);
+            rc = lp_rawprof_read(f, a->unsym, base, k->own, err);
         fclose(f);
-        *c = *own;
+        k->flat = k->own;
         return rc;
     }
-    if (!(*agg = lp_lbr_agg_new(bin, &ao, err)))
+    if (!(k->agg = lp_lbr_agg_new(bin, &ao, err)))
+        return -1;
+    if (!a->ignore_stack_samples && !a->leading_ip_only &&
+        !(k->uw = new_unwinder(a, bin, err)))
         return -1;
     rc = a->perfdata ? collect_pids(a, &pids, err) : 0;
     if (rc == 0)
-        rc = read_trace(a, *agg, a->perfdata ? &pids : NULL, err);
+        rc = read_trace(a, k->agg, k->uw, a->perfdata ? &pids : NULL, err);
     free(pids.v);
-    if (rc == 0 && !(*c = lp_lbr_agg_finish(*agg, err)))
+    if (rc == 0 && k->uw && lp_unwind_stats_get(k->uw)->sample_calls > 0) {
+        if (lp_lbr_agg_nr_samples(k->agg) > 0)
+            fprintf(stderr, "warning: %" PRIu64 " samples without a call stack "
+                    "were ignored: the trace has hybrid samples\n",
+                    lp_lbr_agg_nr_samples(k->agg));
+        return (k->cs = lp_unwind_finish(k->uw, err)) ? 0 : -1;
+    }
+    if (rc == 0 && !(k->flat = lp_lbr_agg_finish(k->agg, err)))
         rc = -1;
     return rc;
+}
+
+/* The context-sensitive unsymbolized profile (--skip-symbolization). */
+static int write_raw_cs(const prof_args *a, lp_binary *bin,
+                        const lp_ctxcount *cs, lp_error *err)
+{
+    uint64_t base = !a->use_offset ? 0
+                    : a->first_loadable_base ? lp_binary_first_loadable(bin)
+                                             : lp_binary_preferred_base(bin);
+    lp_outfile out;
+
+    if (lp_outfile_open(&out, a->output, err))
+        return -1;
+    if (lp_ctxcount_write_raw(out.fp, cs, 0, base, err)) {
+        lp_outfile_abort(&out);
+        return -1;
+    }
+    return lp_outfile_commit(&out, err);
+}
+
+/* Hybrid samples -> a CS profile: the context-sensitive generator is not
+ * in this tree yet; only the unsymbolized profile can be written. */
+static int write_cs_profile(const prof_args *a, lp_binary *bin,
+                            const lp_ctxcount *cs, lp_error *err)
+{
+    if (a->skip_symbolization)
+        return write_raw_cs(a, bin, cs, err);
+    return lp_error_set(err, LP_EUNSUPP, "samples with call stacks (hybrid "
+                        "input): context-sensitive profiles are not supported "
+                        "yet; use --skip-symbolization for the unsymbolized "
+                        "context profile, or --ignore-stack-samples for a flat "
+                        "profile");
 }
 
 static int run(const prof_args *a, lp_error *err)
 {
     lp_binary_opts bo = {a->debug_binary, a->dwp, -1};
-    lp_counters *own = NULL;
-    const lp_counters *c = NULL;
-    lp_lbr_agg *agg = NULL;
+    counts k = {0};
     lp_profile *p = NULL;
     lp_flat_opts fo = a->flat;
     lp_binary *bin;
@@ -693,15 +792,19 @@ static int run(const prof_args *a, lp_error *err)
             fclose(f);
         }
     } else {
-        rc = run_counters(a, bin, &own, &agg, &c, err);
+        rc = run_counters(a, bin, &k, err);
+        if (rc == 0 && k.cs) {
+            rc = write_cs_profile(a, bin, k.cs, err);
+            goto out;
+        }
         if (rc == 0 && a->skip_symbolization) {
-            rc = write_raw(a, bin, c, err);
+            rc = write_raw(a, bin, k.flat, err);
             goto out;
         }
         if (rc == 0 && !(p = lp_profile_new()))
             rc = lp_error_set(err, LP_ENOMEM, "out of memory");
         if (rc == 0)
-            rc = lp_flat_generate(bin, c, &fo, p, err);
+            rc = lp_flat_generate(bin, k.flat, &fo, p, err);
     }
     if (rc == 0)
         rc = lp_flat_postprocess(p, &fo, err);
@@ -709,8 +812,7 @@ static int run(const prof_args *a, lp_error *err)
         rc = write_profile(a, bin, p, err);
 out:
     lp_profile_free(p);
-    lp_counters_free(own);
-    lp_lbr_agg_free(agg);
+    counts_free(&k);
     lp_binary_close(bin);
     return rc;
 }
