@@ -128,21 +128,28 @@ size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k);
  * new length. */
 size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth);
 
-/* Where a sampled leaf IP sits relative to its function's frame set-up,
- * which decides whether a frame-pointer walk saw the caller. */
-enum lp_leaf_state {
-    LP_LEAF_UNKNOWN = 0,    /* not in a function with a standard frame-pointer
-                               prologue (frameless, shrink-wrapped, no
-                               DWARF function, not x86-64) */
-    LP_LEAF_BODY = 1,       /* frame set up: the walk is right */
-    LP_LEAF_ENTRY = 2,      /* at [endbr64], push %rbp or mov %rsp,%rbp of
-                               the entry: %rbp is still the caller's */
-    LP_LEAF_EXIT = 3,       /* at ret (or a tail-call jump) after pop %rbp /
+/* What the frame repair makes of a sampled leaf IP: whether the
+ * frame-pointer walk that produced the callchain saw the direct caller.
+ * Computed from lp_leaf_classify (include/lbr2prof/fpunwind.h), the one
+ * leaf classifier of the project: E0/E1/NOFRAME -> ENTRY, X0 -> EXIT,
+ * F -> FRAMELESS, BODY -> BODY, anything else -> UNKNOWN. */
+enum lp_uw_leaf {
+    LP_UW_LEAF_UNKNOWN = 0, /* no function, not x86-64, undecodable, PLT */
+    LP_UW_LEAF_BODY = 1,    /* frame set up: the walk is right */
+    LP_UW_LEAF_ENTRY = 2,   /* before the frame is set up ([endbr64], push
+                               %rbp, mov %rsp,%rbp), or on a path of a
+                               framed function that no frame covers (a
+                               shrink-wrapped start or early exit): %rbp is
+                               the caller's */
+    LP_UW_LEAF_EXIT = 3,    /* at ret (or a tail-call jump) after pop %rbp /
                                leave: %rbp is the caller's again */
+    LP_UW_LEAF_FRAMELESS = 4, /* in a function that never sets up %rbp (e.g.
+                               gcc's leaf functions): the caller is missing
+                               wherever the sample is */
 };
 
 /* Classify a link-time address of `bin` (x86-64 only). */
-enum lp_leaf_state lp_unwind_leaf_state(lp_binary *bin, uint64_t vaddr);
+enum lp_uw_leaf lp_unwind_leaf_state(lp_binary *bin, uint64_t vaddr);
 
 #ifdef __cplusplus
 }

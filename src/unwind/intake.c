@@ -170,7 +170,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
                         uint64_t n)
 {
     uint64_t leaf = u->cs[0], caller;
-    enum lp_leaf_state s;
+    enum lp_uw_leaf s;
     bool in_pe = uw_in_prolog_epilog(u, leaf);
 
     if (!u->o.repair_frames) {
@@ -179,8 +179,8 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
         return in_pe ? DROP : KEEP;
     }
     s = uw_leaf_state(u, leaf);
-    if (s == LP_LEAF_BODY || s == LP_LEAF_UNKNOWN) {
-        if (in_pe && s == LP_LEAF_UNKNOWN) {
+    if (s == LP_UW_LEAF_BODY || s == LP_UW_LEAF_UNKNOWN) {
+        if (in_pe && s == LP_UW_LEAF_UNKNOWN) {
             u->st.dropped_prolog += n;
             uw_note_add(&u->notes_dropped, leaf, 0, n);
             return DROP;
@@ -192,7 +192,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
     caller = nlbr > 0 ? find_caller(u, u->lbr, (size_t)nlbr) : 0;
     if (!caller) {
         u->st.dropped_prolog += n;
-        uw_note_add(&u->notes_dropped, leaf, s == LP_LEAF_ENTRY ? 1 : 2, n);
+        uw_note_add(&u->notes_dropped, leaf, (uint64_t)s - 1, n); /* 1 entry, 2 exit, 3 frameless */
         return DROP;
     }
     if (*ncs > 1 && u->cs[1] == caller && (!fp_walk || caller == UW_EXT)) {

@@ -151,7 +151,6 @@ lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
         lp_unwind_opts_default(&u->o);
     if (!u->o.max_pending_bytes)
         u->o.max_pending_bytes = (size_t)1 << 30;
-    u->fd = open(lp_binary_path(u->bin), O_RDONLY | O_CLOEXEC);
     u->fs_disc = lp_binary_fs_discriminator(u->bin);
     u->preferred = u->base = lp_binary_preferred_base(u->bin);
     if (lp_binary_exec_segments(u->bin, &segs) > 0)
@@ -164,8 +163,7 @@ void lp_unwind_free(lp_unwinder *u)
 {
     if (!u)
         return;
-    if (u->fd >= 0)
-        close(u->fd);
+    lp_leaf_cache_free(u->leaves);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     HASH_CLEAR(hh, u->splits);
     HASH_CLEAR(hh, u->ctxkeys);
@@ -261,17 +259,19 @@ bool uw_in_prolog_epilog(lp_unwinder *u, uint64_t vaddr)
     return e->flags & UW_AI_IN_PE;
 }
 
-enum lp_leaf_state uw_leaf_state(lp_unwinder *u, uint64_t vaddr)
+enum lp_uw_leaf uw_leaf_state(lp_unwinder *u, uint64_t vaddr)
 {
     uw_ainfo *e = uw_addr(u, vaddr);
-    enum lp_leaf_state s;
+    enum lp_uw_leaf s;
 
     if (!e->leaf) {
-        s = uw_classify_leaf(u->bin, u->fd, vaddr);
+        if (!u->leaves && !(u->leaves = lp_leaf_cache_new(NULL)))
+            return LP_UW_LEAF_UNKNOWN;
+        s = uw_classify_leaf(u->bin, u->leaves, vaddr);
         e = uw_addr(u, vaddr);
         e->leaf = (uint8_t)(s + 1);
     }
-    return (enum lp_leaf_state)(e->leaf - 1);
+    return (enum lp_uw_leaf)(e->leaf - 1);
 }
 
 /* ---- mmap events (updateBinaryAddress) ----------------------------------------- */

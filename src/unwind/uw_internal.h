@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <uthash.h>
 
+#include "lbr2prof/fpunwind.h"
 #include "lbr2prof/unwind.h"
 
 #define UW_EXT ((uint64_t)LP_EXTERNAL_ADDR)
@@ -56,7 +57,7 @@ typedef struct uw_ainfo {
     uint64_t addr;
     uint64_t callsite;          /* getCallAddrFromFrameAddr(addr), 0 none */
     uint8_t flags;
-    uint8_t leaf;               /* lp_leaf_state + 1, 0 = not computed */
+    uint8_t leaf;               /* enum lp_uw_leaf + 1, 0 = not computed */
 } uw_ainfo;
 
 #define UW_AC_BITS 14
@@ -124,7 +125,7 @@ struct lp_unwinder {
     lp_binary **bins;
     size_t nbins;
     lp_binary *bin;             /* bins[0] */
-    int fd;                     /* the binary's file, for instruction bytes */
+    lp_leaf_cache *leaves;      /* frame repair: leaf analysis per function */
     bool fs_disc;
     /* llvm-profgen's single-base address rule */
     uint64_t base, preferred, text_offset;
@@ -181,8 +182,9 @@ int uw_set_add(uw_set64 **set, uint64_t v);
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr);
 uint64_t uw_callsite(lp_unwinder *u, uint64_t vaddr);
 bool uw_in_prolog_epilog(lp_unwinder *u, uint64_t vaddr);
-enum lp_leaf_state uw_leaf_state(lp_unwinder *u, uint64_t vaddr);
-enum lp_leaf_state uw_classify_leaf(lp_binary *bin, int fd, uint64_t vaddr);
+enum lp_uw_leaf uw_leaf_state(lp_unwinder *u, uint64_t vaddr);
+enum lp_uw_leaf uw_classify_leaf(lp_binary *bin, lp_leaf_cache *c,
+                                 uint64_t vaddr);
 
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);

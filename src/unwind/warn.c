@@ -221,7 +221,7 @@ enum note_kind { NOTE_REPAIRED, NOTE_DROPPED, NOTE_CONTEXTLESS };
 
 static void note_line(const lp_unwinder *u, enum note_kind k, const uw_note *e)
 {
-    static const char *why[] = {"prolog/epilog", "entry", "exit"};
+    static const char *why[] = {"prolog/epilog", "entry", "exit", "frameless function"};
 
     if (k == NOTE_REPAIRED)
         uw_warnf(u, "Caller frame missing at 0x%" PRIx64 " inserted from the "
@@ -230,7 +230,7 @@ static void note_line(const lp_unwinder *u, enum note_kind k, const uw_note *e)
     else if (k == NOTE_DROPPED)
         uw_warnf(u, "Sample at 0x%" PRIx64 " (function %s) dropped: its "
                     "caller is not in the LBR (%" PRIu64 " samples)",
-                 e->k[0], why[e->k[1] < 3 ? e->k[1] : 0], e->count);
+                 e->k[0], why[e->k[1] < 4 ? e->k[1] : 0], e->count);
     else
         uw_warnf(u, "Unwinding stopped at the range [0x%" PRIx64 ", 0x%" PRIx64
                     "]; older branches counted without context (%" PRIu64
@@ -264,11 +264,12 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
         list_notes(u, u->notes_contextless, NOTE_CONTEXTLESS, err))
         return -1;
     uw_summary(u, s->repaired, s->samples, "of samples had the caller frame "
-               "missing at a function entry or exit; it was recovered from "
+               "missing (function entry or exit, frameless function); it was "
+               "recovered from "
                "the LBR.");
     uw_summary(u, s->dropped_prolog, s->samples, "of samples at a function "
-               "entry or exit were dropped: the LBR does not show their "
-               "caller.");
+               "entry or exit or in a frameless function were dropped: the "
+               "LBR does not show their caller.");
     uw_summary(u, s->truncated, s->samples, "of samples had their call "
                "stack truncated at an invalid return address.");
     uw_summary(u, s->contextless, s->samples, "of samples were partly "
