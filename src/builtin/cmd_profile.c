@@ -245,68 +245,6 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-typedef struct pid_set {
-    uint32_t *v;
-    size_t n, cap;
-} pid_set;
-
-static bool pid_in(const pid_set *s, uint32_t pid)
-{
-    size_t i;
-
-    for (i = 0; i < s->n; i++)
-        if (s->v[i] == pid)
-            return true;
-    return false;
-}
-
-static int pid_add(pid_set *s, uint32_t pid)
-{
-    uint32_t *nv;
-
-    if (pid_in(s, pid))
-        return 0;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 16;
-        if (!(nv = realloc(s->v, s->cap * sizeof *nv)))
-            return -1;
-        s->v = nv;
-    }
-    s->v[s->n++] = pid;
-    return 0;
-}
-
-/* perf.data: llvm-profgen's first perf script pass, the processes that
- * mapped the binary (by basename), optionally only --pid. */
-static int collect_pids(const prof_args *a, pid_set *pids, lp_error *err)
-{
-    lp_reader *r = lp_reader_open(a->perfdata, NULL, err);
-    const char *want = base_name(a->binary);
-    const lp_event *ev;
-    int k;
-
-    if (!r)
-        return -1;
-    while ((k = lp_reader_next(r, &ev, err)) == 1) {
-        if (ev->kind != LP_EV_MMAP || !ev->u.mmap.filename ||
-            strcmp(base_name(ev->u.mmap.filename), want) != 0)
-            continue;
-        if (a->pid >= 0 && (int64_t)ev->u.mmap.pid != a->pid)
-            continue;
-        if (pid_add(pids, ev->u.mmap.pid)) {
-            k = lp_error_set(err, LP_ENOMEM, "out of memory");
-            break;
-        }
-    }
-    lp_reader_close(r);
-    if (k < 0)
-        return -1;
-    if (pids->n == 0)
-        return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is "
-                            "found in perf data for %s.", a->perfdata, want);
-    return 0;
-}
-
 static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
                        const lp_sample *s, lp_error *err)
 {
@@ -338,12 +276,22 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
     return lp_lbr_agg_sample(agg, s->branches, s->branch_nr, n, err);
 }
 
-/* The second pass (or the only one for perf script text). */
-static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
+/* The sample's process for the address map: perf script text and
+ * perf.data without TID have none (llvm-profgen's single base applies). */
+static uint32_t sample_pid(const lp_sample *s)
+{
+    return (s->sample_type & LP_SAMPLE_TID) ? s->pid : LP_ADDRMAP_ANY_PID;
+}
+
+/* One pass over the trace. perf.data: every event goes to the per-process
+ * address map `map` (NULL for perf script text, where the aggregator's own
+ * single-base map follows the mmaps). */
+static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_addrmap *map,
                       lp_error *err)
 {
     const char *path = a->perfdata ? a->perfdata : a->perfscript;
     lp_reader_opts ro = {0};
+    const lp_file_info *info;
     const lp_event *ev;
     lp_reader *r;
     int k;
@@ -352,19 +300,24 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
     ro.skip_payloads = 1;
     if (!(r = lp_reader_open(path, &ro, err)))
         return -1;
+    info = lp_reader_info(r);
+    if (map && lp_addrmap_add_build_ids(map, info->build_ids,
+                                        info->nr_build_ids, err)) {
+        lp_reader_close(r);
+        return -1;
+    }
     while ((k = lp_reader_next(r, &ev, err)) == 1) {
+        if (map && lp_addrmap_event(map, ev, err))
+            break;
         if (ev->kind == LP_EV_MMAP) {
-            if (pids && !pid_in(pids, ev->u.mmap.pid))
-                continue;
-            if (a->show_mmap_events)
+            if (a->show_mmap_events &&
+                (a->pid < 0 || (int64_t)ev->u.mmap.pid == a->pid))
                 printf("Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
                        ev->u.mmap.filename, ev->u.mmap.start);
             if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err))
                 break;
         } else if (ev->kind == LP_EV_SAMPLE) {
-            if (pids && (ev->u.sample.sample_type & LP_SAMPLE_TID) &&
-                !pid_in(pids, ev->u.sample.pid))
-                continue;
+            lp_lbr_agg_set_pid(agg, sample_pid(&ev->u.sample));
             if (feed_sample(a, agg, &ev->u.sample, err))
                 break;
         }
@@ -624,14 +577,23 @@ static int validate(const prof_args *a)
     return output_format(a, &f);
 }
 
+/* perf.data: the per-process address map (one base per process, unlike
+ * llvm-profgen); perf script text: NULL (single base). */
+static lp_addrmap *new_map(const prof_args *a, lp_binary *bin, lp_error *err)
+{
+    lp_addrmap_opts mo = {false, a->pid, print_warning, NULL};
+
+    return a->perfdata ? lp_addrmap_new(&bin, 1, &mo, err) : NULL;
+}
+
 static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
                         lp_lbr_agg **agg, const lp_counters **c, lp_error *err)
 {
     lp_lbr_agg_opts ao = {print_warning, NULL, a->show_detailed_warning, a->pid,
                           a->leading_ip_only, a->have_sample_period,
-                          a->sample_period};
+                          a->sample_period, NULL, 0};
+    lp_addrmap *map = NULL;
     uint64_t base;
-    pid_set pids = {0};
     FILE *f;
     int rc;
 
@@ -649,14 +611,21 @@ static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
         *c = *own;
         return rc;
     }
-    if (!(*agg = lp_lbr_agg_new(bin, &ao, err)))
+    if (a->perfdata && !(map = new_map(a, bin, err)))
         return -1;
-    rc = a->perfdata ? collect_pids(a, &pids, err) : 0;
-    if (rc == 0)
-        rc = read_trace(a, *agg, a->perfdata ? &pids : NULL, err);
-    free(pids.v);
+    ao.map = map;
+    if (!(*agg = lp_lbr_agg_new(bin, &ao, err)))
+        rc = -1;
+    else
+        rc = read_trace(a, *agg, map, err);
+    if (rc == 0 && map && !lp_addrmap_loaded(map, 0))
+        rc = lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
+                          "in perf data for %s (no mmap matched its build-id, "
+                          "path or basename%s).", a->perfdata, a->binary,
+                          a->pid >= 0 ? " in the --pid process" : "");
     if (rc == 0 && !(*c = lp_lbr_agg_finish(*agg, err)))
         rc = -1;
+    lp_addrmap_free(map); /* the aggregator does not use it after finish */
     return rc;
 }
 

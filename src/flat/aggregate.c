@@ -1,9 +1,10 @@
 /*
  * aggregate.c - LBR-only sample aggregation as llvm-profgen 19's
- * PerfScriptReader/LBRPerfReader does it: mmap events move the binary's
- * single base address (updateBinaryAddress), LBR entries are canonicalized
- * to link-time addresses and mapped to LP_EXTERNAL_ADDR when they are not
- * an instruction start of the binary (external->external entries dropped),
+ * PerfScriptReader/LBRPerfReader does it: LBR entries are resolved to
+ * link-time addresses through an address map (the caller's, per process,
+ * or our own single-base one: updateBinaryAddress), mapped to
+ * LP_EXTERNAL_ADDR when they are not an instruction start of the binary
+ * (external->external entries dropped),
  * then computeCounterFromLBR turns each sample into branch counts and the
  * fall-through ranges between consecutive entries, and warnInvalidRange
  * reports the odd ranges. Owns none of the parsing of perf data.
@@ -29,8 +30,11 @@ typedef struct range_ent {      /* every consecutive LBR pair, for warnings */
 struct lp_lbr_agg {
     lp_binary *bin;
     lp_lbr_agg_opts o;
-    uint64_t base, preferred, text_offset;
-    bool loaded_by_mmap, missing_warned;
+    lp_addrmap *own_map;        /* single-base map when the caller gave none */
+    const lp_addrmap *map;
+    int bin_index;              /* of bin in map */
+    uint32_t pid;               /* of the samples being fed */
+    bool missing_warned;
     const char *name;           /* basename of the binary */
     lp_counters *c;
     range_ent *pairs;
@@ -64,7 +68,7 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
                            lp_error *err)
 {
     lp_lbr_agg *a = calloc(1, sizeof *a);
-    const lp_segment *segs;
+    lp_addrmap_opts mo = {true, -1, NULL, NULL};
 
     if (!a || !(a->c = lp_counters_new())) {
         free(a);
@@ -76,10 +80,19 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
         a->o = *o;
     else
         a->o.pid_filter = -1;
-    a->preferred = a->base = lp_binary_preferred_base(bin);
-    if (lp_binary_exec_segments(bin, &segs) > 0)
-        a->text_offset = segs[0].offset & ~(uint64_t)0xfff;
+    a->pid = LP_ADDRMAP_ANY_PID;
     a->name = base_name(lp_binary_path(bin));
+    if (a->o.map) {
+        a->map = a->o.map;
+        a->bin_index = a->o.bin_index;
+        return a;
+    }
+    mo.pid_filter = a->o.pid_filter;
+    if (!(a->own_map = lp_addrmap_new(&bin, 1, &mo, err))) {
+        lp_lbr_agg_free(a);
+        return NULL;
+    }
+    a->map = a->own_map;
     return a;
 }
 
@@ -94,68 +107,38 @@ void lp_lbr_agg_free(lp_lbr_agg *a)
         free(e);
     }
     lp_counters_free(a->c);
+    lp_addrmap_free(a->own_map);
     free(a);
 }
 
-bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a) { return a->loaded_by_mmap; }
+bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a)
+{
+    return lp_addrmap_loaded(a->map, (size_t)a->bin_index);
+}
+
 uint64_t lp_lbr_agg_nr_samples(const lp_lbr_agg *a) { return a->nr_samples; }
 
-/* updateBinaryAddress: the other executable segments must follow the
- * first one at the same distance as in the file. */
-static int check_other_segment(lp_lbr_agg *a, const lp_mmap_event *m,
-                               lp_error *err)
-{
-    const lp_segment *segs;
-    size_t n = lp_binary_exec_segments(a->bin, &segs), i;
-    uint64_t off, prev = 0;
-    bool have_prev = false;
-
-    for (i = 0; i < n; i++) {
-        off = segs[i].offset & ~(uint64_t)0xfff;
-        if (off == m->pgoff) {
-            if ((segs[i].vaddr & ~(uint64_t)0xfff) - a->preferred !=
-                m->start - a->base)
-                return lp_error_set(err, LP_EFORMAT, "%s: Executable segments "
-                                    "not loaded consecutively", m->filename);
-            return 0;
-        }
-        if (off < m->pgoff) {
-            prev = off;
-            have_prev = true;
-        }
-    }
-    if (!have_prev)
-        return lp_error_set(err, LP_EFORMAT, "%s: File offset not found "
-                            "(mmap pgoff 0x%" PRIx64 ")", m->filename, m->pgoff);
-    if (m->pgoff - prev != m->start - a->base)
-        return lp_error_set(err, LP_EFORMAT, "%s: Segment not loaded by "
-                            "consecutive mmaps", m->filename);
-    return 0;
-}
+void lp_lbr_agg_set_pid(lp_lbr_agg *a, uint32_t pid) { a->pid = pid; }
 
 int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err)
 {
-    if (!m->filename || strcmp(base_name(m->filename), a->name) != 0)
+    lp_event ev;
+
+    if (!a->own_map)
         return 0;
-    if (a->o.pid_filter >= 0 && (int64_t)m->pid != a->o.pid_filter)
-        return 0;
-    if (m->start == a->base) {
-        a->loaded_by_mmap = true;
-        return 0;
-    }
-    if (m->pgoff == a->text_offset) {
-        a->base = m->start;
-        a->loaded_by_mmap = true;
-        return 0;
-    }
-    return check_other_segment(a, m, err);
+    memset(&ev, 0, sizeof ev);
+    ev.kind = LP_EV_MMAP;
+    ev.misc = LP_CPUMODE_USER;
+    ev.u.mmap = *m;
+    return lp_addrmap_event(a->own_map, &ev, err);
 }
 
 static uint64_t canon(const lp_lbr_agg *a, uint64_t addr, bool *code)
 {
-    uint64_t c = addr - a->base + a->preferred;
+    uint64_t c;
 
-    *code = lp_binary_is_code(a->bin, c);
+    *code = lp_addrmap_resolve(a->map, a->pid, addr, &c) == a->bin_index &&
+            lp_binary_is_code(a->bin, c);
     return *code ? c : LP_EXTERNAL_ADDR;
 }
 
@@ -198,11 +181,11 @@ static int count_entry(lp_lbr_agg *a, uint64_t src, uint64_t dst, bool dst_code,
 
 static void warn_missing_mmap(lp_lbr_agg *a)
 {
-    if (a->loaded_by_mmap || a->missing_warned)
+    if (lp_lbr_agg_loaded_by_mmap(a) || a->missing_warned)
         return;
     warnf(a, "No relevant mmap event is matched for %s, will use preferred "
              "address (0x%" PRIx64 ") as the base loading address!", a->name,
-          a->preferred);
+          lp_binary_preferred_base(a->bin));
     a->missing_warned = true;
 }
 
