@@ -98,10 +98,20 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err);
 
+/* Samples are not counted at once: identical ones (same process, stack
+ * and addresses) wait in a bounded table and are counted once with the sum
+ * of their repeats (llvm-profgen's AggregatedSamples). lp_lbr_agg_flush
+ * counts the waiting samples; a caller feeding its own address map must
+ * call it before every event that may change the map (MMAP, COMM with
+ * exec, FORK of a process); lp_lbr_agg_mmap and lp_lbr_agg_finish do it
+ * themselves. 0 or -1 (err). */
+int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err);
+
 /* Range/branch counters (computeCounterFromLBR) and warnInvalidRange's
  * warnings. The counters stay owned by the aggregator. */
 lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err);
 bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a);
+/* Samples counted so far (complete after lp_lbr_agg_finish). */
 uint64_t lp_lbr_agg_nr_samples(const lp_lbr_agg *a);
 
 /* ---- unsymbolized profile (--skip-symbolization) ----------------------- */

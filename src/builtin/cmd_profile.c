@@ -283,6 +283,13 @@ static uint32_t sample_pid(const lp_sample *s)
     return (s->sample_type & LP_SAMPLE_TID) ? s->pid : LP_ADDRMAP_ANY_PID;
 }
 
+/* Events after which the address map may resolve differently. */
+static bool changes_map(const lp_event *ev)
+{
+    return ev->kind == LP_EV_MMAP || (ev->kind == LP_EV_COMM && ev->u.comm.exec) ||
+           (ev->kind == LP_EV_FORK && ev->u.task.pid != ev->u.task.ppid);
+}
+
 /* One pass over the trace. perf.data: every event goes to the per-process
  * address map `map` (NULL for perf script text, where the aggregator's own
  * single-base map follows the mmaps). */
@@ -307,7 +314,8 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_addrmap *map,
         return -1;
     }
     while ((k = lp_reader_next(r, &ev, err)) == 1) {
-        if (map && lp_addrmap_event(map, ev, err))
+        if (map && changes_map(ev) &&
+            (lp_lbr_agg_flush(agg, err) || lp_addrmap_event(map, ev, err)))
             break;
         if (ev->kind == LP_EV_MMAP) {
             if (a->show_mmap_events &&

@@ -13,9 +13,29 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "lbr2prof/flat.h"
+
+/* uthash's default (Jenkins) hash costs more than the rest of the work for
+ * the long keys of whole LBR stacks: mix 8-byte words instead. */
+static inline unsigned agg_hash(const void *key, size_t len)
+{
+    const unsigned char *p = key;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
+
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    for (; len > 0; p++, len--)
+        h = (h ^ *p) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 32;
+    return (unsigned)h;
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv) \
+    ((hashv) = agg_hash((keyptr), (size_t)(keylen)))
+#include <uthash.h>
 
 typedef struct range_key {
     uint64_t start, end;
@@ -26,6 +46,28 @@ typedef struct range_ent {      /* every consecutive LBR pair, for warnings */
     uint64_t count;
     UT_hash_handle hh;
 } range_ent;
+
+/* A sample waiting to be counted: identical samples (same process, kind,
+ * leaf and branch stack, raw addresses) are counted once with the sum of
+ * their repeats, as llvm-profgen's AggregatedSamples does. They wait only
+ * while the address map cannot change under them (see lp_lbr_agg_flush). */
+enum pend_kind { PEND_LBR = 1, PEND_STACK = 2, PEND_IP = 3 };
+
+typedef struct pend_key {
+    uint32_t pid, kind;
+    uint64_t leaf;              /* stack leaf or IP (raw), else 0 */
+    uint64_t n;                 /* branch entries that follow */
+    uint64_t br[];              /* from, to, from, to, ... */
+} pend_key;
+
+typedef struct pend {
+    UT_hash_handle hh;
+    uint64_t repeat;
+    size_t keylen;
+    pend_key k;                 /* last: flexible */
+} pend;
+
+#define PEND_MAX_BYTES (32u << 20)  /* flush when the waiting keys exceed this */
 
 struct lp_lbr_agg {
     lp_binary *bin;
@@ -39,6 +81,10 @@ struct lp_lbr_agg {
     lp_counters *c;
     range_ent *pairs;
     uint64_t nr_samples;
+    pend *pending;
+    size_t pending_bytes;
+    pend_key *kbuf;             /* key being built */
+    size_t kcap;
 };
 
 static void warnf(const lp_lbr_agg *a, const char *fmt, ...)
@@ -96,6 +142,17 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
     return a;
 }
 
+static void drop_pending(lp_lbr_agg *a)
+{
+    pend *e, *t;
+
+    HASH_ITER(hh, a->pending, e, t) {
+        HASH_DEL(a->pending, e);
+        free(e);
+    }
+    a->pending_bytes = 0;
+}
+
 void lp_lbr_agg_free(lp_lbr_agg *a)
 {
     range_ent *e, *t;
@@ -106,6 +163,8 @@ void lp_lbr_agg_free(lp_lbr_agg *a)
         HASH_DEL(a->pairs, e);
         free(e);
     }
+    drop_pending(a);
+    free(a->kbuf);
     lp_counters_free(a->c);
     lp_addrmap_free(a->own_map);
     free(a);
@@ -126,6 +185,8 @@ int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err)
 
     if (!a->own_map)
         return 0;
+    if (lp_lbr_agg_flush(a, err))
+        return -1;
     memset(&ev, 0, sizeof ev);
     ev.kind = LP_EV_MMAP;
     ev.misc = LP_CPUMODE_USER;
@@ -245,14 +306,7 @@ static int agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
     return rc;
 }
 
-int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
-                      uint64_t repeat, lp_error *err)
-{
-    return agg_sample(a, br, n, repeat, true, err);
-}
-
-int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
-                         lp_error *err)
+static int count_ip(lp_lbr_agg *a, uint64_t ip, uint64_t repeat, lp_error *err)
 {
     bool code;
     uint64_t c = canon(a, ip, &code);
@@ -264,6 +318,112 @@ int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
     if (code && lp_counters_add_range(a->c, c, c, repeat))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     return 0;
+}
+
+/* HybridPerfReader: drop the sample when its leaf is in a prolog/epilog */
+static int count_stack(lp_lbr_agg *a, uint64_t leaf, const lp_branch_entry *br,
+                       size_t n, uint64_t repeat, lp_error *err)
+{
+    bool code;
+    uint64_t c = canon(a, leaf, &code);
+
+    if (code && lp_binary_in_prolog_epilog(a->bin, c))
+        return 0;
+    return agg_sample(a, br, n, repeat, false, err);
+}
+
+/* ---- waiting samples ------------------------------------------------------ */
+
+static int count_pending(lp_lbr_agg *a, const pend *e, lp_error *err)
+{
+    const pend_key *k = &e->k;
+    lp_branch_entry *v = NULL;
+    uint64_t i;
+    int rc;
+
+    if (k->n && !(v = malloc(k->n * sizeof *v)))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    for (i = 0; i < k->n; i++)
+        v[i] = (lp_branch_entry){k->br[2 * i], k->br[2 * i + 1], 0};
+    a->pid = k->pid;
+    if (k->kind == PEND_IP)
+        rc = count_ip(a, k->leaf, e->repeat, err);
+    else if (k->kind == PEND_STACK)
+        rc = count_stack(a, k->leaf, v, k->n, e->repeat, err);
+    else
+        rc = agg_sample(a, v, k->n, e->repeat, true, err);
+    free(v);
+    return rc;
+}
+
+int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err)
+{
+    uint32_t pid = a->pid;
+    const pend *e;
+    int rc = 0;
+
+    for (e = a->pending; e && rc == 0; e = e->hh.next)
+        rc = count_pending(a, e, err);
+    a->pid = pid;
+    drop_pending(a);
+    return rc;
+}
+
+/* Queue a sample (or add its repeat to an identical waiting one). */
+static int enqueue(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
+                   const lp_branch_entry *br, size_t n, uint64_t repeat,
+                   lp_error *err)
+{
+    size_t len = sizeof(pend_key) + 16 * n, i;
+    pend *e;
+
+    if (len > a->kcap) {
+        free(a->kbuf);
+        a->kcap = len * 2;
+        if (!(a->kbuf = malloc(a->kcap))) {
+            a->kcap = 0;
+            return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+        }
+    }
+    a->kbuf->pid = a->pid;
+    a->kbuf->kind = kind;
+    a->kbuf->leaf = leaf;
+    a->kbuf->n = n;
+    for (i = 0; i < n; i++) {
+        a->kbuf->br[2 * i] = br[i].from;
+        a->kbuf->br[2 * i + 1] = br[i].to;
+    }
+    HASH_FIND(hh, a->pending, a->kbuf, len, e);
+    if (e) {
+        e->repeat += repeat;
+        return 0;
+    }
+    if (a->pending_bytes + len > PEND_MAX_BYTES && lp_lbr_agg_flush(a, err))
+        return -1;
+    if (!(e = malloc(offsetof(pend, k) + len)))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    memcpy(&e->k, a->kbuf, len);
+    e->repeat = repeat;
+    e->keylen = len;
+    HASH_ADD(hh, a->pending, k, len, e);
+    a->pending_bytes += len + sizeof *e;
+    return 0;
+}
+
+int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
+                      uint64_t repeat, lp_error *err)
+{
+    /* --sample-period divides each sample's count by its own number of
+     * kept entries (integer division): count it now */
+    if (a->o.has_sample_period)
+        return agg_sample(a, br, n, repeat, true, err);
+    return enqueue(a, PEND_LBR, 0, br, n, repeat, err);
+}
+
+int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
+                         lp_error *err)
+{
+    return enqueue(a, PEND_IP, ip, NULL, 0, repeat, err);
 }
 
 /* emitWarningSummary */
@@ -371,7 +531,7 @@ static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
 
 lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err)
 {
-    if (warn_invalid_ranges(a, err))
+    if (lp_lbr_agg_flush(a, err) || warn_invalid_ranges(a, err))
         return NULL;
     return a->c;
 }
@@ -381,15 +541,10 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             uint64_t repeat, lp_error *err)
 {
     size_t i;
-    bool code;
-    uint64_t leaf;
 
     for (i = 0; i < ns && stack[i] >= LP_CONTEXT_MAX; i++)
         ;
     if (i == ns)
         return 0; /* no frame: HybridPerfReader rejects the sample */
-    leaf = canon(a, stack[i], &code);
-    if (code && lp_binary_in_prolog_epilog(a->bin, leaf))
-        return 0;
-    return agg_sample(a, br, n, repeat, false, err);
+    return enqueue(a, PEND_STACK, stack[i], br, n, repeat, err);
 }
