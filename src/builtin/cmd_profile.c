@@ -585,13 +585,60 @@ static int validate(const prof_args *a)
     return output_format(a, &f);
 }
 
+/* Address map warnings, held until we know whether the binary was found:
+ * if not, the first one (a build-id mismatch) is the error message. */
+typedef struct held_warnings {
+    char **v;
+    size_t n;
+} held_warnings;
+
+static void hold_warning(void *ctx, const char *msg)
+{
+    held_warnings *h = ctx;
+    char **nv = realloc(h->v, (h->n + 1) * sizeof *nv);
+
+    if (!nv || !(nv[h->n] = strdup(msg))) {
+        h->v = nv ? nv : h->v;
+        print_warning(NULL, msg);
+        return;
+    }
+    h->v = nv;
+    h->n++;
+}
+
+static void release_warnings(held_warnings *h, bool print)
+{
+    size_t i;
+
+    for (i = 0; i < h->n; i++) {
+        if (print)
+            print_warning(NULL, h->v[i]);
+        free(h->v[i]);
+    }
+    free(h->v);
+    h->v = NULL;
+    h->n = 0;
+}
+
 /* perf.data: the per-process address map (one base per process, unlike
  * llvm-profgen); perf script text: NULL (single base). */
-static lp_addrmap *new_map(const prof_args *a, lp_binary *bin, lp_error *err)
+static lp_addrmap *new_map(const prof_args *a, lp_binary *bin,
+                           held_warnings *h, lp_error *err)
 {
-    lp_addrmap_opts mo = {false, a->pid, print_warning, NULL};
+    lp_addrmap_opts mo = {false, a->pid, hold_warning, h};
 
     return a->perfdata ? lp_addrmap_new(&bin, 1, &mo, err) : NULL;
+}
+
+/* The binary matched no mmap: say why in one line. */
+static int not_found(const prof_args *a, const held_warnings *h, lp_error *err)
+{
+    if (h->n > 0)
+        return lp_error_set(err, LP_EFORMAT, "%s: %s", a->perfdata, h->v[0]);
+    return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
+                        "in perf data for %s (no mmap matched its build-id, "
+                        "path or basename%s).", a->perfdata, a->binary,
+                        a->pid >= 0 ? " in the --pid process" : "");
 }
 
 static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
@@ -601,6 +648,7 @@ static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
                           a->leading_ip_only, a->have_sample_period,
                           a->sample_period, NULL, 0};
     lp_addrmap *map = NULL;
+    held_warnings held = {NULL, 0};
     uint64_t base;
     FILE *f;
     int rc;
@@ -619,7 +667,7 @@ static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
         *c = *own;
         return rc;
     }
-    if (a->perfdata && !(map = new_map(a, bin, err)))
+    if (a->perfdata && !(map = new_map(a, bin, &held, err)))
         return -1;
     ao.map = map;
     if (!(*agg = lp_lbr_agg_new(bin, &ao, err)))
@@ -627,10 +675,8 @@ static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
     else
         rc = read_trace(a, *agg, map, err);
     if (rc == 0 && map && !lp_addrmap_loaded(map, 0))
-        rc = lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
-                          "in perf data for %s (no mmap matched its build-id, "
-                          "path or basename%s).", a->perfdata, a->binary,
-                          a->pid >= 0 ? " in the --pid process" : "");
+        rc = not_found(a, &held, err);
+    release_warnings(&held, rc == 0);
     if (rc == 0 && !(*c = lp_lbr_agg_finish(*agg, err)))
         rc = -1;
     lp_addrmap_free(map); /* the aggregator does not use it after finish */
@@ -659,6 +705,12 @@ static int run(const prof_args *a, lp_error *err)
                             a->binary);
     if (!(bin = lp_binary_open(a->binary, &bo, err)))
         return -1;
+    /* No DWARF functions: llvm-profgen writes an empty profile after a
+     * warning; say what is wrong instead (the raw profile needs no DWARF) */
+    if (!a->skip_symbolization && lp_binary_check_symbolizable(bin, err)) {
+        lp_binary_close(bin);
+        return -1;
+    }
     fo.warn = print_warning;
     fo.leading_ip_only = a->leading_ip_only;
     fo.info = stdout;
