@@ -115,7 +115,8 @@ static const char usage_text[] =
     "  --show-detailed-warning, --show-density, --debug-binary=PATH,\n"
     "  --llvm-sample-profile=FILE, --leading-ip-only, --perf-event=EVENT,\n"
     "  --sample-period=N, --use-dwarf-correlation\n"
-    "Without --binary, the most sampled user-space file of the trace is used.\n";
+    "Without --binary, the most sampled user-space file of the trace is used, found\n"
+    "by its recorded path, build-id (perf's ~/.debug cache) or basename.\n";
 
 static int bad_usage(const char *fmt, const char *arg)
     __attribute__((format(printf, 1, 0)));
@@ -341,6 +342,8 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_addrmap *map,
 typedef struct file_hits {      /* samples whose IP fell in a mapped file */
     char *path;
     uint64_t hits;
+    uint8_t build_id[20];       /* as recorded (MMAP2 or BUILD_ID table) */
+    uint8_t build_id_size;
 } file_hits;
 
 typedef struct text_map {       /* an mmap line of a perf script */
@@ -385,7 +388,7 @@ static const char *text_map_find(const hit_table *t, uint64_t addr)
     return NULL;
 }
 
-static int add_hit(hit_table *t, const char *path)
+static int add_hit(hit_table *t, const char *path, const lp_map *mp)
 {
     file_hits *nv;
     size_t i;
@@ -403,6 +406,9 @@ static int add_hit(hit_table *t, const char *path)
     }
     if (!(t->v[t->n].path = strdup(path)))
         return -1;
+    t->v[t->n].build_id_size = mp ? mp->build_id_size : 0;
+    if (mp)
+        memcpy(t->v[t->n].build_id, mp->build_id, sizeof mp->build_id);
     t->v[t->n++].hits = 1;
     return 0;
 }
@@ -417,28 +423,70 @@ static int count_sample(hit_table *t, const lp_machine *m, const lp_event *ev)
     if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0)
         return 0;
     if (!(s->sample_type & LP_SAMPLE_TID))
-        return (f = text_map_find(t, s->ip)) ? add_hit(t, f) : 0;
+        return (f = text_map_find(t, s->ip)) ? add_hit(t, f, NULL) : 0;
     mp = lp_machine_find_map(m, s->pid, s->ip, ev->misc & LP_MISC_CPUMODE_MASK);
     if (!mp || mp->kernel || mp->anon || !mp->filename || mp->filename[0] != '/')
         return 0;
-    return add_hit(t, mp->filename);
+    return add_hit(t, mp->filename, mp);
 }
 
-/* `recorded` if readable, else its basename next to the trace, else in
- * the current directory. NULL if none (malloc'ed result). */
-static char *locate(const char *recorded, const char *trace)
+/* Whether the ELF file at `path` has build-id `id` (or no id is known). */
+static bool id_matches(const char *path, const file_hits *h)
 {
-    const char *slash = strrchr(trace, '/'), *bn = base_name(recorded);
-    char *p;
+    lp_binary *b;
+    const uint8_t *id;
+    size_t n;
+    bool ok;
 
-    if (access(recorded, R_OK) == 0)
-        return strdup(recorded);
-    if (slash && asprintf(&p, "%.*s/%s", (int)(slash - trace), trace, bn) > 0) {
-        if (access(p, R_OK) == 0)
-            return p;
-        free(p);
-    }
-    return access(bn, R_OK) == 0 ? strdup(bn) : NULL;
+    if (!h->build_id_size)
+        return true;
+    if (!(b = lp_binary_open(path, NULL, NULL)))
+        return false;
+    n = lp_binary_build_id(b, &id);
+    ok = n >= h->build_id_size && memcmp(id, h->build_id, h->build_id_size) == 0;
+    lp_binary_close(b);
+    return ok;
+}
+
+/* perf's build-id cache: ~/.debug/.build-id/xx/yyyy.../elf */
+static char *cache_path(const file_hits *h)
+{
+    const char *home = getenv("HOME");
+    char hex[41], *p;
+    size_t i;
+
+    if (!h->build_id_size || !home)
+        return NULL;
+    for (i = 0; i < h->build_id_size; i++)
+        sprintf(hex + 2 * i, "%02x", h->build_id[i]);
+    if (asprintf(&p, "%s/.debug/.build-id/%.2s/%s/elf", home, hex, hex + 2) < 0)
+        return NULL;
+    return p;
+}
+
+/* Where the recorded file is now: its recorded path, perf's build-id
+ * cache, its basename next to the trace, its basename in the current
+ * directory; the first readable one whose build-id is the recorded one,
+ * else the first readable one (the address map then reports the
+ * mismatch). NULL if none (malloc'ed result). */
+static char *locate(const file_hits *h, const char *trace)
+{
+    const char *slash = strrchr(trace, '/'), *bn = base_name(h->path);
+    char *cand[4] = {strdup(h->path), cache_path(h), NULL, strdup(bn)}, *best = NULL;
+    size_t i;
+
+    if (slash && asprintf(&cand[2], "%.*s/%s", (int)(slash - trace), trace, bn) < 0)
+        cand[2] = NULL;
+    for (i = 0; i < 4 && !best; i++)
+        if (cand[i] && access(cand[i], R_OK) == 0 && id_matches(cand[i], h))
+            best = cand[i];
+    for (i = 0; i < 4 && !best; i++)
+        if (cand[i] && access(cand[i], R_OK) == 0)
+            best = cand[i];
+    for (i = 0; i < 4; i++)
+        if (cand[i] != best)
+            free(cand[i]);
+    return best;
 }
 
 /* The user-space file that holds the most sampled IPs (with branch
@@ -475,7 +523,7 @@ static char *find_binary(const char *path, int text, lp_error *err)
     if (k == 0 && t.n == 0)
         lp_error_set(err, LP_EFORMAT, "%s: no sample with a branch stack falls "
                      "in a mapped file; pass --binary", path);
-    else if (k == 0 && !(best = locate(t.v[b].path, path)))
+    else if (k == 0 && !(best = locate(&t.v[b], path)))
         lp_error_set(err, LP_EIO, "%s: the most sampled binary is %s, which is "
                      "neither there nor next to the trace nor in the current "
                      "directory; pass --binary", path, t.v[b].path);

@@ -12,8 +12,9 @@
 #    a binary whose build-id does not match the perf.data (kernel.c
 #    rebuilt with -O1, same basename), the binary without DWARF (objcopy
 #    --strip-debug), the stripped binary (strip), a non-ELF file.
+#  * Without --binary the binary is found by build-id in perf's cache.
 set -u
-for t in clang-19 objcopy strip; do
+for t in clang-19 objcopy strip readelf; do
     command -v $t >/dev/null 2>&1 || { echo "skip: $t not found"; exit 77; }
 done
 cd "$WORK" || exit 1
@@ -61,6 +62,25 @@ bad "build-id mismatch" other/prog "build-id mismatch"
 bad "no DWARF" nodwarf/prog "no DWARF"
 bad "stripped" stripped/prog "stripped binary"
 bad "not ELF" notelf "not an ELF file"
+# without --binary: the most sampled file, found by build-id in perf's
+# cache (~/.debug/.build-id) before a same-named file with another build-id
+# next to the trace
+mkdir -p run data home
+cp prog run/prog
+(cd run && "$LBR2PROF" record --simulate -c 211 -o ../data/perf.data -- ./prog 100 > /dev/null 2>&1) ||
+    fail "record in run/"
+"$LBR2PROF" data/perf.data --binary run/prog --ignore-stack-samples --format=text \
+    -o byname.txt 2> /dev/null || fail "explicit --binary"
+id=$(readelf -n prog | awk '/Build ID/ {print $3}')
+mkdir -p "home/.debug/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-)"
+mv run/prog "home/.debug/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-)/elf"
+cp other/prog data/prog
+HOME=$PWD/home "$LBR2PROF" data/perf.data --ignore-stack-samples --format=text \
+    -o bycache.txt 2> auto.err || { cat auto.err; fail "binary from the build-id cache"; }
+grep -q 'using binary .*\.build-id/.*/elf' auto.err || { cat auto.err; fail "not the cached binary"; }
+cmp -s byname.txt bycache.txt || fail "cached binary: different profile"
+echo "ok   no --binary: found by build-id in ~/.debug, not the same-named file next to the trace"
+
 # the raw (unsymbolized) profile needs no DWARF (the counts may differ:
 # without DWARF functions no hybrid sample is found in a prolog)
 "$LBR2PROF" perf.data --binary nodwarf/prog --ignore-stack-samples --skip-symbolization \
