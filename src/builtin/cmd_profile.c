@@ -106,6 +106,7 @@ static const opt_def opt_defs[] = {
 static const char usage_text[] =
     "usage: lbr2prof [profile] PERF.DATA -o OUT [--binary=PATH] [options]\n"
     "       lbr2prof --perfscript=FILE|--perfdata=FILE|--unsymbolized-profile=FILE\n"
+    "       (PERF.DATA or FILE may be - for stdin, e.g. perf record -o - | lbr2prof -)\n"
     "                --binary=PATH --output=OUT [llvm-profgen options]\n"
     "options (as llvm-profgen 19): --format=extbinary|text|binary, --use-md5,\n"
     "  --skip-symbolization, --use-offset=BOOL, --use-first-loadable-segment-as-base,\n"
@@ -302,6 +303,7 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_addrmap *map,
     const lp_file_info *info;
     const lp_event *ev;
     lp_reader *r;
+    size_t nids = 0;
     int k;
 
     ro.force_text = a->perfscript != NULL;
@@ -309,12 +311,13 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_addrmap *map,
     if (!(r = lp_reader_open(path, &ro, err)))
         return -1;
     info = lp_reader_info(r);
-    if (map && lp_addrmap_add_build_ids(map, info->build_ids,
-                                        info->nr_build_ids, err)) {
-        lp_reader_close(r);
-        return -1;
-    }
     while ((k = lp_reader_next(r, &ev, err)) == 1) {
+        /* file mode: the header's table; pipe mode: HEADER_BUILD_IDs */
+        if (map && info->nr_build_ids > nids &&
+            lp_addrmap_add_build_ids(map, info->build_ids + nids,
+                                     info->nr_build_ids - nids, err))
+            break;
+        nids = info->nr_build_ids;
         if (map && changes_map(ev) &&
             (lp_lbr_agg_flush(agg, err) || lp_addrmap_event(map, ev, err)))
             break;
@@ -628,7 +631,9 @@ static int validate(const prof_args *a)
         return bad_usage("%s", "--output (-o) is required");
     if (!a->binary && !a->perfdata && !a->perfscript)
         return bad_usage("%s", "--binary is required");
-    if (stat(in, &st) != 0)
+    if (!a->binary && strcmp(in, "-") == 0)
+        return bad_usage("%s", "--binary is required when the trace comes from stdin");
+    if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
     return output_format(a, &f);
 }

@@ -42,6 +42,15 @@ for f in text extbinary md5; do
     echo "ok   clang-19 -fprofile-sample-use with the $f profile: no warning, counts applied"
 done
 
+# the trace from stdin (pipe mode, as `perf record -o - | lbr2prof -`)
+if command -v perf >/dev/null 2>&1; then
+    perf inject -i perf.data -o - 2>/dev/null |
+        "$LBR2PROF" - --binary prog --ignore-stack-samples --format=text -o p.pipe 2> pipe.err ||
+        { cat pipe.err; fail "profile from stdin"; }
+    cmp -s p.text p.pipe || fail "profile from stdin differs"
+    echo "ok   the same profile from stdin (pipe mode)"
+fi
+
 # bad binaries
 mkdir -p other nodwarf stripped
 clang-19 -O1 -g -fno-omit-frame-pointer -o other/prog "$SRC" || fail "clang-19 -O1"
