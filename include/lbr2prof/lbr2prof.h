@@ -21,5 +21,7 @@
 #include "lbr2prof/symbolicate.h"
 #include "lbr2prof/perfwrite.h"
 #include "lbr2prof/record.h"
+#include "lbr2prof/report.h"
+#include "lbr2prof/fpunwind.h"
 
 #endif
