@@ -53,7 +53,7 @@
 extern "C" {
 #endif
 
-/* Same type as in flat.h (C11 allows the repeated typedef). */
+/* How library warnings reach the caller (also flat.h's). */
 typedef void (*lp_warn_fn)(void *ctx, const char *msg);
 
 /* A pid that means "no pid known": resolve with the single-base rule. */

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lbr2prof/addrmap.h"
 #include "lbr2prof/binary.h"
 #include "lbr2prof/ctxcount.h"
 #include "lbr2prof/error.h"
@@ -45,6 +46,11 @@ typedef struct lp_unwind_opts {
                                    (llvm-profgen's behaviour exactly) */
     size_t max_pending_bytes;   /* distinct samples are unwound in batches of
                                    about this many bytes; 0 = 1 GiB */
+    const lp_addrmap *map;      /* perf.data: the per-process address map
+                                   (binary 0 = bins[0]); it must follow the
+                                   trace up to each sample. NULL: llvm-
+                                   profgen's single base from lp_unwind_mmap
+                                   (perf script text) */
 } lp_unwind_opts;
 
 void lp_unwind_opts_default(lp_unwind_opts *o);

@@ -114,6 +114,7 @@ static const opt_def opt_defs[] = {
 static const char usage_text[] =
     "usage: lbr2prof [profile] PERF.DATA -o OUT [--binary=PATH] [options]\n"
     "       lbr2prof --perfscript=FILE|--perfdata=FILE|--unsymbolized-profile=FILE\n"
+    "       (PERF.DATA or FILE may be - for stdin, e.g. perf record -o - | lbr2prof -)\n"
     "                --binary=PATH --output=OUT [llvm-profgen options]\n"
     "options (as llvm-profgen 19): --format=extbinary|text|binary, --use-md5,\n"
     "  --skip-symbolization, --use-offset=BOOL, --use-first-loadable-segment-as-base,\n"
@@ -126,7 +127,8 @@ static const char usage_text[] =
     "hybrid samples (call stacks + LBR): --compress-recursion=N,\n"
     "  --csprof-max-context-depth=N, --no-repair-frames (do not put back the\n"
     "  caller a frame-pointer walk misses at function entry/exit)\n"
-    "Without --binary, the most sampled user-space file of the trace is used.\n";
+    "Without --binary, the most sampled user-space file of the trace is used, found\n"
+    "by its recorded path, build-id (perf's ~/.debug cache) or basename.\n";
 
 static int bad_usage(const char *fmt, const char *arg)
     __attribute__((format(printf, 1, 0)));
@@ -257,66 +259,11 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-typedef struct pid_set {
-    uint32_t *v;
-    size_t n, cap;
-} pid_set;
-
-static bool pid_in(const pid_set *s, uint32_t pid)
+/* The sample's process for the address map: perf script text and
+ * perf.data without TID have none (llvm-profgen's single base applies). */
+static uint32_t sample_pid(const lp_sample *s)
 {
-    size_t i;
-
-    for (i = 0; i < s->n; i++)
-        if (s->v[i] == pid)
-            return true;
-    return false;
-}
-
-static int pid_add(pid_set *s, uint32_t pid)
-{
-    uint32_t *nv;
-
-    if (pid_in(s, pid))
-        return 0;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 16;
-        if (!(nv = realloc(s->v, s->cap * sizeof *nv)))
-            return -1;
-        s->v = nv;
-    }
-    s->v[s->n++] = pid;
-    return 0;
-}
-
-/* perf.data: llvm-profgen's first perf script pass, the processes that
- * mapped the binary (by basename), optionally only --pid. */
-static int collect_pids(const prof_args *a, pid_set *pids, lp_error *err)
-{
-    lp_reader *r = lp_reader_open(a->perfdata, NULL, err);
-    const char *want = base_name(a->binary);
-    const lp_event *ev;
-    int k;
-
-    if (!r)
-        return -1;
-    while ((k = lp_reader_next(r, &ev, err)) == 1) {
-        if (ev->kind != LP_EV_MMAP || !ev->u.mmap.filename ||
-            strcmp(base_name(ev->u.mmap.filename), want) != 0)
-            continue;
-        if (a->pid >= 0 && (int64_t)ev->u.mmap.pid != a->pid)
-            continue;
-        if (pid_add(pids, ev->u.mmap.pid)) {
-            k = lp_error_set(err, LP_ENOMEM, "out of memory");
-            break;
-        }
-    }
-    lp_reader_close(r);
-    if (k < 0)
-        return -1;
-    if (pids->n == 0)
-        return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is "
-                            "found in perf data for %s.", a->perfdata, want);
-    return 0;
+    return (s->sample_type & LP_SAMPLE_TID) ? s->pid : LP_ADDRMAP_ANY_PID;
 }
 
 /* One sample: hybrid ones (with a call stack) to the unwinder `uw` unless
@@ -346,7 +293,7 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
                               .markers = markers, .fp_walk = markers,
                               .br = s->branches, .nbr = s->branch_nr,
-                              .pid = s->pid, .repeat = n};
+                              .pid = sample_pid(s), .repeat = n};
         return lp_unwind_sample(uw, &h, err);
     }
     if (s->callchain_nr > 0)
@@ -355,44 +302,62 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
     return lp_lbr_agg_sample(agg, s->branches, s->branch_nr, n, err);
 }
 
-/* The second pass (or the only one for perf script text). */
+/* Events after which the address map may resolve differently. */
+static bool changes_map(const lp_event *ev)
+{
+    return ev->kind == LP_EV_MMAP || (ev->kind == LP_EV_COMM && ev->u.comm.exec) ||
+           (ev->kind == LP_EV_FORK && ev->u.task.pid != ev->u.task.ppid);
+}
+
+/* One pass over the trace. perf.data: every event goes to the per-process
+ * address map `map` (NULL for perf script text, where the aggregator's own
+ * single-base map follows the mmaps). */
 static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
-                      const pid_set *pids, lp_error *err)
+                      lp_addrmap *map, lp_error *err)
 {
     const char *path = a->perfdata ? a->perfdata : a->perfscript;
     lp_reader_opts ro = {0};
+    const lp_file_info *info;
     const lp_event *ev;
     lp_reader *r;
+    size_t nids = 0;
     int k;
 
     ro.force_text = a->perfscript != NULL;
     ro.skip_payloads = 1;
     if (!(r = lp_reader_open(path, &ro, err)))
         return -1;
+    info = lp_reader_info(r);
     while ((k = lp_reader_next(r, &ev, err)) == 1) {
+        /* file mode: the header's table; pipe mode: HEADER_BUILD_IDs */
+        if (map && info->nr_build_ids > nids &&
+            lp_addrmap_add_build_ids(map, info->build_ids + nids,
+                                     info->nr_build_ids - nids, err))
+            break;
+        nids = info->nr_build_ids;
+        if (map && changes_map(ev) &&
+            (lp_lbr_agg_flush(agg, err) || lp_addrmap_event(map, ev, err)))
+            break;
         if (ev->kind == LP_EV_MMAP) {
-            if (pids && !pid_in(pids, ev->u.mmap.pid))
-                continue;
-            if (a->show_mmap_events)
+            if (a->show_mmap_events &&
+                (a->pid < 0 || (int64_t)ev->u.mmap.pid == a->pid))
                 printf("Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
                        ev->u.mmap.filename, ev->u.mmap.start);
             if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err) ||
-                (uw && lp_unwind_mmap(uw, &ev->u.mmap, err)))
+                (uw && !map && lp_unwind_mmap(uw, &ev->u.mmap, err)))
                 break;
         } else if (ev->kind == LP_EV_SAMPLE) {
-            if (pids && (ev->u.sample.sample_type & LP_SAMPLE_TID) &&
-                !pid_in(pids, ev->u.sample.pid))
-                continue;
+            lp_lbr_agg_set_pid(agg, sample_pid(&ev->u.sample));
             if (feed_sample(a, agg, uw, !ro.force_text &&
-                            lp_reader_info(r)->format != LP_FMT_PERF_SCRIPT,
+                            info->format != LP_FMT_PERF_SCRIPT,
                             &ev->u.sample, err))
                 break;
         }
     }
+    if (uw && (ro.force_text || info->format == LP_FMT_PERF_SCRIPT))
+        lp_unwind_set_total_samples(uw, lp_reader_stats_get(r)->text_sample_starts);
     if (k == 1)
         k = -1;
-    if (uw && (ro.force_text || lp_reader_info(r)->format == LP_FMT_PERF_SCRIPT))
-        lp_unwind_set_total_samples(uw, lp_reader_stats_get(r)->text_sample_starts);
     lp_reader_close(r);
     return k < 0 ? -1 : 0;
 }
@@ -402,6 +367,8 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
 typedef struct file_hits {      /* samples whose IP fell in a mapped file */
     char *path;
     uint64_t hits;
+    uint8_t build_id[20];       /* as recorded (MMAP2 or BUILD_ID table) */
+    uint8_t build_id_size;
 } file_hits;
 
 typedef struct text_map {       /* an mmap line of a perf script */
@@ -446,7 +413,7 @@ static const char *text_map_find(const hit_table *t, uint64_t addr)
     return NULL;
 }
 
-static int add_hit(hit_table *t, const char *path)
+static int add_hit(hit_table *t, const char *path, const lp_map *mp)
 {
     file_hits *nv;
     size_t i;
@@ -464,6 +431,9 @@ static int add_hit(hit_table *t, const char *path)
     }
     if (!(t->v[t->n].path = strdup(path)))
         return -1;
+    t->v[t->n].build_id_size = mp ? mp->build_id_size : 0;
+    if (mp)
+        memcpy(t->v[t->n].build_id, mp->build_id, sizeof mp->build_id);
     t->v[t->n++].hits = 1;
     return 0;
 }
@@ -478,28 +448,70 @@ static int count_sample(hit_table *t, const lp_machine *m, const lp_event *ev)
     if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0)
         return 0;
     if (!(s->sample_type & LP_SAMPLE_TID))
-        return (f = text_map_find(t, s->ip)) ? add_hit(t, f) : 0;
+        return (f = text_map_find(t, s->ip)) ? add_hit(t, f, NULL) : 0;
     mp = lp_machine_find_map(m, s->pid, s->ip, ev->misc & LP_MISC_CPUMODE_MASK);
     if (!mp || mp->kernel || mp->anon || !mp->filename || mp->filename[0] != '/')
         return 0;
-    return add_hit(t, mp->filename);
+    return add_hit(t, mp->filename, mp);
 }
 
-/* `recorded` if readable, else its basename next to the trace, else in
- * the current directory. NULL if none (malloc'ed result). */
-static char *locate(const char *recorded, const char *trace)
+/* Whether the ELF file at `path` has build-id `id` (or no id is known). */
+static bool id_matches(const char *path, const file_hits *h)
 {
-    const char *slash = strrchr(trace, '/'), *bn = base_name(recorded);
-    char *p;
+    lp_binary *b;
+    const uint8_t *id;
+    size_t n;
+    bool ok;
 
-    if (access(recorded, R_OK) == 0)
-        return strdup(recorded);
-    if (slash && asprintf(&p, "%.*s/%s", (int)(slash - trace), trace, bn) > 0) {
-        if (access(p, R_OK) == 0)
-            return p;
-        free(p);
-    }
-    return access(bn, R_OK) == 0 ? strdup(bn) : NULL;
+    if (!h->build_id_size)
+        return true;
+    if (!(b = lp_binary_open(path, NULL, NULL)))
+        return false;
+    n = lp_binary_build_id(b, &id);
+    ok = n >= h->build_id_size && memcmp(id, h->build_id, h->build_id_size) == 0;
+    lp_binary_close(b);
+    return ok;
+}
+
+/* perf's build-id cache: ~/.debug/.build-id/xx/yyyy.../elf */
+static char *cache_path(const file_hits *h)
+{
+    const char *home = getenv("HOME");
+    char hex[41], *p;
+    size_t i;
+
+    if (!h->build_id_size || !home)
+        return NULL;
+    for (i = 0; i < h->build_id_size; i++)
+        sprintf(hex + 2 * i, "%02x", h->build_id[i]);
+    if (asprintf(&p, "%s/.debug/.build-id/%.2s/%s/elf", home, hex, hex + 2) < 0)
+        return NULL;
+    return p;
+}
+
+/* Where the recorded file is now: its recorded path, perf's build-id
+ * cache, its basename next to the trace, its basename in the current
+ * directory; the first readable one whose build-id is the recorded one,
+ * else the first readable one (the address map then reports the
+ * mismatch). NULL if none (malloc'ed result). */
+static char *locate(const file_hits *h, const char *trace)
+{
+    const char *slash = strrchr(trace, '/'), *bn = base_name(h->path);
+    char *cand[4] = {strdup(h->path), cache_path(h), NULL, strdup(bn)}, *best = NULL;
+    size_t i;
+
+    if (slash && asprintf(&cand[2], "%.*s/%s", (int)(slash - trace), trace, bn) < 0)
+        cand[2] = NULL;
+    for (i = 0; i < 4 && !best; i++)
+        if (cand[i] && access(cand[i], R_OK) == 0 && id_matches(cand[i], h))
+            best = cand[i];
+    for (i = 0; i < 4 && !best; i++)
+        if (cand[i] && access(cand[i], R_OK) == 0)
+            best = cand[i];
+    for (i = 0; i < 4; i++)
+        if (cand[i] != best)
+            free(cand[i]);
+    return best;
 }
 
 /* The user-space file that holds the most sampled IPs (with branch
@@ -536,7 +548,7 @@ static char *find_binary(const char *path, int text, lp_error *err)
     if (k == 0 && t.n == 0)
         lp_error_set(err, LP_EFORMAT, "%s: no sample with a branch stack falls "
                      "in a mapped file; pass --binary", path);
-    else if (k == 0 && !(best = locate(t.v[b].path, path)))
+    else if (k == 0 && !(best = locate(&t.v[b], path)))
         lp_error_set(err, LP_EIO, "%s: the most sampled binary is %s, which is "
                      "neither there nor next to the trace nor in the current "
                      "directory; pass --binary", path, t.v[b].path);
@@ -641,11 +653,69 @@ static int validate(const prof_args *a)
         return bad_usage("%s", "--output (-o) is required");
     if (!a->binary && !a->perfdata && !a->perfscript)
         return bad_usage("%s", "--binary is required");
-    if (stat(in, &st) != 0)
+    if (!a->binary && strcmp(in, "-") == 0)
+        return bad_usage("%s", "--binary is required when the trace comes from stdin");
+    if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
     if (a->compress_recursion < -1)
         return bad_usage("%s", "Value of --compress-recursion should >= -1");
     return output_format(a, &f);
+}
+
+/* Address map warnings, held until we know whether the binary was found:
+ * if not, the first one (a build-id mismatch) is the error message. */
+typedef struct held_warnings {
+    char **v;
+    size_t n;
+} held_warnings;
+
+static void hold_warning(void *ctx, const char *msg)
+{
+    held_warnings *h = ctx;
+    char **nv = realloc(h->v, (h->n + 1) * sizeof *nv);
+
+    if (!nv || !(nv[h->n] = strdup(msg))) {
+        h->v = nv ? nv : h->v;
+        print_warning(NULL, msg);
+        return;
+    }
+    h->v = nv;
+    h->n++;
+}
+
+static void release_warnings(held_warnings *h, bool print)
+{
+    size_t i;
+
+    for (i = 0; i < h->n; i++) {
+        if (print)
+            print_warning(NULL, h->v[i]);
+        free(h->v[i]);
+    }
+    free(h->v);
+    h->v = NULL;
+    h->n = 0;
+}
+
+/* perf.data: the per-process address map (one base per process, unlike
+ * llvm-profgen); perf script text: NULL (single base). */
+static lp_addrmap *new_map(const prof_args *a, lp_binary *bin,
+                           held_warnings *h, lp_error *err)
+{
+    lp_addrmap_opts mo = {false, a->pid, hold_warning, h};
+
+    return a->perfdata ? lp_addrmap_new(&bin, 1, &mo, err) : NULL;
+}
+
+/* The binary matched no mmap: say why in one line. */
+static int not_found(const prof_args *a, const held_warnings *h, lp_error *err)
+{
+    if (h->n > 0)
+        return lp_error_set(err, LP_EFORMAT, "%s: %s", a->perfdata, h->v[0]);
+    return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
+                        "in perf data for %s (no mmap matched its build-id, "
+                        "path or basename%s).", a->perfdata, a->binary,
+                        a->pid >= 0 ? " in the --pid process" : "");
 }
 
 /* What the trace turned into: flat counters, or per-context counters when
@@ -667,7 +737,7 @@ static void counts_free(counts *k)
 }
 
 static lp_unwinder *new_unwinder(const prof_args *a, lp_binary *bin,
-                                 lp_error *err)
+                                 const lp_addrmap *map, lp_error *err)
 {
     lp_unwind_opts uo;
 
@@ -680,7 +750,19 @@ static lp_unwinder *new_unwinder(const prof_args *a, lp_binary *bin,
                            : a->max_context_depth > INT32_MAX ? INT32_MAX
                                                               : (int)a->max_context_depth;
     uo.repair_frames = !a->no_repair_frames;
+    uo.map = map;
     return lp_unwind_new(&bin, 1, &uo, err);
+}
+
+/* Hybrid samples went to the unwinder: its counters, unless there were
+ * none (then the trace was LBR-only after all). */
+static int finish_unwinder(counts *k, lp_error *err)
+{
+    if (lp_lbr_agg_nr_samples(k->agg) > 0)
+        fprintf(stderr, "warning: %" PRIu64 " samples without a call stack "
+                "were ignored: the trace has hybrid samples\n",
+                lp_lbr_agg_nr_samples(k->agg));
+    return (k->cs = lp_unwind_finish(k->uw, err)) ? 0 : -1;
 }
 
 static int run_counters(const prof_args *a, lp_binary *bin, counts *k,
@@ -688,9 +770,10 @@ static int run_counters(const prof_args *a, lp_binary *bin, counts *k,
 {
     lp_lbr_agg_opts ao = {print_warning, NULL, a->show_detailed_warning, a->pid,
                           a->leading_ip_only, a->have_sample_period,
-                          a->sample_period};
+                          a->sample_period, NULL, 0};
+    lp_addrmap *map = NULL;
+    held_warnings held = {NULL, 0};
     uint64_t base;
-    pid_set pids = {0};
     FILE *f;
     int rc;
 
@@ -708,24 +791,24 @@ static int run_counters(const prof_args *a, lp_binary *bin, counts *k,
         k->flat = k->own;
         return rc;
     }
+    if (a->perfdata && !(map = new_map(a, bin, &held, err)))
+        return -1;
+    ao.map = map;
     if (!(k->agg = lp_lbr_agg_new(bin, &ao, err)))
-        return -1;
-    if (!a->ignore_stack_samples && !a->leading_ip_only &&
-        !(k->uw = new_unwinder(a, bin, err)))
-        return -1;
-    rc = a->perfdata ? collect_pids(a, &pids, err) : 0;
-    if (rc == 0)
-        rc = read_trace(a, k->agg, k->uw, a->perfdata ? &pids : NULL, err);
-    free(pids.v);
-    if (rc == 0 && k->uw && lp_unwind_stats_get(k->uw)->sample_calls > 0) {
-        if (lp_lbr_agg_nr_samples(k->agg) > 0)
-            fprintf(stderr, "warning: %" PRIu64 " samples without a call stack "
-                    "were ignored: the trace has hybrid samples\n",
-                    lp_lbr_agg_nr_samples(k->agg));
-        return (k->cs = lp_unwind_finish(k->uw, err)) ? 0 : -1;
-    }
-    if (rc == 0 && !(k->flat = lp_lbr_agg_finish(k->agg, err)))
         rc = -1;
+    else if (!a->ignore_stack_samples && !a->leading_ip_only &&
+             !(k->uw = new_unwinder(a, bin, map, err)))
+        rc = -1;
+    else
+        rc = read_trace(a, k->agg, k->uw, map, err);
+    if (rc == 0 && map && !lp_addrmap_loaded(map, 0))
+        rc = not_found(a, &held, err);
+    release_warnings(&held, rc == 0);
+    if (rc == 0 && k->uw && lp_unwind_stats_get(k->uw)->sample_calls > 0)
+        rc = finish_unwinder(k, err);
+    else if (rc == 0 && !(k->flat = lp_lbr_agg_finish(k->agg, err)))
+        rc = -1;
+    lp_addrmap_free(map); /* neither uses it after finish */
     return rc;
 }
 
@@ -781,6 +864,12 @@ static int run(const prof_args *a, lp_error *err)
                             a->binary);
     if (!(bin = lp_binary_open(a->binary, &bo, err)))
         return -1;
+    /* No DWARF functions: llvm-profgen writes an empty profile after a
+     * warning; say what is wrong instead (the raw profile needs no DWARF) */
+    if (!a->skip_symbolization && lp_binary_check_symbolizable(bin, err)) {
+        lp_binary_close(bin);
+        return -1;
+    }
     fo.warn = print_warning;
     fo.leading_ip_only = a->leading_ip_only;
     fo.info = stdout;

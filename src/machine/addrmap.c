@@ -255,10 +255,9 @@ static int warn_mismatch(lp_addrmap *m, int bi, const lp_mmap_event *e,
     HASH_ADD_KEYPTR(hh, m->warned, w->key, len, w);
     hex(id, nid, got);
     hex(m->bins[bi].bid, m->bins[bi].nbid, want);
-    warnf(m, "%s is mapped by process %" PRIu32 " with build-id %s, but the "
-             "binary %s has build-id %s: that mapping is not used (pass the "
-             "binary that was run)", e->filename, e->pid, got, m->bins[bi].path,
-          want);
+    warnf(m, "build-id mismatch: %s in process %" PRIu32 " has build-id %s, "
+             "but %s has %s; that mapping is not used (pass the binary that "
+             "was run)", e->filename, e->pid, got, m->bins[bi].path, want);
     return 0;
 }
 

@@ -19,12 +19,17 @@
 
 /* ---- one address --------------------------------------------------------- */
 
-/* The only place a recorded address becomes a link-time one (one call per
- * address, so that a per-process address map can replace the rule):
- * llvm-profgen's single base, then "code" = an instruction start. */
+/* The only place a recorded address becomes a link-time one: through the
+ * per-process address map (perf.data), else llvm-profgen's single base;
+ * then "code" = an instruction start of the binary. */
 static uint64_t canon(lp_unwinder *u, uint64_t rt, bool *code)
 {
     uint64_t c = rt - u->base + u->preferred;
+
+    if (u->o.map && lp_addrmap_resolve(u->o.map, u->pid, rt, &c) != 0) {
+        *code = false;
+        return UW_EXT;
+    }
 
     *code = c > UW_EXT && (uw_addr(u, c)->flags & UW_AI_CODE);
     return *code ? c : UW_EXT;
@@ -111,7 +116,7 @@ static long extract_lbr(lp_unwinder *u, const lp_branch_entry *br, size_t n)
 
 static void warn_missing_mmap(lp_unwinder *u)
 {
-    if (u->loaded_by_mmap || u->missing_warned)
+    if (u->loaded_by_mmap || u->missing_warned || u->o.map)
         return;
     uw_warnf(u, "No relevant mmap event is matched for %s, will use preferred "
                 "address (0x%" PRIx64 ") as the base loading address!",
@@ -346,6 +351,7 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
 
     u->st.sample_calls++;
     u->st.samples += n;
+    u->pid = s->pid;
     user_part(s, &st, &nst);
     if ((k = extract_stack(u, st, nst, &truncated)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");

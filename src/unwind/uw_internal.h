@@ -130,6 +130,7 @@ struct lp_unwinder {
     /* llvm-profgen's single-base address rule */
     uint64_t base, preferred, text_offset;
     bool loaded_by_mmap, missing_warned;
+    uint32_t pid;               /* the sample being taken in (address map) */
     const char *name;           /* basename of the binary */
     uw_ainfo *ainfo;            /* 1 << UW_AC_BITS slots */
     /* intake scratch */
