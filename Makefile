@@ -64,6 +64,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(HELPER_OBJS) $(BUILD)/liblbr2prof.a $(HEADERS
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/unit -o $@ $< $(HELPER_OBJS) $(BUILD)/liblbr2prof.a -lcmocka $(LDLIBS_ALL)
 
+# The in-process unwinder tests walk their own frames.
+$(BUILD)/tests/test_fpunwind: private CFLAGS_ALL += -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
+
 unit: $(UNIT_BINS)
 e2e: $(BUILD)/lbr2prof
 

@@ -24,6 +24,6 @@ if command -v perf >/dev/null 2>&1; then
     perf record -q -e cpu-clock -z --call-graph dwarf,1024 -o $S/zdw.data -- sh -c "$W" >/dev/null 2>&1 || true
     rm -f $S/*.old
 fi
-exec nice -n 10 build-fuzz/fuzz_reader -max_total_time="$SECS" -rss_limit_mb=2048 \
+exec nice -n 19 build-fuzz/fuzz_reader -max_total_time="$SECS" -rss_limit_mb=2048 \
     -max_len=262144 -timeout=10 -artifact_prefix=fuzz-out/ -print_final_stats=1 \
     fuzz-out/corpus fuzz-out/seeds

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lbr2prof/addrmap.h"
 #include "lbr2prof/binary.h"
 #include "lbr2prof/error.h"
 #include "lbr2prof/profile.h"
@@ -29,8 +30,6 @@ extern "C" {
 #endif
 
 #define LP_EXTERNAL_ADDR 1u
-
-typedef void (*lp_warn_fn)(void *ctx, const char *msg);
 
 /* ---- counters ---------------------------------------------------------- */
 
@@ -59,17 +58,29 @@ typedef struct lp_lbr_agg_opts {
     lp_warn_fn warn;        /* may be NULL */
     void *warn_ctx;
     bool show_detailed_warning;
-    int64_t pid_filter;     /* -1: none */
+    int64_t pid_filter;     /* -1: none (own single-base map only) */
     bool leading_ip_only;   /* --leading-ip-only: count the sample IP only */
     bool has_sample_period; /* --sample-period=P given */
     uint64_t sample_period;
+    /* Where runtime addresses are resolved. NULL: the aggregator keeps its
+     * own single-base map of `bin` (llvm-profgen 19: one load base moved
+     * by lp_lbr_agg_mmap). Else the caller's map, fed by the caller with
+     * every event, in which `bin` has index `bin_index`; samples are
+     * resolved in the process set by lp_lbr_agg_set_pid. */
+    const lp_addrmap *map;
+    int bin_index;
 } lp_lbr_agg_opts;
 
 lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
                            lp_error *err);
 void lp_lbr_agg_free(lp_lbr_agg *a);
-/* An mmap event (updateBinaryAddress): -1 on the fatal segment errors. */
+/* An mmap event for the aggregator's own single-base map
+ * (updateBinaryAddress): -1 on the fatal segment errors. No-op when the
+ * caller gave a map. */
 int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err);
+/* The process the following samples come from (LP_ADDRMAP_ANY_PID, the
+ * default: no pid known, single-base rule). */
+void lp_lbr_agg_set_pid(lp_lbr_agg *a, uint32_t pid);
 /* One LBR sample: br[0] newest; addresses as recorded (runtime). */
 int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
                       uint64_t repeat, lp_error *err);
@@ -87,10 +98,20 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err);
 
+/* Samples are not counted at once: identical ones (same process, stack
+ * and addresses) wait in a bounded table and are counted once with the sum
+ * of their repeats (llvm-profgen's AggregatedSamples). lp_lbr_agg_flush
+ * counts the waiting samples; a caller feeding its own address map must
+ * call it before every event that may change the map (MMAP, COMM with
+ * exec, FORK of a process); lp_lbr_agg_mmap and lp_lbr_agg_finish do it
+ * themselves. 0 or -1 (err). */
+int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err);
+
 /* Range/branch counters (computeCounterFromLBR) and warnInvalidRange's
  * warnings. The counters stay owned by the aggregator. */
 lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err);
 bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a);
+/* Samples counted so far (complete after lp_lbr_agg_finish). */
 uint64_t lp_lbr_agg_nr_samples(const lp_lbr_agg *a);
 
 /* ---- unsymbolized profile (--skip-symbolization) ----------------------- */

@@ -13,13 +13,18 @@
 #include "lbr2prof/reader.h"
 #include "lbr2prof/binary.h"
 #include "lbr2prof/machine.h"
+#include "lbr2prof/addrmap.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/flat.h"
+#include "lbr2prof/ctxcount.h"
+#include "lbr2prof/unwind.h"
 #include "lbr2prof/csprofile.h"
 #include "lbr2prof/adjust.h"
 #include "lbr2prof/breakpad.h"
 #include "lbr2prof/symbolicate.h"
 #include "lbr2prof/perfwrite.h"
 #include "lbr2prof/record.h"
+#include "lbr2prof/report.h"
+#include "lbr2prof/fpunwind.h"
 
 #endif

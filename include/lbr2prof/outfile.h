@@ -2,7 +2,9 @@
  * lbr2prof/outfile.h - atomic output files: everything lbr2prof writes goes
  * to a temporary file next to the target and is renamed over it only when
  * complete, so a failed run never leaves a half-written profile behind.
- * "-" means standard output (written directly, nothing to rename).
+ * "-" means standard output (written directly, nothing to rename); an
+ * existing device, FIFO or socket (/dev/null, a named pipe) is written in
+ * place, never replaced.
  */
 #ifndef LBR2PROF_OUTFILE_H
 #define LBR2PROF_OUTFILE_H

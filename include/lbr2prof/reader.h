@@ -279,6 +279,9 @@ typedef struct lp_reader_stats {
     uint64_t out_of_order;     /* queued below the last flush time */
     uint64_t compressed_blocks, decompressed_bytes;
     uint64_t bytes_read;
+    uint64_t text_sample_starts; /* perf script text: lines taken as the start
+                                    of a sample, comments and blank lines
+                                    included (llvm-profgen's NumTotalSample) */
 } lp_reader_stats;
 
 /* ---- opening and reading ------------------------------------------------ */

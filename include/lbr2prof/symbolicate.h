@@ -26,6 +26,7 @@
 #include "lbr2prof/adjust.h"
 #include "lbr2prof/breakpad.h"
 #include "lbr2prof/error.h"
+#include "lbr2prof/machine.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -132,6 +133,40 @@ int lp_sym_req_add_stack(lp_sym_req *r, const uint64_t *addrs, size_t n, lp_erro
 /* Requests of at most LP_SYM_MAX_JOBS jobs each. */
 size_t lp_sym_req_count(const lp_sym_req *r);
 char *lp_sym_req_json(const lp_sym_req *r, size_t i, lp_error *err);
+
+/* ---- client side: a whole perf.data -> v5 requests ---------------------- */
+
+/* `lbr2prof script --format=symbolicate-v5`: feed every sample (after the
+ * machine has seen the event) and write the requests: one job per process
+ * in first-seen order, one stack per sample (callchain without context
+ * markers, else the IP), leaf first. A mapped file's memoryMap entry is its
+ * base name with the debug id of the build-id recorded for the mapping
+ * (MMAP2 or the build-id table), else of the ELF file; the ELF (a binary
+ * given here with that build-id or base name, else the file at its mapped
+ * path) gives the PT_LOAD segments for module offsets. Addresses in files
+ * that cannot be read become [-1, address]. */
+typedef struct lp_sym_perf_opts {
+    lp_cpu arch;                 /* LP_CPU_UNKNOWN: x86_64 */
+    int adjust;                  /* adjust return addresses before offsets */
+    lp_adjust_mode mode;         /* with adjust: usually all_but_first */
+    const char *const *binaries; /* ELF files standing in for mapped files */
+    size_t nbinaries;
+    int64_t pid;                 /* -1: every process */
+} lp_sym_perf_opts;
+
+typedef struct lp_sym_perf lp_sym_perf;
+
+lp_sym_perf *lp_sym_perf_new(const lp_sym_perf_opts *o, lp_error *err);
+void lp_sym_perf_free(lp_sym_perf *p);
+/* A sample event (others are ignored); m must reflect the events so far. */
+int lp_sym_perf_sample(lp_sym_perf *p, const lp_machine *m, const lp_event *ev,
+                       lp_error *err);
+/* The requests, one JSON document per line (more than one only with more
+ * than LP_SYM_MAX_JOBS processes); `{"jobs":[]}` when there was no sample. */
+int lp_sym_perf_write(lp_sym_perf *p, FILE *out, lp_error *err);
+/* Mapped files that could not be read (their frames are [-1, address]):
+ * malloc'ed array of names owned by p; returns the count. */
+size_t lp_sym_perf_unreadable(const lp_sym_perf *p, const char ***names);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,10 @@
  * or perf script text + the profiled binary -> an LLVM sample profile,
  * with llvm-profgen 19's command line (`--perfdata=`, `--perfscript=`,
  * `--unsymbolized-profile=`, `--binary=`, `--output=`/`-o`, `--format=`...)
- * and its flat (LBR-only) semantics. Owns option parsing and the order of
- * the pipeline stages; the work is in src/flat, src/writer, src/binary.
+ * and its flat (LBR-only) semantics; hybrid samples (call stacks + LBR) go
+ * to the virtual unwinder (context-sensitive counters). Owns option parsing
+ * and the order of the pipeline stages; the work is in src/flat,
+ * src/unwind, src/writer, src/binary.
  * LP_BUILTIN(profile, cmd_profile, "make an LLVM sample profile from LBR samples; llvm-profgen flags")
  */
 #include <inttypes.h>
@@ -18,11 +20,13 @@
 #include "cli/builtin.h"
 #include "lbr2prof/binary.h"
 #include "lbr2prof/csprofile.h"
+#include "lbr2prof/ctxcount.h"
 #include "lbr2prof/flat.h"
 #include "lbr2prof/machine.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/reader.h"
+#include "lbr2prof/unwind.h"
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -41,7 +45,9 @@ typedef struct prof_args {
     char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
     size_t nr_events;
     lp_flat_opts flat;
-    lp_cs_opts cs;              /* context-sensitive options */
+    int64_t compress_recursion, max_context_depth;  /* CS, -1 unlimited */
+    bool no_repair_frames;
+    lp_cs_opts cs;              /* context-sensitive generation options */
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT,
@@ -81,10 +87,12 @@ static const opt_def opt_defs[] = {
     {"profile-density-threshold", O_DBL, A(flat.density_threshold)},
     {"profile-density-cutoff-hot", O_U32, A(flat.density_cutoff_hot)},
     {"show-density", O_BOOL, A(flat.show_density)},
-    /* context-sensitive options (no effect on flat profiles); recursion
-     * compression and context depth are the unwinder's, when contexts are
-     * formed: an unsymbolized profile is read as written */
-    {"compress-recursion", O_IGNORED, 0}, {"csprof-max-context-depth", O_IGNORED, 0},
+    /* context-sensitive options: the unwinder's (recursion compression and
+     * context depth, applied when contexts are formed; an unsymbolized
+     * profile is read as written), then the CS generator's */
+    {"compress-recursion", O_I64, A(compress_recursion)},
+    {"csprof-max-context-depth", O_I64, A(max_context_depth)},
+    {"no-repair-frames", O_BOOL, A(no_repair_frames)},
     {"csprof-merge-cold-context", O_TRI, A(cs.merge_cold_context)},
     {"csprof-max-cold-context-depth", O_U32, A(cs.max_cold_context_depth)},
     {"gen-cs-nested-profile", O_BOOL, A(cs.gen_nested)},
@@ -116,6 +124,7 @@ static const opt_def opt_defs[] = {
 static const char usage_text[] =
     "usage: lbr2prof [profile] PERF.DATA -o OUT [--binary=PATH] [options]\n"
     "       lbr2prof --perfscript=FILE|--perfdata=FILE|--unsymbolized-profile=FILE\n"
+    "       (PERF.DATA or FILE may be - for stdin, e.g. perf record -o - | lbr2prof -)\n"
     "                --binary=PATH --output=OUT [llvm-profgen options]\n"
     "options (as llvm-profgen 19): --format=extbinary|text|binary, --use-md5,\n"
     "  --skip-symbolization, --use-offset=BOOL, --use-first-loadable-segment-as-base,\n"
@@ -125,7 +134,11 @@ static const char usage_text[] =
     "  --show-detailed-warning, --show-density, --debug-binary=PATH,\n"
     "  --llvm-sample-profile=FILE, --leading-ip-only, --perf-event=EVENT,\n"
     "  --sample-period=N, --use-dwarf-correlation\n"
-    "Without --binary, the most sampled user-space file of the trace is used.\n";
+    "hybrid samples (call stacks + LBR): --compress-recursion=N,\n"
+    "  --csprof-max-context-depth=N, --no-repair-frames (do not put back the\n"
+    "  caller a frame-pointer walk misses at function entry/exit)\n"
+    "Without --binary, the most sampled user-space file of the trace is used, found\n"
+    "by its recorded path, build-id (perf's ~/.debug cache) or basename.\n";
 
 static int bad_usage(const char *fmt, const char *arg)
     __attribute__((format(printf, 1, 0)));
@@ -235,6 +248,7 @@ static int parse_args(prof_args *a, int argc, char **argv)
     memset(a, 0, sizeof *a);
     a->use_offset = true;
     a->pid = -1;
+    a->compress_recursion = a->max_context_depth = -1;
     lp_flat_opts_default(&a->flat);
     lp_cs_opts_default(&a->cs);
     while (i < argc) {
@@ -270,79 +284,22 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-typedef struct pid_set {
-    uint32_t *v;
-    size_t n, cap;
-} pid_set;
-
-static bool pid_in(const pid_set *s, uint32_t pid)
+/* The sample's process for the address map: perf script text and
+ * perf.data without TID have none (llvm-profgen's single base applies). */
+static uint32_t sample_pid(const lp_sample *s)
 {
-    size_t i;
-
-    for (i = 0; i < s->n; i++)
-        if (s->v[i] == pid)
-            return true;
-    return false;
+    return (s->sample_type & LP_SAMPLE_TID) ? s->pid : LP_ADDRMAP_ANY_PID;
 }
 
-static int pid_add(pid_set *s, uint32_t pid)
-{
-    uint32_t *nv;
-
-    if (pid_in(s, pid))
-        return 0;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 16;
-        if (!(nv = realloc(s->v, s->cap * sizeof *nv)))
-            return -1;
-        s->v = nv;
-    }
-    s->v[s->n++] = pid;
-    return 0;
-}
-
-/* perf.data: llvm-profgen's first perf script pass, the processes that
- * mapped the binary (by basename), optionally only --pid. */
-static int collect_pids(const prof_args *a, pid_set *pids, lp_error *err)
-{
-    lp_reader *r = lp_reader_open(a->perfdata, NULL, err);
-    const char *want = base_name(a->binary);
-    const lp_event *ev;
-    int k;
-
-    if (!r)
-        return -1;
-    while ((k = lp_reader_next(r, &ev, err)) == 1) {
-        if (ev->kind != LP_EV_MMAP || !ev->u.mmap.filename ||
-            strcmp(base_name(ev->u.mmap.filename), want) != 0)
-            continue;
-        if (a->pid >= 0 && (int64_t)ev->u.mmap.pid != a->pid)
-            continue;
-        if (pid_add(pids, ev->u.mmap.pid)) {
-            k = lp_error_set(err, LP_ENOMEM, "out of memory");
-            break;
-        }
-    }
-    lp_reader_close(r);
-    if (k < 0)
-        return -1;
-    if (pids->n == 0)
-        return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is "
-                            "found in perf data for %s.", a->perfdata, want);
-    return 0;
-}
-
-static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
-                       const lp_sample *s, lp_error *err)
+/* One sample: hybrid ones (with a call stack) to the unwinder `uw` unless
+ * the stacks are ignored (then uw is NULL); `markers`: the callchain is a
+ * perf.data one, with PERF_CONTEXT_* markers. */
+static int feed_sample(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
+                       bool markers, const lp_sample *s, lp_error *err)
 {
     uint64_t n = s->repeat ? s->repeat : 1;
     size_t i;
 
-    if (s->callchain_nr > 0 && !a->ignore_stack_samples)
-        return lp_error_set(err, LP_EUNSUPP, "samples with call stacks (hybrid "
-                            "input): context-sensitive profiles are not "
-                            "supported yet; use --ignore-stack-samples for a "
-                            "flat profile");
     if (a->nr_events > 0 && s->attr && s->attr->name) {
         for (i = 0; i < a->nr_events; i++)
             if (strcmp(a->events[i], s->attr->name) == 0)
@@ -357,43 +314,73 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg,
             return 0;
         return lp_lbr_agg_ip_sample(agg, s->ip, n, err);
     }
+    if (s->callchain_nr > 0 && uw) {
+        lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
+                              .markers = markers, .fp_walk = markers,
+                              .br = s->branches, .nbr = s->branch_nr,
+                              .pid = sample_pid(s), .repeat = n};
+        return lp_unwind_sample(uw, &h, err);
+    }
     if (s->callchain_nr > 0)
         return lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
                                        s->branches, s->branch_nr, n, err);
     return lp_lbr_agg_sample(agg, s->branches, s->branch_nr, n, err);
 }
 
-/* The second pass (or the only one for perf script text). */
-static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
-                      lp_error *err)
+/* Events after which the address map may resolve differently. */
+static bool changes_map(const lp_event *ev)
+{
+    return ev->kind == LP_EV_MMAP || (ev->kind == LP_EV_COMM && ev->u.comm.exec) ||
+           (ev->kind == LP_EV_FORK && ev->u.task.pid != ev->u.task.ppid);
+}
+
+/* One pass over the trace. perf.data: every event goes to the per-process
+ * address map `map` (NULL for perf script text, where the aggregator's own
+ * single-base map follows the mmaps). */
+static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
+                      lp_addrmap *map, lp_error *err)
 {
     const char *path = a->perfdata ? a->perfdata : a->perfscript;
     lp_reader_opts ro = {0};
+    const lp_file_info *info;
     const lp_event *ev;
     lp_reader *r;
+    size_t nids = 0;
     int k;
 
     ro.force_text = a->perfscript != NULL;
     ro.skip_payloads = 1;
     if (!(r = lp_reader_open(path, &ro, err)))
         return -1;
+    info = lp_reader_info(r);
     while ((k = lp_reader_next(r, &ev, err)) == 1) {
+        /* file mode: the header's table; pipe mode: HEADER_BUILD_IDs */
+        if (map && info->nr_build_ids > nids &&
+            lp_addrmap_add_build_ids(map, info->build_ids + nids,
+                                     info->nr_build_ids - nids, err))
+            break;
+        nids = info->nr_build_ids;
+        if (map && changes_map(ev) &&
+            (lp_lbr_agg_flush(agg, err) || lp_addrmap_event(map, ev, err)))
+            break;
         if (ev->kind == LP_EV_MMAP) {
-            if (pids && !pid_in(pids, ev->u.mmap.pid))
-                continue;
-            if (a->show_mmap_events)
+            if (a->show_mmap_events &&
+                (a->pid < 0 || (int64_t)ev->u.mmap.pid == a->pid))
                 printf("Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
                        ev->u.mmap.filename, ev->u.mmap.start);
-            if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err))
+            if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err) ||
+                (uw && !map && lp_unwind_mmap(uw, &ev->u.mmap, err)))
                 break;
         } else if (ev->kind == LP_EV_SAMPLE) {
-            if (pids && (ev->u.sample.sample_type & LP_SAMPLE_TID) &&
-                !pid_in(pids, ev->u.sample.pid))
-                continue;
-            if (feed_sample(a, agg, &ev->u.sample, err))
+            lp_lbr_agg_set_pid(agg, sample_pid(&ev->u.sample));
+            if (feed_sample(a, agg, uw, !ro.force_text &&
+                            info->format != LP_FMT_PERF_SCRIPT,
+                            &ev->u.sample, err))
                 break;
         }
     }
+    if (uw && (ro.force_text || info->format == LP_FMT_PERF_SCRIPT))
+        lp_unwind_set_total_samples(uw, lp_reader_stats_get(r)->text_sample_starts);
     if (k == 1)
         k = -1;
     lp_reader_close(r);
@@ -405,6 +392,8 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, const pid_set *pids,
 typedef struct file_hits {      /* samples whose IP fell in a mapped file */
     char *path;
     uint64_t hits;
+    uint8_t build_id[20];       /* as recorded (MMAP2 or BUILD_ID table) */
+    uint8_t build_id_size;
 } file_hits;
 
 typedef struct text_map {       /* an mmap line of a perf script */
@@ -449,7 +438,7 @@ static const char *text_map_find(const hit_table *t, uint64_t addr)
     return NULL;
 }
 
-static int add_hit(hit_table *t, const char *path)
+static int add_hit(hit_table *t, const char *path, const lp_map *mp)
 {
     file_hits *nv;
     size_t i;
@@ -467,6 +456,9 @@ static int add_hit(hit_table *t, const char *path)
     }
     if (!(t->v[t->n].path = strdup(path)))
         return -1;
+    t->v[t->n].build_id_size = mp ? mp->build_id_size : 0;
+    if (mp)
+        memcpy(t->v[t->n].build_id, mp->build_id, sizeof mp->build_id);
     t->v[t->n++].hits = 1;
     return 0;
 }
@@ -481,28 +473,70 @@ static int count_sample(hit_table *t, const lp_machine *m, const lp_event *ev)
     if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0)
         return 0;
     if (!(s->sample_type & LP_SAMPLE_TID))
-        return (f = text_map_find(t, s->ip)) ? add_hit(t, f) : 0;
+        return (f = text_map_find(t, s->ip)) ? add_hit(t, f, NULL) : 0;
     mp = lp_machine_find_map(m, s->pid, s->ip, ev->misc & LP_MISC_CPUMODE_MASK);
     if (!mp || mp->kernel || mp->anon || !mp->filename || mp->filename[0] != '/')
         return 0;
-    return add_hit(t, mp->filename);
+    return add_hit(t, mp->filename, mp);
 }
 
-/* `recorded` if readable, else its basename next to the trace, else in
- * the current directory. NULL if none (malloc'ed result). */
-static char *locate(const char *recorded, const char *trace)
+/* Whether the ELF file at `path` has build-id `id` (or no id is known). */
+static bool id_matches(const char *path, const file_hits *h)
 {
-    const char *slash = strrchr(trace, '/'), *bn = base_name(recorded);
-    char *p;
+    lp_binary *b;
+    const uint8_t *id;
+    size_t n;
+    bool ok;
 
-    if (access(recorded, R_OK) == 0)
-        return strdup(recorded);
-    if (slash && asprintf(&p, "%.*s/%s", (int)(slash - trace), trace, bn) > 0) {
-        if (access(p, R_OK) == 0)
-            return p;
-        free(p);
-    }
-    return access(bn, R_OK) == 0 ? strdup(bn) : NULL;
+    if (!h->build_id_size)
+        return true;
+    if (!(b = lp_binary_open(path, NULL, NULL)))
+        return false;
+    n = lp_binary_build_id(b, &id);
+    ok = n >= h->build_id_size && memcmp(id, h->build_id, h->build_id_size) == 0;
+    lp_binary_close(b);
+    return ok;
+}
+
+/* perf's build-id cache: ~/.debug/.build-id/xx/yyyy.../elf */
+static char *cache_path(const file_hits *h)
+{
+    const char *home = getenv("HOME");
+    char hex[41], *p;
+    size_t i;
+
+    if (!h->build_id_size || !home)
+        return NULL;
+    for (i = 0; i < h->build_id_size; i++)
+        sprintf(hex + 2 * i, "%02x", h->build_id[i]);
+    if (asprintf(&p, "%s/.debug/.build-id/%.2s/%s/elf", home, hex, hex + 2) < 0)
+        return NULL;
+    return p;
+}
+
+/* Where the recorded file is now: its recorded path, perf's build-id
+ * cache, its basename next to the trace, its basename in the current
+ * directory; the first readable one whose build-id is the recorded one,
+ * else the first readable one (the address map then reports the
+ * mismatch). NULL if none (malloc'ed result). */
+static char *locate(const file_hits *h, const char *trace)
+{
+    const char *slash = strrchr(trace, '/'), *bn = base_name(h->path);
+    char *cand[4] = {strdup(h->path), cache_path(h), NULL, strdup(bn)}, *best = NULL;
+    size_t i;
+
+    if (slash && asprintf(&cand[2], "%.*s/%s", (int)(slash - trace), trace, bn) < 0)
+        cand[2] = NULL;
+    for (i = 0; i < 4 && !best; i++)
+        if (cand[i] && access(cand[i], R_OK) == 0 && id_matches(cand[i], h))
+            best = cand[i];
+    for (i = 0; i < 4 && !best; i++)
+        if (cand[i] && access(cand[i], R_OK) == 0)
+            best = cand[i];
+    for (i = 0; i < 4; i++)
+        if (cand[i] != best)
+            free(cand[i]);
+    return best;
 }
 
 /* The user-space file that holds the most sampled IPs (with branch
@@ -539,7 +573,7 @@ static char *find_binary(const char *path, int text, lp_error *err)
     if (k == 0 && t.n == 0)
         lp_error_set(err, LP_EFORMAT, "%s: no sample with a branch stack falls "
                      "in a mapped file; pass --binary", path);
-    else if (k == 0 && !(best = locate(t.v[b].path, path)))
+    else if (k == 0 && !(best = locate(&t.v[b], path)))
         lp_error_set(err, LP_EIO, "%s: the most sampled binary is %s, which is "
                      "neither there nor next to the trace nor in the current "
                      "directory; pass --binary", path, t.v[b].path);
@@ -727,19 +761,127 @@ static int validate(const prof_args *a)
         return bad_usage("%s", "--output (-o) is required");
     if (!a->binary && !a->perfdata && !a->perfscript)
         return bad_usage("%s", "--binary is required");
-    if (stat(in, &st) != 0)
+    if (!a->binary && strcmp(in, "-") == 0)
+        return bad_usage("%s", "--binary is required when the trace comes from stdin");
+    if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
+    if (a->compress_recursion < -1)
+        return bad_usage("%s", "Value of --compress-recursion should >= -1");
     return output_format(a, &f);
 }
 
-static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
-                        lp_lbr_agg **agg, const lp_counters **c, lp_error *err)
+/* Address map warnings, held until we know whether the binary was found:
+ * if not, the first one (a build-id mismatch) is the error message. */
+typedef struct held_warnings {
+    char **v;
+    size_t n;
+} held_warnings;
+
+static void hold_warning(void *ctx, const char *msg)
+{
+    held_warnings *h = ctx;
+    char **nv = realloc(h->v, (h->n + 1) * sizeof *nv);
+
+    if (!nv || !(nv[h->n] = strdup(msg))) {
+        h->v = nv ? nv : h->v;
+        print_warning(NULL, msg);
+        return;
+    }
+    h->v = nv;
+    h->n++;
+}
+
+static void release_warnings(held_warnings *h, bool print)
+{
+    size_t i;
+
+    for (i = 0; i < h->n; i++) {
+        if (print)
+            print_warning(NULL, h->v[i]);
+        free(h->v[i]);
+    }
+    free(h->v);
+    h->v = NULL;
+    h->n = 0;
+}
+
+/* perf.data: the per-process address map (one base per process, unlike
+ * llvm-profgen); perf script text: NULL (single base). */
+static lp_addrmap *new_map(const prof_args *a, lp_binary *bin,
+                           held_warnings *h, lp_error *err)
+{
+    lp_addrmap_opts mo = {false, a->pid, hold_warning, h};
+
+    return a->perfdata ? lp_addrmap_new(&bin, 1, &mo, err) : NULL;
+}
+
+/* The binary matched no mmap: say why in one line. */
+static int not_found(const prof_args *a, const held_warnings *h, lp_error *err)
+{
+    if (h->n > 0)
+        return lp_error_set(err, LP_EFORMAT, "%s: %s", a->perfdata, h->v[0]);
+    return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
+                        "in perf data for %s (no mmap matched its build-id, "
+                        "path or basename%s).", a->perfdata, a->binary,
+                        a->pid >= 0 ? " in the --pid process" : "");
+}
+
+/* What the trace turned into: flat counters, or per-context counters when
+ * the samples had call stacks (and they are not ignored). */
+typedef struct counts {
+    lp_lbr_agg *agg;
+    lp_counters *own;           /* read from an unsymbolized profile */
+    const lp_counters *flat;
+    lp_unwinder *uw;
+    lp_ctxcount *cs;
+} counts;
+
+static void counts_free(counts *k)
+{
+    lp_counters_free(k->own);
+    lp_lbr_agg_free(k->agg);
+    lp_unwind_free(k->uw);
+    lp_ctxcount_free(k->cs);
+}
+
+static lp_unwinder *new_unwinder(const prof_args *a, lp_binary *bin,
+                                 const lp_addrmap *map, lp_error *err)
+{
+    lp_unwind_opts uo;
+
+    lp_unwind_opts_default(&uo);
+    uo.warn = print_warning;
+    uo.show_detailed_warning = a->show_detailed_warning;
+    uo.pid_filter = a->pid;
+    uo.compress_recursion = (int)a->compress_recursion;
+    uo.max_context_depth = a->max_context_depth < -1 ? -1
+                           : a->max_context_depth > INT32_MAX ? INT32_MAX
+                                                              : (int)a->max_context_depth;
+    uo.repair_frames = !a->no_repair_frames;
+    uo.map = map;
+    return lp_unwind_new(&bin, 1, &uo, err);
+}
+
+/* Hybrid samples went to the unwinder: its counters, unless there were
+ * none (then the trace was LBR-only after all). */
+static int finish_unwinder(counts *k, lp_error *err)
+{
+    if (lp_lbr_agg_nr_samples(k->agg) > 0)
+        fprintf(stderr, "warning: %" PRIu64 " samples without a call stack "
+                "were ignored: the trace has hybrid samples\n",
+                lp_lbr_agg_nr_samples(k->agg));
+    return (k->cs = lp_unwind_finish(k->uw, err)) ? 0 : -1;
+}
+
+static int run_counters(const prof_args *a, lp_binary *bin, counts *k,
+                        lp_error *err)
 {
     lp_lbr_agg_opts ao = {print_warning, NULL, a->show_detailed_warning, a->pid,
                           a->leading_ip_only, a->have_sample_period,
-                          a->sample_period};
+                          a->sample_period, NULL, 0};
+    lp_addrmap *map = NULL;
+    held_warnings held = {NULL, 0};
     uint64_t base;
-    pid_set pids = {0};
     FILE *f;
     int rc;
 
@@ -749,31 +891,78 @@ static int run_counters(const prof_args *a, lp_binary *bin, lp_counters **own,
                                         : lp_binary_preferred_base(bin);
         if (!(f = fopen(a->unsym, "r")))
             return lp_error_set(err, LP_EIO, "%s: cannot open", a->unsym);
-        if (!(*own = lp_counters_new()))
+        if (!(k->own = lp_counters_new()))
             rc = lp_error_set(err, LP_ENOMEM, "out of memory");
         else
-            rc = lp_rawprof_read(f, a->unsym, base, *own, err);
+            rc = lp_rawprof_read(f, a->unsym, base, k->own, err);
         fclose(f);
-        *c = *own;
+        k->flat = k->own;
         return rc;
     }
-    if (!(*agg = lp_lbr_agg_new(bin, &ao, err)))
+    if (a->perfdata && !(map = new_map(a, bin, &held, err)))
         return -1;
-    rc = a->perfdata ? collect_pids(a, &pids, err) : 0;
-    if (rc == 0)
-        rc = read_trace(a, *agg, a->perfdata ? &pids : NULL, err);
-    free(pids.v);
-    if (rc == 0 && !(*c = lp_lbr_agg_finish(*agg, err)))
+    ao.map = map;
+    if (!(k->agg = lp_lbr_agg_new(bin, &ao, err)))
         rc = -1;
+    else if (!a->ignore_stack_samples && !a->leading_ip_only &&
+             !(k->uw = new_unwinder(a, bin, map, err)))
+        rc = -1;
+    else
+        rc = read_trace(a, k->agg, k->uw, map, err);
+    if (rc == 0 && map && !lp_addrmap_loaded(map, 0))
+        rc = not_found(a, &held, err);
+    release_warnings(&held, rc == 0);
+    if (rc == 0 && k->uw && lp_unwind_stats_get(k->uw)->sample_calls > 0)
+        rc = finish_unwinder(k, err);
+    else if (rc == 0 && !(k->flat = lp_lbr_agg_finish(k->agg, err)))
+        rc = -1;
+    lp_addrmap_free(map); /* neither uses it after finish */
+    return rc;
+}
+
+/* The context-sensitive unsymbolized profile (--skip-symbolization). */
+static int write_raw_cs(const prof_args *a, lp_binary *bin,
+                        const lp_ctxcount *cs, lp_error *err)
+{
+    uint64_t base = !a->use_offset ? 0
+                    : a->first_loadable_base ? lp_binary_first_loadable(bin)
+                                             : lp_binary_preferred_base(bin);
+    lp_outfile out;
+
+    if (lp_outfile_open(&out, a->output, err))
+        return -1;
+    if (lp_ctxcount_write_raw(out.fp, cs, 0, base, err)) {
+        lp_outfile_abort(&out);
+        return -1;
+    }
+    return lp_outfile_commit(&out, err);
+}
+
+/* Hybrid samples -> the CS profile (the unwinder's counters are used up),
+ * or the unsymbolized one with --skip-symbolization. */
+static int write_cs_profile(const prof_args *a, lp_binary *bin,
+                            lp_ctxcount *cs, lp_error *err)
+{
+    lp_profile *p;
+    lp_cs_opts o;
+    int rc;
+
+    if (a->skip_symbolization)
+        return write_raw_cs(a, bin, cs, err);
+    if (!(p = lp_profile_new()))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    cs_opts(a, &o);
+    rc = lp_cs_profile_consume(&bin, 1, cs, &o, p, err);
+    if (rc == 0)
+        rc = write_profile(a, bin, p, err);
+    lp_profile_free(p);
     return rc;
 }
 
 static int run(const prof_args *a, lp_error *err)
 {
     lp_binary_opts bo = {a->debug_binary, a->dwp, -1};
-    lp_counters *own = NULL;
-    const lp_counters *c = NULL;
-    lp_lbr_agg *agg = NULL;
+    counts k = {0};
     lp_profile *p = NULL;
     lp_flat_opts fo = a->flat;
     lp_binary *bin;
@@ -790,6 +979,12 @@ static int run(const prof_args *a, lp_error *err)
                             a->binary);
     if (!(bin = lp_binary_open(a->binary, &bo, err)))
         return -1;
+    /* No DWARF functions: llvm-profgen writes an empty profile after a
+     * warning; say what is wrong instead (the raw profile needs no DWARF) */
+    if (!a->skip_symbolization && lp_binary_check_symbolizable(bin, err)) {
+        lp_binary_close(bin);
+        return -1;
+    }
     if (a->unsym && (rc = raw_is_cs(a->unsym, err)) != 0) {
         if (rc > 0)
             rc = run_cs_unsym(a, bin, err);
@@ -807,15 +1002,19 @@ static int run(const prof_args *a, lp_error *err)
             fclose(f);
         }
     } else {
-        rc = run_counters(a, bin, &own, &agg, &c, err);
+        rc = run_counters(a, bin, &k, err);
+        if (rc == 0 && k.cs) {
+            rc = write_cs_profile(a, bin, k.cs, err);
+            goto out;
+        }
         if (rc == 0 && a->skip_symbolization) {
-            rc = write_raw(a, bin, c, err);
+            rc = write_raw(a, bin, k.flat, err);
             goto out;
         }
         if (rc == 0 && !(p = lp_profile_new()))
             rc = lp_error_set(err, LP_ENOMEM, "out of memory");
         if (rc == 0)
-            rc = lp_flat_generate(bin, c, &fo, p, err);
+            rc = lp_flat_generate(bin, k.flat, &fo, p, err);
     }
     if (rc == 0 && p->is_cs) {
         lp_cs_opts co;
@@ -828,8 +1027,7 @@ static int run(const prof_args *a, lp_error *err)
         rc = write_profile(a, bin, p, err);
 out:
     lp_profile_free(p);
-    lp_counters_free(own);
-    lp_lbr_agg_free(agg);
+    counts_free(&k);
     lp_binary_close(bin);
     return rc;
 }

@@ -5,7 +5,12 @@
  * with the MMAP (--show-mmap-events) and COMM/FORK/EXIT
  * (--show-task-events) records. Callchain entries in a file-backed user
  * mapping print as file offsets like perf 6.1 (--raw-addresses: absolute).
+ * --fp-callchain=plain|validated|repaired replaces the user part of each
+ * callchain by a frame-pointer walk of the sample's user stack
+ * (src/fpunwind; perf record --call-graph dwarf).
  * LP_BUILTIN(script, cmd_script, "print samples as perf script -F comm,pid,tid,time,ip,brstack does")
+ * --format=symbolicate-v5 prints the samples as a Symbolication API v5
+ * request instead (src/symbolicate/perfreq.c does the work).
  *
  * Owns the output format and perf's field rules only; reading is the
  * reader's job, process state the machine's.
@@ -17,8 +22,10 @@
 #include <string.h>
 
 #include "cli/builtin.h"
+#include "lbr2prof/fpunwind.h"
 #include "lbr2prof/machine.h"
 #include "lbr2prof/reader.h"
+#include "lbr2prof/symbolicate.h"
 
 enum sc_field {
     F_COMM = 1u << 0,
@@ -35,16 +42,26 @@ enum sc_field {
 #define SC_TYPE_OTHER 7
 #define SC_MAX_STACK 127 /* perf script's default scripting_max_stack */
 
+#define SC_MAX_BINARIES 64
+
 typedef struct sc_opts {
     unsigned fields;
     int show_mmap, show_task, raw_addr;
+    int fp_mode, fp_stats; /* enum lp_fp_mode, 0: the recorded callchain */
     const char *input;
+    int v5;                         /* --format=symbolicate-v5 */
+    lp_sym_perf_opts v5o;
+    const char *binaries[SC_MAX_BINARIES];
 } sc_opts;
 
 typedef struct sc_state {
     const sc_opts *o;
     lp_reader *r;
     lp_machine *m;
+    lp_sym_perf *v5;                /* --format=symbolicate-v5 */
+    lp_fp_sampler *fps;
+    lp_error *err;          /* where print_sample reports a failure */
+    int failed;
     FILE *out;
     int type_checked[SC_NR_TYPES];
     unsigned type_fields[SC_NR_TYPES];
@@ -219,6 +236,35 @@ static void print_callchain(sc_state *s, const lp_sample *sm, unsigned f)
     }
 }
 
+/* --fp-callchain: the recorded kernel part (up to the user marker), then
+ * the user frames walked from the sample's stack. 1: *copy uses buf; 0: no
+ * user stack (print the sample as recorded); -1: error. */
+#define SC_FP_BUF (2 * LP_FPU_MAX_FRAMES + 8)
+static int fp_callchain(sc_state *s, const lp_sample *sm, lp_sample *copy,
+                        uint64_t *buf)
+{
+    uint64_t user[LP_FPU_MAX_FRAMES], i;
+    size_t nu, k = 0;
+    int r = lp_fp_sample_user_chain(s->fps, s->m, sm, s->o->fp_mode, user,
+                                    LP_FPU_MAX_FRAMES, &nu, s->err);
+
+    if (r <= 0)
+        return r;
+    for (i = 0; sm->callchain && i < sm->callchain_nr &&
+                k < SC_FP_BUF - 1 - LP_FPU_MAX_FRAMES;
+         i++) {
+        if (sm->callchain[i] == LP_CONTEXT_USER)
+            break;
+        buf[k++] = sm->callchain[i];
+    }
+    buf[k++] = LP_CONTEXT_USER;
+    memcpy(buf + k, user, nu * sizeof *user);
+    *copy = *sm;
+    copy->callchain = buf;
+    copy->callchain_nr = k + nu;
+    return 1;
+}
+
 static char mispred_char(uint64_t fl)
 {
     if (!LP_BR_MISPRED(fl) && !LP_BR_PREDICTED(fl))
@@ -261,6 +307,8 @@ static void print_brstack(sc_state *s, const lp_sample *sm)
 static void print_sample(sc_state *s, const lp_event *ev)
 {
     const lp_sample *sm = &ev->u.sample;
+    lp_sample fp_copy;
+    uint64_t fp_buf[SC_FP_BUF];
     const lp_file_info *info = lp_reader_info(s->r);
     const lp_attr *a = sm->attr ? sm->attr
                                 : (info->nr_attrs ? &info->attrs[0] : NULL);
@@ -286,6 +334,17 @@ static void print_sample(sc_state *s, const lp_event *ev)
     count = sm->repeat != 1 &&
             lp_reader_info(s->r)->format == LP_FMT_PERF_SCRIPT;
     chain = (sm->sample_type & LP_SAMPLE_CALLCHAIN) && sm->callchain;
+    if (s->o->fp_mode && (f & F_IP)) {
+        int r = fp_callchain(s, sm, &fp_copy, fp_buf);
+        if (r < 0) {
+            s->failed = 1;
+            return;
+        }
+        if (r > 0) {
+            sm = &fp_copy;
+            chain = 1;
+        }
+    }
     if (count && !((f & F_IP) && chain))
         fprintf(s->out, "%" PRIu64 "\n", sm->repeat);
     print_start(s, f, a, lp_machine_comm(s->m, (uint32_t)pid, (uint32_t)tid),
@@ -380,8 +439,14 @@ static int handle(sc_state *s, const lp_event *ev, lp_error *err)
         print_task(s, ev); /* perf prints EXIT before processing it */
     if (lp_machine_process_event(s->m, ev, err) < 0)
         return -1;
+    if (s->v5)
+        return ev->kind == LP_EV_SAMPLE ? lp_sym_perf_sample(s->v5, s->m, ev, err) : 0;
     switch (ev->kind) {
-    case LP_EV_SAMPLE: print_sample(s, ev); break;
+    case LP_EV_SAMPLE:
+        print_sample(s, ev);
+        if (s->failed)
+            return -1;
+        break;
     case LP_EV_MMAP:
         if (s->o->show_mmap)
             print_mmap(s, ev);
@@ -411,7 +476,17 @@ static void usage(FILE *o)
             "      --show-mmap-events  print MMAP/MMAP2 records\n"
             "      --show-task-events  print COMM/FORK/EXIT records\n"
             "      --raw-addresses   print callchain addresses absolute, not\n"
-            "                        relative to their mapping\n");
+            "                        relative to their mapping\n"
+            "      --format=symbolicate-v5  print a Symbolication API v5 request\n"
+            "                        (one job per process, one stack per sample)\n"
+            "      --binary ELF      v5: ELF standing in for a mapped file\n"
+            "      --adjust MODE     v5: all_but_first (default), all, none\n"
+            "      --fp-callchain=MODE  user part of the callchain from a\n"
+            "                        frame-pointer walk of the sampled user stack\n"
+            "                        (perf record --call-graph dwarf): plain (the\n"
+            "                        kernel's walk), validated, or repaired (also\n"
+            "                        the caller lost at a function's entry/exit)\n"
+            "      --fp-stats        with --fp-callchain: counters on stderr\n");
 }
 
 static int parse_fields(const char *list, unsigned *out)
@@ -445,12 +520,21 @@ static int parse_args(int argc, char **argv, sc_opts *o)
         {"show-mmap-events", no_argument, NULL, 'm'},
         {"show-task-events", no_argument, NULL, 't'},
         {"raw-addresses", no_argument, NULL, 'r'},
+        {"format", required_argument, NULL, 'o'},
+        {"binary", required_argument, NULL, 'b'},
+        {"adjust", required_argument, NULL, 'a'},
+        {"fp-callchain", required_argument, NULL, 'c'},
+        {"fp-stats", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
 
     memset(o, 0, sizeof *o);
+    o->v5o.pid = -1;
+    o->v5o.adjust = 1;
+    o->v5o.mode = LP_ADJUST_ALL_BUT_FIRST; /* perf: frame 0 is the IP */
+    o->v5o.binaries = o->binaries;
     o->fields = F_COMM | F_PID | F_TID | F_TIME | F_IP | F_BRSTACK;
     optind = 1;
     while ((c = getopt_long(argc, argv, "F:i:h", longopts, NULL)) != -1) {
@@ -465,6 +549,36 @@ static int parse_args(int argc, char **argv, sc_opts *o)
         case 'm': o->show_mmap = 1; break;
         case 't': o->show_task = 1; break;
         case 'r': o->raw_addr = 1; break;
+        case 'o':
+            if (strcmp(optarg, "symbolicate-v5") && strcmp(optarg, "perf"))
+                return lp_cli_usage_error("script", "unknown format '%s' "
+                                          "(perf, symbolicate-v5)", optarg);
+            o->v5 = !strcmp(optarg, "symbolicate-v5");
+            break;
+        case 'b':
+            if (o->v5o.nbinaries == SC_MAX_BINARIES)
+                return lp_cli_usage_error("script", "too many --binary");
+            o->binaries[o->v5o.nbinaries++] = optarg;
+            break;
+        case 'a':
+            if (lp_adjust_mode_parse(optarg, &o->v5o.mode) < 0)
+                return lp_cli_usage_error("script", "bad --adjust '%s' (auto, "
+                                          "all, all_but_first, none)", optarg);
+            o->v5o.adjust = o->v5o.mode != LP_ADJUST_NONE;
+            break;
+        case 'c':
+            if (strcmp(optarg, "plain") == 0)
+                o->fp_mode = LP_FP_PLAIN;
+            else if (strcmp(optarg, "validated") == 0)
+                o->fp_mode = LP_FP_VALIDATED;
+            else if (strcmp(optarg, "repaired") == 0)
+                o->fp_mode = LP_FP_REPAIRED;
+            else
+                return lp_cli_usage_error("script", "bad --fp-callchain '%s' "
+                                          "(known: plain, validated, repaired)",
+                                          optarg);
+            break;
+        case 's': o->fp_stats = 1; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return 2;
         }
@@ -476,6 +590,25 @@ static int parse_args(int argc, char **argv, sc_opts *o)
                                   argv[optind]);
     if (!o->input)
         o->input = "perf.data"; /* perf's default */
+    if (o->fp_stats && !o->fp_mode)
+        return lp_cli_usage_error("script", "--fp-stats needs --fp-callchain");
+    return 0;
+}
+
+/* --format=symbolicate-v5: the request, and a warning per file whose
+ * frames had to be left without a module. */
+static int v5_finish(sc_state *s, lp_error *err)
+{
+    const char **names;
+    size_t n, i;
+
+    if (lp_sym_perf_write(s->v5, s->out, err) < 0)
+        return -1;
+    n = lp_sym_perf_unreadable(s->v5, &names);
+    for (i = 0; i < n; i++)
+        fprintf(stderr, "lbr2prof script: warning: cannot read %s: its frames "
+                        "are [-1, address] (pass --binary)\n", names[i]);
+    free(names);
     return 0;
 }
 
@@ -487,7 +620,7 @@ static int run(sc_state *s, lp_error *err)
 
     memset(&ro, 0, sizeof ro);
     ro.order = LP_ORDER_TIME;
-    ro.skip_payloads = 1;
+    ro.skip_payloads = !s->o->fp_mode; /* the walk needs regs and stack */
     if (strcmp(s->o->input, "-") == 0)
         s->r = lp_reader_open_stream(stdin, "-", &ro, err);
     else
@@ -497,10 +630,48 @@ static int run(sc_state *s, lp_error *err)
     s->m = lp_machine_new(LP_MACHINE_KEEP_MAPS_ON_EXEC, err);
     if (!s->m)
         return -1;
+    if ((s->o->v5 || s->o->fp_mode) &&
+        lp_machine_add_build_ids(s->m, lp_reader_info(s->r)->build_ids,
+                                 lp_reader_info(s->r)->nr_build_ids, err) < 0)
+        return -1; /* build-ids: module ids (v5); fp repair refuses rebuilt files */
+    if (s->o->v5 && !(s->v5 = lp_sym_perf_new(&s->o->v5o, err)))
+        return -1;
+    if (s->o->fp_mode && !(s->fps = lp_fp_sampler_new(err)))
+        return -1;
     while ((r = lp_reader_next(s->r, &ev, err)) == 1)
         if (handle(s, ev, err) < 0)
             return -1;
+    if (r == 0 && s->v5)
+        return v5_finish(s, err);
     return r;
+}
+
+static void print_fp_stats(const lp_fp_sampler *fps)
+{
+    const lp_fp_sampler_stats *t = lp_fp_sampler_get_stats(fps);
+    const lp_leaf_stats *l = &t->leaf;
+    int i;
+
+    fprintf(stderr,
+            "fp-callchain: %" PRIu64 " samples walked, %" PRIu64
+            " without user stack; binaries %" PRIu64 " opened, %" PRIu64
+            " failed; %" PRIu64 " leaves in a file whose build-id differs\n",
+            t->walked, t->no_user_stack, t->binaries_opened,
+            t->binaries_failed, t->build_id_mismatch);
+    if (!l->samples)
+        return;
+    fprintf(stderr, "fp-callchain: leaf");
+    for (i = 0; i < LP_LEAF_NSTATES; i++)
+        fprintf(stderr, " %s=%" PRIu64, lp_leaf_state_name((lp_leaf_state)i),
+                l->by_state[i]);
+    fprintf(stderr,
+            "\nfp-callchain: at-entry=%" PRIu64 " at-exit=%" PRIu64
+            " frameless=%" PRIu64 " repaired=%" PRIu64 " (equal to frame 1: %"
+            PRIu64 ") already-correct=%" PRIu64 " unrepaired=%" PRIu64
+            " classify-errors=%" PRIu64 "\n",
+            l->at_entry, l->at_exit, l->frameless, l->repaired,
+            l->equal_inserted, l->already_correct, l->unrepaired,
+            t->classify_errors);
 }
 
 int cmd_script(int argc, char **argv)
@@ -516,11 +687,16 @@ int cmd_script(int argc, char **argv)
     memset(&s, 0, sizeof s);
     lp_error_clear(&err);
     s.o = &o;
+    s.err = &err;
     s.out = stdout;
     setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
     r = run(&s, &err);
     fflush(stdout);
+    if (o.fp_stats && s.fps)
+        print_fp_stats(s.fps);
+    lp_fp_sampler_free(s.fps);
     lp_machine_free(s.m);
+    lp_sym_perf_free(s.v5);
     if (s.r)
         lp_reader_close(s.r);
     if (r < 0)

@@ -1,9 +1,10 @@
 /*
  * aggregate.c - LBR-only sample aggregation as llvm-profgen 19's
- * PerfScriptReader/LBRPerfReader does it: mmap events move the binary's
- * single base address (updateBinaryAddress), LBR entries are canonicalized
- * to link-time addresses and mapped to LP_EXTERNAL_ADDR when they are not
- * an instruction start of the binary (external->external entries dropped),
+ * PerfScriptReader/LBRPerfReader does it: LBR entries are resolved to
+ * link-time addresses through an address map (the caller's, per process,
+ * or our own single-base one: updateBinaryAddress), mapped to
+ * LP_EXTERNAL_ADDR when they are not an instruction start of the binary
+ * (external->external entries dropped),
  * then computeCounterFromLBR turns each sample into branch counts and the
  * fall-through ranges between consecutive entries, and warnInvalidRange
  * reports the odd ranges. Owns none of the parsing of perf data.
@@ -12,9 +13,29 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "lbr2prof/flat.h"
+
+/* uthash's default (Jenkins) hash costs more than the rest of the work for
+ * the long keys of whole LBR stacks: mix 8-byte words instead. */
+static inline unsigned agg_hash(const void *key, size_t len)
+{
+    const unsigned char *p = key;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
+
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    for (; len > 0; p++, len--)
+        h = (h ^ *p) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 32;
+    return (unsigned)h;
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv) \
+    ((hashv) = agg_hash((keyptr), (size_t)(keylen)))
+#include <uthash.h>
 
 typedef struct range_key {
     uint64_t start, end;
@@ -26,15 +47,44 @@ typedef struct range_ent {      /* every consecutive LBR pair, for warnings */
     UT_hash_handle hh;
 } range_ent;
 
+/* A sample waiting to be counted: identical samples (same process, kind,
+ * leaf and branch stack, raw addresses) are counted once with the sum of
+ * their repeats, as llvm-profgen's AggregatedSamples does. They wait only
+ * while the address map cannot change under them (see lp_lbr_agg_flush). */
+enum pend_kind { PEND_LBR = 1, PEND_STACK = 2, PEND_IP = 3 };
+
+typedef struct pend_key {
+    uint32_t pid, kind;
+    uint64_t leaf;              /* stack leaf or IP (raw), else 0 */
+    uint64_t n;                 /* branch entries that follow */
+    uint64_t br[];              /* from, to, from, to, ... */
+} pend_key;
+
+typedef struct pend {
+    UT_hash_handle hh;
+    uint64_t repeat;
+    size_t keylen;
+    pend_key k;                 /* last: flexible */
+} pend;
+
+#define PEND_MAX_BYTES (32u << 20)  /* flush when the waiting keys exceed this */
+
 struct lp_lbr_agg {
     lp_binary *bin;
     lp_lbr_agg_opts o;
-    uint64_t base, preferred, text_offset;
-    bool loaded_by_mmap, missing_warned;
+    lp_addrmap *own_map;        /* single-base map when the caller gave none */
+    const lp_addrmap *map;
+    int bin_index;              /* of bin in map */
+    uint32_t pid;               /* of the samples being fed */
+    bool missing_warned;
     const char *name;           /* basename of the binary */
     lp_counters *c;
     range_ent *pairs;
     uint64_t nr_samples;
+    pend *pending;
+    size_t pending_bytes;
+    pend_key *kbuf;             /* key being built */
+    size_t kcap;
 };
 
 static void warnf(const lp_lbr_agg *a, const char *fmt, ...)
@@ -64,7 +114,7 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
                            lp_error *err)
 {
     lp_lbr_agg *a = calloc(1, sizeof *a);
-    const lp_segment *segs;
+    lp_addrmap_opts mo = {true, -1, NULL, NULL};
 
     if (!a || !(a->c = lp_counters_new())) {
         free(a);
@@ -76,11 +126,31 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
         a->o = *o;
     else
         a->o.pid_filter = -1;
-    a->preferred = a->base = lp_binary_preferred_base(bin);
-    if (lp_binary_exec_segments(bin, &segs) > 0)
-        a->text_offset = segs[0].offset & ~(uint64_t)0xfff;
+    a->pid = LP_ADDRMAP_ANY_PID;
     a->name = base_name(lp_binary_path(bin));
+    if (a->o.map) {
+        a->map = a->o.map;
+        a->bin_index = a->o.bin_index;
+        return a;
+    }
+    mo.pid_filter = a->o.pid_filter;
+    if (!(a->own_map = lp_addrmap_new(&bin, 1, &mo, err))) {
+        lp_lbr_agg_free(a);
+        return NULL;
+    }
+    a->map = a->own_map;
     return a;
+}
+
+static void drop_pending(lp_lbr_agg *a)
+{
+    pend *e, *t;
+
+    HASH_ITER(hh, a->pending, e, t) {
+        HASH_DEL(a->pending, e);
+        free(e);
+    }
+    a->pending_bytes = 0;
 }
 
 void lp_lbr_agg_free(lp_lbr_agg *a)
@@ -93,69 +163,43 @@ void lp_lbr_agg_free(lp_lbr_agg *a)
         HASH_DEL(a->pairs, e);
         free(e);
     }
+    drop_pending(a);
+    free(a->kbuf);
     lp_counters_free(a->c);
+    lp_addrmap_free(a->own_map);
     free(a);
 }
 
-bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a) { return a->loaded_by_mmap; }
+bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a)
+{
+    return lp_addrmap_loaded(a->map, (size_t)a->bin_index);
+}
+
 uint64_t lp_lbr_agg_nr_samples(const lp_lbr_agg *a) { return a->nr_samples; }
 
-/* updateBinaryAddress: the other executable segments must follow the
- * first one at the same distance as in the file. */
-static int check_other_segment(lp_lbr_agg *a, const lp_mmap_event *m,
-                               lp_error *err)
-{
-    const lp_segment *segs;
-    size_t n = lp_binary_exec_segments(a->bin, &segs), i;
-    uint64_t off, prev = 0;
-    bool have_prev = false;
-
-    for (i = 0; i < n; i++) {
-        off = segs[i].offset & ~(uint64_t)0xfff;
-        if (off == m->pgoff) {
-            if ((segs[i].vaddr & ~(uint64_t)0xfff) - a->preferred !=
-                m->start - a->base)
-                return lp_error_set(err, LP_EFORMAT, "%s: Executable segments "
-                                    "not loaded consecutively", m->filename);
-            return 0;
-        }
-        if (off < m->pgoff) {
-            prev = off;
-            have_prev = true;
-        }
-    }
-    if (!have_prev)
-        return lp_error_set(err, LP_EFORMAT, "%s: File offset not found "
-                            "(mmap pgoff 0x%" PRIx64 ")", m->filename, m->pgoff);
-    if (m->pgoff - prev != m->start - a->base)
-        return lp_error_set(err, LP_EFORMAT, "%s: Segment not loaded by "
-                            "consecutive mmaps", m->filename);
-    return 0;
-}
+void lp_lbr_agg_set_pid(lp_lbr_agg *a, uint32_t pid) { a->pid = pid; }
 
 int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err)
 {
-    if (!m->filename || strcmp(base_name(m->filename), a->name) != 0)
+    lp_event ev;
+
+    if (!a->own_map)
         return 0;
-    if (a->o.pid_filter >= 0 && (int64_t)m->pid != a->o.pid_filter)
-        return 0;
-    if (m->start == a->base) {
-        a->loaded_by_mmap = true;
-        return 0;
-    }
-    if (m->pgoff == a->text_offset) {
-        a->base = m->start;
-        a->loaded_by_mmap = true;
-        return 0;
-    }
-    return check_other_segment(a, m, err);
+    if (lp_lbr_agg_flush(a, err))
+        return -1;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = LP_EV_MMAP;
+    ev.misc = LP_CPUMODE_USER;
+    ev.u.mmap = *m;
+    return lp_addrmap_event(a->own_map, &ev, err);
 }
 
 static uint64_t canon(const lp_lbr_agg *a, uint64_t addr, bool *code)
 {
-    uint64_t c = addr - a->base + a->preferred;
+    uint64_t c;
 
-    *code = lp_binary_is_code(a->bin, c);
+    *code = lp_addrmap_resolve(a->map, a->pid, addr, &c) == a->bin_index &&
+            lp_binary_is_code(a->bin, c);
     return *code ? c : LP_EXTERNAL_ADDR;
 }
 
@@ -198,11 +242,11 @@ static int count_entry(lp_lbr_agg *a, uint64_t src, uint64_t dst, bool dst_code,
 
 static void warn_missing_mmap(lp_lbr_agg *a)
 {
-    if (a->loaded_by_mmap || a->missing_warned)
+    if (lp_lbr_agg_loaded_by_mmap(a) || a->missing_warned)
         return;
     warnf(a, "No relevant mmap event is matched for %s, will use preferred "
              "address (0x%" PRIx64 ") as the base loading address!", a->name,
-          a->preferred);
+          lp_binary_preferred_base(a->bin));
     a->missing_warned = true;
 }
 
@@ -262,14 +306,7 @@ static int agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
     return rc;
 }
 
-int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
-                      uint64_t repeat, lp_error *err)
-{
-    return agg_sample(a, br, n, repeat, true, err);
-}
-
-int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
-                         lp_error *err)
+static int count_ip(lp_lbr_agg *a, uint64_t ip, uint64_t repeat, lp_error *err)
 {
     bool code;
     uint64_t c = canon(a, ip, &code);
@@ -281,6 +318,112 @@ int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
     if (code && lp_counters_add_range(a->c, c, c, repeat))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     return 0;
+}
+
+/* HybridPerfReader: drop the sample when its leaf is in a prolog/epilog */
+static int count_stack(lp_lbr_agg *a, uint64_t leaf, const lp_branch_entry *br,
+                       size_t n, uint64_t repeat, lp_error *err)
+{
+    bool code;
+    uint64_t c = canon(a, leaf, &code);
+
+    if (code && lp_binary_in_prolog_epilog(a->bin, c))
+        return 0;
+    return agg_sample(a, br, n, repeat, false, err);
+}
+
+/* ---- waiting samples ------------------------------------------------------ */
+
+static int count_pending(lp_lbr_agg *a, const pend *e, lp_error *err)
+{
+    const pend_key *k = &e->k;
+    lp_branch_entry *v = NULL;
+    uint64_t i;
+    int rc;
+
+    if (k->n && !(v = malloc(k->n * sizeof *v)))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    for (i = 0; i < k->n; i++)
+        v[i] = (lp_branch_entry){k->br[2 * i], k->br[2 * i + 1], 0};
+    a->pid = k->pid;
+    if (k->kind == PEND_IP)
+        rc = count_ip(a, k->leaf, e->repeat, err);
+    else if (k->kind == PEND_STACK)
+        rc = count_stack(a, k->leaf, v, k->n, e->repeat, err);
+    else
+        rc = agg_sample(a, v, k->n, e->repeat, true, err);
+    free(v);
+    return rc;
+}
+
+int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err)
+{
+    uint32_t pid = a->pid;
+    const pend *e;
+    int rc = 0;
+
+    for (e = a->pending; e && rc == 0; e = e->hh.next)
+        rc = count_pending(a, e, err);
+    a->pid = pid;
+    drop_pending(a);
+    return rc;
+}
+
+/* Queue a sample (or add its repeat to an identical waiting one). */
+static int enqueue(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
+                   const lp_branch_entry *br, size_t n, uint64_t repeat,
+                   lp_error *err)
+{
+    size_t len = sizeof(pend_key) + 16 * n, i;
+    pend *e;
+
+    if (len > a->kcap) {
+        free(a->kbuf);
+        a->kcap = len * 2;
+        if (!(a->kbuf = malloc(a->kcap))) {
+            a->kcap = 0;
+            return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+        }
+    }
+    a->kbuf->pid = a->pid;
+    a->kbuf->kind = kind;
+    a->kbuf->leaf = leaf;
+    a->kbuf->n = n;
+    for (i = 0; i < n; i++) {
+        a->kbuf->br[2 * i] = br[i].from;
+        a->kbuf->br[2 * i + 1] = br[i].to;
+    }
+    HASH_FIND(hh, a->pending, a->kbuf, len, e);
+    if (e) {
+        e->repeat += repeat;
+        return 0;
+    }
+    if (a->pending_bytes + len > PEND_MAX_BYTES && lp_lbr_agg_flush(a, err))
+        return -1;
+    if (!(e = malloc(offsetof(pend, k) + len)))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    memcpy(&e->k, a->kbuf, len);
+    e->repeat = repeat;
+    e->keylen = len;
+    HASH_ADD(hh, a->pending, k, len, e);
+    a->pending_bytes += len + sizeof *e;
+    return 0;
+}
+
+int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
+                      uint64_t repeat, lp_error *err)
+{
+    /* --sample-period divides each sample's count by its own number of
+     * kept entries (integer division): count it now */
+    if (a->o.has_sample_period)
+        return agg_sample(a, br, n, repeat, true, err);
+    return enqueue(a, PEND_LBR, 0, br, n, repeat, err);
+}
+
+int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
+                         lp_error *err)
+{
+    return enqueue(a, PEND_IP, ip, NULL, 0, repeat, err);
 }
 
 /* emitWarningSummary */
@@ -388,7 +531,7 @@ static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
 
 lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err)
 {
-    if (warn_invalid_ranges(a, err))
+    if (lp_lbr_agg_flush(a, err) || warn_invalid_ranges(a, err))
         return NULL;
     return a->c;
 }
@@ -398,15 +541,10 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             uint64_t repeat, lp_error *err)
 {
     size_t i;
-    bool code;
-    uint64_t leaf;
 
     for (i = 0; i < ns && stack[i] >= LP_CONTEXT_MAX; i++)
         ;
     if (i == ns)
         return 0; /* no frame: HybridPerfReader rejects the sample */
-    leaf = canon(a, stack[i], &code);
-    if (code && lp_binary_in_prolog_epilog(a->bin, leaf))
-        return 0;
-    return agg_sample(a, br, n, repeat, false, err);
+    return enqueue(a, PEND_STACK, stack[i], br, n, repeat, err);
 }

@@ -550,8 +550,11 @@ static int run_step(lp_reader *r, const rd_raw *raw, lp_error *err)
 
 int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err)
 {
-    if (r->text)
-        return lp_pscript_next(r->text, ev, err);
+    if (r->text) {
+        int rc = lp_pscript_next(r->text, ev, err);
+        r->stats.text_sample_starts = lp_pscript_stats_get(r->text)->samples_seen;
+        return rc;
+    }
     for (;;) {
         int rc;
         switch (r->state) {

@@ -32,30 +32,22 @@ uint64_t sim_next_period(sim *s)
 
 /* ---- true call stack ---------------------------------------------------- */
 
-static int shadow_push(thread_state *t, uint64_t ret)
+/* The stack effect of a taken CTI on the thread's true stack (--truth):
+ * a call pushes its return address, a return pops through the matching
+ * frame; a jmp (tail call included) leaves it as it is, as on the
+ * machine; then frames whose return address slot is now below the stack
+ * pointer are gone (longjmp, `pop; jmp *reg` returns, unwinding). */
+static int true_stack_step(sim *s, thread_state *t, const cti *c,
+                           const struct user_regs_struct *r)
 {
-    if (t->shadow_n == t->shadow_cap) {
-        size_t cap = t->shadow_cap ? 2 * t->shadow_cap : 64;
-        uint64_t *p = realloc(t->shadow, cap * sizeof *p);
-        if (!p)
+    if (c->kind == CTI_CALL || c->kind == CTI_CALL_IND) {
+        if (sim_frames_push(&s->stacks, t, c->addr + c->len, r->rsp))
             return -1;
-        t->shadow = p;
-        t->shadow_cap = cap;
+    } else if (c->kind == CTI_RET) {
+        sim_frames_return(&s->stacks, t, r->rip);
     }
-    t->shadow[t->shadow_n++] = ret;
+    sim_frames_unwind(t, r->rsp);
     return 0;
-}
-
-/* A return to `to`: pop through the matching entry (longjmp-style returns
- * skip frames); a return to an unknown address leaves the stack alone. */
-static void shadow_ret(thread_state *t, uint64_t to)
-{
-    size_t i = t->shadow_n;
-
-    while (i > 0 && t->shadow[i - 1] != to)
-        i--;
-    if (i > 0)
-        t->shadow_n = i - 1;
 }
 
 /* ---- callchain --------------------------------------------------------- */
@@ -167,18 +159,17 @@ int sim_taken(sim *s, thread_state *t, const cti *c,
     e->from = c->addr;
     e->to = r->rip;
     e->flags = 0;
+    t->ring_node[t->ring_head] = t->node;
+    t->ring_cut[t->ring_head] = (uint8_t)t->pending_cut;
+    t->pending_cut = 0;
     t->ring_head = (t->ring_head + 1) % LP_LBR_DEPTH;
     if (t->ring_n < LP_LBR_DEPTH)
         t->ring_n++;
     s->st->taken_branches++;
-    if (c->kind == CTI_CALL || c->kind == CTI_CALL_IND) {
-        if (shadow_push(t, c->addr + c->len))
-            return lp_error_set(err, LP_ENOMEM, "out of memory");
-    } else if (c->kind == CTI_RET) {
-        shadow_ret(t, r->rip);
-    }
     if (s->truth) {
         edge *ed;
+        if (true_stack_step(s, t, c, r))
+            return lp_error_set(err, LP_ENOMEM, "out of memory");
         struct { uint64_t from, to; } key = {c->addr, r->rip};
         HASH_FIND(hh, s->edges, &key, sizeof key, ed);
         if (!ed) {

@@ -78,6 +78,30 @@ typedef struct icount {
     UT_hash_handle hh;
 } icount;
 
+/* The true call stacks (--truth): a persistent tree of (parent, return
+ * address) nodes, hash-consed, shared by all threads (stack.c). Node 0 is
+ * the empty stack; parent ids are smaller than their children's. */
+typedef struct stack_key {
+    uint64_t ret;
+    uint32_t parent, zero;  /* zero: no padding bytes in the hash key */
+} stack_key;
+
+typedef struct stack_node {
+    stack_key key;
+    uint32_t id;
+    UT_hash_handle hh;
+} stack_node;
+
+typedef struct stack_store {
+    stack_node *by_key;     /* uthash: (parent, ret) -> id */
+    stack_node **chunks;    /* the hash entries, never moved */
+    size_t nchunks, used;   /* entries used in the last chunk */
+    uint32_t *parent;       /* [id] */
+    uint64_t *ret;          /* [id] return address */
+    uint8_t *marked;        /* [id] referenced by a sample: written out */
+    uint32_t n, cap;
+} stack_store;
+
 /* A mapping already reported as MMAP2. */
 typedef struct seen_map {
     char key[512];          /* "start-end pgoff path" */
@@ -99,8 +123,18 @@ typedef struct thread_state {
     lp_branch_entry ring[LP_LBR_DEPTH];
     unsigned ring_head, ring_n;
     uint64_t since_sample, next_period;
-    uint64_t *shadow;       /* true return-address stack */
-    size_t shadow_n, shadow_cap;
+    /* --truth: the true call stack now (a stack_store node), the stack in
+     * force at each ring entry's source, and whether the straight-line run
+     * that ended at the entry's source was entered by something other than
+     * the previous entry (signal delivery, sigreturn, exec) */
+    uint32_t node;
+    uint32_t *fr_node;      /* the frames of `node`, outermost first: */
+    uint64_t *fr_slot;      /* their node, where their return address is */
+    size_t fr_n, fr_cap;
+    uint32_t ring_node[LP_LBR_DEPTH];
+    uint8_t ring_cut[LP_LBR_DEPTH];
+    int pending_cut;
+    uint64_t syscall_ip;    /* after the `syscall` of the syscall in flight */
     UT_hash_handle hh;
 } thread_state;
 
@@ -117,6 +151,7 @@ typedef struct sim {
     icount *icounts;
     seen_map *maps;
     thread_state *threads;
+    stack_store stacks;     /* --truth only */
     uint64_t rng;
     uint64_t time;          /* instructions retired so far (all threads) */
     uint64_t nr_threads_alive;
@@ -153,6 +188,24 @@ int sim_read_comm(pid_t pid, char out[16]);
 int sim_taken(sim *s, thread_state *t, const cti *c,
               const struct user_regs_struct *r, lp_error *err);
 uint64_t sim_next_period(sim *s);
+
+/* stack.c */
+int sim_stack_init(stack_store *st);
+void sim_stack_free(stack_store *st);
+/* The node for `ret` pushed on `parent` (existing or new); -1 on OOM. */
+int64_t sim_stack_push(stack_store *st, uint32_t parent, uint64_t ret);
+/* A thread's true stack: a call (or signal delivery) pushes return
+ * address `ret`, stored at `slot`; a return to `to` pops through the
+ * innermost frame with that return address (none: nothing); unwinding to
+ * stack pointer `sp` drops the innermost frames whose return address slot
+ * is below it (longjmp, exceptions: their stack was freed). -1 on OOM. */
+int sim_frames_push(stack_store *st, thread_state *t, uint64_t ret,
+                    uint64_t slot);
+void sim_frames_return(const stack_store *st, thread_state *t, uint64_t to);
+void sim_frames_unwind(thread_state *t, uint64_t sp);
+void sim_frames_reset(thread_state *t);
+/* Mark `node` and its ancestors for the truth file's node table. */
+void sim_stack_mark(stack_store *st, uint32_t node);
 
 /* truth.c */
 int sim_truth_begin(sim *s, lp_error *err);

@@ -55,7 +55,8 @@ static thread_state *thread_new(sim *s, pid_t tid, pid_t pid, lp_error *err)
 static void thread_free(sim *s, thread_state *t)
 {
     HASH_DEL(s->threads, t);
-    free(t->shadow);
+    free(t->fr_node);
+    free(t->fr_slot);
     free(t);
 }
 
@@ -235,6 +236,7 @@ static int on_syscall(sim *s, thread_state *t, lp_error *err)
                             strerror(errno));
     if (si.op == PTRACE_SYSCALL_INFO_ENTRY) {
         t->in_syscall = 1;
+        t->syscall_ip = si.instruction_pointer;
         t->syscall_nr = (long)si.entry.nr;
         memcpy(t->syscall_args, si.entry.args, sizeof t->syscall_args);
         if (sim_count_partial(s, t->cur, si.instruction_pointer - 2, 1, err))
@@ -244,6 +246,8 @@ static int on_syscall(sim *s, thread_state *t, lp_error *err)
                                 strerror(errno));
         return 0;
     }
+    if (si.instruction_pointer != t->syscall_ip)
+        t->pending_cut = 1; /* sigreturn, exec: not the next instruction */
     return on_syscall_exit(s, t, si.exit.rval, si.instruction_pointer, err);
 }
 
@@ -279,9 +283,25 @@ static int on_signal(sim *s, thread_state *t, int sig,
     if (sim_count_partial(s, t->cur, r->rip, 0, err))
         return -1;
     t->into_handler = 1;
+    t->pending_cut = 1;
     if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(intptr_t)sig) &&
         errno != ESRCH)
         return lp_error_set(err, LP_EIO, "simulate: ptrace: %s", strerror(errno));
+    return 0;
+}
+
+/* At a signal handler's first instruction the kernel has pushed the
+ * return address of its frame (sa_restorer, in libc): for the true stack
+ * the handler is called from there, as a frame-pointer walk sees it. */
+static int enter_handler(sim *s, thread_state *t,
+                         const struct user_regs_struct *r, lp_error *err)
+{
+    uint64_t ret;
+
+    if (sim_read(t->tid, r->rsp, &ret, sizeof ret) != (int)sizeof ret)
+        return 0; /* unreadable: the stack stays as it was */
+    if (sim_frames_push(&s->stacks, t, ret, r->rsp))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -298,6 +318,8 @@ static int on_trap(sim *s, thread_state *t, lp_error *err)
         return on_step_done(s, t, &r, err);
     if (t->into_handler) {
         t->into_handler = 0;
+        if (s->truth && enter_handler(s, t, &r, err))
+            return -1;
         return run_from(s, t, r.rip, 0, err);
     }
     a = r.rip - 1;
@@ -387,6 +409,8 @@ static int on_exec(sim *s, thread_state *t, lp_error *err)
         return 1;
     }
     sim_forget_all(s);
+    sim_frames_reset(t); /* a new program: no frames of the old one */
+    t->pending_cut = 1;
     HASH_ITER(hh, s->maps, m, mt) {
         HASH_DEL(s->maps, m);
         free(m);
@@ -610,6 +634,7 @@ static void sim_free(sim *s)
         fclose(s->truth);
     if (s->truth_maps)
         fclose(s->truth_maps);
+    sim_stack_free(&s->stacks);
     cs_close(&s->cs);
 }
 

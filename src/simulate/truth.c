@@ -3,8 +3,10 @@
  * as JSON (format in docs/record.md): per sample the true call stack (from
  * the emulated calls and returns) next to the frame-pointer chain, per
  * instruction its execution count, per (from, to) its taken count.
- * Samples are streamed to a temporary file during the run and copied into
- * the output (atomically, lp_outfile) at the end.
+ * Version 2 adds per sample the LBR with the true stack in force at each
+ * branch and the table of those stacks (nodes of stack.c). Samples are
+ * streamed to a temporary file during the run and copied into the output
+ * (atomically, lp_outfile) at the end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,8 @@ int sim_truth_begin(sim *s, lp_error *err)
         return lp_error_set(err, LP_EIO, "%s: cannot create a temporary file",
                             s->opts->truth_path);
     s->truth_first = 1;
+    if (sim_stack_init(&s->stacks))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -51,19 +55,48 @@ void sim_truth_map(sim *s, const char *key)
     fputs("\"}", s->truth_maps);
 }
 
+/* "lbr": [[from, to, node], ...] most recent first, as in the sample's
+ * BRANCH_STACK; "lbr_cut": indices whose straight-line run was entered
+ * asynchronously (only when there are some). */
+static void write_lbr(sim *s, const thread_state *t)
+{
+    unsigned i, k;
+    int any = 0;
+
+    fprintf(s->truth, ", \"node\": %u, \"lbr\": [", t->node);
+    sim_stack_mark(&s->stacks, t->node);
+    for (i = 0; i < t->ring_n; i++) {
+        k = (t->ring_head + LP_LBR_DEPTH - 1 - i) % LP_LBR_DEPTH;
+        fprintf(s->truth, "%s[\"0x%llx\", \"0x%llx\", %u]", i ? ", " : "",
+                (unsigned long long)t->ring[k].from,
+                (unsigned long long)t->ring[k].to, t->ring_node[k]);
+        sim_stack_mark(&s->stacks, t->ring_node[k]);
+    }
+    fputc(']', s->truth);
+    for (i = 0; i < t->ring_n; i++) {
+        k = (t->ring_head + LP_LBR_DEPTH - 1 - i) % LP_LBR_DEPTH;
+        if (!t->ring_cut[k])
+            continue;
+        fprintf(s->truth, "%s%u", any ? ", " : ", \"lbr_cut\": [", i);
+        any = 1;
+    }
+    if (any)
+        fputc(']', s->truth);
+}
+
 int sim_truth_sample(sim *s, const thread_state *t, uint64_t ip,
                      const lp_sample *smp)
 {
-    size_t i;
+    uint32_t n;
     uint64_t k;
     int first = 1;
 
-    fprintf(s->truth, "%s\n  {\"time\": %llu, \"tid\": %d, \"period\": %llu, "
-            "\"stack\": [\"0x%llx\"", s->truth_first ? "" : ",",
-            (unsigned long long)smp->time, (int)t->tid,
+    fprintf(s->truth, "%s\n  {\"time\": %llu, \"tid\": %d, \"pid\": %d, "
+            "\"period\": %llu, \"stack\": [\"0x%llx\"", s->truth_first ? "" : ",",
+            (unsigned long long)smp->time, (int)t->tid, (int)t->pid,
             (unsigned long long)smp->period, (unsigned long long)ip);
-    for (i = t->shadow_n; i > 0; i--)
-        fprintf(s->truth, ", \"0x%llx\"", (unsigned long long)t->shadow[i - 1]);
+    for (n = t->node; n != 0; n = s->stacks.parent[n])
+        fprintf(s->truth, ", \"0x%llx\"", (unsigned long long)s->stacks.ret[n]);
     fprintf(s->truth, "], \"fp_chain\": [");
     for (k = 0; k < smp->callchain_nr; k++) {
         if (smp->callchain[k] >= LP_CONTEXT_MAX)
@@ -72,7 +105,9 @@ int sim_truth_sample(sim *s, const thread_state *t, uint64_t ip,
                 (unsigned long long)smp->callchain[k]);
         first = 0;
     }
-    fprintf(s->truth, "]}");
+    fputc(']', s->truth);
+    write_lbr(s, t);
+    fputc('}', s->truth);
     s->truth_first = 0;
     return ferror(s->truth) ? -1 : 0;
 }
@@ -112,6 +147,23 @@ static int by_edge(const edge *a, const edge *b)
     return a->key.to < b->key.to ? -1 : a->key.to > b->key.to;
 }
 
+/* [id, parent, "0xRET"] for every stack a sample refers to (and their
+ * ancestors), by id: a parent always comes before its children. */
+static void write_nodes(const sim *s, FILE *f)
+{
+    const stack_store *st = &s->stacks;
+    uint32_t i;
+    int first = 1;
+
+    for (i = 1; i < st->n; i++) {
+        if (!st->marked[i])
+            continue;
+        fprintf(f, "%s\n  [%u, %u, \"0x%llx\"]", first ? "" : ",", i,
+                st->parent[i], (unsigned long long)st->ret[i]);
+        first = 0;
+    }
+}
+
 static void write_counts(sim *s, FILE *f)
 {
     block *b, *bt;
@@ -133,6 +185,8 @@ static void write_counts(sim *s, FILE *f)
         fprintf(f, "%s\n  [\"0x%llx\", \"0x%llx\", %llu]", first ? "" : ",",
                 (unsigned long long)e->key.from, (unsigned long long)e->key.to,
                 (unsigned long long)e->count);
+    fprintf(f, "\n ],\n \"stack_nodes\": [");
+    write_nodes(s, f);
     fprintf(f, "\n ]\n}\n");
 }
 
@@ -150,7 +204,7 @@ int sim_truth_finish(sim *s, lp_error *err)
 
     if (!s->truth)
         return 0;
-    fprintf(o->fp, "{\n \"format\": \"lbr2prof-truth\", \"version\": 1,\n"
+    fprintf(o->fp, "{\n \"format\": \"lbr2prof-truth\", \"version\": 2,\n"
             " \"instructions\": %llu, \"taken_branches\": %llu,\n"
             " \"lbr_depth\": %d, \"period\": %llu, \"seed\": %llu,\n"
             " \"samples\": [", (unsigned long long)s->st->instructions,

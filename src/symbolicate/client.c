@@ -170,7 +170,10 @@ static json_t *frame_of(lp_sym_req *r, uint64_t a)
             return NULL;
         return json_pack("[I,I]", (json_int_t)k, (json_int_t)off);
     }
-    return json_pack("[i,I]", -1, (json_int_t)a);
+    /* JSON integers here are signed 64-bit (jansson, and the service
+     * refuses offsets below -1): a kernel address >= 2^63 becomes -1. */
+    return json_pack("[i,I]", -1, a > (uint64_t)INT64_MAX ? (json_int_t)-1
+                                                          : (json_int_t)a);
 }
 
 int lp_sym_req_add_stack(lp_sym_req *r, const uint64_t *addrs, size_t n, lp_error *err)

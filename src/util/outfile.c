@@ -11,8 +11,24 @@
 
 #include "lbr2prof/outfile.h"
 
+/* A device, FIFO or socket (/dev/null, a named pipe) is written in place:
+ * renaming a temporary file over it would replace it (as root, /dev/null
+ * would become a regular file for the whole machine). */
+static int open_special(lp_outfile *o, const char *path, lp_error *err)
+{
+    if (!(o->path = strdup(path)))
+        return lp_error_set(err, LP_ENOMEM, "%s: out of memory", path);
+    if (!(o->fp = fopen(path, "w"))) {
+        lp_error_set(err, LP_EIO, "%s: %s", path, strerror(errno));
+        lp_outfile_abort(o);
+        return -1;
+    }
+    return 0;
+}
+
 int lp_outfile_open(lp_outfile *o, const char *path, lp_error *err)
 {
+    struct stat st;
     int fd;
     size_t n;
 
@@ -21,6 +37,8 @@ int lp_outfile_open(lp_outfile *o, const char *path, lp_error *err)
         o->fp = stdout;
         return 0;
     }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return open_special(o, path, err);
     n = strlen(path);
     o->path = strdup(path);
     o->tmp = malloc(n + sizeof ".tmp.XXXXXX");
@@ -76,6 +94,11 @@ int lp_outfile_commit(lp_outfile *o, lp_error *err)
                      strerror(errno));
         lp_outfile_abort(o);
         return -1;
+    }
+    if (!o->tmp) { /* written in place (open_special) */
+        free(o->path);
+        o->path = NULL;
+        return 0;
     }
     if (rename(o->tmp, o->path) != 0) {
         lp_error_set(err, LP_EIO, "%s: cannot rename %s into place: %s",

@@ -160,6 +160,61 @@ static void test_mmap_moves_base(void **state)
     lp_binary_close(b);
 }
 
+/* Identical samples wait and are counted once; an mmap counts the waiting
+ * ones with the base they were taken under first; identical addresses in
+ * two processes of a caller's per-process map are not merged. */
+static void test_waiting_samples(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_lbr_agg_opts o = {NULL, NULL, false, -1};
+    lp_error e = {0};
+    lp_lbr_agg *a = lp_lbr_agg_new(b, &o, &e);
+    lp_addrmap *map = lp_addrmap_new(&b, 1, NULL, &e);
+    lp_mmap_event m = {0};
+    lp_event ev;
+    char *s;
+    (void)state;
+
+    /* own single-base map: 2 samples at the preferred base, then the
+     * binary moves away, then the same raw addresses are external */
+    assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 1, &e), 0);
+    assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 1, &e), 0);
+    m.pid = 7;
+    m.start = 0x10000000;
+    m.len = 0x1000;
+    m.filename = "noprobe.perfbin";
+    assert_int_equal(lp_lbr_agg_mmap(a, &m, &e), 0);
+    assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 1, &e), 0);
+    s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
+    assert_non_null(strstr(s, "4\n5e5-5e9:2\n"));
+    assert_true(lp_lbr_agg_nr_samples(a) == 2);
+    free(s);
+    lp_lbr_agg_free(a);
+
+    /* per-process map: pid 1 has the binary at its link address, pid 2
+     * does not: only pid 1's samples count */
+    o.map = map;
+    a = lp_lbr_agg_new(b, &o, &e);
+    memset(&ev, 0, sizeof ev);
+    ev.kind = LP_EV_MMAP;
+    ev.misc = LP_CPUMODE_USER;
+    ev.u.mmap.pid = 1;
+    ev.u.mmap.start = 0x400000;
+    ev.u.mmap.len = 0x1000;
+    ev.u.mmap.filename = "noprobe.perfbin";
+    assert_int_equal(lp_addrmap_event(map, &ev, &e), 0);
+    lp_lbr_agg_set_pid(a, 2);
+    assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 4, &e), 0);
+    lp_lbr_agg_set_pid(a, 1);
+    assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 3, &e), 0);
+    s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
+    assert_non_null(strstr(s, "4\n5e5-5e9:3\n"));
+    free(s);
+    lp_lbr_agg_free(a);
+    lp_addrmap_free(map);
+    lp_binary_close(b);
+}
+
 static void test_stack_sample_prolog_leaf(void **state)
 {
     /* leaf at bar's entry (prolog): dropped; leaf inside bar: kept */
@@ -173,11 +228,13 @@ static void test_stack_sample_prolog_leaf(void **state)
     (void)state;
 
     assert_int_equal(lp_lbr_agg_stack_sample(a, in_prolog, 3, sample1, 5, 1, &e), 0);
+    assert_int_equal(lp_lbr_agg_flush(a, &e), 0);
     assert_true(lp_lbr_agg_nr_samples(a) == 0);
     assert_int_equal(lp_lbr_agg_stack_sample(a, inside, 2, sample1, 5, 3, &e), 0);
-    assert_true(lp_lbr_agg_nr_samples(a) == 3);
+    assert_int_equal(lp_lbr_agg_stack_sample(a, inside, 2, sample1, 5, 2, &e), 0);
     s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
-    assert_non_null(strstr(s, "4\n5e5-5e9:3\n"));
+    assert_true(lp_lbr_agg_nr_samples(a) == 5);
+    assert_non_null(strstr(s, "4\n5e5-5e9:5\n"));
     free(s);
     lp_lbr_agg_free(a);
     lp_binary_close(b);
@@ -265,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_ranges_and_branches),
         cmocka_unit_test(test_external_and_bogus),
         cmocka_unit_test(test_mmap_moves_base),
+        cmocka_unit_test(test_waiting_samples),
         cmocka_unit_test(test_stack_sample_prolog_leaf),
         cmocka_unit_test(test_rawprof_round_trip_and_errors),
         cmocka_unit_test(test_generate_example_a),

@@ -3,7 +3,8 @@
  * control transfers and their emulation from registers and memory (jcc
  * conditions from EFLAGS, indirect targets, call pushing and ret popping
  * the return address), and the straight-line blocks. The "tracee" is this
- * process itself (process_vm_readv/writev on our own pid).
+ * process itself (process_vm_readv/writev on our own pid). Also the true
+ * call stacks of --truth (stack.c): hash-consed nodes, returns, unwinding.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -206,6 +207,54 @@ static void test_indirect_memory_target(void **state)
     free(code);
 }
 
+/* Equal stacks share a node; parents come first; returns pop through the
+ * matching frame; frames whose slot is below the stack pointer go. */
+static void test_true_stacks(void **state)
+{
+    stack_store st;
+    thread_state a, b;
+    uint32_t n2;
+    (void)state;
+
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    assert_int_equal(sim_stack_init(&st), 0);
+    assert_int_equal(sim_frames_push(&st, &a, 0x100, 0x7000), 0); /* main */
+    assert_int_equal(sim_frames_push(&st, &a, 0x200, 0x6f00), 0); /* f */
+    n2 = a.node;
+    assert_int_equal(sim_frames_push(&st, &b, 0x100, 0x9000), 0); /* other */
+    assert_int_equal(sim_frames_push(&st, &b, 0x200, 0x8f00), 0); /* thread */
+    assert_int_equal(b.node, n2);           /* hash-consed across threads */
+    assert_int_equal(st.n, 3);              /* root + 2 */
+    assert_true(st.parent[n2] < n2);
+    assert_int_equal(st.ret[n2], 0x200);
+    assert_int_equal(sim_frames_push(&st, &a, 0x300, 0x6e00), 0); /* g */
+    assert_int_equal(sim_frames_push(&st, &a, 0x300, 0x6d00), 0); /* g again */
+    assert_int_equal(a.fr_n, 4);
+    sim_frames_return(&st, &a, 0x300);      /* innermost 0x300 */
+    assert_int_equal(a.fr_n, 3);
+    sim_frames_return(&st, &a, 0x999);      /* unknown: stays */
+    assert_int_equal(a.fr_n, 3);
+    sim_frames_return(&st, &a, 0x200);      /* pops through g */
+    assert_int_equal(a.fr_n, 1);
+    assert_int_equal(a.node, st.parent[n2]);
+    assert_int_equal(sim_frames_push(&st, &a, 0x200, 0x6f00), 0);
+    assert_int_equal(sim_frames_push(&st, &a, 0x300, 0x6e00), 0);
+    sim_frames_unwind(&a, 0x6e00);          /* the slot is at sp: live */
+    assert_int_equal(a.fr_n, 3);
+    sim_frames_unwind(&a, 0x6f08);          /* longjmp up to main's frame */
+    assert_int_equal(a.fr_n, 1);
+    sim_stack_mark(&st, n2);
+    assert_true(st.marked[n2] && st.marked[st.parent[n2]]);
+    sim_frames_reset(&a);
+    assert_int_equal(a.node, 0);
+    free(a.fr_node);
+    free(a.fr_slot);
+    free(b.fr_node);
+    free(b.fr_slot);
+    sim_stack_free(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +262,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jcc_conditions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_ret_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_indirect_memory_target, setup, teardown),
+        cmocka_unit_test(test_true_stacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -404,6 +404,7 @@ static void request_builder(void **state)
     };
     const uint64_t st1[4] = {0x12005, 0x13009, 0x7fff0010, 0x30010};
     const uint64_t st2[1] = {0x99999};
+    const uint64_t st3[2] = {0xffffffff81000010ull, 0x12005}; /* kernel, user */
     lp_error e;
     lp_sym_req *r = lp_sym_req_new(LP_CPU_X86_64, 1, LP_ADJUST_ALL_BUT_FIRST, &e);
     char *req, *resp;
@@ -414,14 +415,18 @@ static void request_builder(void **state)
     assert_int_equal(lp_sym_req_begin_job(r, maps, 3, &e), 0);
     assert_int_equal(lp_sym_req_add_stack(r, st1, 4, &e), 0);
     assert_int_equal(lp_sym_req_add_stack(r, st2, 1, &e), 0);
+    assert_int_equal(lp_sym_req_add_stack(r, st3, 2, &e), 0);
     assert_int_equal(lp_sym_req_count(r), 1);
     req = lp_sym_req_json(r, 0, &e);
     assert_non_null(req);
     /* Adjusted before the offsets (0x3009 -> 0x3008); vdso and unmapped
-     * addresses get index -1; modules without an id get "". */
+     * addresses get index -1; modules without an id get "". A kernel
+     * address (>= 2^63, no signed 64-bit JSON integer) is [-1, -1], which
+     * the service accepts. */
     j = json_loads(req, 0, NULL);
     exp = json_loads("{\"jobs\":[{\"memoryMap\":[[\"adj.so\",\"AAAA\"],[\"nosym.so\",\"\"]],"
-                     "\"stacks\":[[[0,8197],[0,12296],[-1,2147418127],[1,15]],[[-1,629145]]]}]}",
+                     "\"stacks\":[[[0,8197],[0,12296],[-1,2147418127],[1,15]],[[-1,629145]],"
+                     "[[-1,-1],[0,8196]]]}]}",
                      0, NULL);
     if (!json_equal(j, exp))
         fail_msg("built %s", req);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,33 @@ static void test_outfile_bad_dir(void **state)
     assert_non_null(strstr(e.msg, "/nonexistent-dir/x.prof"));
 }
 
+/* A FIFO (like /dev/null, not a regular file) is written in place, not
+ * replaced by a renamed temporary file. */
+static void test_outfile_special_in_place(void **state)
+{
+    char dir[] = "/tmp/lp-outfile-XXXXXX", path[64], buf[16] = {0};
+    lp_outfile o;
+    lp_error e;
+    struct stat st;
+    int rd;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    rd = open(path, O_RDONLY | O_NONBLOCK); /* so that opening for writing does not block */
+    assert_true(rd >= 0);
+    assert_int_equal(lp_outfile_open(&o, path, &e), 0);
+    fputs("profile", o.fp);
+    assert_int_equal(lp_outfile_commit(&o, &e), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(read(rd, buf, sizeof buf - 1), 7);
+    assert_string_equal(buf, "profile");
+    close(rd);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0); /* no temporary file was left */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -84,6 +112,7 @@ int main(void)
         cmocka_unit_test(test_outfile_commit_renames),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_outfile_bad_dir),
+        cmocka_unit_test(test_outfile_special_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

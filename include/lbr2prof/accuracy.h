@@ -1,0 +1,206 @@
+/*
+ * lbr2prof/accuracy.h - how close a sample profile is to the exact ground
+ * truth of a `record --simulate --truth` run (docs/accuracy.md):
+ *
+ *   truth file --lp_truth_read--> samples, LBR entries, true stacks
+ *              --lp_ideal_build--> range/branch counters per TRUE context
+ *              --lp_accuracy_cs_profile / lp_flat_generate--> ideal profile
+ *   ideal + profile --lp_accuracy_compare--> right-context counts,
+ *              llvm-profdata overlap similarity, contexts right/missing/wrong
+ *
+ * The ideal CS profile is what llvm-profgen's CS generator makes when every
+ * LBR range it unwinds is attributed to the calling context the program
+ * really had; a profile made with the options of docs/accuracy.md by a
+ * perfect unwinder equals it.
+ */
+#ifndef LBR2PROF_ACCURACY_H
+#define LBR2PROF_ACCURACY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lbr2prof/binary.h"
+#include "lbr2prof/ctxcount.h"
+#include "lbr2prof/error.h"
+#include "lbr2prof/flat.h"
+#include "lbr2prof/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the truth file (docs/record.md, version >= 2) ---------------------- */
+
+typedef struct lp_truth_branch {
+    uint64_t from, to;      /* runtime addresses */
+    uint32_t node;          /* true stack when the branch was taken */
+    bool cut;               /* the straight-line run ending at `from` was
+                               entered asynchronously (signal, sigreturn,
+                               exec), not at the older entry's `to` */
+} lp_truth_branch;
+
+typedef struct lp_truth_sample {
+    uint64_t time;
+    int32_t pid, tid;
+    uint32_t node;          /* true stack at the sample (after lbr[0]) */
+    size_t nlbr;
+    lp_truth_branch *lbr;   /* most recent first, as BRANCH_STACK */
+} lp_truth_sample;
+
+typedef struct lp_truth_map {
+    uint64_t time, start, end, pgoff;
+    int32_t pid;
+    char *path;
+} lp_truth_map;
+
+typedef struct lp_truth {
+    int version;
+    uint64_t instructions, taken_branches, period;
+    lp_truth_sample *samples;
+    size_t nsamples;
+    lp_truth_map *maps;     /* in file order (by time) */
+    size_t nmaps;
+    /* stack nodes by id (0 = empty stack): parent id and return address;
+     * only ids whose `node_known` is set were in the file */
+    uint32_t *node_parent;
+    uint64_t *node_ret;
+    uint8_t *node_known;
+    size_t nnodes;
+} lp_truth;
+
+/* Read a truth file. A version 1 file (no LBR stacks) is refused with a
+ * message saying to record again. Errors name the file and the element. */
+lp_truth *lp_truth_read(const char *path, lp_error *err);
+void lp_truth_free(lp_truth *t);
+
+/* ---- the ideal counters --------------------------------------------------- */
+
+typedef struct lp_ideal_stats {
+    uint64_t samples;           /* in the truth */
+    uint64_t ranges;            /* LBR ranges i >= 1 of all samples */
+    uint64_t ranges_counted;    /* both ends in the binary: attributed */
+    uint64_t ranges_external;   /* an end outside the binary's code */
+    uint64_t ranges_cut;        /* entered asynchronously (signal...) */
+    uint64_t ranges_invalid;    /* not a fall-through in the binary */
+    uint64_t branches;          /* LBR entries of all samples */
+    uint64_t branches_counted;  /* target in the binary */
+} lp_ideal_stats;
+
+typedef struct lp_ideal {
+    lp_ctxcount *cc;            /* per true context (binary index 0),
+                                   link-time addresses */
+    lp_counters *flat;          /* the same ranges and branches without
+                                   contexts, for flat (LBR-only) profiles */
+    lp_ideal_stats st;
+} lp_ideal;
+
+/* Attribute every LBR range i >= 1 (LBR[i].to .. LBR[i-1].from) of every
+ * sample that lies in `bin` to its true context, split by inline context,
+ * and every branch to the context of its source, the way llvm-profgen's
+ * virtual unwinder records them (docs/accuracy.md). */
+int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
+                   lp_error *err);
+void lp_ideal_free(lp_ideal *id);
+
+/* llvm-profgen 19's CS generator (generateLineNumBasedProfile: bodies,
+ * call targets, head samples, inferred call-site samples, then
+ * updateFunctionSamples) on the counters of binary index `binidx`, without
+ * pre-inliner, cold-context merging, recursion compression or nesting.
+ * `out` must be empty; it becomes a CS profile. */
+int lp_accuracy_cs_profile(lp_binary *bin, const lp_ctxcount *cc, int binidx,
+                           lp_profile *out, lp_error *err);
+
+/* ---- llvm-profdata overlap --sample ---------------------------------------- */
+
+typedef struct lp_overlap {
+    double similarity;          /* "Whole program profile similarity", 0..1 */
+    uint64_t base_sample, test_sample;  /* Σ body counts (with inlinees) */
+    uint64_t overlap_sample, union_sample;
+    size_t overlap_funcs, base_unique_funcs, test_unique_funcs;
+} lp_overlap;
+
+/* Σ of the body counts of fs and its inlinees (getFuncSampleStats). */
+uint64_t lp_fs_body_sum(const lp_fsamples *fs);
+/* The weighted similarity FS of one top-level profile pair (computeSample-
+ * FunctionOverlap); either may be NULL (then 0). Totals: of the profiles. */
+double lp_overlap_func(const lp_fsamples *base, const lp_fsamples *test,
+                       uint64_t base_total, uint64_t test_total);
+/* The program-level numbers of `llvm-profdata overlap --sample BASE TEST`.
+ * Top-level profiles are matched by context (flat: by name). */
+int lp_overlap_sample(const lp_profile *base, const lp_profile *test,
+                      lp_overlap *out, lp_error *err);
+
+/* ---- comparison ------------------------------------------------------------ */
+
+enum lp_ctx_status { LP_CTX_RIGHT = 0, LP_CTX_MISSING, LP_CTX_WRONG };
+
+typedef struct lp_acc_ctx {
+    const char *key;            /* context (CS) or function name (flat) */
+    const char *func;           /* its leaf function */
+    uint64_t ideal, actual;     /* Σ body counts */
+    uint64_t matched;           /* Σ over locations of min(ideal, actual) */
+    double similarity;          /* lp_overlap_func of the pair */
+    int status;                 /* enum lp_ctx_status */
+} lp_acc_ctx;
+
+typedef struct lp_acc_func {
+    const char *name;
+    uint64_t ideal, actual;
+    uint64_t matched;           /* in the right context */
+    uint64_t matched_fn;        /* contexts ignored (per function+location) */
+    double similarity;          /* of the context-less function profiles */
+    size_t right, missing, wrong;
+} lp_acc_func;
+
+typedef struct lp_accuracy {
+    bool cs;                    /* the profile is context-sensitive */
+    uint64_t ideal, actual, matched, matched_fn;
+    uint64_t wrong_counts;      /* actual counts in wrong contexts */
+    double similarity;          /* overlap of ideal vs profile */
+    double similarity_fn;       /* the same on context-less profiles */
+    size_t right, missing, wrong;
+    lp_acc_ctx *ctx;            /* by ideal desc, actual desc, key */
+    size_t nctx;
+    lp_acc_func *fn;            /* by ideal desc, actual desc, name */
+    size_t nfn;
+    size_t recursive_missing;   /* missing contexts with a repeated frame */
+    size_t recursive_in_profile;/* profile contexts with a repeated frame */
+} lp_accuracy;
+
+/* Compare `prof` with `ideal` (both CS, or both flat). Names point into
+ * the profiles, which must outlive the result. */
+int lp_accuracy_compare(const lp_profile *ideal, const lp_profile *prof,
+                        lp_accuracy *out, lp_error *err);
+void lp_accuracy_free(lp_accuracy *a);
+
+/* Sum the contexts of a CS profile per leaf function (body counts added
+ * per location; call targets dropped): a new flat profile. */
+lp_profile *lp_profile_collapse_contexts(const lp_profile *cs, lp_error *err);
+
+/* What makes a profile text file not comparable with the ideal one. */
+enum {
+    LP_ACC_PREINLINED = 1,      /* !Attributes with bit 2 (pre-inliner) */
+    LP_ACC_NESTED = 2,          /* a CS profile with inlinee blocks */
+    LP_ACC_NOT_CS = 4,          /* no [context] keys: compared as flat */
+};
+/* Scan the text profile at `path` (already read into `p`) for the above;
+ * returns the flags, -1 if the file cannot be read. */
+int lp_accuracy_profile_flags(const char *path, const lp_profile *p,
+                              lp_error *err);
+
+typedef struct lp_accuracy_print_opts {
+    size_t max_rows;            /* per table; 0 = all */
+    bool summary_only;          /* only the closing line */
+} lp_accuracy_print_opts;
+
+/* The per-function and per-context tables and the closing line
+ * "accuracy: P% of range counts in the right context (...)". */
+int lp_accuracy_print(FILE *f, const lp_accuracy *a,
+                      const lp_accuracy_print_opts *o, lp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

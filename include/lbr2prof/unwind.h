@@ -1,0 +1,163 @@
+/*
+ * lbr2prof/unwind.h - the virtual unwinder: hybrid samples (a frame-pointer
+ * call stack plus an LBR branch stack) -> range and branch counters per
+ * calling context (lp_ctxcount), the way llvm-profgen 19's HybridPerfReader
+ * and VirtualUnwinder make them, plus an optional repair of the caller
+ * frame that frame-pointer walks miss at function entry and exit.
+ *
+ *   samples --lp_unwind_sample--> canonical call stack + LBR, aggregated
+ *           (identical samples are stored once, with a repeat count)
+ *           --lp_unwind_finish--> each distinct sample replayed backwards
+ *           through its LBR on a frame trie; every fall-through range and
+ *           branch lands in the context (inline-expanded, recursion-
+ *           compressed, depth-trimmed) that was live when it executed.
+ *
+ * Addresses in the counters are link-time addresses of the binary;
+ * LP_EXTERNAL_ADDR (1) stands for anything outside its code. Warnings
+ * (llvm-profgen's wording) go to the callback; the library never prints.
+ */
+#ifndef LBR2PROF_UNWIND_H
+#define LBR2PROF_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lbr2prof/addrmap.h"
+#include "lbr2prof/binary.h"
+#include "lbr2prof/ctxcount.h"
+#include "lbr2prof/error.h"
+#include "lbr2prof/flat.h"
+#include "lbr2prof/reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lp_unwind_opts {
+    lp_warn_fn warn;            /* may be NULL */
+    void *warn_ctx;
+    bool show_detailed_warning; /* --show-detailed-warning */
+    int64_t pid_filter;         /* --pid: mmap events of other processes are
+                                   ignored; -1 none */
+    int compress_recursion;     /* --compress-recursion: -1 unlimited, 0 off */
+    int max_context_depth;      /* --csprof-max-context-depth: -1 unlimited */
+    bool repair_frames;         /* default true; false = --no-repair-frames
+                                   (llvm-profgen's behaviour exactly) */
+    size_t max_pending_bytes;   /* distinct samples are unwound in batches of
+                                   about this many bytes; 0 = 1 GiB */
+    const lp_addrmap *map;      /* perf.data: the per-process address map
+                                   (binary 0 = bins[0]); it must follow the
+                                   trace up to each sample. NULL: llvm-
+                                   profgen's single base from lp_unwind_mmap
+                                   (perf script text) */
+} lp_unwind_opts;
+
+void lp_unwind_opts_default(lp_unwind_opts *o);
+
+/* One hybrid sample as recorded (runtime addresses). */
+typedef struct lp_hybrid_sample {
+    const uint64_t *stack;      /* leaf first: the sampled IP, then return
+                                   addresses */
+    size_t nstack;
+    bool markers;               /* stack carries PERF_CONTEXT_* markers
+                                   (perf.data): only its user part is used */
+    bool fp_walk;               /* the stack is the kernel's frame-pointer
+                                   walk as recorded (perf.data): at a function
+                                   entry or exit it certainly lacks the
+                                   caller, even when frame 1 looks like it
+                                   (recursion). Text input: false, a frame 1
+                                   equal to the caller is taken as right. */
+    const lp_branch_entry *br;  /* br[0] is the most recent branch */
+    size_t nbr;
+    uint32_t pid;
+    uint64_t repeat;            /* 0 counts as 1 */
+} lp_hybrid_sample;
+
+/* What happened to the samples; counts weighted by repeat unless noted. */
+typedef struct lp_unwind_stats {
+    uint64_t sample_calls;      /* lp_unwind_sample calls (unweighted) */
+    uint64_t samples;           /* hybrid samples given */
+    uint64_t aggregated;        /* kept and aggregated */
+    uint64_t distinct;          /* distinct aggregated samples */
+    uint64_t leaf_external;     /* leaf frame outside the binary (unweighted,
+                                   as llvm-profgen counts it) */
+    uint64_t no_frame;          /* no user frame, or no LBR entry left */
+    uint64_t dropped_prolog;    /* leaf in llvm-profgen's prolog/epilog set,
+                                   dropped (caller not provable) */
+    uint64_t repaired;          /* missing caller frame inserted from the LBR */
+    uint64_t already_right;     /* leaf at entry/exit, chain had the caller */
+    uint64_t kept_intact;       /* leaf in llvm-profgen's set, frame intact */
+    uint64_t truncated;         /* stack cut at an invalid return address */
+    uint64_t contextless;       /* unwinding reached an invalid state, the
+                                   older part was counted without context */
+    /* llvm-profgen's VirtualUnwinder counters (per distinct sample) */
+    uint64_t total_branches, mismatched_ext_call, mismatched_proepi;
+    uint64_t paired_ext, unpaired_ext;
+} lp_unwind_stats;
+
+typedef struct lp_unwinder lp_unwinder;
+
+/* bins[0] is the profiled binary; further binaries are accepted but their
+ * addresses are treated as external for now. */
+lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
+                           const lp_unwind_opts *o, lp_error *err);
+void lp_unwind_free(lp_unwinder *u);
+
+/* An mmap event (llvm-profgen's single-base rule, updateBinaryAddress):
+ * -1 on its fatal segment errors. */
+int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err);
+
+/* One hybrid sample. -1 only on allocation or binary decoding errors. */
+int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,
+                     lp_error *err);
+
+/* llvm-profgen's NumTotalSample, the denominator of the leaf-external
+ * warning (for perf script text: every line taken as the start of a
+ * sample). Default: the number of lp_unwind_sample calls. */
+void lp_unwind_set_total_samples(lp_unwinder *u, uint64_t n);
+
+/* Unwind what is pending, emit the warning summaries, and hand over the
+ * counters (the caller frees them with lp_ctxcount_free). NULL on error.
+ * Afterwards the unwinder can only be freed. */
+lp_ctxcount *lp_unwind_finish(lp_unwinder *u, lp_error *err);
+
+const lp_unwind_stats *lp_unwind_stats_get(const lp_unwinder *u);
+
+/* ---- pieces exposed for tests and for the CS generator ------------------ */
+
+/* compressRecursionContext: collapse adjacent repeated runs of frames of
+ * length 1..k (k = -1: up to n/2) in place, llvm-profgen's in-place
+ * algorithm. Returns the new length. */
+size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k);
+/* trimContext: keep the last `depth` frames (depth < 0: all). Returns the
+ * new length. */
+size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth);
+
+/* What the frame repair makes of a sampled leaf IP: whether the
+ * frame-pointer walk that produced the callchain saw the direct caller.
+ * Computed from lp_leaf_classify (include/lbr2prof/fpunwind.h), the one
+ * leaf classifier of the project: E0/E1/NOFRAME -> ENTRY, X0 -> EXIT,
+ * F -> FRAMELESS, BODY -> BODY, anything else -> UNKNOWN. */
+enum lp_uw_leaf {
+    LP_UW_LEAF_UNKNOWN = 0, /* no function, not x86-64, undecodable, PLT */
+    LP_UW_LEAF_BODY = 1,    /* frame set up: the walk is right */
+    LP_UW_LEAF_ENTRY = 2,   /* before the frame is set up ([endbr64], push
+                               %rbp, mov %rsp,%rbp), or on a path of a
+                               framed function that no frame covers (a
+                               shrink-wrapped start or early exit): %rbp is
+                               the caller's */
+    LP_UW_LEAF_EXIT = 3,    /* at ret (or a tail-call jump) after pop %rbp /
+                               leave: %rbp is the caller's again */
+    LP_UW_LEAF_FRAMELESS = 4, /* in a function that never sets up %rbp (e.g.
+                               gcc's leaf functions): the caller is missing
+                               wherever the sample is */
+};
+
+/* Classify a link-time address of `bin` (x86-64 only). */
+enum lp_uw_leaf lp_unwind_leaf_state(lp_binary *bin, uint64_t vaddr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

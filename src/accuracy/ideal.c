@@ -1,0 +1,433 @@
+/*
+ * ideal.c - the ideal counters of a truth file: every LBR range i >= 1 of
+ * every sample (LBR[i].to .. LBR[i-1].from, the ranges llvm-profgen's
+ * unwinder counts) attributed to the calling context the thread really
+ * had, and every branch to the context of its source, as range/branch
+ * counters per context (lp_ctxcount) and without context (lp_counters).
+ *
+ * A context is symbolized the way llvm-profgen forms its keys: the call
+ * sites of the true stack (return address -> call instruction), root
+ * first, each expanded into its inline frames with line offset and base
+ * discriminator, then the inline frames of the range's code, whose leaf
+ * has no location. The stack is cut at its innermost frame outside the
+ * binary (or without debug info): code called back from outside cannot
+ * know its callers. Ranges are split where the inline context changes.
+ * Does not make profiles (csprof.c, lp_flat_generate) nor compare them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/accuracy.h"
+
+/* The symbolized caller frames of a true stack node (cached per id). */
+typedef struct node_frames {
+    int done;
+    size_t n;
+    lp_ctx_frame *f;
+} node_frames;
+
+typedef struct ideal_ctx {
+    const lp_truth *t;
+    lp_binary *bin;
+    lp_ideal *out;
+    lp_error *err;
+    const lp_truth_map **maps;  /* mappings of the binary */
+    size_t nmaps;
+    int32_t main_pid;           /* of the first mapping: for pids without
+                                   mappings of their own (vfork children) */
+    node_frames *nodes;         /* [node id] */
+    lp_ctx_frame *buf;          /* scratch context */
+    size_t cap;
+    bool fs;                    /* flow-sensitive discriminators */
+} ideal_ctx;
+
+/* ---- addresses --------------------------------------------------------- */
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* The mappings whose file is the binary: same path, else same file name. */
+static int find_maps(ideal_ctx *c)
+{
+    const char *bp = lp_binary_path(c->bin);
+    char *real = realpath(bp, NULL);
+    size_t i, pass;
+
+    if (!(c->maps = calloc(c->t->nmaps + 1, sizeof *c->maps))) {
+        free(real);
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    }
+    for (pass = 0; pass < 2 && c->nmaps == 0; pass++)
+        for (i = 0; i < c->t->nmaps; i++) {
+            const char *mp = c->t->maps[i].path;
+            int same = pass == 0 ? (real && !strcmp(mp, real)) || !strcmp(mp, bp)
+                                 : !strcmp(base_name(mp), base_name(bp));
+            if (same)
+                c->maps[c->nmaps++] = &c->t->maps[i];
+        }
+    free(real);
+    if (c->t->nmaps)
+        c->main_pid = c->t->maps[0].pid;
+    return 0;
+}
+
+/* Runtime address -> link-time address in the binary, 0 if it is not in a
+ * mapping of the binary in force for (pid, time). */
+static uint64_t to_vaddr(ideal_ctx *c, int32_t pid, uint64_t time,
+                         uint64_t addr)
+{
+    const lp_truth_map *best = NULL;
+    size_t i;
+    int pass;
+    uint64_t v;
+
+    for (pass = 0; pass < 2 && !best; pass++) {
+        int32_t want = pass == 0 ? pid : c->main_pid;
+        for (i = 0; i < c->nmaps; i++) {
+            const lp_truth_map *m = c->maps[i];
+            if (m->pid == want && m->time <= time && addr >= m->start &&
+                addr < m->end)
+                best = m; /* the latest one wins */
+        }
+    }
+    if (!best || lp_binary_map_to_vaddr(c->bin, best->start, best->pgoff, addr,
+                                        &v))
+        return 0;
+    return v;
+}
+
+/* An address of the binary's disassembled code (llvm-profgen's
+ * addressIsCode); 0 if external. */
+static uint64_t code_addr(ideal_ctx *c, const lp_truth_sample *s, uint64_t a)
+{
+    uint64_t v = to_vaddr(c, s->pid, s->time, a);
+
+    return v && lp_binary_is_code(c->bin, v) ? v : 0;
+}
+
+/* ---- contexts ------------------------------------------------------------ */
+
+static int reserve(ideal_ctx *c, size_t n)
+{
+    lp_ctx_frame *p;
+    size_t cap = c->cap ? c->cap : 64;
+
+    if (n <= c->cap)
+        return 0;
+    while (cap < n)
+        cap *= 2;
+    if (!(p = realloc(c->buf, cap * sizeof *p)))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    c->buf = p;
+    c->cap = cap;
+    return 0;
+}
+
+static lp_loc frame_loc(const ideal_ctx *c, const lp_frame *f)
+{
+    lp_loc l = {f->line_offset, lp_disc_base(f->discriminator, c->fs)};
+    return l;
+}
+
+/* Frames of node `id` from its parent's: the call site of its return
+ * address expanded into inline frames, or nothing at all when the return
+ * address is outside the binary or has no debug info (the cut). */
+static int node_compute(ideal_ctx *c, uint32_t id, const lp_truth_sample *s)
+{
+    node_frames *nf = &c->nodes[id], *pf = &c->nodes[c->t->node_parent[id]];
+    const lp_frame *fr;
+    uint64_t v, site;
+    size_t n = 0, i;
+    int r;
+
+    nf->done = 1;
+    v = to_vaddr(c, s->pid, s->time, c->t->node_ret[id]);
+    if (!v)
+        return 0;
+    if ((r = lp_binary_call_site(c->bin, v, &site, c->err)) != 1)
+        return r; /* 0: not after a call: cut here too */
+    if (lp_binary_symbolize(c->bin, site, &fr, &n, c->err))
+        return -1;
+    if (n == 0)
+        return 0;
+    if (!(nf->f = malloc((pf->n + n) * sizeof *nf->f)))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    if (pf->n)
+        memcpy(nf->f, pf->f, pf->n * sizeof *nf->f);
+    for (i = 0; i < n; i++) {
+        nf->f[pf->n + i].func = fr[i].func;
+        nf->f[pf->n + i].loc = frame_loc(c, &fr[i]);
+    }
+    nf->n = pf->n + n;
+    return 0;
+}
+
+/* The caller frames of node `id`, computing uncached ancestors first
+ * (iteratively: stacks can be deep). */
+static const node_frames *node_get(ideal_ctx *c, uint32_t id,
+                                   const lp_truth_sample *s)
+{
+    uint32_t *chain = NULL, k;
+    size_t n = 0, cap = 0;
+
+    while (id != 0 && !c->nodes[id].done) {
+        if (n == cap) {
+            uint32_t *p = realloc(chain, (cap = cap ? 2 * cap : 32) * sizeof *p);
+            if (!p) {
+                free(chain);
+                lp_error_set(c->err, LP_ENOMEM, "out of memory");
+                return NULL;
+            }
+            chain = p;
+        }
+        chain[n++] = id;
+        id = c->t->node_parent[id];
+    }
+    while (n > 0) {
+        k = chain[--n];
+        if (node_compute(c, k, s)) {
+            free(chain);
+            return NULL;
+        }
+        id = k;
+    }
+    free(chain);
+    return &c->nodes[id];
+}
+
+/* The context entry of code at `a` under stack `nf`; NULL with no error
+ * when `a` has no debug info. */
+static lp_ctx_entry *entry_at(ideal_ctx *c, const node_frames *nf, uint64_t a,
+                              int *failed)
+{
+    const lp_frame *fr;
+    size_t n = 0, i;
+    lp_ctx_entry *e;
+
+    *failed = 0;
+    if (lp_binary_symbolize(c->bin, a, &fr, &n, c->err) ||
+        reserve(c, nf->n + n)) {
+        *failed = 1;
+        return NULL;
+    }
+    if (n == 0)
+        return NULL;
+    if (nf->n)
+        memcpy(c->buf, nf->f, nf->n * sizeof *c->buf);
+    for (i = 0; i < n; i++) {
+        c->buf[nf->n + i].func = fr[i].func;
+        c->buf[nf->n + i].loc = frame_loc(c, &fr[i]);
+    }
+    c->buf[nf->n + n - 1].loc = (lp_loc){0, 0};
+    e = lp_ctxcount_get(c->out->cc, 0, c->buf, nf->n + n, n > 1, c->err);
+    if (!e)
+        *failed = 1;
+    return e;
+}
+
+/* Same inline context: the same functions, the same call sites except the
+ * leaf's location. Unlike llvm-profgen's inlineContextEqual this compares
+ * the leaf function too, so adjacent code of two inlinees at one call
+ * line is not merged. */
+static int same_inline(const lp_frame *a, size_t na, const lp_frame *b,
+                       size_t nb)
+{
+    size_t i;
+
+    if (na != nb || na == 0)
+        return 0;
+    for (i = 0; i < na; i++) {
+        if (strcmp(a[i].func, b[i].func))
+            return 0;
+        if (i + 1 < na && (a[i].line_offset != b[i].line_offset ||
+                           a[i].discriminator != b[i].discriminator))
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- ranges and branches ------------------------------------------------- */
+
+static int add_piece(ideal_ctx *c, const node_frames *nf, uint64_t lo,
+                     uint64_t hi)
+{
+    int failed;
+    lp_ctx_entry *e = entry_at(c, nf, lo, &failed);
+
+    if (failed)
+        return -1;
+    if (e && lp_counters_add_range(e->counters, lo, hi, 1))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* [lo, hi] (link-time, a valid fall-through) under stack `nf`, cut into
+ * pieces of one inline context each. */
+static int add_range(ideal_ctx *c, const node_frames *nf, uint64_t lo,
+                     uint64_t hi)
+{
+    const lp_frame *pf = NULL, *fr;
+    size_t pn = 0, n;
+    uint64_t a, start, prev = 0;
+    int r;
+
+    if ((r = lp_binary_inst_at_or_after(c->bin, lo, &a, c->err)) <= 0)
+        return r;
+    start = a;
+    while (a <= hi) {
+        if (lp_binary_symbolize(c->bin, a, &fr, &n, c->err))
+            return -1;
+        if (a != start && !same_inline(pf, pn, fr, n)) {
+            if (add_piece(c, nf, start, prev))
+                return -1;
+            start = a;
+        }
+        pf = fr;
+        pn = n;
+        prev = a;
+        if ((r = lp_binary_next_inst(c->bin, a, &a, c->err)) < 0)
+            return -1;
+        if (r == 0)
+            break;
+    }
+    return add_piece(c, nf, start, prev);
+}
+
+static int add_branch(ideal_ctx *c, const lp_truth_sample *s, size_t i,
+                      uint64_t from, uint64_t to)
+{
+    static const lp_ctx_frame none[1];
+    const node_frames *nf;
+    lp_ctx_entry *e = NULL;
+    int failed = 0;
+
+    if (lp_counters_add_branch(c->out->flat, from ? from : LP_EXTERNAL_ADDR,
+                               to, 1))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    if (from) {
+        if (!(nf = node_get(c, s->lbr[i].node, s)))
+            return -1;
+        e = entry_at(c, nf, from, &failed);
+        if (failed)
+            return -1;
+    }
+    if (!e && !(e = lp_ctxcount_get(c->out->cc, 0, none, 0, false, c->err)))
+        return -1; /* external or unsymbolized source: the empty context */
+    if (lp_counters_add_branch(e->counters, from ? from : LP_EXTERNAL_ADDR,
+                               to, 1))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    return 0;
+}
+
+static int do_range(ideal_ctx *c, const lp_truth_sample *s, size_t i,
+                    const uint64_t *fv, const uint64_t *tv)
+{
+    lp_ideal_stats *st = &c->out->st;
+    const node_frames *nf;
+    int v;
+
+    st->ranges++;
+    if (s->lbr[i - 1].cut) {
+        st->ranges_cut++;
+        return 0;
+    }
+    if (!tv[i] || !fv[i - 1]) {
+        st->ranges_external++;
+        return 0;
+    }
+    if ((v = lp_binary_valid_fallthrough(c->bin, tv[i], fv[i - 1], c->err)) < 0)
+        return -1;
+    if (!v) {
+        st->ranges_invalid++;
+        return 0;
+    }
+    st->ranges_counted++;
+    if (lp_counters_add_range(c->out->flat, tv[i], fv[i - 1], 1))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    if (!(nf = node_get(c, s->lbr[i - 1].node, s)))
+        return -1;
+    return add_range(c, nf, tv[i], fv[i - 1]);
+}
+
+static int do_sample(ideal_ctx *c, const lp_truth_sample *s)
+{
+    uint64_t *fv, *tv;
+    size_t i, n = s->nlbr;
+    int rc = 0;
+
+    if (!(fv = calloc(2 * n + 1, sizeof *fv)))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    tv = fv + n;
+    for (i = 0; i < n; i++) {
+        fv[i] = code_addr(c, s, s->lbr[i].from);
+        tv[i] = code_addr(c, s, s->lbr[i].to);
+    }
+    for (i = 0; i < n && rc == 0; i++) {
+        c->out->st.branches++;
+        if (i > 0)
+            rc = do_range(c, s, i, fv, tv);
+        if (rc == 0 && tv[i]) {
+            c->out->st.branches_counted++;
+            rc = add_branch(c, s, i, fv[i], tv[i]);
+        }
+    }
+    free(fv);
+    return rc;
+}
+
+int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
+                   lp_error *err)
+{
+    ideal_ctx c;
+    size_t i;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    c.bin = bin;
+    c.out = out;
+    c.err = err;
+    c.fs = lp_binary_fs_discriminator(bin);
+    if (lp_binary_check_symbolizable(bin, err))
+        return -1;
+    out->cc = lp_ctxcount_new();
+    out->flat = lp_counters_new();
+    c.nodes = calloc(t->nnodes ? t->nnodes : 1, sizeof *c.nodes);
+    if (!out->cc || !out->flat || !c.nodes) {
+        rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+        goto done;
+    }
+    c.nodes[0].done = 1;
+    if ((rc = find_maps(&c)))
+        goto done;
+    if (c.nmaps == 0) {
+        rc = lp_error_set(err, LP_EUSAGE, "%s: the truth file has no mapping "
+                          "of this binary (by path or file name)",
+                          lp_binary_path(bin));
+        goto done;
+    }
+    out->st.samples = t->nsamples;
+    for (i = 0; i < t->nsamples && rc == 0; i++)
+        rc = do_sample(&c, &t->samples[i]);
+done:
+    for (i = 0; c.nodes && i < t->nnodes; i++)
+        free(c.nodes[i].f);
+    free(c.nodes);
+    free(c.maps);
+    free(c.buf);
+    if (rc)
+        lp_ideal_free(out);
+    return rc;
+}
+
+void lp_ideal_free(lp_ideal *id)
+{
+    lp_ctxcount_free(id->cc);
+    lp_counters_free(id->flat);
+    id->cc = NULL;
+    id->flat = NULL;
+}

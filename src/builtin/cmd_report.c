@@ -1,0 +1,338 @@
+/*
+ * cmd_report.c - `lbr2prof report PERF.DATA|PROFILE`: a human summary
+ * (text), JSON, FlameGraph folded stacks, speedscope JSON or an SVG flame
+ * graph of a trace or of an LLVM sample profile.
+ * LP_BUILTIN(report, cmd_report, "summaries and flame graphs of a perf.data or sample profile")
+ *
+ * Owns option parsing and the choice of pipeline for the input; the model
+ * and the writers are in src/report.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/builtin.h"
+#include "lbr2prof/flat.h"
+#include "lbr2prof/outfile.h"
+#include "lbr2prof/reader.h"
+#include "lbr2prof/report.h"
+
+#define MAX_BINARIES 64
+#define MAX_DEBUG_DIRS 16
+
+typedef struct rp_args {
+    const char *input, *output, *debug_binary, *title;
+    const char *binaries[MAX_BINARIES];
+    size_t nbinaries;
+    const char *debug_dirs[MAX_DEBUG_DIRS];
+    size_t ndebug_dirs;
+    lp_report_write_opts wo;
+    int64_t pid;
+    int force_text, no_search, lbr;
+} rp_args;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: lbr2prof report [options] PERF.DATA|PROFILE   (PERF.DATA may be '-')\n"
+        "  PERF.DATA: perf.data or perf script text; the samples' callchains\n"
+        "  are symbolized (leaf = sampled IP). PROFILE: an LLVM text sample\n"
+        "  profile, flat or context-sensitive.\n"
+        "  --format=FMT        text (default), json, folded, speedscope, svg\n"
+        "  -o, --output=FILE   write FILE atomically (default: standard output)\n"
+        "  --binary=ELF        symbols and source lines (repeatable for\n"
+        "                      perf.data: matched by build-id, else base name)\n"
+        "  --debug-binary=ELF  DWARF from this file instead of the binary\n"
+        "  --no-search         perf.data: do not open mapped files from disk\n"
+        "  --debug-dir=DIR     perf.data: separate debug files of mapped files\n"
+        "                      in DIR/.build-id/ (repeatable; default\n"
+        "                      /usr/lib/debug)\n"
+        "  --pid=N             perf.data: only samples of process N\n"
+        "  --lbr               perf.data: the flat LBR profile of --binary (as\n"
+        "                      `lbr2prof profile --ignore-stack-samples`)\n"
+        "  --perfscript        the input is perf script text\n"
+        "  --top=N             text: rows per table (default 20)\n"
+        "  --no-demangle       keep C++ linkage names\n"
+        "  --width=PX          svg: width (default 1200)\n"
+        "  --title=TEXT        svg/speedscope title\n");
+}
+
+static int parse_num(const char *s, long long min, long long *out)
+{
+    char *e;
+
+    *out = strtoll(s, &e, 10);
+    return (*e || !*s || *out < min) ? -1 : 0;
+}
+
+static int parse_args(int argc, char **argv, rp_args *a)
+{
+    static const struct option lo[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"binary", required_argument, NULL, 'b'},
+        {"debug-binary", required_argument, NULL, 'd'},
+        {"no-search", no_argument, NULL, 'S'},
+        {"debug-dir", required_argument, NULL, 'g'},
+        {"pid", required_argument, NULL, 'p'},
+        {"perfscript", no_argument, NULL, 'P'},
+        {"lbr", no_argument, NULL, 'L'},
+        {"top", required_argument, NULL, 't'},
+        {"no-demangle", no_argument, NULL, 'D'},
+        {"width", required_argument, NULL, 'w'},
+        {"title", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long long v;
+    int c;
+
+    memset(a, 0, sizeof *a);
+    a->wo.format = LP_REPORT_TEXT;
+    a->pid = -1;
+    a->output = "-";
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (lp_report_format_parse(optarg, &a->wo.format))
+                return lp_cli_usage_error("report", "unknown format '%s' "
+                                          "(text, json, folded, speedscope, svg)",
+                                          optarg);
+            break;
+        case 'o': a->output = optarg; break;
+        case 'b':
+            if (a->nbinaries == MAX_BINARIES)
+                return lp_cli_usage_error("report", "too many --binary");
+            a->binaries[a->nbinaries++] = optarg;
+            break;
+        case 'd': a->debug_binary = optarg; break;
+        case 'S': a->no_search = 1; break;
+        case 'g':
+            if (a->ndebug_dirs == MAX_DEBUG_DIRS)
+                return lp_cli_usage_error("report", "too many --debug-dir");
+            a->debug_dirs[a->ndebug_dirs++] = optarg;
+            break;
+        case 'p':
+            if (parse_num(optarg, 0, &v))
+                return lp_cli_usage_error("report", "bad --pid '%s'", optarg);
+            a->pid = v;
+            break;
+        case 'P': a->force_text = 1; break;
+        case 'L': a->lbr = 1; break;
+        case 't':
+            if (parse_num(optarg, 1, &v))
+                return lp_cli_usage_error("report", "bad --top '%s'", optarg);
+            a->wo.top = (size_t)v;
+            break;
+        case 'D': a->wo.no_demangle = true; break;
+        case 'w':
+            if (parse_num(optarg, 100, &v) || v > 100000)
+                return lp_cli_usage_error("report", "bad --width '%s' "
+                                          "(100..100000)", optarg);
+            a->wo.width = (unsigned)v;
+            break;
+        case 'T': a->wo.title = optarg; break;
+        case 'h': usage(stdout); return 1;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc)
+        a->input = argv[optind++];
+    if (optind < argc)
+        return lp_cli_usage_error("report", "unexpected argument '%s'",
+                                  argv[optind]);
+    if (!a->input) {
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* An LLVM text sample profile, lines from the first --binary. */
+static lp_report *from_profile(const rp_args *a, lp_error *err)
+{
+    lp_binary_opts bo = {a->debug_binary, NULL, -1, 0};
+    lp_report_source src = {a->input, "llvm-profile", a->binaries,
+                            a->nbinaries ? 1 : 0};
+    lp_binary *bin = NULL;
+    lp_profile *p;
+    lp_report *r = NULL;
+    FILE *f;
+
+    if (a->nbinaries > 1)
+        fprintf(stderr, "lbr2prof report: a profile takes one --binary; "
+                        "using %s\n", a->binaries[0]);
+    if (!(f = fopen(a->input, "r"))) {
+        lp_error_set(err, LP_EIO, "%s: cannot open", a->input);
+        return NULL;
+    }
+    p = lp_profile_read_text(f, a->input, err);
+    fclose(f);
+    if (p && a->nbinaries && !(bin = lp_binary_open(a->binaries[0], &bo, err))) {
+        lp_profile_free(p);
+        return NULL;
+    }
+    if (p)
+        r = lp_report_from_profile(p, bin, NULL, &src, err);
+    lp_binary_close(bin);
+    lp_profile_free(p);
+    return r;
+}
+
+/* perf.data / perf script. When the CS pipeline lands, this becomes:
+ * profile + quality counts from it, then lp_report_from_profile(). */
+static lp_report *from_perf(const rp_args *a, int text, lp_error *err)
+{
+    static const char *const default_debug[] = {"/usr/lib/debug"};
+    lp_report_perf_opts po;
+
+    memset(&po, 0, sizeof po);
+    po.binaries = a->binaries;
+    po.nbinaries = a->nbinaries;
+    po.pid = a->pid;
+    po.force_text = text;
+    po.bopts.debug_path = a->debug_binary;
+    po.bopts.fs_discriminator = -1;
+    po.search_mapped = !a->no_search;
+    po.debug_dirs = a->ndebug_dirs ? a->debug_dirs : default_debug;
+    po.ndebug_dirs = a->ndebug_dirs ? a->ndebug_dirs : 1;
+    return lp_report_from_perf(a->input, &po, err);
+}
+
+static void print_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "warning: %s\n", msg);
+}
+
+/* Samples into the LBR aggregator, counting them for the quality table. */
+static int feed_lbr(const rp_args *a, int text, lp_lbr_agg *agg,
+                    lp_report_quality *q, lp_error *err)
+{
+    lp_reader_opts ro = {LP_ORDER_TIME, text, 1};
+    const lp_event *ev;
+    const lp_sample *s;
+    uint64_t n;
+    lp_reader *rd = strcmp(a->input, "-") ? lp_reader_open(a->input, &ro, err)
+                                           : lp_reader_open_stream(stdin, "-", &ro, err);
+    int k;
+
+    if (!rd)
+        return -1;
+    while ((k = lp_reader_next(rd, &ev, err)) == 1) {
+        s = &ev->u.sample;
+        n = s->repeat ? s->repeat : 1;
+        if (ev->kind == LP_EV_MMAP) {
+            k = lp_lbr_agg_mmap(agg, &ev->u.mmap, err);
+        } else if (ev->kind == LP_EV_SAMPLE &&
+                   (a->pid < 0 || !(s->sample_type & LP_SAMPLE_TID) ||
+                    s->pid == a->pid)) {
+            q->samples += n;
+            k = s->callchain_nr
+                    ? lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
+                                              s->branches, s->branch_nr, n, err)
+                    : lp_lbr_agg_sample(agg, s->branches, s->branch_nr, n, err);
+        }
+        if (k < 0)
+            break;
+    }
+    q->lost = lp_reader_stats_get(rd)->lost_events +
+              lp_reader_stats_get(rd)->lost_samples;
+    lp_reader_close(rd);
+    return k < 0 ? -1 : 0;
+}
+
+/* --lbr: the flat LBR pipeline (what `lbr2prof profile
+ * --ignore-stack-samples` computes), then the same hook the CS pipeline
+ * will use: profile + quality counts -> lp_report_from_profile. */
+static lp_report *from_lbr(const rp_args *a, int text, lp_error *err)
+{
+    lp_binary_opts bo = {a->debug_binary, NULL, -1, 0};
+    lp_lbr_agg_opts ao = {print_warning, NULL, false, a->pid, false, false, 0};
+    lp_report_source src = {a->input, "perf-lbr-flat", a->binaries, 1};
+    lp_report_quality q;
+    const lp_counters *c;
+    lp_flat_opts fo;
+    lp_binary *bin = NULL;
+    lp_lbr_agg *agg = NULL;
+    lp_profile *p = NULL;
+    lp_report *r = NULL;
+
+    memset(&q, 0, sizeof q);
+    q.present = 1;
+    lp_flat_opts_default(&fo);
+    fo.warn = print_warning;
+    if (a->nbinaries != 1) {
+        lp_error_set(err, LP_EUSAGE, "report --lbr: give the profiled binary "
+                     "with one --binary");
+        return NULL;
+    }
+    if ((bin = lp_binary_open(a->binaries[0], &bo, err)) &&
+        (agg = lp_lbr_agg_new(bin, &ao, err)) && feed_lbr(a, text, agg, &q, err) == 0 &&
+        (c = lp_lbr_agg_finish(agg, err)) && (p = lp_profile_new()) &&
+        lp_flat_generate(bin, c, &fo, p, err) == 0 &&
+        lp_flat_postprocess(p, &fo, err) == 0) {
+        q.used = lp_lbr_agg_nr_samples(agg);
+        q.dropped = q.samples > q.used ? q.samples - q.used : 0;
+        q.contextless = q.used; /* a flat profile has no calling context */
+        r = lp_report_from_profile(p, bin, &q, &src, err);
+    } else if (bin && agg && !p && !err->msg[0]) {
+        lp_error_set(err, LP_ENOMEM, "report: out of memory");
+    }
+    lp_profile_free(p);
+    lp_lbr_agg_free(agg);
+    lp_binary_close(bin);
+    return r;
+}
+
+static lp_report *build(const rp_args *a, lp_error *err)
+{
+    lp_report_input_kind kind = LP_RIN_PERF_SCRIPT;
+
+    if (!strcmp(a->input, "-")) /* a stream: perf.data pipe or perf script */
+        return a->lbr ? from_lbr(a, a->force_text, err)
+                      : from_perf(a, a->force_text, err);
+    if (!a->force_text && lp_report_detect(a->input, &kind, err))
+        return NULL;
+    switch (kind) {
+    case LP_RIN_LLVM_TEXT:
+        return from_profile(a, err);
+    case LP_RIN_LLVM_BINARY:
+        lp_error_set(err, LP_EUNSUPP, "%s: a binary (extbinary) LLVM sample "
+                     "profile; report reads the text format: run "
+                     "`llvm-profdata-19 merge --sample --text %s -o "
+                     "PROFILE.txt` and report on PROFILE.txt", a->input,
+                     a->input);
+        return NULL;
+    case LP_RIN_PERF_DATA:
+    case LP_RIN_PERF_SCRIPT:
+        return a->lbr ? from_lbr(a, kind == LP_RIN_PERF_SCRIPT, err)
+                      : from_perf(a, kind == LP_RIN_PERF_SCRIPT, err);
+    }
+    return NULL;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    lp_error err = {0};
+    lp_outfile out;
+    lp_report *r;
+    rp_args a;
+    int st = parse_args(argc, argv, &a);
+
+    if (st)
+        return st == 1 ? 0 : st;
+    if (!(r = build(&a, &err)))
+        return lp_cli_fail(&err);
+    if (lp_outfile_open(&out, a.output, &err) ||
+        lp_report_write(out.fp, r, &a.wo, &err) ||
+        lp_outfile_commit(&out, &err)) {
+        lp_outfile_abort(&out);
+        lp_report_free(r);
+        return lp_cli_fail(&err);
+    }
+    lp_report_free(r);
+    return 0;
+}

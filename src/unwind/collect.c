@@ -1,0 +1,389 @@
+/*
+ * collect.c - from one sample's frame trie to counters per context, as
+ * llvm-profgen 19's collectSamplesFromFrameTrie does: a depth-first walk
+ * keeps the stack of frame addresses; every frame with ranges or branches
+ * adds them to the context of that stack (getExpandedContext: each address
+ * symbolized with its inline frames, base discriminators, the leaf's
+ * location zeroed, the callers recursion-compressed and trimmed to the
+ * maximum depth). An external frame restarts an empty stack for itself and
+ * its subtree; a frame at address 0 is taken for the root (no push, but a
+ * pop), as in llvm-profgen. Children are visited in the order of
+ * llvm-profgen 19's std::unordered_map (libstdc++), which decides what that
+ * extra pop removes. Address stacks are mapped to contexts once (cached).
+ * Owns context formation; not the trie (trie.c) nor the counters' storage
+ * (src/context/ctxcount.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind/uw_internal.h"
+
+/* ---- compression and trimming --------------------------------------------- */
+
+static bool frame_eq(const lp_ctx_frame *a, const lp_ctx_frame *b)
+{
+    return a->loc.line == b->loc.line && a->loc.disc == b->loc.disc &&
+           (a->func == b->func || strcmp(a->func, b->func) == 0);
+}
+
+/* compressRecursionContext's in-place algorithm: for each run length I, a
+ * window of 2*I slides over the frames; a window whose halves are equal
+ * drops its right half, otherwise the part of the right half that is not a
+ * common suffix is copied down. The same reads and writes in the same
+ * order, so the same result on every input. */
+size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k)
+{
+    size_t half = n / 2, max = k < 0 ? half : ((size_t)k < half ? (size_t)k : half);
+    ptrdiff_t right, left, bound, len, sz;
+    size_t i, end;
+    bool dup;
+
+    for (i = 1; i <= max; i++) {
+        len = (ptrdiff_t)i;
+        sz = (ptrdiff_t)n;
+        right = len - 1;
+        end = i;
+        bound = 0;
+        while (right + len < sz) {
+            left = right;
+            while (left >= bound && frame_eq(&f[left], &f[left + len]))
+                left--;
+            dup = left < bound;         /* the halves are equal */
+            bound = right + 1;
+            if (dup) {
+                right += len;
+                continue;
+            }
+            memmove(&f[end], &f[right + 1],
+                    (size_t)(left + len - right) * sizeof *f);
+            end += (size_t)(left + len - right);
+            right = left + len;
+        }
+        memmove(&f[end], &f[right + 1], (size_t)(sz - right - 1) * sizeof *f);
+        end += (size_t)(sz - right - 1);
+        n = end;
+        if (end / 2 < max)
+            max = end / 2;
+    }
+    return n;
+}
+
+size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth)
+{
+    if (depth < 0 || (size_t)depth >= n)
+        return n;
+    memmove(f, f + n - (size_t)depth, (size_t)depth * sizeof *f);
+    return (size_t)depth;
+}
+
+/* ---- address stack -> context ----------------------------------------------- */
+
+static uint32_t hash_addrs(const uint64_t *a, size_t n)
+{
+    uint64_t h = 0x51ed27048d1a6c5bull ^ n;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h = (h ^ a[i]) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+    }
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* getExpandedContext into u->frames; returns the frame count (0: the empty
+ * context, also when an address has no debug info), -1 on error. */
+static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
+                   lp_error *err)
+{
+    const lp_frame *fr;
+    size_t nf = 0, k, i, j;
+    lp_ctx_frame leaf;
+
+    *wli = false;
+    for (i = 0; i < n; i++) {
+        if (lp_binary_symbolize(u->bin, a[i], &fr, &k, err))
+            return -1;
+        if (k == 0)
+            return 0;
+        *wli = k > 1;
+        if (uw_grow((void **)&u->frames, &u->frames_cap, nf + k + 1,
+                    sizeof *u->frames))
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        for (j = 0; j < k; j++) {
+            u->frames[nf].func = fr[j].func;
+            u->frames[nf].loc.line = fr[j].line_offset;
+            u->frames[nf++].loc.disc = lp_disc_base(fr[j].discriminator,
+                                                    u->fs_disc);
+        }
+    }
+    if (nf == 0)
+        return 0;
+    leaf = u->frames[--nf];
+    leaf.loc.line = leaf.loc.disc = 0;
+    nf = lp_ctx_compress_recursion(u->frames, nf, u->o.compress_recursion);
+    nf = lp_ctx_trim(u->frames, nf, u->o.max_context_depth);
+    u->frames[nf++] = leaf;
+    return (long)nf;
+}
+
+static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
+                                lp_error *err)
+{
+    uint32_t h = hash_addrs(a, n);
+    uw_ctxkey *k;
+    long nf = 0;
+    bool wli = false;
+    lp_ctx_entry *e;
+
+    HASH_FIND_BYHASHVALUE(hh, u->ctxkeys, a, n * sizeof *a, h, k);
+    if (k)
+        return k->entry;
+    if (n > 0 && (nf = expand(u, a, n, &wli, err)) < 0)
+        return NULL;
+    if (!(e = lp_ctxcount_get(u->cc, 0, nf ? u->frames : NULL, (size_t)nf,
+                              wli, err)))
+        return NULL;
+    if (!(k = uw_arena_alloc(&u->cache_arena, sizeof *k + n * sizeof *a))) {
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        return NULL;
+    }
+    memset(k, 0, sizeof *k);
+    k->entry = e;
+    k->n = (uint32_t)n;
+    memcpy(k->addrs, a, n * sizeof *a);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->ctxkeys, k->addrs, n * sizeof *a, h, k);
+    return e;
+}
+
+/* ---- children in std::unordered_map order ------------------------------------- */
+
+/* libstdc++'s bucket counts as an unordered_map grows from empty (prime
+ * rehash policy, load factor 1): 13 at the first insertion, then the next
+ * listed prime >= twice the count. Checked against g++ at test time. */
+static const size_t um_buckets[] = {
+    13, 29, 59, 127, 257, 541, 1109, 2357, 5087, 10273, 20753, 42043, 85229,
+    172933, 351061,
+};
+
+typedef struct um_state {
+    int32_t *next;              /* per child position: next in the list */
+    int32_t *bkt;               /* per bucket: position before its first
+                                   node, -1 empty, -2 the list head */
+    int32_t head;               /* first position, -1 none */
+    size_t nb;
+} um_state;
+
+static size_t um_bucket(const uint64_t *keys, int32_t pos, size_t nb)
+{
+    return (size_t)(keys[pos] % nb);
+}
+
+static int32_t *um_link(um_state *s, int32_t before)
+{
+    return before == -2 ? &s->head : &s->next[before];
+}
+
+/* _M_insert_bucket_begin */
+static void um_insert(um_state *s, const uint64_t *keys, int32_t pos)
+{
+    size_t b = um_bucket(keys, pos, s->nb);
+    int32_t *l;
+
+    if (s->bkt[b] != -1) {
+        l = um_link(s, s->bkt[b]);
+        s->next[pos] = *l;
+        *l = pos;
+        return;
+    }
+    s->next[pos] = s->head;
+    s->head = pos;
+    if (s->next[pos] >= 0)
+        s->bkt[um_bucket(keys, s->next[pos], s->nb)] = pos;
+    s->bkt[b] = -2;
+}
+
+/* _M_rehash_aux for unique keys */
+static void um_rehash(um_state *s, const uint64_t *keys, size_t nb)
+{
+    int32_t p = s->head, nx;
+    size_t b, bbegin = 0, i;
+
+    s->nb = nb;
+    for (i = 0; i < nb; i++)
+        s->bkt[i] = -1;
+    s->head = -1;
+    for (; p >= 0; p = nx) {
+        nx = s->next[p];
+        b = um_bucket(keys, p, nb);
+        if (s->bkt[b] == -1) {
+            s->next[p] = s->head;
+            s->head = p;
+            s->bkt[b] = -2;
+            if (s->next[p] >= 0)
+                s->bkt[bbegin] = p;
+            bbegin = b;
+        } else {
+            int32_t *l = um_link(s, s->bkt[b]);
+            s->next[p] = *l;
+            *l = p;
+        }
+    }
+}
+
+/* The iteration order of m distinct keys inserted in the given order into
+ * an empty std::unordered_map<uint64_t, ...>: order[] gets positions.
+ * Returns -1 on OOM; 1 if m is beyond the emulated sizes (order left as
+ * inserted). */
+int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
+{
+    um_state s = {0};
+    size_t i, g = 0, nb = um_buckets[sizeof um_buckets / sizeof *um_buckets - 1];
+    int32_t p;
+
+    if (m >= nb)
+        return 1;
+    s.next = malloc(m * sizeof *s.next);
+    s.bkt = malloc(nb * sizeof *s.bkt);
+    if (!s.next || !s.bkt) {
+        free(s.next);
+        free(s.bkt);
+        return -1;
+    }
+    s.head = -1;
+    for (i = 0; i < m; i++) {
+        if (i == 0 || i + 1 > um_buckets[g]) {
+            if (i > 0)
+                g++;
+            um_rehash(&s, keys, um_buckets[g]);
+        }
+        um_insert(&s, keys, (int32_t)i);
+    }
+    for (i = 0, p = s.head; p >= 0; p = s.next[p])
+        order[i++] = p;
+    free(s.next);
+    free(s.bkt);
+    return 0;
+}
+
+/* Re-thread node p's child list into unordered_map iteration order. */
+static int order_children(lp_unwinder *u, int32_t p)
+{
+    uint64_t kbuf[16], *keys = kbuf;
+    int32_t cbuf[16], obuf[16], *kids = cbuf, *order = obuf, c;
+    size_t m = 0, i;
+    int rc = 0;
+
+    for (c = u->nodes[p].child; c >= 0; c = u->nodes[c].sib)
+        m++;
+    if (m < 2)
+        return 0;
+    if (m > 16) {
+        keys = malloc(m * sizeof *keys);
+        kids = malloc(m * sizeof *kids);
+        order = malloc(m * sizeof *order);
+        if (!keys || !kids || !order) {
+            rc = -1;
+            goto out;
+        }
+    }
+    for (i = 0, c = u->nodes[p].child; c >= 0; c = u->nodes[c].sib, i++) {
+        kids[i] = c;
+        keys[i] = u->nodes[c].addr;
+    }
+    if ((rc = uw_umap_order(keys, m, order)) != 0)
+        goto out;
+    u->nodes[p].child = kids[order[0]];
+    for (i = 0; i + 1 < m; i++)
+        u->nodes[kids[order[i]]].sib = kids[order[i + 1]];
+    u->nodes[kids[order[m - 1]]].sib = -1;
+    u->nodes[p].last_child = kids[order[m - 1]];
+out:
+    if (keys != kbuf) {
+        free(keys);
+        free(kids);
+        free(order);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+/* ---- the walk -------------------------------------------------------------------- */
+
+typedef struct fstack {         /* a FrameStack: u->stk[base .. base+n) */
+    size_t base, n;
+} fstack;
+
+typedef struct walk {
+    lp_unwinder *u;
+    uint64_t repeat;
+    lp_error *err;
+} walk;
+
+/* collectSamplesFromFrame */
+static int collect_frame(walk *w, int32_t node, const fstack *s)
+{
+    lp_unwinder *u = w->u;
+    lp_ctx_entry *e;
+    int32_t r;
+    int rc = 0;
+
+    if (u->nodes[node].rec < 0)
+        return 0;
+    if (!(e = context_of(u, u->stk + s->base, s->n, w->err)))
+        return -1;
+
+    for (r = u->nodes[node].rec; r >= 0 && rc == 0; r = u->recs[r].next)
+        rc = u->recs[r].branch
+                 ? lp_counters_add_branch(e->counters, u->recs[r].a,
+                                          u->recs[r].b, w->repeat)
+                 : lp_counters_add_range(e->counters, u->recs[r].a,
+                                         u->recs[r].b, w->repeat);
+    if (rc)
+        return lp_error_set(w->err, LP_ENOMEM, "unwinder: out of memory");
+    return 0;
+}
+
+static int walk_node(walk *w, int32_t node, fstack *s)
+{
+    lp_unwinder *u = w->u;
+    uint64_t addr = u->nodes[node].addr;
+    fstack empty;
+    int32_t c;
+
+    if (addr == UW_EXT) {
+        /* a truncated context: a new traversal without the frames below */
+        empty.base = s->base + s->n;
+        empty.n = 0;
+        if (collect_frame(w, node, &empty))
+            return -1;
+        for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+            if (walk_node(w, c, &empty))
+                return -1;
+        if (u->nodes[node].child >= 0)
+            u->untracked_ext = true;
+        return 0;
+    }
+    if (addr != 0)
+        u->stk[s->base + s->n++] = addr;
+    if (collect_frame(w, node, s))
+        return -1;
+    for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+        if (walk_node(w, c, s))
+            return -1;
+    if (s->n > 0)
+        s->n--;
+    return 0;
+}
+
+int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
+{
+    walk w = {u, repeat, err};
+    fstack s = {0, 0};
+    size_t i;
+
+    for (i = 0; i < u->nnodes; i++)
+        if (order_children(u, (int32_t)i))
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk))
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    return walk_node(&w, 0, &s);
+}

@@ -1,0 +1,378 @@
+/*
+ * intake.c - hybrid samples in, as llvm-profgen 19's HybridPerfReader takes
+ * them: addresses canonicalized (anything that is not an instruction start
+ * of the binary becomes ExternalAddr), the call stack turned into call-site
+ * addresses (extractCallstack: external frames merged, the trailing one
+ * dropped, a return address not preceded by a call truncates the stack),
+ * samples with a prolog/epilog leaf dropped - or, with frame repair, the
+ * caller the frame-pointer walk missed put back when the LBR proves it -,
+ * the LBR canonicalized with external->external entries dropped
+ * (extractLBRStack), the leaf replaced by LBR[0]'s target, and identical
+ * samples aggregated with a repeat count. Owns the aggregation table's key
+ * encoding; not the unwinding itself (trie.c).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind/uw_internal.h"
+
+/* ---- one address --------------------------------------------------------- */
+
+/* The only place a recorded address becomes a link-time one: through the
+ * per-process address map (perf.data), else llvm-profgen's single base;
+ * then "code" = an instruction start of the binary. */
+static uint64_t canon(lp_unwinder *u, uint64_t rt, bool *code)
+{
+    uint64_t c = rt - u->base + u->preferred;
+
+    if (u->o.map && lp_addrmap_resolve(u->o.map, u->pid, rt, &c) != 0) {
+        *code = false;
+        return UW_EXT;
+    }
+
+    *code = c > UW_EXT && (uw_addr(u, c)->flags & UW_AI_CODE);
+    return *code ? c : UW_EXT;
+}
+
+/* The user part of a perf.data callchain: the entries after
+ * PERF_CONTEXT_USER up to the next marker. Without markers, all. */
+static void user_part(const lp_hybrid_sample *s, const uint64_t **st,
+                      size_t *n)
+{
+    size_t i, j;
+
+    *st = s->stack;
+    *n = s->nstack;
+    if (!s->markers)
+        return;
+    for (i = 0; i < s->nstack && s->stack[i] != LP_CONTEXT_USER; i++)
+        ;
+    if (i == s->nstack) {
+        for (j = 0; j < s->nstack && s->stack[j] < LP_CONTEXT_MAX; j++)
+            ;
+        *n = j == s->nstack ? s->nstack : 0; /* no marker at all: all */
+        return;
+    }
+    for (j = i + 1; j < s->nstack && s->stack[j] < LP_CONTEXT_MAX; j++)
+        ;
+    *st = s->stack + i + 1;
+    *n = j - i - 1;
+}
+
+/* extractCallstack. Fills u->cs (room for one more frame is kept for the
+ * repair); returns the frame count, -1 on OOM. */
+static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
+                          bool *truncated)
+{
+    size_t i, k = 0;
+    uint64_t a, c;
+    bool code;
+
+    if (uw_grow((void **)&u->cs, &u->cs_cap, n + 2, sizeof *u->cs))
+        return -1;
+    *truncated = false;
+    for (i = 0; i < n; i++) {
+        a = canon(u, st[i], &code);
+        if (!code) {
+            if (k == 0)
+                u->st.leaf_external++;
+            if (k == 0 || u->cs[k - 1] != UW_EXT)
+                u->cs[k++] = UW_EXT;
+            continue;
+        }
+        if (k > 0) {
+            if (!(c = uw_callsite(u, a))) {
+                if (uw_set_add(&u->invalid_ret, a))
+                    return -1;
+                *truncated = true;
+                break;
+            }
+            a = c;
+        }
+        u->cs[k++] = a;
+    }
+    if (k > 1 && u->cs[k - 1] == UW_EXT)
+        k--;
+    return (long)k;
+}
+
+/* extractLBRStack: canonical entries, external -> external dropped. */
+static long extract_lbr(lp_unwinder *u, const lp_branch_entry *br, size_t n)
+{
+    size_t i, k = 0;
+    bool sc, dc;
+
+    if (uw_grow((void **)&u->lbr, &u->lbr_cap, n + 1, sizeof *u->lbr))
+        return -1;
+    for (i = 0; i < n; i++) {
+        u->lbr[k].src = canon(u, br[i].from, &sc);
+        u->lbr[k].dst = canon(u, br[i].to, &dc);
+        if (sc || dc)
+            k++;
+    }
+    return (long)k;
+}
+
+static void warn_missing_mmap(lp_unwinder *u)
+{
+    if (u->loaded_by_mmap || u->missing_warned || u->o.map)
+        return;
+    uw_warnf(u, "No relevant mmap event is matched for %s, will use preferred "
+                "address (0x%" PRIx64 ") as the base loading address!",
+             u->name, u->preferred);
+    u->missing_warned = true;
+}
+
+/* ---- frame repair --------------------------------------------------------- */
+
+/* Going back in time through the LBR from the sampled function, the call
+ * that entered the current frame: nested call/return pairs are balanced
+ * (a return seen going backwards enters a callee, the call that made it
+ * leaves it again). Calls and returns are classified as the unwinder does:
+ * a ret instruction or an external source landing right after a call is a
+ * return; a call instruction or any other external source is a call. The
+ * call must land on a function entry (an interrupt lands anywhere).
+ * Returns its source (ExternalAddr for a call from outside the binary), 0
+ * if the LBR does not show it. */
+static uint64_t find_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
+{
+    const lp_func_range *fr;
+    size_t i, depth = 0;
+    bool ret, call;
+
+    for (i = 0; i < n; i++) {
+        if (lbr[i].src == UW_EXT) {
+            ret = uw_callsite(u, lbr[i].dst) != 0;
+            call = !ret;
+        } else {
+            uw_ainfo *e = uw_addr(u, lbr[i].src);
+            ret = e->flags & UW_AI_RET;
+            call = e->flags & UW_AI_CALL;
+        }
+        if (ret) {
+            depth++;
+        } else if (call && depth > 0) {
+            depth--;
+        } else if (call) {
+            fr = lp_binary_func_range(u->bin, lbr[i].dst);
+            return fr && fr->is_entry && fr->start == lbr[i].dst ? lbr[i].src : 0;
+        }
+    }
+    return 0;
+}
+
+enum keep { DROP = 0, KEEP = 1 };
+
+/* Decide a sample whose leaf is code: llvm-profgen drops it when the leaf
+ * is in its prolog/epilog set. With repair, a leaf where the frame-pointer
+ * walk cannot have seen the caller gets the caller from the LBR (inserted
+ * as frame 1 unless it is there already - which a recorded kernel walk
+ * never has -, an external caller merged with an external frame 1) or is
+ * dropped; a leaf whose frame is set up is kept even in that set. *ncs may
+ * grow by one. */
+static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
+                        uint64_t n)
+{
+    uint64_t leaf = u->cs[0], caller;
+    enum lp_uw_leaf s;
+    bool in_pe = uw_in_prolog_epilog(u, leaf);
+
+    if (!u->o.repair_frames) {
+        if (in_pe)
+            u->st.dropped_prolog += n;
+        return in_pe ? DROP : KEEP;
+    }
+    s = uw_leaf_state(u, leaf);
+    if (s == LP_UW_LEAF_BODY || s == LP_UW_LEAF_UNKNOWN) {
+        if (in_pe && s == LP_UW_LEAF_UNKNOWN) {
+            u->st.dropped_prolog += n;
+            uw_note_add(&u->notes_dropped, leaf, 0, n);
+            return DROP;
+        }
+        if (in_pe)
+            u->st.kept_intact += n;
+        return KEEP;
+    }
+    caller = nlbr > 0 ? find_caller(u, u->lbr, (size_t)nlbr) : 0;
+    if (!caller) {
+        u->st.dropped_prolog += n;
+        uw_note_add(&u->notes_dropped, leaf, (uint64_t)s - 1, n); /* 1 entry, 2 exit, 3 frameless */
+        return DROP;
+    }
+    if (*ncs > 1 && u->cs[1] == caller && (!fp_walk || caller == UW_EXT)) {
+        u->st.already_right += n;
+        return KEEP;
+    }
+    memmove(u->cs + 2, u->cs + 1, (*ncs - 1) * sizeof *u->cs);
+    u->cs[1] = caller;
+    (*ncs)++;
+    u->st.repaired += n;
+    uw_note_add(&u->notes_repaired, leaf, caller, n);
+    return KEEP;
+}
+
+/* ---- aggregation ------------------------------------------------------------ */
+
+static size_t put_uv(unsigned char *p, uint64_t v)
+{
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        p[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (unsigned char)v;
+    return n;
+}
+
+static size_t put_sv(unsigned char *p, uint64_t v, uint64_t *prev)
+{
+    int64_t d = (int64_t)(v - *prev);
+
+    *prev = v;
+    return put_uv(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+}
+
+static uint64_t get_uv(const unsigned char **p)
+{
+    uint64_t v = 0;
+    unsigned sh = 0;
+
+    while (**p & 0x80) {
+        v |= (uint64_t)(**p & 0x7f) << sh;
+        sh += 7;
+        (*p)++;
+    }
+    v |= (uint64_t)**p << sh;
+    (*p)++;
+    return v;
+}
+
+static uint64_t get_sv(const unsigned char **p, uint64_t *prev)
+{
+    uint64_t z = get_uv(p);
+
+    *prev += (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
+    return *prev;
+}
+
+/* Call stack and LBR as zig-zag varint deltas: a sample of 32 entries
+ * takes ~150 bytes instead of 600. */
+static size_t encode(lp_unwinder *u, size_t ncs, size_t nlbr)
+{
+    unsigned char *p = u->enc;
+    uint64_t prev = 0;
+    size_t i, o = 0;
+
+    o += put_uv(p + o, ncs);
+    o += put_uv(p + o, nlbr);
+    for (i = 0; i < ncs; i++)
+        o += put_sv(p + o, u->cs[i], &prev);
+    for (i = 0; i < nlbr; i++) {
+        o += put_sv(p + o, u->lbr[i].src, &prev);
+        o += put_sv(p + o, u->lbr[i].dst, &prev);
+    }
+    return o;
+}
+
+void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr)
+{
+    const unsigned char *p = g->key;
+    uint64_t prev = 0;
+    size_t i;
+
+    *ncs = get_uv(&p);
+    *nlbr = get_uv(&p);
+    /* the scratch vectors already hold the largest sample seen */
+    for (i = 0; i < *ncs; i++)
+        u->cs[i] = get_sv(&p, &prev);
+    for (i = 0; i < *nlbr; i++) {
+        u->lbr[i].src = get_sv(&p, &prev);
+        u->lbr[i].dst = get_sv(&p, &prev);
+    }
+}
+
+static uint32_t hash_bytes(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+    size_t i;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, p + i, n - i);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+    }
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
+
+static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
+                     lp_error *err)
+{
+    size_t len;
+    uint32_t h;
+    uw_agg *g;
+
+    if (uw_grow((void **)&u->enc, &u->enc_cap, 20 + 10 * (ncs + 2 * nlbr), 1))
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    len = encode(u, ncs, nlbr);
+    h = hash_bytes(u->enc, len);
+    HASH_FIND_BYHASHVALUE(hh, u->agg, u->enc, len, h, g);
+    if (!g) {
+        if (!(g = uw_arena_alloc(&u->agg_arena, sizeof *g + len)))
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        memset(g, 0, sizeof *g);
+        g->len = (uint32_t)len;
+        memcpy(g->key, u->enc, len);
+        HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->agg, g->key, len, h, g);
+    }
+    g->repeat += n;
+    u->st.aggregated += n;
+    if (u->agg_arena.bytes > u->o.max_pending_bytes)
+        return uw_flush(u, err);
+    return 0;
+}
+
+/* ---- the sample -------------------------------------------------------------- */
+
+int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
+{
+    uint64_t n = s->repeat ? s->repeat : 1;
+    const uint64_t *st;
+    size_t nst, ncs;
+    long k, nlbr = 0;
+    bool truncated;
+
+    u->st.sample_calls++;
+    u->st.samples += n;
+    u->pid = s->pid;
+    user_part(s, &st, &nst);
+    if ((k = extract_stack(u, st, nst, &truncated)) < 0)
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    if (truncated)
+        u->st.truncated += n;
+    if (k == 0) {
+        u->st.no_frame += n;
+        return 0;
+    }
+    ncs = (size_t)k;
+    if (u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    if (u->cs[0] != UW_EXT && decide(u, &ncs, nlbr, s->fp_walk, n) == DROP)
+        return 0;
+    warn_missing_mmap(u);
+    if (!u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    if (nlbr == 0) {
+        u->st.no_frame += n;
+        return 0;
+    }
+    u->cs[0] = u->lbr[0].dst;
+    return aggregate(u, ncs, (size_t)nlbr, n, err);
+}

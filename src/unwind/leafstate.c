@@ -1,0 +1,48 @@
+/*
+ * leafstate.c - the frame repair's view of a sampled leaf IP: whether the
+ * kernel's frame-pointer walk (perf_callchain_user: IP, then [rbp+8] along
+ * the rbp chain) saw the direct caller. The disassembly analysis itself is
+ * lp_leaf_classify's (src/fpunwind/leaf.c, shared with `script
+ * --fp-callchain`); this file only maps its states onto what intake.c
+ * does with them:
+ *
+ *   E0, E1, NOFRAME   ENTRY      rbp is still the caller's
+ *   X0                EXIT       rbp is the caller's again
+ *   F                 FRAMELESS  rbp is never this function's
+ *   BODY              BODY       the walk is right
+ *   UNKNOWN, PLT      UNKNOWN    nothing can be said
+ */
+#include "lbr2prof/fpunwind.h"
+#include "unwind/uw_internal.h"
+
+static enum lp_uw_leaf map_state(lp_leaf_state s)
+{
+    switch (s) {
+    case LP_LEAF_E0: case LP_LEAF_E1: case LP_LEAF_NOFRAME:
+        return LP_UW_LEAF_ENTRY;
+    case LP_LEAF_X0: return LP_UW_LEAF_EXIT;
+    case LP_LEAF_F: return LP_UW_LEAF_FRAMELESS;
+    case LP_LEAF_BODY: return LP_UW_LEAF_BODY;
+    default: return LP_UW_LEAF_UNKNOWN;
+    }
+}
+
+enum lp_uw_leaf uw_classify_leaf(lp_binary *bin, lp_leaf_cache *c,
+                                 uint64_t vaddr)
+{
+    lp_leaf_info li;
+
+    if (lp_binary_arch(bin) != LP_ARCH_X86_64 ||
+        lp_leaf_classify_cached(c, bin, vaddr, &li, NULL) < 0)
+        return LP_UW_LEAF_UNKNOWN;
+    return map_state(li.state);
+}
+
+enum lp_uw_leaf lp_unwind_leaf_state(lp_binary *bin, uint64_t vaddr)
+{
+    lp_leaf_cache *c = lp_leaf_cache_new(NULL);
+    enum lp_uw_leaf s = c ? uw_classify_leaf(bin, c, vaddr) : LP_UW_LEAF_UNKNOWN;
+
+    lp_leaf_cache_free(c);
+    return s;
+}

@@ -1,0 +1,364 @@
+/*
+ * unwind.c - the unwinder object: options, life cycle, the binary's address
+ * facts (a direct-mapped cache over the binary loader), mmap events under
+ * llvm-profgen's single-base rule, and batches of pending distinct samples.
+ * Does not own sample parsing (intake.c), unwinding (trie.c), contexts
+ * (collect.c) or warnings (warn.c).
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unwind/uw_internal.h"
+
+void lp_unwind_opts_default(lp_unwind_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->pid_filter = -1;
+    o->compress_recursion = -1;
+    o->max_context_depth = -1;
+    o->repair_frames = true;
+}
+
+/* ---- small containers ------------------------------------------------------ */
+
+#define UW_CHUNK (1u << 20)
+
+void *uw_arena_alloc(uw_arena *a, size_t n)
+{
+    uw_chunk *c = a->head;
+    void *p;
+
+    n = (n + 7) & ~(size_t)7;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > UW_CHUNK ? n : UW_CHUNK;
+        if (!(c = malloc(sizeof *c + cap)))
+            return NULL;
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
+        a->head = c;
+    }
+    p = c->data + c->used;
+    c->used += n;
+    a->bytes += n;
+    return p;
+}
+
+void uw_arena_free(uw_arena *a)
+{
+    uw_chunk *c = a->head, *n;
+
+    for (; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    a->head = NULL;
+    a->bytes = 0;
+}
+
+int uw_grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+    size_t nc;
+    void *nv;
+
+    if (n <= *cap)
+        return 0;
+    nc = *cap ? *cap : 64;
+    while (nc < n)
+        nc *= 2;
+    if (!(nv = realloc(*v, nc * elem)))
+        return -1;
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
+int uw_set_add(uw_set64 **set, uint64_t v)
+{
+    uw_set64 *e;
+
+    HASH_FIND(hh, *set, &v, sizeof v, e);
+    if (e)
+        return 0;
+    if (!(e = calloc(1, sizeof *e)))
+        return -1;
+    e->v = v;
+    HASH_ADD(hh, *set, v, sizeof e->v, e);
+    return 0;
+}
+
+int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n)
+{
+    uint64_t k[2] = {a, b};
+    uw_note *e;
+
+    HASH_FIND(hh, *set, k, sizeof k, e);
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e)))
+            return -1;
+        memcpy(e->k, k, sizeof k);
+        HASH_ADD(hh, *set, k, sizeof e->k, e);
+    }
+    e->count = lp_sat_add(e->count, n);
+    return 0;
+}
+
+#define FREE_TABLE(head, type)                      \
+    do {                                            \
+        type *e_, *t_;                              \
+        HASH_ITER(hh, head, e_, t_) {               \
+            HASH_DEL(head, e_);                     \
+            free(e_);                               \
+        }                                           \
+    } while (0)
+
+/* ---- life cycle -------------------------------------------------------------- */
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+
+    return s ? s + 1 : p;
+}
+
+lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
+                           const lp_unwind_opts *o, lp_error *err)
+{
+    lp_unwinder *u;
+    const lp_segment *segs;
+
+    if (nbins == 0) {
+        lp_error_set(err, LP_EUSAGE, "unwinder: no binary");
+        return NULL;
+    }
+    if (!(u = calloc(1, sizeof *u)) ||
+        !(u->bins = malloc(nbins * sizeof *u->bins)) ||
+        !(u->ainfo = calloc((size_t)1 << UW_AC_BITS, sizeof *u->ainfo)) ||
+        !(u->cc = lp_ctxcount_new())) {
+        lp_unwind_free(u);
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        return NULL;
+    }
+    memcpy(u->bins, bins, nbins * sizeof *bins);
+    u->nbins = nbins;
+    u->bin = bins[0];
+    if (o)
+        u->o = *o;
+    else
+        lp_unwind_opts_default(&u->o);
+    if (!u->o.max_pending_bytes)
+        u->o.max_pending_bytes = (size_t)1 << 30;
+    u->fs_disc = lp_binary_fs_discriminator(u->bin);
+    u->preferred = u->base = lp_binary_preferred_base(u->bin);
+    if (lp_binary_exec_segments(u->bin, &segs) > 0)
+        u->text_offset = segs[0].offset & ~(uint64_t)0xfff;
+    u->name = base_name(lp_binary_path(u->bin));
+    return u;
+}
+
+void lp_unwind_free(lp_unwinder *u)
+{
+    if (!u)
+        return;
+    lp_leaf_cache_free(u->leaves);
+    HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
+    HASH_CLEAR(hh, u->splits);
+    HASH_CLEAR(hh, u->ctxkeys);
+    uw_arena_free(&u->agg_arena);
+    uw_arena_free(&u->cache_arena);
+    FREE_TABLE(u->invalid_ret, uw_set64);
+    FREE_TABLE(u->pairs, uw_note);
+    FREE_TABLE(u->notes_repaired, uw_note);
+    FREE_TABLE(u->notes_dropped, uw_note);
+    FREE_TABLE(u->notes_contextless, uw_note);
+    lp_ctxcount_free(u->cc);
+    free(u->bins);
+    free(u->ainfo);
+    free(u->cs);
+    free(u->lbr);
+    free(u->enc);
+    free(u->nodes);
+    free(u->recs);
+    free(u->stk);
+    free(u->frames);
+    free(u->pieces);
+    free(u);
+}
+
+void lp_unwind_set_total_samples(lp_unwinder *u, uint64_t n)
+{
+    u->total_samples = n;
+    u->total_set = true;
+}
+
+const lp_unwind_stats *lp_unwind_stats_get(const lp_unwinder *u)
+{
+    return &u->st;
+}
+
+/* ---- address facts ------------------------------------------------------------ */
+
+static size_t slot_of(uint64_t a)
+{
+    return (size_t)((a * 0x9e3779b97f4a7c15ull) >> (64 - UW_AC_BITS));
+}
+
+uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr)
+{
+    uw_ainfo *e = &u->ainfo[slot_of(vaddr)];
+    lp_inst in;
+
+    if ((e->flags & UW_AI_VALID) && e->addr == vaddr)
+        return e;
+    memset(e, 0, sizeof *e);
+    e->addr = vaddr;
+    e->flags = UW_AI_VALID;
+    if (vaddr > UW_EXT && lp_binary_inst(u->bin, vaddr, &in, NULL) == 1) {
+        e->flags |= UW_AI_CODE;
+        if (in.kind == LP_INST_CALL)
+            e->flags |= UW_AI_CALL;
+        else if (in.kind == LP_INST_RET)
+            e->flags |= UW_AI_RET;
+    }
+    return e;
+}
+
+/* getCallAddrFromFrameAddr: ExternalAddr stays external; otherwise the
+ * instruction before addr if it is a call, else 0. */
+uint64_t uw_callsite(lp_unwinder *u, uint64_t vaddr)
+{
+    uw_ainfo *e;
+    uint64_t cs = 0;
+
+    if (vaddr == UW_EXT)
+        return UW_EXT;
+    e = uw_addr(u, vaddr);
+    if (!(e->flags & UW_AI_CS)) {
+        if (lp_binary_call_site(u->bin, vaddr, &cs, NULL) != 1)
+            cs = 0;
+        e = uw_addr(u, vaddr);  /* the slot may have been reused meanwhile */
+        e->callsite = cs;
+        e->flags |= UW_AI_CS;
+    }
+    return e->callsite;
+}
+
+bool uw_in_prolog_epilog(lp_unwinder *u, uint64_t vaddr)
+{
+    uw_ainfo *e = uw_addr(u, vaddr);
+    bool in;
+
+    if (!(e->flags & UW_AI_PE)) {
+        in = lp_binary_in_prolog_epilog(u->bin, vaddr);
+        e = uw_addr(u, vaddr);
+        e->flags |= UW_AI_PE | (in ? UW_AI_IN_PE : 0);
+    }
+    return e->flags & UW_AI_IN_PE;
+}
+
+enum lp_uw_leaf uw_leaf_state(lp_unwinder *u, uint64_t vaddr)
+{
+    uw_ainfo *e = uw_addr(u, vaddr);
+    enum lp_uw_leaf s;
+
+    if (!e->leaf) {
+        if (!u->leaves && !(u->leaves = lp_leaf_cache_new(NULL)))
+            return LP_UW_LEAF_UNKNOWN;
+        s = uw_classify_leaf(u->bin, u->leaves, vaddr);
+        e = uw_addr(u, vaddr);
+        e->leaf = (uint8_t)(s + 1);
+    }
+    return (enum lp_uw_leaf)(e->leaf - 1);
+}
+
+/* ---- mmap events (updateBinaryAddress) ----------------------------------------- */
+
+/* The other executable segments must follow the first one at the same
+ * distance as in the file. */
+static int check_other_segment(lp_unwinder *u, const lp_mmap_event *m,
+                               lp_error *err)
+{
+    const lp_segment *segs;
+    size_t n = lp_binary_exec_segments(u->bin, &segs), i;
+    uint64_t off, prev = 0;
+    bool have_prev = false;
+
+    for (i = 0; i < n; i++) {
+        off = segs[i].offset & ~(uint64_t)0xfff;
+        if (off == m->pgoff) {
+            if ((segs[i].vaddr & ~(uint64_t)0xfff) - u->preferred !=
+                m->start - u->base)
+                return lp_error_set(err, LP_EFORMAT, "%s: Executable segments "
+                                    "not loaded consecutively", m->filename);
+            return 0;
+        }
+        if (off < m->pgoff) {
+            prev = off;
+            have_prev = true;
+        }
+    }
+    if (!have_prev)
+        return lp_error_set(err, LP_EFORMAT, "%s: File offset not found "
+                            "(mmap pgoff 0x%" PRIx64 ")", m->filename, m->pgoff);
+    if (m->pgoff - prev != m->start - u->base)
+        return lp_error_set(err, LP_EFORMAT, "%s: Segment not loaded by "
+                            "consecutive mmaps", m->filename);
+    return 0;
+}
+
+int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
+{
+    if (!m->filename || strcmp(base_name(m->filename), u->name) != 0)
+        return 0;
+    if (u->o.pid_filter >= 0 && (int64_t)m->pid != u->o.pid_filter)
+        return 0;
+    if (m->start == u->base) {
+        u->loaded_by_mmap = true;
+        return 0;
+    }
+    if (m->pgoff == u->text_offset) {
+        u->base = m->start;
+        u->loaded_by_mmap = true;
+        return 0;
+    }
+    return check_other_segment(u, m, err);
+}
+
+/* ---- batches --------------------------------------------------------------------- */
+
+int uw_flush(lp_unwinder *u, lp_error *err)
+{
+    uw_agg *g, *t;
+    size_t ncs, nlbr;
+
+    HASH_ITER(hh, u->agg, g, t) {
+        uw_decode(u, g, &ncs, &nlbr);
+        u->st.distinct++;
+        if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        if (uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err))
+            return -1;
+    }
+    HASH_CLEAR(hh, u->agg);
+    uw_arena_free(&u->agg_arena);
+    return 0;
+}
+
+lp_ctxcount *lp_unwind_finish(lp_unwinder *u, lp_error *err)
+{
+    lp_ctxcount *cc;
+
+    if (u->finished) {
+        lp_error_set(err, LP_EUSAGE, "unwinder: finished twice");
+        return NULL;
+    }
+    u->finished = true;
+    if (uw_flush(u, err) || uw_emit_warnings(u, err))
+        return NULL;
+    cc = u->cc;
+    u->cc = NULL;
+    return cc;
+}

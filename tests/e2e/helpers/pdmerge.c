@@ -1,0 +1,85 @@
+/*
+ * pdmerge.c - test helper: merges perf.data files recorded by
+ * `lbr2prof record --simulate` (one process each) into one file, events
+ * interleaved by time, as if the processes had run at the same time. The
+ * simulator's TIME is "instructions retired so far", so two runs started
+ * together interleave sample by sample. Uses the project's reader and
+ * perf.data writer (liblbr2prof.a); COMM, MMAP, FORK, EXIT and SAMPLE
+ * records are kept, the event of the first file is used.
+ *
+ *   pdmerge OUT IN1 IN2 ...
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/perfwrite.h"
+#include "lbr2prof/reader.h"
+
+#define MAXIN 8
+
+static int die(const lp_error *e)
+{
+    fprintf(stderr, "pdmerge: %s\n", e->msg);
+    return 1;
+}
+
+static int put(lp_perfwrite *w, const lp_event *ev, lp_error *e)
+{
+    switch (ev->kind) {
+    case LP_EV_SAMPLE: return lp_perfwrite_sample(w, &ev->u.sample, ev->misc, e);
+    case LP_EV_MMAP: return lp_perfwrite_mmap2(w, &ev->u.mmap, ev->time, e);
+    case LP_EV_COMM: return lp_perfwrite_comm(w, &ev->u.comm, ev->time, e);
+    case LP_EV_FORK: return lp_perfwrite_fork(w, &ev->u.task, e);
+    case LP_EV_EXIT: return lp_perfwrite_exit(w, &ev->u.task, e);
+    default: return 0;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    lp_reader *r[MAXIN];
+    const lp_event *head[MAXIN];
+    lp_perfwrite_opts wo;
+    lp_perfwrite *w;
+    lp_error e = {0};
+    int n = argc - 2, i, k, best, written = 0;
+
+    if (n < 1 || n > MAXIN) {
+        fprintf(stderr, "usage: pdmerge OUT IN1 [IN2 ...]\n");
+        return 2;
+    }
+    for (i = 0; i < n; i++) {
+        if (!(r[i] = lp_reader_open(argv[i + 2], NULL, &e)))
+            return die(&e);
+        if ((k = lp_reader_next(r[i], &head[i], &e)) < 0)
+            return die(&e);
+        if (k == 0)
+            head[i] = NULL;
+    }
+    memset(&wo, 0, sizeof wo);
+    wo.attr = lp_reader_info(r[0])->attrs[0];
+    wo.event_name = wo.attr.name;
+    if (!(w = lp_perfwrite_open(argv[1], &wo, &e)))
+        return die(&e);
+    for (;;) {
+        for (best = -1, i = 0; i < n; i++)
+            if (head[i] && (best < 0 || head[i]->time < head[best]->time))
+                best = i;
+        if (best < 0)
+            break;
+        if (put(w, head[best], &e) < 0)
+            return die(&e);
+        if (++written % 1000 == 0 && lp_perfwrite_finished_round(w, &e) < 0)
+            return die(&e);
+        if ((k = lp_reader_next(r[best], &head[best], &e)) < 0)
+            return die(&e);
+        if (k == 0)
+            head[best] = NULL;
+    }
+    for (i = 0; i < n; i++)
+        lp_reader_close(r[i]);
+    if (lp_perfwrite_close(w, &e) < 0)
+        return die(&e);
+    return 0;
+}
