@@ -14,29 +14,31 @@ rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-report() { # name status log
+report() { # name status log seconds
     case $2 in
-    0) pass=$((pass + 1)); echo "PASS $1" ;;
+    0) pass=$((pass + 1)); echo "PASS $1 (${4}s)" ;;
     77) skip=$((skip + 1)); echo "SKIP $1: $(tail -n 1 "$3")" ;;
-    *) fail=$((fail + 1)); echo "FAIL $1 (status $2), last lines of $3:"; tail -n 30 "$3" | sed 's/^/    /' ;;
+    *) fail=$((fail + 1)); echo "FAIL $1 (status $2, ${4}s), last lines of $3:"; tail -n 30 "$3" | sed 's/^/    /' ;;
     esac
 }
 
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
+    t0=$(date +%s)
     "$t" > "$LOGDIR/$n.log" 2>&1
-    report "unit/$n" $? "$LOGDIR/$n.log"
+    report "unit/$n" $? "$LOGDIR/$n.log" $(($(date +%s) - t0))
 done
 
 for t in tests/e2e/test_*.sh; do
     [ -f "$t" ] || continue
     n=$(basename "$t" .sh)
     work=$(mktemp -d "${TMPDIR:-/tmp}/lbr2prof-e2e.XXXXXX")
+    t0=$(date +%s)
     LBR2PROF="$TOP/$BUILD/lbr2prof" TOP="$TOP" WORK="$work" BUILD="$BUILD" \
         sh "$t" > "$LOGDIR/$n.log" 2>&1
     st=$?
-    report "e2e/$n" $st "$LOGDIR/$n.log"
+    report "e2e/$n" $st "$LOGDIR/$n.log" $(($(date +%s) - t0))
     [ $st -eq 0 ] && rm -rf "$work"
 done
 echo "$pass passed, $fail failed, $skip skipped"
