@@ -88,7 +88,7 @@ run_one() { # name min max args... (llvm-profgen's bounds, see below)
     [ -n "$PG_MAX" ] && { awk -v s="$PG_SCORE" -v m="$PG_MAX" 'BEGIN { exit !(s <= m) }' \
         || fail "$n: llvm-profgen scores $PG_SCORE%, more than the $PG_MAX% it can reach here"; }
     # lbr2prof's CS profile, once its CS pipeline exists (one line):
-    # "$LBR2PROF" --perfdata="$W/$n.data" --binary="$W/$n" $PG_CS --output="$W/$n.lp.prof" && judge "$n" "$W/$n.lp.prof" lbr2prof 99 "$PG_SCORE"
+    "$LBR2PROF" --perfdata="$W/$n.data" --binary="$W/$n" $PG_CS --output="$W/$n.lp.prof" && judge "$n" "$W/$n.lp.prof" lbr2prof 99 "$PG_SCORE"
     :
 }
 
