@@ -86,14 +86,33 @@ typedef struct lp_unwind_stats {
     uint64_t dropped_prolog;    /* leaf in llvm-profgen's prolog/epilog set,
                                    dropped (caller not provable) */
     uint64_t repaired;          /* missing caller frame inserted from the LBR */
+    uint64_t caller_hole;       /* missing caller not shown by the LBR before
+                                   the first asynchronous entry (perf.data
+                                   walks only): kept with an unknown caller
+                                   frame that later LBR entries may show */
     uint64_t already_right;     /* leaf at entry/exit, chain had the caller */
     uint64_t kept_intact;       /* leaf in llvm-profgen's set, frame intact */
     uint64_t truncated;         /* stack cut at an invalid return address */
-    uint64_t contextless;       /* unwinding reached an invalid state, the
-                                   older part was counted without context */
+    uint64_t contextless;       /* --no-repair-frames: unwinding reached an
+                                   invalid state, the older part was counted
+                                   without context (llvm-profgen) */
     /* llvm-profgen's VirtualUnwinder counters (per distinct sample) */
     uint64_t total_branches, mismatched_ext_call, mismatched_proepi;
     uint64_t paired_ext, unpaired_ext;
+    /* the repair's view of interrupted and non-local control flow (samples,
+       weighted; a sample can count in several) */
+    uint64_t signal_frames;     /* a signal delivery was passed: the handler's
+                                   frame sits on a signal restorer, the code
+                                   before it ran on the interrupted stack */
+    uint64_t nonlocal;          /* a non-local exit (longjmp, exception,
+                                   context switch) was seen: the frames it
+                                   left are not on the sampled stack */
+    uint64_t interrupted;       /* an LBR range that is no fall-through, or
+                                   a leaf that does not follow LBR[0], with
+                                   no signal frame to explain it */
+    uint64_t lost;              /* some ranges or branches ran in frames
+                                   whose callers nothing shows: dropped */
+    uint64_t lost_records;      /* ranges and branches dropped so */
 } lp_unwind_stats;
 
 typedef struct lp_unwinder lp_unwinder;

@@ -369,7 +369,7 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
                 printf("Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
                        ev->u.mmap.filename, ev->u.mmap.start);
             if (lp_lbr_agg_mmap(agg, &ev->u.mmap, err) ||
-                (uw && !map && lp_unwind_mmap(uw, &ev->u.mmap, err)))
+                (uw && lp_unwind_mmap(uw, &ev->u.mmap, err)))
                 break;
         } else if (ev->kind == LP_EV_SAMPLE) {
             lp_lbr_agg_set_pid(agg, sample_pid(&ev->u.sample));

@@ -316,10 +316,12 @@ typedef struct walk {
     lp_unwinder *u;
     uint64_t repeat;
     lp_error *err;
+    uint64_t lost;              /* records dropped: unknown context */
 } walk;
 
-/* collectSamplesFromFrame */
-static int collect_frame(walk *w, int32_t node, const fstack *s)
+/* collectSamplesFromFrame; `lost`: the frame is above a hole, its context
+ * is not known and its records are dropped */
+static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
     lp_ctx_entry *e;
@@ -328,35 +330,51 @@ static int collect_frame(walk *w, int32_t node, const fstack *s)
 
     if (u->nodes[node].rec < 0)
         return 0;
+    if (lost) {
+        for (r = u->nodes[node].rec; r >= 0; r = u->recs[r].next)
+            w->lost++;
+        return 0;
+    }
     if (!(e = context_of(u, u->stk + s->base, s->n, w->err)))
         return -1;
 
-    for (r = u->nodes[node].rec; r >= 0 && rc == 0; r = u->recs[r].next)
+    for (r = u->nodes[node].rec; r >= 0 && rc == 0; r = u->recs[r].next) {
+        if (u->dbg)
+            u->dbg(u->dbg_ctx, u->stk + s->base, s->n, &u->recs[r]);
         rc = u->recs[r].branch
                  ? lp_counters_add_branch(e->counters, u->recs[r].a,
                                           u->recs[r].b, w->repeat)
                  : lp_counters_add_range(e->counters, u->recs[r].a,
                                          u->recs[r].b, w->repeat);
+    }
     if (rc)
         return lp_error_set(w->err, LP_ENOMEM, "unwinder: out of memory");
     return 0;
 }
 
-static int walk_node(walk *w, int32_t node, fstack *s)
+static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
     uint64_t addr = u->nodes[node].addr;
     fstack empty;
     int32_t c;
 
-    if (addr == UW_EXT) {
+    if (u->nodes[node].flags & UW_NF_HOLE) {
+        /* an unknown frame: nothing above it has a known context until an
+         * external or signal frame starts a new one */
+        for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+            if (walk_node(w, c, s, true))
+                return -1;
+        return 0;
+    }
+    if (addr == UW_EXT || addr == UW_SIG) {
         /* a truncated context: a new traversal without the frames below */
         empty.base = s->base + s->n;
         empty.n = 0;
-        if (collect_frame(w, node, &empty))
+        if (collect_frame(w, node, &empty, false))
             return -1;
         for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
-            if (walk_node(w, c, &empty))
+            if (walk_node(w, c, &empty, false))
                 return -1;
         if (u->nodes[node].child >= 0)
             u->untracked_ext = true;
@@ -364,10 +382,10 @@ static int walk_node(walk *w, int32_t node, fstack *s)
     }
     if (addr != 0)
         u->stk[s->base + s->n++] = addr;
-    if (collect_frame(w, node, s))
+    if (collect_frame(w, node, s, lost))
         return -1;
     for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
-        if (walk_node(w, c, s))
+        if (walk_node(w, c, s, lost))
             return -1;
     if (s->n > 0)
         s->n--;
@@ -376,7 +394,7 @@ static int walk_node(walk *w, int32_t node, fstack *s)
 
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
 {
-    walk w = {u, repeat, err};
+    walk w = {u, repeat, err, 0};
     fstack s = {0, 0};
     size_t i;
 
@@ -385,5 +403,11 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    return walk_node(&w, 0, &s);
+    if (walk_node(&w, 0, &s, false))
+        return -1;
+    if (w.lost) {
+        u->st.lost += repeat;
+        u->st.lost_records = lp_sat_add(u->st.lost_records, w.lost * repeat);
+    }
+    return 0;
 }

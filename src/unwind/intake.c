@@ -60,6 +60,17 @@ static void user_part(const lp_hybrid_sample *s, const uint64_t **st,
     *n = j - i - 1;
 }
 
+/* With the repair, a return address that is a signal restorer: the frame
+ * above it is a signal handler's, entered by the kernel; the frames below
+ * are the interrupted code's minus the interrupted frame itself, a hole
+ * filled in when the unwinding reaches the delivery (trie.c). */
+static bool sig_frame(lp_unwinder *u, uint64_t rt, bool code, uint64_t a)
+{
+    if (!u->o.repair_frames || (code && uw_callsite(u, a) != 0))
+        return false;
+    return uw_is_restorer(u, rt);
+}
+
 /* extractCallstack. Fills u->cs (room for one more frame is kept for the
  * repair); returns the frame count, -1 on OOM. */
 static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
@@ -69,11 +80,22 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
     uint64_t a, c;
     bool code;
 
-    if (uw_grow((void **)&u->cs, &u->cs_cap, n + 2, sizeof *u->cs))
+    if (uw_grow((void **)&u->cs, &u->cs_cap, 2 * n + 2, sizeof *u->cs))
         return -1;
     *truncated = false;
     for (i = 0; i < n; i++) {
         a = canon(u, st[i], &code);
+        if (k > 0 && sig_frame(u, st[i], code, a)) {
+            u->cs[k++] = UW_SIG;
+            u->cs[k++] = UW_HOLE;
+            continue;
+        }
+        if (!code && k > 0 && u->o.repair_frames && !uw_is_mapped(u, st[i])) {
+            /* no return address: the walk went astray, the callers from
+             * here on are not known */
+            u->cs[k++] = UW_LOST;
+            break;
+        }
         if (!code) {
             if (k == 0)
                 u->st.leaf_external++;
@@ -86,6 +108,8 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
                 if (uw_set_add(&u->invalid_ret, a))
                     return -1;
                 *truncated = true;
+                if (u->o.repair_frames)
+                    u->cs[k++] = UW_LOST; /* the callers are not known */
                 break;
             }
             a = c;
@@ -94,6 +118,9 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
     }
     if (k > 1 && u->cs[k - 1] == UW_EXT)
         k--;
+    if (n == 1 && k == 1 && u->o.repair_frames)
+        u->cs[k++] = UW_LOST;   /* the walk found no frame at all (rbp 0 or
+                                   garbage): nothing is known of the callers */
     return (long)k;
 }
 
@@ -108,6 +135,12 @@ static long extract_lbr(lp_unwinder *u, const lp_branch_entry *br, size_t n)
     for (i = 0; i < n; i++) {
         u->lbr[k].src = canon(u, br[i].from, &sc);
         u->lbr[k].dst = canon(u, br[i].to, &dc);
+        /* a handler returning to its restorer */
+        if (sc && (uw_addr(u, u->lbr[k].src)->flags & UW_AI_RET) &&
+            sig_frame(u, br[i].to, dc, u->lbr[k].dst))
+            u->lbr[k].dst = UW_SIG;
+        if (k == 0)
+            u->lbr0_to = br[i].to;
         if (sc || dc)
             k++;
     }
@@ -126,10 +159,23 @@ static void warn_missing_mmap(lp_unwinder *u)
 
 /* ---- frame repair --------------------------------------------------------- */
 
+/* Whether code can have run from a to b without a taken branch: both
+ * ends external, or llvm-profgen's valid fall-through. */
+static bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b)
+{
+    if (a == UW_EXT || b == UW_EXT)
+        return a == b;
+    if (a <= UW_LAST_SENTINEL || b <= UW_LAST_SENTINEL)
+        return false;
+    return lp_binary_valid_fallthrough(u->bin, a, b, NULL) == 1;
+}
+
 /* Going back in time through the LBR from the sampled function, the call
  * that entered the current frame: nested call/return pairs are balanced
  * (a return seen going backwards enters a callee, the call that made it
- * leaves it again). Calls and returns are classified as the unwinder does:
+ * leaves it again). A range that is no fall-through ends the search: the
+ * code before it ran somewhere else (a signal handler entered by the
+ * kernel has no call at all). Calls and returns are classified as the unwinder does:
  * a ret instruction or an external source landing right after a call is a
  * return; a call instruction or any other external source is a call. The
  * call must land on a function entry (an interrupt lands anywhere).
@@ -142,6 +188,9 @@ static uint64_t find_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
     bool ret, call;
 
     for (i = 0; i < n; i++) {
+        if (lbr[i].dst == UW_SIG ||
+            (i > 0 && !uw_fallthrough(u, lbr[i].dst, lbr[i - 1].src)))
+            return 0;           /* entered asynchronously: no proof */
         if (lbr[i].src == UW_EXT) {
             ret = uw_callsite(u, lbr[i].dst) != 0;
             call = !ret;
@@ -195,6 +244,15 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
         return KEEP;
     }
     caller = nlbr > 0 ? find_caller(u, u->lbr, (size_t)nlbr) : 0;
+    if (!caller && fp_walk) {
+        /* certainly missing, not shown yet: a hole the unwinding fills in
+         * if it gets to the call (past a signal handler, say) */
+        memmove(u->cs + 2, u->cs + 1, (*ncs - 1) * sizeof *u->cs);
+        u->cs[1] = UW_HOLE;
+        (*ncs)++;
+        u->st.caller_hole += n;
+        return KEEP;
+    }
     if (!caller) {
         u->st.dropped_prolog += n;
         uw_note_add(&u->notes_dropped, leaf, (uint64_t)s - 1, n); /* 1 entry, 2 exit, 3 frameless */
@@ -210,6 +268,64 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
     u->st.repaired += n;
     uw_note_add(&u->notes_repaired, leaf, caller, n);
     return KEEP;
+}
+
+/* With the repair: whether the code from LBR[0]'s target can have run to
+ * the sampled IP (cs[0]) without a taken branch. If not, something was
+ * entered asynchronously after LBR[0]: a signal handler (cs[1] is then a
+ * signal frame, the frames after its hole the interrupted code's), or
+ * nothing the data shows. The stack is rebuilt for LBR[0]'s code: the
+ * interrupted frame on the frames below the signal frame, or on an
+ * unknown stack. Returns true if so (the leaf's own state then does not
+ * matter). */
+static bool async_leaf(lp_unwinder *u, size_t *ncs, uint64_t n)
+{
+    uint64_t t = u->lbr[0].dst, head[2];
+    size_t m;
+
+    if (u->cs[0] == UW_EXT || uw_fallthrough(u, t, u->cs[0]))
+        return false;
+    if (*ncs >= 3 && u->cs[1] == UW_SIG && u->cs[2] == UW_HOLE) {
+        u->st.signal_frames += n;
+        m = uw_interrupted(u, t, head);
+        if (head[m - 1] == UW_LOST) {
+            *ncs = 0;
+        } else {
+            memmove(u->cs + m, u->cs + 3, (*ncs - 3) * sizeof *u->cs);
+            memcpy(u->cs, head, m * sizeof *head);
+            *ncs = *ncs - 3 + m;
+            return true;
+        }
+    } else {
+        u->st.interrupted += n;
+        uw_note_add(&u->notes_lost, UW_LOST_ASYNC, t, n);
+    }
+    u->cs[0] = t;
+    u->cs[1] = UW_LOST;
+    *ncs = 2;
+    return true;
+}
+
+/* With the repair, a sample taken after a signal handler returned (LBR[0]
+ * is its return to the restorer): in the restorer itself, whose call stack
+ * is that of a handler's frame (a signal frame, a hole for the interrupted
+ * frame, the interrupted code's frames), or in the code rt_sigreturn
+ * resumed, whose own stack the sample has. The leaf stays the sampled
+ * address; the unwinding puts the signal frame on it. */
+static enum keep after_handler(lp_unwinder *u, size_t *ncs, uint64_t ip,
+                               bool fp_walk, uint64_t n)
+{
+    u->st.signal_frames += n;
+    if (u->cs[0] == UW_EXT && (ip == u->lbr0_to || ip == u->lbr0_to + 7)) {
+        memmove(u->cs + 2, u->cs + 1, (*ncs - 1) * sizeof *u->cs);
+        u->cs[0] = UW_SIG;
+        u->cs[1] = UW_HOLE;
+        (*ncs)++;
+        return KEEP;
+    }
+    if (u->cs[0] == UW_EXT)
+        return KEEP;
+    return decide(u, ncs, 0, fp_walk, n); /* LBR[0] shows no caller */
 }
 
 /* ---- aggregation ------------------------------------------------------------ */
@@ -364,7 +480,12 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     ncs = (size_t)k;
     if (u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    if (u->cs[0] != UW_EXT && decide(u, &ncs, nlbr, s->fp_walk, n) == DROP)
+    if (nlbr > 0 && u->lbr[0].dst == UW_SIG) {
+        if (after_handler(u, &ncs, st[0], s->fp_walk, n) == DROP)
+            return 0;
+    } else if (u->cs[0] != UW_EXT &&
+        !(u->o.repair_frames && nlbr > 0 && async_leaf(u, &ncs, n)) &&
+        decide(u, &ncs, nlbr, s->fp_walk, n) == DROP)
         return 0;
     warn_missing_mmap(u);
     if (!u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
@@ -373,6 +494,7 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
         u->st.no_frame += n;
         return 0;
     }
-    u->cs[0] = u->lbr[0].dst;
+    if (u->lbr[0].dst != UW_SIG)
+        u->cs[0] = u->lbr[0].dst;
     return aggregate(u, ncs, (size_t)nlbr, n, err);
 }

@@ -46,3 +46,47 @@ enum lp_uw_leaf lp_unwind_leaf_state(lp_binary *bin, uint64_t vaddr)
     lp_leaf_cache_free(c);
     return s;
 }
+
+/* ---- where an interrupted frame was --------------------------------------- */
+
+#define UW_PATH_MAX 256
+
+size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2])
+{
+    const lp_func_range *fr;
+    bool body = true, missing = true, some_body = false, known = true;
+    enum lp_uw_leaf s;
+    uint64_t a = addr;
+    lp_inst in;
+    int i;
+
+    out[0] = addr;
+    if (addr == UW_EXT)
+        return 1;
+    fr = lp_binary_func_range(u->bin, addr);
+    if (!fr)
+        known = false;
+    for (i = 0; known && i < UW_PATH_MAX; i++) {
+        if (a >= fr->end || lp_binary_inst(u->bin, a, &in, NULL) != 1)
+            break;
+        s = uw_leaf_state(u, a);
+        if (s == LP_UW_LEAF_BODY)
+            some_body = true;
+        else if (s == LP_UW_LEAF_ENTRY || s == LP_UW_LEAF_EXIT ||
+                 s == LP_UW_LEAF_FRAMELESS)
+            body = false;
+        else
+            known = false;
+        if (in.kind == LP_INST_CALL || in.kind == LP_INST_RET ||
+            in.kind == LP_INST_UNCOND_BR)
+            break;
+        a += in.size;
+    }
+    if (i == UW_PATH_MAX)
+        known = false;
+    missing = !some_body;
+    if (known && body)
+        return 1;
+    out[1] = !known ? UW_LOST : missing ? UW_HOLE : UW_OPT;
+    return 2;
+}

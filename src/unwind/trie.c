@@ -23,8 +23,18 @@
 typedef struct uw_state {
     int32_t leaf;
     uint64_t ip;
-    bool invalid;
+    bool invalid;               /* --no-repair-frames only */
+    size_t left;                /* LBR entries not unwound yet */
+    uint64_t repeat;
+    unsigned *flags;            /* UW_SF_*: what this sample went through */
 } uw_state;
+
+enum { UW_SF_SIGNAL = 1, UW_SF_NONLOCAL = 2, UW_SF_INTERRUPTED = 4 };
+
+static int oom(lp_error *err)
+{
+    return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+}
 
 /* ---- nodes and records -------------------------------------------------- */
 
@@ -40,7 +50,88 @@ static int32_t new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
     n->parent = parent;
     n->child = n->sib = n->last_child = -1;
     n->rec = n->rec_last = -1;
+    n->flags = 0;
     return (int32_t)u->nnodes++;
+}
+
+static void link_child(lp_unwinder *u, int32_t p, int32_t c)
+{
+    u->nodes[c].parent = p;
+    u->nodes[c].sib = -1;
+    if (u->nodes[p].last_child >= 0)
+        u->nodes[u->nodes[p].last_child].sib = c;
+    else
+        u->nodes[p].child = c;
+    u->nodes[p].last_child = c;
+}
+
+static void unlink_child(lp_unwinder *u, int32_t c)
+{
+    int32_t p = u->nodes[c].parent, *l = &u->nodes[p].child, prev = -1;
+
+    while (*l != c) {
+        prev = *l;
+        l = &u->nodes[*l].sib;
+    }
+    *l = u->nodes[c].sib;
+    if (u->nodes[p].last_child == c)
+        u->nodes[p].last_child = prev;
+}
+
+/* A new frame of unknown address under p (opt: that may not exist). */
+static int32_t hole(lp_unwinder *u, int32_t p, bool opt)
+{
+    int32_t c = new_node(u, UW_HOLE, p);
+
+    if (c < 0)
+        return -1;
+    u->nodes[c].flags = UW_NF_HOLE | (opt ? UW_NF_OPT : 0);
+    link_child(u, p, c);
+    return c;
+}
+
+/* A call stack nothing is known of: `depth` holes under the root (each
+ * LBR entry can reveal at most one). Returns the innermost. */
+static int32_t lost_stack(lp_unwinder *u, size_t depth)
+{
+    int32_t c = 0;
+
+    while (depth-- > 0 && c >= 0)
+        c = hole(u, c, false);
+    return c;
+}
+
+/* Remove hole h: its children move to its parent. */
+static void splice(lp_unwinder *u, int32_t h)
+{
+    int32_t p = u->nodes[h].parent, c, next;
+
+    unlink_child(u, h);
+    for (c = u->nodes[h].child; c >= 0; c = next) {
+        next = u->nodes[c].sib;
+        link_child(u, p, c);
+    }
+    u->nodes[h].child = u->nodes[h].last_child = -1;
+}
+
+/* Whether the call at cs may call the function it is in (an indirect call,
+ * or a direct one to that function). */
+static bool calls_itself(lp_unwinder *u, uint64_t cs)
+{
+    const lp_func_range *a, *b;
+    lp_inst in;
+
+    if (lp_binary_inst(u->bin, cs, &in, NULL) != 1 || in.indirect || !in.target)
+        return true;
+    a = lp_binary_func_range(u->bin, cs);
+    b = lp_binary_func_range(u->bin, in.target);
+    return !a || !b || a->func == b->func;
+}
+
+static void reveal(lp_unwinder *u, int32_t h, uint64_t addr)
+{
+    u->nodes[h].addr = addr;
+    u->nodes[h].flags &= (uint8_t)~(UW_NF_HOLE | UW_NF_OPT);
 }
 
 /* getOrCreateChildFrame */
@@ -53,11 +144,7 @@ static int32_t child(lp_unwinder *u, int32_t p, uint64_t addr)
             return c;
     if ((c = new_node(u, addr, p)) < 0)
         return -1;
-    if (u->nodes[p].last_child >= 0)
-        u->nodes[u->nodes[p].last_child].sib = c;
-    else
-        u->nodes[p].child = c;
-    u->nodes[p].last_child = c;
+    link_child(u, p, c);
     return c;
 }
 
@@ -85,27 +172,44 @@ static int record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b,
     return 0;
 }
 
-/* switchToFrame: the leaf becomes its sibling at addr. */
+/* switchToFrame: the leaf becomes its sibling at addr (the same frame at
+ * another address: its link to the parent is as certain as before). */
 static int switch_to(lp_unwinder *u, uw_state *st, uint64_t addr)
 {
+    uint8_t proven = u->nodes[st->leaf].flags & UW_NF_PROVEN;
     int32_t c;
 
     if (u->nodes[st->leaf].addr == addr)
         return 0;
     if ((c = child(u, u->nodes[st->leaf].parent, addr)) < 0)
         return -1;
+    u->nodes[c].flags |= proven;
     st->leaf = c;
     return 0;
 }
 
-static int push(lp_unwinder *u, uw_state *st, uint64_t addr)
+static int push(lp_unwinder *u, uw_state *st, uint64_t addr, uint8_t flags)
 {
     int32_t c = child(u, st->leaf, addr);
 
     if (c < 0)
         return -1;
+    u->nodes[c].flags |= flags;
     st->leaf = c;
     return 0;
+}
+
+/* The code before this point ran in frames nothing shows the callers of:
+ * the leaf becomes a frame at addr on an unknown stack. */
+static int lose(lp_unwinder *u, uw_state *st, uint64_t addr, int kind,
+                uint64_t where)
+{
+    int32_t h = lost_stack(u, st->left + 1);
+
+    if (h < 0 || uw_note_add(&u->notes_lost, (uint64_t)kind, where, st->repeat))
+        return -1;
+    st->leaf = h;
+    return push(u, st, addr, 0);
 }
 
 /* ---- cutting a range by inline context ------------------------------------- */
@@ -176,19 +280,64 @@ oom:
 
 /* ---- the four operations ---------------------------------------------------- */
 
+/* With the repair, a range that is no fall-through: code entered
+ * asynchronously. Below a signal frame it is the signal's delivery: the
+ * code before it ran in the interrupted frame - the frame the handler
+ * returned into (the signal frame's parent), or the hole below the signal
+ * frame of a sampled stack, now known to be at target (with a hole for
+ * its caller when the frame-pointer walk missed that too). Otherwise
+ * nothing says where it ran. */
+static int async_range(lp_unwinder *u, uw_state *st, uint64_t target)
+{
+    int32_t s = u->nodes[st->leaf].parent, i, p, h;
+    uint64_t head[2];
+
+    st->ip = target;
+    if (s <= 0 || u->nodes[s].addr != UW_SIG || u->nodes[s].parent <= 0) {
+        *st->flags |= UW_SF_INTERRUPTED;
+        return lose(u, st, target, UW_LOST_ASYNC, target);
+    }
+    *st->flags |= UW_SF_SIGNAL;
+    i = u->nodes[s].parent;
+    if (!(u->nodes[i].flags & UW_NF_HOLE)) {
+        st->leaf = i;           /* the frame the handler returned into */
+        return switch_to(u, st, target);
+    }
+    if (uw_interrupted(u, target, head) == 2) {
+        p = u->nodes[i].parent;
+        unlink_child(u, i);
+        h = head[1] == UW_LOST ? lost_stack(u, st->left + 1)
+                               : hole(u, p, head[1] == UW_OPT);
+        if (h < 0)
+            return -1;
+        link_child(u, h, i);
+    }
+    reveal(u, i, target);
+    st->leaf = i;
+    return 0;
+}
+
 static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
                          lp_error *err)
 {
     uint64_t end = st->ip, k[2] = {target, end};
+    bool repair = u->o.repair_frames;
     const uw_split *s;
     uint32_t i;
 
+    if (target == UW_SIG) {
+        /* rt_sigreturn resumed the newer code: no range */
+        st->ip = target;
+        return 0;
+    }
     if (end == UW_EXT && target == UW_EXT) {
         u->st.paired_ext++;
         return 0;
     }
     if (end == UW_EXT || target == UW_EXT) {
         u->st.unpaired_ext++;
+        if (repair)
+            return async_range(u, st, target) ? oom(err) : 0;
         st->invalid = true;
         return 0;
     }
@@ -196,6 +345,8 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
     if (!s && !(s = make_split(u, target, end, err)))
         return -1;
     if (s->npieces == 0) {
+        if (repair)
+            return async_range(u, st, target) ? oom(err) : 0;
         st->invalid = true;
         return 0;
     }
@@ -212,6 +363,32 @@ static int unwind_call(lp_unwinder *u, uw_state *st, uint64_t src)
     int32_t parent = u->nodes[st->leaf].parent;
 
     st->ip = src;
+    if (parent > 0 && (u->nodes[parent].flags & UW_NF_HOLE)) {
+        int32_t pp = u->nodes[parent].parent;
+        if ((u->nodes[parent].flags & UW_NF_OPT) && pp > 0 &&
+            u->nodes[pp].addr == src) {
+            if (!calls_itself(u, src)) {
+                /* the walk had the caller: there is no frame between */
+                splice(u, parent);
+                st->leaf = pp;
+                return 0;
+            }
+            /* the frame below may be the caller, or the caller's caller
+             * calling from the same site (recursion): not known */
+            *st->flags |= UW_SF_INTERRUPTED;
+            return lose(u, st, src, UW_LOST_ASYNC, src);
+        }
+        reveal(u, parent, src); /* the caller the stack did not show */
+        st->leaf = parent;
+        return 0;
+    }
+    if (u->o.repair_frames && (parent == 0 || u->nodes[parent].addr != src) &&
+        (u->nodes[st->leaf].flags & UW_NF_PROVEN) && src != UW_EXT) {
+        /* a return entered this frame from another call site: the frames
+         * this call came from were left without returns (longjmp) */
+        *st->flags |= UW_SF_NONLOCAL;
+        return lose(u, st, src, UW_LOST_NONLOCAL, src);
+    }
     if (parent == 0 || u->nodes[parent].addr != src) {
         if (parent != 0) {
             if (src == UW_EXT)
@@ -227,10 +404,40 @@ static int unwind_call(lp_unwinder *u, uw_state *st, uint64_t src)
 
 static int unwind_return(lp_unwinder *u, uw_state *st, const uw_lbr *e)
 {
+    uint64_t cs;
+
     st->ip = e->src;
-    if (switch_to(u, st, uw_callsite(u, e->dst)))
+    if (e->dst == UW_SIG) {
+        /* a handler returned to its restorer: the signal frame sits on
+         * the frame the newer code resumed in (unless the sample was taken
+         * in the restorer: then the leaf is the signal frame) */
+        if (u->nodes[st->leaf].addr != UW_SIG && push(u, st, UW_SIG, 0))
+            return -1;
+        return push(u, st, e->src, UW_NF_PROVEN);
+    }
+    cs = uw_callsite(u, e->dst);
+    if (cs == 0 && u->o.repair_frames) /* the caller is not known */
+        return lose(u, st, e->src, UW_LOST_NORET, e->src);
+    if (switch_to(u, st, cs))
         return -1;
-    return push(u, st, e->src);
+    return push(u, st, e->src, UW_NF_PROVEN);
+}
+
+/* With the repair: an entry from external code that lands neither after a
+ * call nor on a function's entry but inside a known function (an
+ * exception's landing pad, longjmp to some other place): the code before
+ * it ran in frames that are gone. */
+static bool nonlocal_landing(lp_unwinder *u, const uw_lbr *e)
+{
+    const lp_func_range *fr;
+    uint64_t start;
+
+    if (!u->o.repair_frames || e->src != UW_EXT || e->dst <= UW_LAST_SENTINEL ||
+        uw_callsite(u, e->dst) != 0)
+        return false;
+    if ((fr = lp_binary_func_range(u->bin, e->dst)))
+        return !(fr->is_entry && fr->start == e->dst);
+    return lp_binary_symbol_name(u->bin, e->dst, &start) && start != e->dst;
 }
 
 /* ---- one sample ----------------------------------------------------------------- */
@@ -251,6 +458,11 @@ static bool is_return_state(lp_unwinder *u, const uw_lbr *e)
 
 static int step(lp_unwinder *u, uw_state *st, const uw_lbr *e)
 {
+    if (nonlocal_landing(u, e)) {
+        *st->flags |= UW_SF_NONLOCAL;
+        st->ip = UW_EXT;
+        return lose(u, st, UW_EXT, UW_LOST_LANDING, e->dst);
+    }
     if (!st->invalid && is_call_state(u, e))
         return unwind_call(u, st, e->src);
     if (!st->invalid && is_return_state(u, e))
@@ -262,19 +474,21 @@ static int step(lp_unwinder *u, uw_state *st, const uw_lbr *e)
     /* the rest of the trace without context, rooted at the source */
     st->ip = e->src;
     st->leaf = 0;
-    return push(u, st, e->src);
+    return push(u, st, e->src, 0);
 }
 
 /* recordBranchCount */
 static int record_branch(lp_unwinder *u, const uw_state *st, const uw_lbr *e)
 {
-    if (e->dst == UW_EXT)
+    if (e->dst == UW_EXT || e->dst == UW_SIG)
         return 0;
     return record(u, e->src == UW_EXT ? 0 : st->leaf, e->src, e->dst, true);
 }
 
+/* The sampled stack as a path; UW_HOLE makes an unknown frame, UW_LOST
+ * (at the bottom) an unknown stack. */
 static int init_trie(lp_unwinder *u, uw_state *st, const uint64_t *cs,
-                     size_t ncs)
+                     size_t ncs, size_t nlbr)
 {
     int32_t cur;
     size_t i;
@@ -283,9 +497,12 @@ static int init_trie(lp_unwinder *u, uw_state *st, const uint64_t *cs,
     u->nrecs = 0;
     if ((cur = new_node(u, 0, -1)) < 0)
         return -1;
-    for (i = ncs; i-- > 0;)
-        if ((cur = child(u, cur, cs[i])) < 0)
-            return -1;
+    for (i = ncs; i-- > 0 && cur >= 0;)
+        cur = cs[i] == UW_LOST ? lost_stack(u, nlbr + 1)
+            : cs[i] == UW_HOLE || cs[i] == UW_OPT ? hole(u, cur, cs[i] == UW_OPT)
+            : child(u, cur, cs[i]);
+    if (cur < 0)
+        return -1;
     st->leaf = cur;
     st->ip = cs[0];
     st->invalid = false;
@@ -299,11 +516,15 @@ int uw_unwind_one(lp_unwinder *u, const uint64_t *cs, size_t ncs,
     uw_state st;
     size_t i;
     bool was_invalid;
+    unsigned flags = 0;
 
-    if (init_trie(u, &st, cs, ncs))
+    st.flags = &flags;
+    st.repeat = repeat;
+    if (init_trie(u, &st, cs, ncs, nlbr))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     u->st.total_branches += nlbr;
     for (i = 0; i < nlbr; i++) {
+        st.left = nlbr - i;
         was_invalid = st.invalid;
         if (i > 0 && unwind_linear(u, &st, lbr[i].dst, err))
             return -1;
@@ -316,5 +537,11 @@ int uw_unwind_one(lp_unwinder *u, const uint64_t *cs, size_t ncs,
         if (step(u, &st, &lbr[i]) || record_branch(u, &st, &lbr[i]))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     }
+    if (flags & UW_SF_SIGNAL)
+        u->st.signal_frames += repeat;
+    if (flags & UW_SF_NONLOCAL)
+        u->st.nonlocal += repeat;
+    if (flags & UW_SF_INTERRUPTED)
+        u->st.interrupted += repeat;
     return uw_collect(u, repeat, err);
 }

@@ -115,6 +115,107 @@ int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n)
         }                                           \
     } while (0)
 
+/* ---- mapped files: is an address a signal restorer? ------------------------- */
+
+static void close_files(lp_unwinder *u)
+{
+    uw_file *f, *t;
+
+    HASH_ITER(hh, u->files, f, t) {
+        HASH_DEL(u->files, f);
+        if (f->fd >= 0)
+            close(f->fd);
+        free(f);
+    }
+}
+
+/* Remember an mmap event (any file, any process). -1 on OOM. */
+static int add_map(lp_unwinder *u, const lp_mmap_event *m)
+{
+    size_t n = strlen(m->filename) + 1;
+    char *p;
+
+    if (uw_grow((void **)&u->maps, &u->maps_cap, u->nmaps + 1, sizeof *u->maps) ||
+        !(p = uw_arena_alloc(&u->cache_arena, n)))
+        return -1;
+    memcpy(p, m->filename, n);
+    u->maps[u->nmaps++] = (uw_map){m->pid, m->start, m->start + m->len,
+                                   m->pgoff, p};
+    return 0;
+}
+
+/* The newest mapping of the process holding rt; of any process when it
+ * has none (a forked child, or perf script text without pids). */
+static const uw_map *find_map(const lp_unwinder *u, uint64_t rt)
+{
+    const uw_map *any = NULL;
+    size_t i;
+
+    for (i = u->nmaps; i-- > 0;) {
+        const uw_map *m = &u->maps[i];
+        if (rt < m->start || rt >= m->end)
+            continue;
+        if (m->pid == u->pid)
+            return m;
+        if (!any)
+            any = m;
+    }
+    return any;
+}
+
+static int file_fd(lp_unwinder *u, const char *path)
+{
+    uw_file *f;
+
+    HASH_FIND_STR(u->files, path, f);
+    if (f)
+        return f->fd;
+    if (HASH_COUNT(u->files) >= 64)
+        close_files(u);
+    if (!(f = calloc(1, sizeof *f)))
+        return -1;
+    f->path = path;             /* lives in the cache arena */
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    HASH_ADD_KEYPTR(hh, u->files, f->path, strlen(f->path), f);
+    return f->fd;
+}
+
+static bool read_restorer(lp_unwinder *u, uint64_t rt)
+{
+    /* mov $0xf,%rax; syscall  and  mov $0xf,%eax; syscall */
+    static const unsigned char rax[9] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
+    static const unsigned char eax[7] = {0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05};
+    const uw_map *m = find_map(u, rt);
+    unsigned char b[9];
+    ssize_t n;
+    int fd;
+
+    if (!m || m->path[0] != '/' || (fd = file_fd(u, m->path)) < 0)
+        return false;
+    n = pread(fd, b, sizeof b, (off_t)(rt - m->start + m->pgoff));
+    return (n >= 9 && memcmp(b, rax, 9) == 0) ||
+           (n >= 7 && memcmp(b, eax, 7) == 0);
+}
+
+bool uw_is_mapped(lp_unwinder *u, uint64_t rt)
+{
+    return !u->other_maps || find_map(u, rt) != NULL;
+}
+
+bool uw_is_restorer(lp_unwinder *u, uint64_t rt)
+{
+    uint64_t k[2] = {u->pid, rt};
+    uw_note *e;
+
+    HASH_FIND(hh, u->restorers, k, sizeof k, e);
+    if (e)
+        return e->count > 1;
+    if (uw_note_add(&u->restorers, u->pid, rt, 1 + read_restorer(u, rt)))
+        return false;
+    HASH_FIND(hh, u->restorers, k, sizeof k, e);
+    return e && e->count > 1;
+}
+
 /* ---- life cycle -------------------------------------------------------------- */
 
 static const char *base_name(const char *p)
@@ -174,6 +275,10 @@ void lp_unwind_free(lp_unwinder *u)
     FREE_TABLE(u->notes_repaired, uw_note);
     FREE_TABLE(u->notes_dropped, uw_note);
     FREE_TABLE(u->notes_contextless, uw_note);
+    FREE_TABLE(u->notes_lost, uw_note);
+    FREE_TABLE(u->restorers, uw_note);
+    close_files(u);
+    free(u->maps);
     lp_ctxcount_free(u->cc);
     free(u->bins);
     free(u->ainfo);
@@ -311,7 +416,13 @@ static int check_other_segment(lp_unwinder *u, const lp_mmap_event *m,
 
 int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
 {
-    if (!m->filename || strcmp(base_name(m->filename), u->name) != 0)
+    if (!m->filename)
+        return 0;
+    if (u->o.repair_frames && add_map(u, m))
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    if (strcmp(base_name(m->filename), u->name) != 0)
+        u->other_maps = true;
+    if (u->o.map || strcmp(base_name(m->filename), u->name) != 0)
         return 0;
     if (u->o.pid_filter >= 0 && (int64_t)m->pid != u->o.pid_filter)
         return 0;

@@ -24,6 +24,20 @@
 #include "lbr2prof/unwind.h"
 
 #define UW_EXT ((uint64_t)LP_EXTERNAL_ADDR)
+/* Frame addresses only the repair makes (never with --no-repair-frames):
+ * a signal frame (the return address the kernel pushed for a handler: a
+ * signal restorer, `mov $0xf,%rax; syscall`), a frame whose address is
+ * not known yet (a hole, filled in when the LBR shows its call), and the
+ * bottom of a call stack that is not known at all (a chain of holes). */
+#define UW_SIG ((uint64_t)2)
+#define UW_HOLE ((uint64_t)3)
+#define UW_LOST ((uint64_t)4)
+/* a hole that may not be there: the frame-pointer walk may or may not
+ * have had the caller (code interrupted on a path where the frame is set
+ * up at some instructions and not at others) */
+#define UW_OPT ((uint64_t)5)
+/* no address of code is <= this */
+#define UW_LAST_SENTINEL UW_OPT
 
 /* ---- arena: many small allocations freed together ------------------- */
 
@@ -77,10 +91,19 @@ typedef struct uw_lbr {
 
 /* ---- the frame trie of one sample ------------------------------------------ */
 
+enum {
+    UW_NF_PROVEN = 1,           /* the link to the parent is certain: the
+                                   frame was entered by a return (or is a
+                                   later position of such a frame) */
+    UW_NF_HOLE = 2,             /* address not known (yet) */
+    UW_NF_OPT = 4,              /* ... and the frame may not exist (UW_OPT) */
+};
+
 typedef struct uw_node {
     uint64_t addr;
     int32_t parent, child, sib, last_child;  /* children in creation order */
     int32_t rec, rec_last;      /* this frame's ranges and branches */
+    uint8_t flags;              /* UW_NF_* */
 } uw_node;
 
 typedef struct uw_rec {
@@ -120,6 +143,18 @@ typedef struct uw_note {        /* a detailed-warning item, counted */
     uint64_t count;
 } uw_note;
 
+typedef struct uw_map {        /* an mmap event, for reading code bytes */
+    uint32_t pid;
+    uint64_t start, end, pgoff;
+    const char *path;           /* in the unwinder's cache arena */
+} uw_map;
+
+typedef struct uw_file {        /* an open file of a mapping */
+    UT_hash_handle hh;
+    int fd;                     /* -1: could not be opened */
+    const char *path;
+} uw_file;
+
 struct lp_unwinder {
     lp_unwind_opts o;
     lp_binary **bins;
@@ -140,6 +175,7 @@ struct lp_unwinder {
     size_t lbr_cap;
     unsigned char *enc;
     size_t enc_cap;
+    uint64_t lbr0_to;           /* LBR[0]'s target as recorded */
     /* pending distinct samples */
     uw_agg *agg;
     uw_arena agg_arena;
@@ -164,11 +200,27 @@ struct lp_unwinder {
     bool untracked_ext;         /* UntrackedCallsites (only ExternalAddr) */
     uw_note *pairs;             /* every consecutive LBR pair, weighted */
     uw_note *notes_repaired, *notes_dropped, *notes_contextless;
+    uw_note *notes_lost;        /* (kind, address) of unknown contexts */
+    /* every mmap seen, and what was read through them */
+    uw_map *maps;
+    size_t nmaps, maps_cap;
+    bool other_maps;            /* the trace maps more than the binary: it
+                                   shows the processes' libraries */
+    uw_file *files;
+    uw_note *restorers;         /* (pid, address) -> 1 + is a restorer */
     uint64_t total_samples;     /* NumTotalSample, if set */
     bool total_set;
     bool finished;
     lp_unwind_stats st;
+    /* debugging and tests: every record as collected, with its frame
+     * address stack (root first, the leaf's frame last); may be NULL */
+    void (*dbg)(void *ctx, const uint64_t *stk, size_t n, const uw_rec *r);
+    void *dbg_ctx;
 };
+
+/* kinds of notes_lost (first key) */
+enum { UW_LOST_NONLOCAL = 1, UW_LOST_ASYNC = 2, UW_LOST_NORET = 3,
+       UW_LOST_LANDING = 4 };
 
 /* ---- helpers between the files ----------------------------------------------- */
 
@@ -181,11 +233,28 @@ int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n);
 int uw_set_add(uw_set64 **set, uint64_t v);
 
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr);
+/* Whether the runtime address rt of the current sample's process is the
+ * start of a signal restorer (`mov $0xf,%rax; syscall`, rt_sigreturn),
+ * read from the mapped file. */
+bool uw_is_restorer(lp_unwinder *u, uint64_t rt);
+/* Whether rt is in some mapping of the trace (true when the trace maps
+ * nothing but the profiled binary: then it does not show everything). */
+bool uw_is_mapped(lp_unwinder *u, uint64_t rt);
 uint64_t uw_callsite(lp_unwinder *u, uint64_t vaddr);
 bool uw_in_prolog_epilog(lp_unwinder *u, uint64_t vaddr);
 enum lp_uw_leaf uw_leaf_state(lp_unwinder *u, uint64_t vaddr);
 enum lp_uw_leaf uw_classify_leaf(lp_binary *bin, lp_leaf_cache *c,
                                  uint64_t vaddr);
+/* The frames of code interrupted somewhere on the straight-line path from
+ * addr (up to its first unconditional transfer; the kernel delivered a
+ * signal there), as the frame-pointer walk of the handler's stack misses
+ * them: [addr] when the frame is set up on the whole path (the walk has
+ * its caller), [addr, UW_HOLE] when it is set up nowhere on it (the caller
+ * is missing too), [addr, UW_OPT] when it is set up on part of it, [addr,
+ * UW_LOST] when the path is not known; [UW_EXT] for
+ * external code (whose caller the unwinding fills in as llvm-profgen's
+ * does for external leaves). Returns the count (1 or 2). */
+size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2]);
 
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);

@@ -217,7 +217,7 @@ static void warn_unwinder(lp_unwinder *u)
 
 /* ---- lbr2prof's own: the frame repair (only when it is on) ------------------------ */
 
-enum note_kind { NOTE_REPAIRED, NOTE_DROPPED, NOTE_CONTEXTLESS };
+enum note_kind { NOTE_REPAIRED, NOTE_DROPPED, NOTE_CONTEXTLESS, NOTE_LOST };
 
 static void note_line(const lp_unwinder *u, enum note_kind k, const uw_note *e)
 {
@@ -231,10 +231,27 @@ static void note_line(const lp_unwinder *u, enum note_kind k, const uw_note *e)
         uw_warnf(u, "Sample at 0x%" PRIx64 " (function %s) dropped: its "
                     "caller is not in the LBR (%" PRIu64 " samples)",
                  e->k[0], why[e->k[1] < 4 ? e->k[1] : 0], e->count);
-    else
+    else if (k == NOTE_CONTEXTLESS)
         uw_warnf(u, "Unwinding stopped at the range [0x%" PRIx64 ", 0x%" PRIx64
                     "]; older branches counted without context (%" PRIu64
                     " samples)", e->k[0], e->k[1], e->count);
+    else if (e->k[0] == UW_LOST_NONLOCAL)
+        uw_warnf(u, "Call at 0x%" PRIx64 " left frames without returning "
+                    "(longjmp?): older branches have no known context (%"
+                    PRIu64 " samples)", e->k[1], e->count);
+    else if (e->k[0] == UW_LOST_ASYNC)
+        uw_warnf(u, "Code at 0x%" PRIx64 " was interrupted with no signal "
+                    "frame to show where: older branches have no known "
+                    "context (%" PRIu64 " samples)", e->k[1], e->count);
+    else if (e->k[0] == UW_LOST_NORET)
+        uw_warnf(u, "Return at 0x%" PRIx64 " lands after no call: older "
+                    "branches have no known context (%" PRIu64 " samples)",
+                 e->k[1], e->count);
+    else
+        uw_warnf(u, "External code jumped to 0x%" PRIx64 ", neither a "
+                    "function entry nor after a call (exception?): older "
+                    "branches have no known context (%" PRIu64 " samples)",
+                 e->k[1], e->count);
 }
 
 static int list_notes(lp_unwinder *u, uw_note *set, enum note_kind k,
@@ -261,19 +278,36 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
         return 0;
     if (list_notes(u, u->notes_repaired, NOTE_REPAIRED, err) ||
         list_notes(u, u->notes_dropped, NOTE_DROPPED, err) ||
-        list_notes(u, u->notes_contextless, NOTE_CONTEXTLESS, err))
+        list_notes(u, u->notes_contextless, NOTE_CONTEXTLESS, err) ||
+        list_notes(u, u->notes_lost, NOTE_LOST, err))
         return -1;
     uw_summary(u, s->repaired, s->samples, "of samples had the caller frame "
                "missing (function entry or exit, frameless function); it was "
                "recovered from "
                "the LBR.");
+    uw_summary(u, s->caller_hole, s->samples, "of samples had the caller "
+               "frame missing and not shown by the newest LBR entries; it was "
+               "left unknown until the unwinding finds its call.");
     uw_summary(u, s->dropped_prolog, s->samples, "of samples at a function "
                "entry or exit or in a frameless function were dropped: the "
                "LBR does not show their caller.");
     uw_summary(u, s->truncated, s->samples, "of samples had their call "
                "stack truncated at an invalid return address.");
-    uw_summary(u, s->contextless, s->samples, "of samples were partly "
-               "counted without calling context (broken or interrupted LBR).");
+    uw_summary(u, s->signal_frames, s->samples, "of samples went through a "
+               "signal delivery; the code before it was unwound on the "
+               "interrupted stack.");
+    uw_summary(u, s->nonlocal, s->samples, "of samples left frames without "
+               "returning from them (longjmp, exception, context switch).");
+    uw_summary(u, s->interrupted, s->samples, "of samples had an LBR range "
+               "that is no fall-through (interrupt or broken LBR) with no "
+               "signal frame to explain it.");
+    if (s->lost)
+        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had code in "
+                    "frames whose callers are not known (after the above, or "
+                    "a broken frame-pointer chain): %" PRIu64 " of their "
+                    "ranges and branches were dropped.",
+                 (double)s->lost * 100 / (s->samples ? s->samples : 1),
+                 s->lost, s->samples, s->lost_records);
     return 0;
 }
 

@@ -32,7 +32,12 @@
 
 static char dir[64];
 static char fixture[128];
+static char restorer[128];      /* a file with rt_sigreturn at RESTORER_OFF */
 static bool have_fixture;
+
+#define RESTORER_MAP 0x7f0000200000ull  /* where the test maps it */
+#define RESTORER_OFF 0x100
+#define RESTORER (RESTORER_MAP + RESTORER_OFF)
 
 static bool have_tool(const char *t)
 {
@@ -51,6 +56,17 @@ static int setup(void **state)
     if (!mkdtemp(dir))
         return -1;
     snprintf(fixture, sizeof fixture, "%s/fixture", dir);
+    snprintf(restorer, sizeof restorer, "%s/restorer", dir);
+    {
+        /* mov $0xf,%rax; syscall - glibc's __restore_rt */
+        static const unsigned char code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
+        unsigned char page[0x1000] = {0};
+        FILE *f = fopen(restorer, "wb");
+
+        memcpy(page + RESTORER_OFF, code, sizeof code);
+        if (!f || fwrite(page, 1, sizeof page, f) != sizeof page || fclose(f))
+            return -1;
+    }
     if (!have_tool("clang-19"))
         return 0;
     snprintf(cmd, sizeof cmd,
@@ -113,8 +129,10 @@ static char *raw_string(const lp_ctxcount *cc, uint64_t base)
     return buf;
 }
 
-/* Unwind samples on the fixture; the raw profile, and the stats in *st. */
-static char *run(const smp *v, size_t n, run_opts ro, lp_unwind_stats *st)
+/* Unwind samples on the fixture after the mmap events maps[0..nmaps); the
+ * raw profile, and the stats in *st. */
+static char *run_maps(const smp *v, size_t n, run_opts ro, lp_unwind_stats *st,
+                      const lp_mmap_event *maps, size_t nmaps)
 {
     lp_binary *b = open_bin(fixture);
     lp_unwind_opts o;
@@ -131,6 +149,8 @@ static char *run(const smp *v, size_t n, run_opts ro, lp_unwind_stats *st)
     o.compress_recursion = ro.compress;
     u = lp_unwind_new(&b, 1, &o, &e);
     assert_non_null(u);
+    for (i = 0; i < nmaps; i++)
+        assert_int_equal(lp_unwind_mmap(u, &maps[i], &e), 0);
     for (i = 0; i < n; i++) {
         lp_hybrid_sample h = {0};
         for (ns = 0; ns < 8 && v[i].stack[ns]; ns++)
@@ -157,6 +177,11 @@ static char *run(const smp *v, size_t n, run_opts ro, lp_unwind_stats *st)
     lp_unwind_free(u);
     lp_binary_close(b);
     return out;
+}
+
+static char *run(const smp *v, size_t n, run_opts ro, lp_unwind_stats *st)
+{
+    return run_maps(v, n, ro, st, NULL, 0);
 }
 
 static void expect(const char *got, const char *want)
@@ -273,12 +298,18 @@ static void test_t001_3_sample_in_external(void **state)
 }
 
 /* T001-4a: an incoming external transition with nothing to pair it
- * (interrupt): what is older is counted without the sampled context. */
+ * (interrupt): what is older is never counted in a context made from the
+ * sampled stack. llvm-profgen counts it without context ([foo], [main]
+ * restart at the root); the repair does not know the frames it ran in and
+ * drops it (counted). */
 static void test_t001_4a_unpaired_external(void **state)
 {
     smp s = t001_1;
     lp_unwind_stats st;
     char *got;
+    static const char *newer = "[]\n  0\n  1\n  1->401080:1\n"
+                               "[bar]\n  1\n  401080-401084:1\n  1\n  401084->401088:1\n";
+    char want[512];
 
     NEED_FIXTURE();
     memset(s.br, 0, sizeof s.br);
@@ -286,13 +317,22 @@ static void test_t001_4a_unpaired_external(void **state)
     s.br[1][0] = EXT + 0x230, s.br[1][1] = 0x401080;
     s.br[2][0] = 0x401058, s.br[2][1] = 0x401060;
     s.br[3][0] = 0x401020, s.br[3][1] = 0x401040;
-    got = run(&s, 1, REPAIR, &st);
-    expect(got, "[]\n  0\n  1\n  1->401080:1\n"
-                "[bar]\n  1\n  401080-401084:1\n  1\n  401084->401088:1\n"
-                "[foo]\n  0\n  1\n  401058->401060:1\n"
-                "[main]\n  0\n  1\n  401020->401040:1\n");
+    got = run(&s, 1, NOREPAIR, &st);
+    snprintf(want, sizeof want, "%s%s", newer,
+             "[foo]\n  0\n  1\n  401058->401060:1\n"
+             "[main]\n  0\n  1\n  401020->401040:1\n");
+    expect(got, want);
     assert_int_equal(st.unpaired_ext, 1);
     assert_int_equal(st.contextless, 1);
+    free(got);
+    got = run(&s, 1, REPAIR, &st);
+    expect(got, newer);
+    assert_int_equal(st.unpaired_ext, 1);
+    assert_int_equal(st.interrupted, 1);
+    assert_int_equal(st.lost, 1);
+    /* 401058->401060 and 401020->401040 (401040-401058 crosses foo's call:
+     * no fall-through either) */
+    assert_int_equal(st.lost_records, 2);
     free(got);
 }
 
@@ -318,6 +358,13 @@ static void test_t001_4b_return_to_no_call(void **state)
                 "[main:1 @ main]\n  0\n  1\n  401020->401040:1\n"
                 "[main:1 @ qux]\n  1\n  4010e0-4010ff:1\n  1\n  4010ff->401054:1\n");
     assert_int_equal(st.mismatched_proepi, 2);
+    free(got);
+    /* the repair: qux's caller is not known, nothing older is counted */
+    got = run(&s, 1, REPAIR, &st);
+    expect(got, "[main:1 @ foo]\n  1\n  401054-401058:1\n  1\n  401058->401060:1\n");
+    assert_int_equal(st.lost, 1);
+    assert_int_equal(st.lost_records, 5);
+    assert_int_equal(st.mismatched_proepi, 0);
     free(got);
 }
 
@@ -525,7 +572,9 @@ static void test_003_exit_balanced(void **state)
     free(got);
 }
 
-/* No proof in the LBR (the call is too old): dropped and counted. */
+/* No proof in the LBR (the call is too old): dropped and counted; from a
+ * recorded kernel walk the caller is certainly missing: kept with an
+ * unknown caller frame, whose code then counts nowhere. */
 static void test_003_unprovable_dropped(void **state)
 {
     static const smp s = {
@@ -536,9 +585,15 @@ static void test_003_unprovable_dropped(void **state)
     char *got;
 
     NEED_FIXTURE();
-    got = run(&s, 1, REPAIR_FP, &st);
+    got = run(&s, 1, REPAIR, &st);
     expect(got, "");
     assert_int_equal(st.dropped_prolog, 1);
+    free(got);
+    got = run(&s, 1, REPAIR_FP, &st);
+    expect(got, "");
+    assert_int_equal(st.dropped_prolog, 0);
+    assert_int_equal(st.caller_hole, 1);
+    assert_int_equal(st.lost, 1);
     free(got);
 }
 
@@ -635,6 +690,158 @@ static void test_repair_noinline_cs(void **state)
                 "[main:1 @ foo:3 @ bar]\n  4\n  5b0-5c8:1\n  5b0-5d7:2\n"
                 "  5dc-5e9:1\n  5e5-5e9:2\n  3\n  5c8->5dc:2\n  5d7->5e5:2\n"
                 "  5e9->634:3\n");
+    free(got);
+}
+
+/* ---- signals and non-local exits -------------------------------------------- */
+
+/* The file with the restorer, and "libc" around EXT (every address the
+ * walks give must be mapped once the trace shows more than the binary). */
+static const lp_mmap_event *restorer_map(void)
+{
+    static lp_mmap_event m[2];
+
+    m[0].start = RESTORER_MAP;
+    m[0].len = 0x1000;
+    m[0].filename = restorer;
+    m[1].start = EXT & ~0xfffffull;
+    m[1].len = 0x100000;
+    m[1].filename = "/lib/libc-test.so";
+    return m;
+}
+
+/* A handler (bar) sampled in its body; the kernel entered it while foo ran
+ * at 0x401060 (after its jmp, after an external call): the walk gives
+ * [bar, restorer, main's return address] (foo's own frame is where the
+ * handler's rbp points). The range across the delivery (0x401060 .. bar's
+ * jne) is no code that ran; the older entries ran in foo called from
+ * main. llvm-profgen counts them without context; the repair puts them on
+ * the interrupted stack. foo may have been interrupted in its body (the
+ * walk has main) or at its ret (the walk has main's caller): main's direct
+ * call to foo decides, main calls foo and not itself. */
+static const smp sig_body = {
+    {0x40108a, RESTORER, 0x401025, EXT + 0xf0000},
+    {{0x401084, 0x401088}, {0x401058, 0x401060}, {EXT + 0x500, 0x401052},
+     {0x401050, EXT + 0x400}, {0x401020, 0x401040}},
+    1};
+
+static void test_signal_handler_sampled(void **state)
+{
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    got = run_maps(&sig_body, 1, NOREPAIR, &st, restorer_map(), 2);
+    expect(got, "[]\n  0\n  1\n  1->401052:1\n"
+                "[bar]\n  0\n  1\n  401084->401088:1\n"
+                "[foo]\n  2\n  401040-401050:1\n  401052-401058:1\n"
+                "  1\n  401058->401060:1\n"
+                "[main]\n  0\n  1\n  401020->401040:1\n");
+    assert_int_equal(st.contextless, 1);
+    free(got);
+    got = run_maps(&sig_body, 1, REPAIR_FP, &st, restorer_map(), 2);
+    expect(got, "[]\n  0\n  1\n  1->401052:1\n"
+                "[bar]\n  0\n  1\n  401084->401088:1\n"
+                "[main]\n  0\n  1\n  401020->401040:1\n"
+                "[main:1 @ foo]\n  2\n  401040-401050:1\n  401052-401058:1\n"
+                "  1\n  401058->401060:1\n");
+    assert_int_equal(st.signal_frames, 1);
+    assert_int_equal(st.lost, 0);
+    free(got);
+    /* without the restorer's mapping nothing proves the signal frame: the
+     * older part is dropped, not guessed */
+    got = run_maps(&sig_body, 1, REPAIR_FP, &st, NULL, 0);
+    expect(got, "[]\n  0\n  1\n  1->401052:1\n"
+                "[bar]\n  0\n  1\n  401084->401088:1\n");
+    assert_int_equal(st.signal_frames, 0);
+    assert_int_equal(st.lost, 1);
+    free(got);
+}
+
+/* The same delivery while the frameless function (called by foo at
+ * 0x401050) ran: its frame and foo's are both missing from the walk; foo
+ * is a hole under main that foo's call fills in. */
+static void test_signal_in_frameless(void **state)
+{
+    static const smp s = {
+        {0x40108a, RESTORER, 0x401025, EXT + 0xf0000},
+        {{0x401084, 0x401088}, {0x401050, 0x4011c0}, {0x401020, 0x401040}},
+        1};
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    got = run_maps(&s, 1, REPAIR_FP, &st, restorer_map(), 2);
+    expect(got, "[bar]\n  0\n  1\n  401084->401088:1\n"
+                "[main]\n  0\n  1\n  401020->401040:1\n"
+                "[main:1 @ foo]\n  1\n  401040-401050:1\n  1\n  401050->4011c0:1\n");
+    assert_int_equal(st.signal_frames, 1);
+    assert_int_equal(st.lost, 0);
+    free(got);
+}
+
+/* rt_sigreturn: a signal interrupted bar (called by foo, called by main)
+ * after its jne; the handler, qux, returned to the restorer, bar went on
+ * and called baz, where the sample is. The range from the restorer to
+ * bar's call did not run; the handler ran on a signal frame above bar, and
+ * the range across the delivery ends it. llvm-profgen counts everything
+ * older than the restorer without context. */
+static void test_sigreturn(void **state)
+{
+    static const smp s = {
+        {0x4010c8, 0x401095, 0x401052, 0x401025, EXT + 0xf0000},
+        {{0x401090, 0x4010c0}, {0x4010ff, RESTORER}, {0x401084, 0x401088},
+         {0x401050, 0x401080}, {0x401020, 0x401040}},
+        1};
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    got = run_maps(&s, 1, REPAIR_FP, &st, restorer_map(), 2);
+    expect(got, "[main]\n  0\n  1\n  401020->401040:1\n"
+                "[main:1 @ foo]\n  1\n  401040-401050:1\n  1\n  401050->401080:1\n"
+                "[main:1 @ foo:1 @ bar]\n  1\n  401080-401084:1\n  2\n"
+                "  401084->401088:1\n  401090->4010c0:1\n");
+    assert_int_equal(st.signal_frames, 1);
+    assert_int_equal(st.lost, 0);
+    free(got);
+    got = run_maps(&s, 1, NOREPAIR, &st, restorer_map(), 2);
+    expect(got, "[bar]\n  1\n  401080-401084:1\n  1\n  401084->401088:1\n"
+                "[foo]\n  1\n  401040-401050:1\n  1\n  401050->401080:1\n"
+                "[main]\n  0\n  1\n  401020->401040:1\n"
+                "[main:1 @ foo:1 @ bar]\n  0\n  1\n  401090->4010c0:1\n");
+    assert_int_equal(st.contextless, 1);
+    free(got);
+}
+
+/* longjmp: main called "setjmp" at 0x401010 (external); the jump lands
+ * after that call, which looks like setjmp returning. The call before it
+ * came from foo (0x401050, "longjmp"), not from 0x401010: the frames the
+ * jump left are not on the sampled stack, and what ran in them is
+ * dropped, not put under main's call to setjmp. */
+static void test_longjmp(void **state)
+{
+    static const smp s = {
+        {0x40101c, EXT + 0xf0000},
+        {{EXT + 0x300, 0x401012}, {0x401050, EXT + 0x400}, {0x401020, 0x401040}},
+        1};
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    got = run(&s, 1, REPAIR_FP, &st);
+    expect(got, "[]\n  0\n  1\n  1->401012:1\n");
+    assert_int_equal(st.nonlocal, 1);
+    assert_int_equal(st.lost, 1);
+    assert_int_equal(st.lost_records, 2); /* 401040-401050, 401020->401040 */
+    free(got);
+    /* llvm-profgen: foo's call replaces main's frame at setjmp's call,
+     * main's call to foo then lands on main: [main:1 @ main] */
+    got = run(&s, 1, NOREPAIR, &st);
+    expect(got, "[]\n  0\n  1\n  1->401012:1\n"
+                "[main:1 @ foo]\n  1\n  401040-401050:1\n  0\n"
+                "[main:1 @ main]\n  0\n  1\n  401020->401040:1\n");
+    assert_int_equal(st.mismatched_proepi, 2);
     free(got);
 }
 
@@ -815,6 +1022,10 @@ int main(void)
         cmocka_unit_test(test_003_unprovable_dropped),
         cmocka_unit_test(test_003_7_cet_mov),
         cmocka_unit_test(test_repair_noinline_cs),
+        cmocka_unit_test(test_signal_handler_sampled),
+        cmocka_unit_test(test_signal_in_frameless),
+        cmocka_unit_test(test_sigreturn),
+        cmocka_unit_test(test_longjmp),
         cmocka_unit_test(test_batches_same_output),
         cmocka_unit_test(test_compress_recursion),
         cmocka_unit_test(test_unordered_map_order),
