@@ -72,6 +72,13 @@ typedef struct lp_hybrid_sample {
     size_t nbr;
     uint32_t pid;
     uint64_t repeat;            /* 0 counts as 1 */
+    const lp_sample *regs_stack; /* the perf.data sample when it has
+                                   PERF_SAMPLE_REGS_USER (ip, sp, bp) and
+                                   STACK_USER, else NULL: with the repair,
+                                   its stack gives the caller of a leaf at
+                                   a function's entry or exit or in a
+                                   frameless function when the LBR does not
+                                   (the LBR has priority) */
 } lp_hybrid_sample;
 
 /* What happened to the samples; counts weighted by repeat unless noted. */
@@ -86,6 +93,11 @@ typedef struct lp_unwind_stats {
     uint64_t dropped_prolog;    /* leaf in llvm-profgen's prolog/epilog set,
                                    dropped (caller not provable) */
     uint64_t repaired;          /* missing caller frame inserted from the LBR */
+    uint64_t repaired_stack;    /* ... inserted from the user stack (the LBR
+                                   did not show it) */
+    uint64_t stack_agree;       /* both showed it, the same caller */
+    uint64_t stack_disagree;    /* both showed it, differently (the LBR's
+                                   is used) */
     uint64_t caller_hole;       /* missing caller not shown by the LBR before
                                    the first asynchronous entry (perf.data
                                    walks only): kept with an unknown caller

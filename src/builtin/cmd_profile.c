@@ -318,7 +318,8 @@ static int feed_sample(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
                               .markers = markers, .fp_walk = markers,
                               .br = s->branches, .nbr = s->branch_nr,
-                              .pid = sample_pid(s), .repeat = n};
+                              .pid = sample_pid(s), .repeat = n,
+                              .regs_stack = s->stack_user_size ? s : NULL};
         return lp_unwind_sample(uw, &h, err);
     }
     if (s->callchain_nr > 0)
@@ -349,7 +350,7 @@ static int read_trace(const prof_args *a, lp_lbr_agg *agg, lp_unwinder *uw,
     int k;
 
     ro.force_text = a->perfscript != NULL;
-    ro.skip_payloads = 1;
+    ro.skip_payloads = !uw; /* the unwinder reads user registers and stacks */
     if (!(r = lp_reader_open(path, &ro, err)))
         return -1;
     info = lp_reader_info(r);

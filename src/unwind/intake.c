@@ -80,7 +80,7 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
     uint64_t a, c;
     bool code;
 
-    if (uw_grow((void **)&u->cs, &u->cs_cap, 2 * n + 2, sizeof *u->cs))
+    if (uw_grow((void **)&u->cs, &u->cs_cap, 2 * n + 4, sizeof *u->cs))
         return -1;
     *truncated = false;
     for (i = 0; i < n; i++) {
@@ -213,6 +213,63 @@ static uint64_t find_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
 
 enum keep { DROP = 0, KEEP = 1 };
 
+typedef struct intake {         /* the sample being taken in */
+    const lp_hybrid_sample *s;
+    uint64_t ip;                /* its user IP as recorded */
+    uint64_t n;                 /* its weight */
+} intake;
+
+/* The leaf's caller from the sample's user registers and stack: the
+ * return address at [sp + k] (lp_leaf_repair_stack, k from the leaf's
+ * state), as a frame address: a call site, ExternalAddr, or a signal frame
+ * (the handler's restorer). 0 when the sample has no usable stack, the
+ * leaf's caller is not missing, or the address is no return address. */
+static uint64_t stack_caller(lp_unwinder *u, const intake *in, uint64_t leaf)
+{
+    const lp_sample *ps = in->s->regs_stack;
+    uint64_t chain[2] = {in->ip, 0}, a;
+    lp_fpu_regs regs;
+    lp_fpu_stack st;
+    lp_leaf_info li;
+    size_t n = 1;
+    bool code;
+
+    if (!ps || !ps->stack_user_size || !ps->stack_user ||
+        lp_fpu_regs_from_perf(ps->regs_user_abi, ps->regs_user_mask,
+                              ps->regs_user, &regs) ||
+        regs.ip != in->ip || leaf <= UW_LAST_SENTINEL)
+        return 0;
+    st.base = regs.sp;
+    st.data = ps->stack_user;
+    st.size = ps->stack_user_dyn_size && ps->stack_user_dyn_size < ps->stack_user_size
+                  ? ps->stack_user_dyn_size : ps->stack_user_size;
+    if ((!u->leaves && !(u->leaves = lp_leaf_cache_new(NULL))) ||
+        lp_binary_arch(u->bin) != LP_ARCH_X86_64 ||
+        lp_leaf_classify_cached(u->leaves, u->bin, leaf, &li, NULL) < 0 ||
+        lp_leaf_repair_stack(&li, &regs, &st, chain, &n, 2,
+                             LP_LEAF_CHAIN_IS_FP_WALK, NULL) != 1)
+        return 0;
+    a = canon(u, chain[1], &code);
+    if (code)
+        return uw_callsite(u, a);
+    if (uw_is_restorer(u, chain[1]))
+        return UW_SIG;
+    return uw_is_mapped(u, chain[1]) ? UW_EXT : 0;
+}
+
+/* Insert frame(s) at cs[1]: a caller, or a signal frame with the hole for
+ * the interrupted frame. */
+static void insert_caller(lp_unwinder *u, size_t *ncs, uint64_t caller)
+{
+    size_t k = caller == UW_SIG ? 2 : 1;
+
+    memmove(u->cs + 1 + k, u->cs + 1, (*ncs - 1) * sizeof *u->cs);
+    u->cs[1] = caller;
+    if (k == 2)
+        u->cs[2] = UW_HOLE;
+    *ncs += k;
+}
+
 /* Decide a sample whose leaf is code: llvm-profgen drops it when the leaf
  * is in its prolog/epilog set. With repair, a leaf where the frame-pointer
  * walk cannot have seen the caller gets the caller from the LBR (inserted
@@ -220,10 +277,11 @@ enum keep { DROP = 0, KEEP = 1 };
  * never has -, an external caller merged with an external frame 1) or is
  * dropped; a leaf whose frame is set up is kept even in that set. *ncs may
  * grow by one. */
-static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
-                        uint64_t n)
+static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
+                        const intake *in)
 {
-    uint64_t leaf = u->cs[0], caller;
+    uint64_t leaf = u->cs[0], caller, sc, n = in->n;
+    bool fp_walk = in->s->fp_walk;
     enum lp_uw_leaf s;
     bool in_pe = uw_in_prolog_epilog(u, leaf);
 
@@ -244,12 +302,23 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
         return KEEP;
     }
     caller = nlbr > 0 ? find_caller(u, u->lbr, (size_t)nlbr) : 0;
+    sc = stack_caller(u, in, leaf);
+    if (caller && sc) {         /* both: the LBR has priority */
+        if (caller == sc)
+            u->st.stack_agree += n;
+        else
+            u->st.stack_disagree += n;
+    } else if (sc) {
+        caller = sc;
+        u->st.repaired_stack += n;
+        uw_note_add(&u->notes_repaired, leaf, caller, n);
+        insert_caller(u, ncs, caller);
+        return KEEP;
+    }
     if (!caller && fp_walk) {
         /* certainly missing, not shown yet: a hole the unwinding fills in
          * if it gets to the call (past a signal handler, say) */
-        memmove(u->cs + 2, u->cs + 1, (*ncs - 1) * sizeof *u->cs);
-        u->cs[1] = UW_HOLE;
-        (*ncs)++;
+        insert_caller(u, ncs, UW_HOLE);
         u->st.caller_hole += n;
         return KEEP;
     }
@@ -262,9 +331,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
         u->st.already_right += n;
         return KEEP;
     }
-    memmove(u->cs + 2, u->cs + 1, (*ncs - 1) * sizeof *u->cs);
-    u->cs[1] = caller;
-    (*ncs)++;
+    insert_caller(u, ncs, caller);
     u->st.repaired += n;
     uw_note_add(&u->notes_repaired, leaf, caller, n);
     return KEEP;
@@ -278,13 +345,15 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr, bool fp_walk,
  * interrupted frame on the frames below the signal frame, or on an
  * unknown stack. Returns true if so (the leaf's own state then does not
  * matter). */
-static bool async_leaf(lp_unwinder *u, size_t *ncs, uint64_t n)
+static bool async_leaf(lp_unwinder *u, size_t *ncs, const intake *in)
 {
-    uint64_t t = u->lbr[0].dst, head[2];
+    uint64_t t = u->lbr[0].dst, head[2], n = in->n;
     size_t m;
 
     if (u->cs[0] == UW_EXT || uw_fallthrough(u, t, u->cs[0]))
         return false;
+    if ((*ncs < 2 || u->cs[1] != UW_SIG) && stack_caller(u, in, u->cs[0]) == UW_SIG)
+        insert_caller(u, ncs, UW_SIG); /* a handler not set up yet */
     if (*ncs >= 3 && u->cs[1] == UW_SIG && u->cs[2] == UW_HOLE) {
         u->st.signal_frames += n;
         m = uw_interrupted(u, t, head);
@@ -312,10 +381,11 @@ static bool async_leaf(lp_unwinder *u, size_t *ncs, uint64_t n)
  * frame, the interrupted code's frames), or in the code rt_sigreturn
  * resumed, whose own stack the sample has. The leaf stays the sampled
  * address; the unwinding puts the signal frame on it. */
-static enum keep after_handler(lp_unwinder *u, size_t *ncs, uint64_t ip,
-                               bool fp_walk, uint64_t n)
+static enum keep after_handler(lp_unwinder *u, size_t *ncs, const intake *in)
 {
-    u->st.signal_frames += n;
+    uint64_t ip = in->ip;
+
+    u->st.signal_frames += in->n;
     if (u->cs[0] == UW_EXT && (ip == u->lbr0_to || ip == u->lbr0_to + 7)) {
         memmove(u->cs + 2, u->cs + 1, (*ncs - 1) * sizeof *u->cs);
         u->cs[0] = UW_SIG;
@@ -325,7 +395,7 @@ static enum keep after_handler(lp_unwinder *u, size_t *ncs, uint64_t ip,
     }
     if (u->cs[0] == UW_EXT)
         return KEEP;
-    return decide(u, ncs, 0, fp_walk, n); /* LBR[0] shows no caller */
+    return decide(u, ncs, 0, in); /* LBR[0] shows no caller */
 }
 
 /* ---- aggregation ------------------------------------------------------------ */
@@ -464,6 +534,7 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     size_t nst, ncs;
     long k, nlbr = 0;
     bool truncated;
+    intake in;
 
     u->st.sample_calls++;
     u->st.samples += n;
@@ -480,12 +551,15 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     ncs = (size_t)k;
     if (u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    in.s = s;
+    in.ip = st[0];
+    in.n = n;
     if (nlbr > 0 && u->lbr[0].dst == UW_SIG) {
-        if (after_handler(u, &ncs, st[0], s->fp_walk, n) == DROP)
+        if (after_handler(u, &ncs, &in) == DROP)
             return 0;
     } else if (u->cs[0] != UW_EXT &&
-        !(u->o.repair_frames && nlbr > 0 && async_leaf(u, &ncs, n)) &&
-        decide(u, &ncs, nlbr, s->fp_walk, n) == DROP)
+        !(u->o.repair_frames && nlbr > 0 && async_leaf(u, &ncs, &in)) &&
+        decide(u, &ncs, nlbr, &in) == DROP)
         return 0;
     warn_missing_mmap(u);
     if (!u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)

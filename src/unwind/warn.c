@@ -225,7 +225,8 @@ static void note_line(const lp_unwinder *u, enum note_kind k, const uw_note *e)
 
     if (k == NOTE_REPAIRED)
         uw_warnf(u, "Caller frame missing at 0x%" PRIx64 " inserted from the "
-                    "LBR: call at 0x%" PRIx64 " (%" PRIu64 " samples)",
+                    "LBR or the user stack: call at 0x%" PRIx64 " (%" PRIu64
+                    " samples)",
                  e->k[0], e->k[1], e->count);
     else if (k == NOTE_DROPPED)
         uw_warnf(u, "Sample at 0x%" PRIx64 " (function %s) dropped: its "
@@ -285,6 +286,16 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
                "missing (function entry or exit, frameless function); it was "
                "recovered from "
                "the LBR.");
+    uw_summary(u, s->repaired_stack, s->samples, "of samples had the caller "
+               "frame missing and not shown by the LBR; it was recovered from "
+               "the user stack.");
+    if (s->stack_agree || s->stack_disagree)
+        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had the "
+                    "missing caller frame in both the LBR and the user stack: "
+                    "%" PRIu64 " agree, %" PRIu64 " disagree (the LBR is used).",
+                 (double)(s->stack_agree + s->stack_disagree) * 100 / s->samples,
+                 s->stack_agree + s->stack_disagree, s->samples,
+                 s->stack_agree, s->stack_disagree);
     uw_summary(u, s->caller_hole, s->samples, "of samples had the caller "
                "frame missing and not shown by the newest LBR entries; it was "
                "left unknown until the unwinding finds its call.");
