@@ -845,6 +845,87 @@ static void test_longjmp(void **state)
     free(got);
 }
 
+/* ---- user stacks ------------------------------------------------------------ */
+
+/* shrink's frameless exit (0x401210 .. ret at 0x401212), reached by its
+ * je at 0x4011e2; foo called it at 0x401050 (return address 0x401052),
+ * main called foo. The walk has [ip, foo's return address]; the stack
+ * dump at sp holds shrink's return address. `ret` is what the dump says,
+ * `call` (if not 0) an older LBR entry showing the call. */
+static char *run_user_stack(uint64_t ret, uint64_t call, lp_unwind_stats *st)
+{
+    static const uint64_t stack[] = {0x401212, 0x401025, EXT + 0xf0000};
+    uint64_t regs[3] = {0x7ffc0000f000, 0x7ffc0000e000, 0x401212}; /* bp, sp, ip */
+    uint64_t dump[2] = {ret, 0};
+    lp_branch_entry br[2] = {{0x4011e2, 0x401210, 0}, {0x401050, 0x4011e0, 0}};
+    lp_sample ps = {0};
+    lp_hybrid_sample h = {0};
+    lp_binary *b = open_bin(fixture);
+    lp_unwind_opts o;
+    lp_error e = {0};
+    lp_unwinder *u;
+    lp_ctxcount *cc;
+    char *out;
+
+    ps.regs_user_abi = 2;
+    ps.regs_user_mask = (1u << 6) | (1u << 7) | (1u << 8);
+    ps.regs_user = regs;
+    ps.stack_user = (const uint8_t *)dump;
+    ps.stack_user_size = ps.stack_user_dyn_size = sizeof dump;
+    lp_unwind_opts_default(&o);
+    assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
+    h.stack = stack;
+    h.nstack = 3;
+    h.fp_walk = true;
+    h.br = br;
+    h.nbr = call ? 2 : 1;
+    h.regs_stack = ret ? &ps : NULL;
+    assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
+    assert_non_null(cc = lp_unwind_finish(u, &e));
+    out = raw_string(cc, 0);
+    *st = *lp_unwind_stats_get(u);
+    lp_ctxcount_free(cc);
+    lp_unwind_free(u);
+    lp_binary_close(b);
+    return out;
+}
+
+static void test_user_stack(void **state)
+{
+    static const char *want = "[main:1 @ foo:1 @ shrink]\n  0\n  1\n  4011e2->401210:1\n";
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    /* no stack, no call in the LBR: the caller is unknown */
+    got = run_user_stack(0, 0, &st);
+    expect(got, "");
+    assert_int_equal(st.caller_hole, 1);
+    free(got);
+    /* the stack shows it */
+    got = run_user_stack(0x401052, 0, &st);
+    expect(got, want);
+    assert_int_equal(st.repaired_stack, 1);
+    assert_int_equal(st.lost, 0);
+    free(got);
+    /* both show it, the same: counted as agreeing */
+    got = run_user_stack(0x401052, 1, &st);
+    expect(got, "[main:1 @ foo]\n  0\n  1\n  401050->4011e0:1\n"
+                "[main:1 @ foo:1 @ shrink]\n  1\n  4011e0-4011e2:1\n  1\n"
+                "  4011e2->401210:1\n");
+    assert_int_equal(st.repaired, 1);
+    assert_int_equal(st.stack_agree, 1);
+    assert_int_equal(st.stack_disagree, 0);
+    free(got);
+    /* they disagree (main's return address after fib27 on the stack): the
+     * LBR wins */
+    got = run_user_stack(0x401035, 1, &st);
+    assert_int_equal(st.stack_disagree, 1);
+    assert_int_equal(st.repaired, 1);
+    assert_non_null(strstr(got, "[main:1 @ foo:1 @ shrink]"));
+    free(got);
+}
+
 /* ---- aggregation and batches ------------------------------------------------------ */
 
 /* Identical samples are stored once; unwinding in batches (a tiny budget
@@ -1026,6 +1107,7 @@ int main(void)
         cmocka_unit_test(test_signal_in_frameless),
         cmocka_unit_test(test_sigreturn),
         cmocka_unit_test(test_longjmp),
+        cmocka_unit_test(test_user_stack),
         cmocka_unit_test(test_batches_same_output),
         cmocka_unit_test(test_compress_recursion),
         cmocka_unit_test(test_unordered_map_order),
