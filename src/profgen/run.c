@@ -140,29 +140,40 @@ static int add_path(lp_profgen_result *r, const char *p, lp_error *err)
     return 0;
 }
 
-/* The paths: --binary as given, else the most sampled file; then, with
- * --binaries-from-trace, every other sampled file with DWARF. */
-static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
-                           lp_error *err)
+/* No --binary: the most sampled file of the trace. */
+static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
+                         lp_error *err)
 {
     const char *trace = pg_trace_path(o);
-    char *found, **more = NULL;
-    size_t i, n = 0;
-    int rc = 0;
+    char *found;
+    int rc;
 
-    for (i = 0; i < o->nbinaries && rc == 0; i++)
-        rc = add_path(r, o->binaries[i], err);
-    if (rc == 0 && o->nbinaries == 0) {
-        if (!(found = pg_find_binary(trace, o->perfscript != NULL, err)))
-            return -1;
-        pg_note(o, "using binary %s", found);
-        r->discovered = true;
-        rc = add_path(r, found, err);
-        free(found);
-    }
-    if (rc == 0 && o->binaries_from_trace && trace)
-        rc = pg_trace_binaries(trace, o->perfscript != NULL, r->paths, r->nbins,
-                               &more, &n, err);
+    if (!trace || strcmp(trace, "-") == 0)
+        return lp_error_set(err, LP_EUSAGE, "--binary is required%s",
+                            trace ? " when the trace comes from stdin" : "");
+    if (!(found = pg_find_binary(trace, o->perfscript != NULL, err)))
+        return -1;
+    pg_note(o, "using binary %s", found);
+    r->discovered = true;
+    rc = add_path(r, found, err);
+    free(found);
+    return rc;
+}
+
+/* --binaries-from-trace: every other sampled file with DWARF. */
+static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
+                              lp_error *err)
+{
+    const char *trace = pg_trace_path(o);
+    char **more = NULL;
+    size_t i, n = 0;
+    int rc;
+
+    if (!trace || strcmp(trace, "-") == 0)
+        return lp_error_set(err, LP_EUSAGE, "--binaries-from-trace needs a "
+                            "trace file (not a profile, not stdin)");
+    rc = pg_trace_binaries(trace, o->perfscript != NULL, r->paths, r->nbins,
+                           &more, &n, err);
     for (i = 0; i < n; i++) {
         if (rc == 0 && (rc = add_path(r, more[i], err)) == 0)
             pg_note(o, "also using binary %s", more[i]);
@@ -170,6 +181,21 @@ static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     }
     free(more);
     return rc;
+}
+
+/* The paths: --binary as given, else the most sampled file; then, with
+ * --binaries-from-trace, every other sampled file with DWARF. */
+static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
+                           lp_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < o->nbinaries; i++)
+        if (add_path(r, o->binaries[i], err))
+            return -1;
+    if (o->nbinaries == 0 && discover_main(o, r, err))
+        return -1;
+    return o->binaries_from_trace ? add_trace_binaries(o, r, err) : 0;
 }
 
 /* Pseudo probes: a probe-based profile is not made (yet). */
