@@ -4,7 +4,8 @@
  *
  *   truth file --lp_truth_read--> samples, LBR entries, true stacks
  *              --lp_ideal_build--> range/branch counters per TRUE context
- *              --lp_accuracy_cs_profile / lp_flat_generate--> ideal profile
+ *              --lp_ideal_profile (lp_cs_profile / lp_flat_generate)-->
+ *                ideal profile
  *   ideal + profile --lp_accuracy_compare--> right-context counts,
  *              llvm-profdata overlap similarity, contexts right/missing/wrong
  *
@@ -104,13 +105,16 @@ int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
                    lp_error *err);
 void lp_ideal_free(lp_ideal *id);
 
-/* llvm-profgen 19's CS generator (generateLineNumBasedProfile: bodies,
- * call targets, head samples, inferred call-site samples, then
- * updateFunctionSamples) on the counters of binary index `binidx`, without
- * pre-inliner, cold-context merging, recursion compression or nesting.
- * `out` must be empty; it becomes a CS profile. */
-int lp_accuracy_cs_profile(lp_binary *bin, const lp_ctxcount *cc, int binidx,
-                           lp_profile *out, lp_error *err);
+/* An ideal profile: the ideal counters through the project's own
+ * generators, as llvm-profgen 19 turns them into a profile. cs: lp_cs_profile
+ * on id->cc with the options of docs/accuracy.md (--csspgo-preinliner=0
+ * --gen-cs-nested-profile=0 --csprof-merge-cold-context=0; recursion
+ * compression and depth trimming belong to the unwinder and are not
+ * applied: the contexts are the true ones). Flat: lp_flat_generate and
+ * lp_flat_postprocess with the defaults on id->flat. A new profile, or
+ * NULL with err set. */
+lp_profile *lp_ideal_profile(lp_binary *bin, const lp_ideal *id, bool cs,
+                             lp_error *err);
 
 /* ---- llvm-profdata overlap --sample ---------------------------------------- */
 

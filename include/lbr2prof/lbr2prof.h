@@ -19,6 +19,7 @@
 #include "lbr2prof/ctxcount.h"
 #include "lbr2prof/unwind.h"
 #include "lbr2prof/csprofile.h"
+#include "lbr2prof/profgen.h"
 #include "lbr2prof/adjust.h"
 #include "lbr2prof/breakpad.h"
 #include "lbr2prof/symbolicate.h"

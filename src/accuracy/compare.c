@@ -29,39 +29,6 @@ typedef struct fn_ent {
 
 /* ---- collapsing contexts ---------------------------------------------------- */
 
-static int merge_fs(lp_fsamples *dst, const lp_fsamples *src)
-{
-    lp_body_view *b = NULL;
-    lp_callee_view *c = NULL;
-    size_t nb = lp_fs_sorted_body(src, &b), nc, i, j;
-    lp_body_rec *r;
-    int rc = 0;
-
-    if (nb == (size_t)-1)
-        return -1;
-    dst->total = lp_sat_add(dst->total, src->total);
-    for (i = 0; i < nb && rc == 0; i++) {
-        if (!(r = lp_fs_body(dst, b[i].loc))) {
-            rc = -1;
-            break;
-        }
-        lp_body_add(r, b[i].count);
-        for (j = 0; j < b[i].nr_targets && rc == 0; j++)
-            rc = lp_body_add_target(r, b[i].targets[j].name,
-                                    b[i].targets[j].count);
-    }
-    lp_body_views_free(b, nb);
-    nc = rc ? 0 : lp_fs_sorted_callees(src, &c);
-    if (nc == (size_t)-1)
-        return -1;
-    for (i = 0; i < nc && rc == 0; i++) {
-        lp_fsamples *d = lp_fs_callee(dst, c[i].loc, c[i].fs->name);
-        rc = d ? merge_fs(d, c[i].fs) : -1;
-    }
-    free(c);
-    return rc;
-}
-
 lp_profile *lp_profile_collapse_contexts(const lp_profile *cs, lp_error *err)
 {
     lp_profile *out = lp_profile_new();
@@ -76,9 +43,7 @@ lp_profile *lp_profile_collapse_contexts(const lp_profile *cs, lp_error *err)
     }
     for (i = 0; i < n && rc == 0; i++) {
         d = lp_profile_get(out, v[i]->name, NULL);
-        rc = d ? merge_fs(d, v[i]) : -1;
-        if (d)
-            d->head = lp_sat_add(d->head, v[i]->head);
+        rc = d ? lp_fs_merge(d, v[i]) : -1;
     }
     free(v);
     if (rc) {
@@ -91,24 +56,21 @@ lp_profile *lp_profile_collapse_contexts(const lp_profile *cs, lp_error *err)
 
 /* ---- contexts ------------------------------------------------------------ */
 
-/* Does the context repeat a function (recursion)? */
+/* Does the context repeat a function (recursion)? -1 on no memory. */
 static int has_repeat(const char *key)
 {
-    const char *a, *b, *ea, *eb;
-    size_t la, lb;
+    size_t n = lp_context_split(key, NULL, 0), i, j;
+    lp_context_frame *f = malloc((n + 1) * sizeof *f);
+    int rep = 0;
 
-    for (a = key; a; a = (a = strstr(a, " @ ")) ? a + 3 : NULL) {
-        ea = strpbrk(a, ": ");
-        la = ea ? (size_t)(ea - a) : strlen(a);
-        for (b = strstr(a, " @ "); b; b = strstr(b, " @ ")) {
-            b += 3;
-            eb = strpbrk(b, ": ");
-            lb = eb ? (size_t)(eb - b) : strlen(b);
-            if (la == lb && !strncmp(a, b, la))
-                return 1;
-        }
-    }
-    return 0;
+    if (!f)
+        return -1;
+    lp_context_split(key, f, n);
+    for (i = 0; i < n && !rep; i++)
+        for (j = i + 1; j < n && !rep; j++)
+            rep = f[i].len == f[j].len && !memcmp(f[i].name, f[j].name, f[i].len);
+    free(f);
+    return rep;
 }
 
 static int ctx_order(const void *x, const void *y)
@@ -133,11 +95,13 @@ static int fn_order(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/* One context (either profile may lack it). 0: listed, 1: both empty. */
+/* One context (either profile may lack it). 0: listed, 1: both empty,
+ * -1: no memory. */
 static int one_ctx(lp_accuracy *a, const lp_fsamples *i, const lp_fsamples *p,
                    uint64_t pi, uint64_t pp, lp_acc_ctx *c)
 {
     const lp_fsamples *any = i ? i : p;
+    int rep;
 
     c->key = any->context;
     c->func = any->name;
@@ -145,6 +109,8 @@ static int one_ctx(lp_accuracy *a, const lp_fsamples *i, const lp_fsamples *p,
     c->actual = lp_fs_body_sum(p);
     if (!c->ideal && !c->actual)
         return 1;
+    if ((rep = has_repeat(c->key)) < 0)
+        return -1;
     c->matched = acc_min_sum(i, p);
     c->similarity = lp_overlap_func(i, p, pi, pp);
     c->status = !c->ideal ? LP_CTX_WRONG : c->actual ? LP_CTX_RIGHT
@@ -156,12 +122,12 @@ static int one_ctx(lp_accuracy *a, const lp_fsamples *i, const lp_fsamples *p,
         a->right++;
     else if (c->status == LP_CTX_MISSING) {
         a->missing++;
-        a->recursive_missing += has_repeat(c->key);
+        a->recursive_missing += (size_t)rep;
     } else {
         a->wrong++;
         a->wrong_counts += c->actual;
     }
-    if (c->actual && has_repeat(c->key))
+    if (c->actual && rep)
         a->recursive_in_profile++;
     return 0;
 }
@@ -172,6 +138,7 @@ static int build_ctx(lp_accuracy *a, const lp_profile *ideal,
     lp_fsamples **vi = NULL, **vp = NULL;
     size_t ni = lp_profile_all(ideal, &vi), np = lp_profile_all(prof, &vp), k;
     uint64_t pi = 0, pp = 0;
+    int r = 0;
 
     if (ni == (size_t)-1 || np == (size_t)-1 ||
         !(a->ctx = calloc(ni + np + 1, sizeof *a->ctx))) {
@@ -183,18 +150,18 @@ static int build_ctx(lp_accuracy *a, const lp_profile *ideal,
         pi += lp_fs_body_sum(vi[k]);
     for (k = 0; k < np; k++)
         pp += lp_fs_body_sum(vp[k]);
-    for (k = 0; k < ni; k++)
-        if (!one_ctx(a, vi[k], lp_profile_find(prof, vi[k]->context), pi, pp,
-                     &a->ctx[a->nctx]))
+    for (k = 0; k < ni && r >= 0; k++)
+        if (!(r = one_ctx(a, vi[k], lp_profile_find(prof, vi[k]->context), pi,
+                          pp, &a->ctx[a->nctx])))
             a->nctx++;
-    for (k = 0; k < np; k++)
+    for (k = 0; k < np && r >= 0; k++)
         if (!lp_profile_find(ideal, vp[k]->context) &&
-            !one_ctx(a, NULL, vp[k], pi, pp, &a->ctx[a->nctx]))
+            !(r = one_ctx(a, NULL, vp[k], pi, pp, &a->ctx[a->nctx])))
             a->nctx++;
     free(vi);
     free(vp);
     qsort(a->ctx, a->nctx, sizeof *a->ctx, ctx_order);
-    return 0;
+    return r < 0 ? -1 : 0;
 }
 
 /* ---- functions ------------------------------------------------------------- */

@@ -12,12 +12,16 @@
  * has no location. The stack is cut at its innermost frame outside the
  * binary (or without debug info): code called back from outside cannot
  * know its callers. Ranges are split where the inline context changes.
- * Does not make profiles (csprof.c, lp_flat_generate) nor compare them.
+ *
+ * The ideal profiles are these counters handed to the project's
+ * generators (lp_cs_profile, lp_flat_generate), which equal llvm-profgen
+ * 19's; this file only chooses their options. Does not compare profiles.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "lbr2prof/accuracy.h"
+#include "lbr2prof/csprofile.h"
 
 /* The symbolized caller frames of a true stack node (cached per id). */
 typedef struct node_frames {
@@ -126,10 +130,20 @@ static int reserve(ideal_ctx *c, size_t n)
     return 0;
 }
 
-static lp_loc frame_loc(const ideal_ctx *c, const lp_frame *f)
+/* dst := the frames of `nf`, then fr[0..n) with their call-site locations
+ * (base discriminators); dst has room for nf->n + n. */
+static void expand(const ideal_ctx *c, const node_frames *nf,
+                   const lp_frame *fr, size_t n, lp_ctx_frame *dst)
 {
-    lp_loc l = {f->line_offset, lp_disc_base(f->discriminator, c->fs)};
-    return l;
+    size_t i;
+
+    if (nf->n)
+        memcpy(dst, nf->f, nf->n * sizeof *dst);
+    for (i = 0; i < n; i++) {
+        dst[nf->n + i].func = fr[i].func;
+        dst[nf->n + i].loc.line = fr[i].line_offset;
+        dst[nf->n + i].loc.disc = lp_disc_base(fr[i].discriminator, c->fs);
+    }
 }
 
 /* Frames of node `id` from its parent's: the call site of its return
@@ -140,7 +154,7 @@ static int node_compute(ideal_ctx *c, uint32_t id, const lp_truth_sample *s)
     node_frames *nf = &c->nodes[id], *pf = &c->nodes[c->t->node_parent[id]];
     const lp_frame *fr;
     uint64_t v, site;
-    size_t n = 0, i;
+    size_t n = 0;
     int r;
 
     nf->done = 1;
@@ -155,12 +169,7 @@ static int node_compute(ideal_ctx *c, uint32_t id, const lp_truth_sample *s)
         return 0;
     if (!(nf->f = malloc((pf->n + n) * sizeof *nf->f)))
         return lp_error_set(c->err, LP_ENOMEM, "out of memory");
-    if (pf->n)
-        memcpy(nf->f, pf->f, pf->n * sizeof *nf->f);
-    for (i = 0; i < n; i++) {
-        nf->f[pf->n + i].func = fr[i].func;
-        nf->f[pf->n + i].loc = frame_loc(c, &fr[i]);
-    }
+    expand(c, pf, fr, n, nf->f);
     nf->n = pf->n + n;
     return 0;
 }
@@ -204,7 +213,7 @@ static lp_ctx_entry *entry_at(ideal_ctx *c, const node_frames *nf, uint64_t a,
                               int *failed)
 {
     const lp_frame *fr;
-    size_t n = 0, i;
+    size_t n = 0;
     lp_ctx_entry *e;
 
     *failed = 0;
@@ -215,12 +224,7 @@ static lp_ctx_entry *entry_at(ideal_ctx *c, const node_frames *nf, uint64_t a,
     }
     if (n == 0)
         return NULL;
-    if (nf->n)
-        memcpy(c->buf, nf->f, nf->n * sizeof *c->buf);
-    for (i = 0; i < n; i++) {
-        c->buf[nf->n + i].func = fr[i].func;
-        c->buf[nf->n + i].loc = frame_loc(c, &fr[i]);
-    }
+    expand(c, nf, fr, n, c->buf);
     c->buf[nf->n + n - 1].loc = (lp_loc){0, 0};
     e = lp_ctxcount_get(c->out->cc, 0, c->buf, nf->n + n, n > 1, c->err);
     if (!e)
@@ -430,4 +434,36 @@ void lp_ideal_free(lp_ideal *id)
     lp_counters_free(id->flat);
     id->cc = NULL;
     id->flat = NULL;
+}
+
+/* ---- the ideal profiles ------------------------------------------------------ */
+
+lp_profile *lp_ideal_profile(lp_binary *bin, const lp_ideal *id, bool cs,
+                             lp_error *err)
+{
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    lp_flat_opts fo;
+    int rc;
+
+    if (!p) {
+        lp_error_set(err, LP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (cs) {
+        lp_cs_opts_default(&o);
+        o.preinliner = false;       /* --csspgo-preinliner=0 */
+        o.gen_nested = false;       /* --gen-cs-nested-profile=0 */
+        o.merge_cold_context = 0;   /* --csprof-merge-cold-context=0 */
+        rc = lp_cs_profile(&bin, 1, id->cc, &o, p, err);
+    } else {
+        lp_flat_opts_default(&fo);
+        rc = lp_flat_generate(bin, id->flat, &fo, p, err) ||
+             lp_flat_postprocess(p, &fo, err);
+    }
+    if (rc) {
+        lp_profile_free(p);
+        return NULL;
+    }
+    return p;
 }

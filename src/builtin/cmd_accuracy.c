@@ -87,51 +87,23 @@ static int parse_args(int argc, char **argv, acc_opts *o)
 
 /* ---- the ideal profiles ------------------------------------------------------ */
 
-static lp_profile *ideal_cs(lp_binary *bin, const lp_ideal *id, lp_error *err)
-{
-    lp_profile *p = lp_profile_new();
-
-    if (!p) {
-        lp_error_set(err, LP_ENOMEM, "out of memory");
-        return NULL;
-    }
-    if (lp_accuracy_cs_profile(bin, id->cc, 0, p, err)) {
-        lp_profile_free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static lp_profile *ideal_flat(lp_binary *bin, const lp_ideal *id, lp_error *err)
-{
-    lp_profile *p = lp_profile_new();
-    lp_flat_opts fo;
-
-    if (!p) {
-        lp_error_set(err, LP_ENOMEM, "out of memory");
-        return NULL;
-    }
-    lp_flat_opts_default(&fo);
-    if (lp_flat_generate(bin, id->flat, &fo, p, err) ||
-        lp_flat_postprocess(p, &fo, err)) {
-        lp_profile_free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static int write_profile(const char *path, const lp_profile *p, lp_error *err)
+/* The ideal profile (CS or flat) as LLVM text into `path`. */
+static int write_ideal(const char *path, lp_binary *bin, const lp_ideal *id,
+                       bool cs, lp_error *err)
 {
     lp_write_opts wo = {.format = LP_PROF_TEXT};
+    lp_profile *p = lp_ideal_profile(bin, id, cs, err);
     lp_outfile of;
+    int rc = -1;
 
-    if (lp_outfile_open(&of, path, err))
-        return -1;
-    if (lp_profile_write(of.fp, p, &wo, err)) {
-        lp_outfile_abort(&of);
-        return -1;
+    if (p && lp_outfile_open(&of, path, err) == 0) {
+        if (lp_profile_write(of.fp, p, &wo, err) == 0)
+            rc = lp_outfile_commit(&of, err);
+        else
+            lp_outfile_abort(&of);
     }
-    return lp_outfile_commit(&of, err);
+    lp_profile_free(p);
+    return rc;
 }
 
 static int write_raw(const char *path, lp_binary *bin, const lp_ideal *id,
@@ -152,24 +124,13 @@ static int write_raw(const char *path, lp_binary *bin, const lp_ideal *id,
 static int emit(const acc_opts *o, lp_binary *bin, const lp_ideal *id,
                 lp_error *err)
 {
-    lp_profile *p;
-    int rc = 0;
-
     if (o->emit_raw && write_raw(o->emit_raw, bin, id, err))
         return -1;
-    if (o->emit_cs) {
-        if (!(p = ideal_cs(bin, id, err)))
-            return -1;
-        rc = write_profile(o->emit_cs, p, err);
-        lp_profile_free(p);
-    }
-    if (rc == 0 && o->emit_flat) {
-        if (!(p = ideal_flat(bin, id, err)))
-            return -1;
-        rc = write_profile(o->emit_flat, p, err);
-        lp_profile_free(p);
-    }
-    return rc;
+    if (o->emit_cs && write_ideal(o->emit_cs, bin, id, true, err))
+        return -1;
+    if (o->emit_flat && write_ideal(o->emit_flat, bin, id, false, err))
+        return -1;
+    return 0;
 }
 
 /* ---- comparing ---------------------------------------------------------------- */
@@ -230,7 +191,7 @@ static int compare(const acc_opts *o, lp_binary *bin, const lp_ideal *id,
     if ((flags = lp_accuracy_profile_flags(o->profile, prof, err)) < 0)
         goto done;
     warn_flags(o->profile, flags);
-    ideal = prof->is_cs ? ideal_cs(bin, id, err) : ideal_flat(bin, id, err);
+    ideal = lp_ideal_profile(bin, id, prof->is_cs, err);
     if (!ideal || lp_accuracy_compare(ideal, prof, &a, err))
         goto done;
     if (!o->print.summary_only)

@@ -4,8 +4,11 @@
  * graph of a trace or of an LLVM sample profile.
  * LP_BUILTIN(report, cmd_report, "summaries and flame graphs of a perf.data or sample profile")
  *
- * Owns option parsing and the choice of pipeline for the input; the model
- * and the writers are in src/report.
+ * Owns option parsing and the choice of pipeline for the input: hybrid
+ * traces (call stacks + LBR) through the profile driver
+ * (include/lbr2prof/profgen.h) to a context-sensitive profile, traces
+ * without LBR as sampled callchains; the model and the writers are in
+ * src/report.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -13,9 +16,8 @@
 #include <string.h>
 
 #include "cli/builtin.h"
-#include "lbr2prof/flat.h"
 #include "lbr2prof/outfile.h"
-#include "lbr2prof/reader.h"
+#include "lbr2prof/profgen.h"
 #include "lbr2prof/report.h"
 
 #define MAX_BINARIES 64
@@ -29,27 +31,35 @@ typedef struct rp_args {
     size_t ndebug_dirs;
     lp_report_write_opts wo;
     int64_t pid;
-    int force_text, no_search, lbr;
+    int force_text, no_search;
+    enum { R_AUTO, R_SAMPLES, R_CS, R_LBR } route;
 } rp_args;
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: lbr2prof report [options] PERF.DATA|PROFILE   (PERF.DATA may be '-')\n"
-        "  PERF.DATA: perf.data or perf script text; the samples' callchains\n"
-        "  are symbolized (leaf = sampled IP). PROFILE: an LLVM text sample\n"
-        "  profile, flat or context-sensitive.\n"
+        "  PERF.DATA: perf.data or perf script text. With LBR and call stacks\n"
+        "  (hybrid samples): the context-sensitive profile `lbr2prof PERF.DATA`\n"
+        "  makes (not nested), with the sample-quality counts of the run;\n"
+        "  otherwise the samples' callchains, symbolized (leaf = sampled IP).\n"
+        "  PROFILE: an LLVM text sample profile, flat or context-sensitive.\n"
         "  --format=FMT        text (default), json, folded, speedscope, svg\n"
         "  -o, --output=FILE   write FILE atomically (default: standard output)\n"
-        "  --binary=ELF        symbols and source lines (repeatable for\n"
-        "                      perf.data: matched by build-id, else base name)\n"
+        "  --binary=ELF        symbols and source lines (repeatable: for\n"
+        "                      callchains matched by build-id, else base name;\n"
+        "                      for a profile the first is the profiled program;\n"
+        "                      default: found from the trace as `profile` does)\n"
         "  --debug-binary=ELF  DWARF from this file instead of the binary\n"
         "  --no-search         perf.data: do not open mapped files from disk\n"
         "  --debug-dir=DIR     perf.data: separate debug files of mapped files\n"
         "                      in DIR/.build-id/ (repeatable; default\n"
         "                      /usr/lib/debug)\n"
         "  --pid=N             perf.data: only samples of process N\n"
-        "  --lbr               perf.data: the flat LBR profile of --binary (as\n"
+        "  --cs                perf.data: the profile `lbr2prof PERF.DATA` makes,\n"
+        "                      whatever the samples (also from stdin)\n"
+        "  --samples           perf.data: the sampled callchains, even with LBR\n"
+        "  --lbr               perf.data: the flat LBR profile (as\n"
         "                      `lbr2prof profile --ignore-stack-samples`)\n"
         "  --perfscript        the input is perf script text\n"
         "  --top=N             text: rows per table (default 20)\n"
@@ -78,6 +88,8 @@ static int parse_args(int argc, char **argv, rp_args *a)
         {"pid", required_argument, NULL, 'p'},
         {"perfscript", no_argument, NULL, 'P'},
         {"lbr", no_argument, NULL, 'L'},
+        {"cs", no_argument, NULL, 'C'},
+        {"samples", no_argument, NULL, 's'},
         {"top", required_argument, NULL, 't'},
         {"no-demangle", no_argument, NULL, 'D'},
         {"width", required_argument, NULL, 'w'},
@@ -120,7 +132,9 @@ static int parse_args(int argc, char **argv, rp_args *a)
             a->pid = v;
             break;
         case 'P': a->force_text = 1; break;
-        case 'L': a->lbr = 1; break;
+        case 'L': a->route = R_LBR; break;
+        case 'C': a->route = R_CS; break;
+        case 's': a->route = R_SAMPLES; break;
         case 't':
             if (parse_num(optarg, 1, &v))
                 return lp_cli_usage_error("report", "bad --top '%s'", optarg);
@@ -181,8 +195,7 @@ static lp_report *from_profile(const rp_args *a, lp_error *err)
     return r;
 }
 
-/* perf.data / perf script. When the CS pipeline lands, this becomes:
- * profile + quality counts from it, then lp_report_from_profile(). */
+/* perf.data / perf script: the sampled callchains. */
 static lp_report *from_perf(const rp_args *a, int text, lp_error *err)
 {
     static const char *const default_debug[] = {"/usr/lib/debug"};
@@ -207,84 +220,109 @@ static void print_warning(void *ctx, const char *msg)
     fprintf(stderr, "warning: %s\n", msg);
 }
 
-/* Samples into the LBR aggregator, counting them for the quality table. */
-static int feed_lbr(const rp_args *a, int text, lp_lbr_agg *agg,
-                    lp_report_quality *q, lp_error *err)
+static void print_note(void *ctx, const char *msg)
 {
-    lp_reader_opts ro = {LP_ORDER_TIME, text, 1};
-    const lp_event *ev;
-    const lp_sample *s;
-    uint64_t n;
-    lp_reader *rd = strcmp(a->input, "-") ? lp_reader_open(a->input, &ro, err)
-                                           : lp_reader_open_stream(stdin, "-", &ro, err);
-    int k;
-
-    if (!rd)
-        return -1;
-    while ((k = lp_reader_next(rd, &ev, err)) == 1) {
-        s = &ev->u.sample;
-        n = s->repeat ? s->repeat : 1;
-        if (ev->kind == LP_EV_MMAP) {
-            k = lp_lbr_agg_mmap(agg, &ev->u.mmap, err);
-        } else if (ev->kind == LP_EV_SAMPLE &&
-                   (a->pid < 0 || !(s->sample_type & LP_SAMPLE_TID) ||
-                    s->pid == a->pid)) {
-            q->samples += n;
-            k = s->callchain_nr
-                    ? lp_lbr_agg_stack_sample(agg, s->callchain, s->callchain_nr,
-                                              s->branches, s->branch_nr, n, err)
-                    : lp_lbr_agg_sample(agg, s->branches, s->branch_nr, n, err);
-        }
-        if (k < 0)
-            break;
-    }
-    q->lost = lp_reader_stats_get(rd)->lost_events +
-              lp_reader_stats_get(rd)->lost_samples;
-    lp_reader_close(rd);
-    return k < 0 ? -1 : 0;
+    (void)ctx;
+    fprintf(stderr, "lbr2prof: %s\n", msg);
 }
 
-/* --lbr: the flat LBR pipeline (what `lbr2prof profile
- * --ignore-stack-samples` computes), then the same hook the CS pipeline
- * will use: profile + quality counts -> lp_report_from_profile. */
-static lp_report *from_lbr(const rp_args *a, int text, lp_error *err)
+/* The profile driver on the trace, as `lbr2prof PERF.DATA` runs it
+ * (flat: as with --ignore-stack-samples), except that a CS profile stays
+ * a list of calling contexts (not nested into inlinees). */
+static int run_driver(const rp_args *a, int text, bool flat,
+                      lp_profgen_result *res, lp_error *err)
 {
-    lp_binary_opts bo = {a->debug_binary, NULL, -1, 0};
-    lp_lbr_agg_opts ao = {print_warning, NULL, false, a->pid, false, false, 0};
-    lp_report_source src = {a->input, "perf-lbr-flat", a->binaries, 1};
+    lp_profgen_opts o;
+
+    lp_profgen_opts_default(&o);
+    *(text ? &o.perfscript : &o.perfdata) = a->input;
+    o.binaries = a->binaries;
+    o.nbinaries = a->nbinaries;
+    o.debug_binary = a->debug_binary;
+    o.pid = a->pid;
+    o.ignore_stack_samples = flat;
+    o.cs.gen_nested = false;
+    o.warn = print_warning;
+    o.note = print_note;
+    return lp_profgen_run(&o, res, err);
+}
+
+/* The run's statistics as the report's sample-quality counts. */
+static void quality_of(const lp_profgen_stats *s, lp_report_quality *q)
+{
+    memset(q, 0, sizeof *q);
+    q->present = 1;
+    q->samples = s->samples;
+    q->used = s->used;
+    q->dropped = s->dropped;
+    q->repaired = s->repaired;
+    q->truncated = s->truncated;
+    q->external = s->external;
+    q->contextless = s->contextless;
+    q->lost = s->lost;
+}
+
+/* A driver result -> the report (THE HOOK: lp_report_from_profile). */
+static lp_report *from_result(const rp_args *a, const lp_profgen_result *res,
+                              lp_error *err)
+{
+    lp_report_source src = {a->input, res->context_sensitive ? "perf-cs"
+                                                             : "perf-lbr-flat",
+                            (const char *const *)res->paths, res->nbins};
     lp_report_quality q;
-    const lp_counters *c;
-    lp_flat_opts fo;
-    lp_binary *bin = NULL;
-    lp_lbr_agg *agg = NULL;
-    lp_profile *p = NULL;
+
+    quality_of(&res->stats, &q);
+    return lp_report_from_profile(res->profile, res->bins[0], &q, &src, err);
+}
+
+/* --cs / --lbr: the driver, errors are errors. */
+static lp_report *from_driver(const rp_args *a, int text, bool flat,
+                              lp_error *err)
+{
+    lp_profgen_result res;
     lp_report *r = NULL;
 
-    memset(&q, 0, sizeof q);
-    q.present = 1;
-    lp_flat_opts_default(&fo);
-    fo.warn = print_warning;
-    if (a->nbinaries != 1) {
-        lp_error_set(err, LP_EUSAGE, "report --lbr: give the profiled binary "
-                     "with one --binary");
-        return NULL;
-    }
-    if ((bin = lp_binary_open(a->binaries[0], &bo, err)) &&
-        (agg = lp_lbr_agg_new(bin, &ao, err)) && feed_lbr(a, text, agg, &q, err) == 0 &&
-        (c = lp_lbr_agg_finish(agg, err)) && (p = lp_profile_new()) &&
-        lp_flat_generate(bin, c, &fo, p, err) == 0 &&
-        lp_flat_postprocess(p, &fo, err) == 0) {
-        q.used = lp_lbr_agg_nr_samples(agg);
-        q.dropped = q.samples > q.used ? q.samples - q.used : 0;
-        q.contextless = q.used; /* a flat profile has no calling context */
-        r = lp_report_from_profile(p, bin, &q, &src, err);
-    } else if (bin && agg && !p && !err->msg[0]) {
-        lp_error_set(err, LP_ENOMEM, "report: out of memory");
-    }
-    lp_profile_free(p);
-    lp_lbr_agg_free(agg);
-    lp_binary_close(bin);
+    if (run_driver(a, text, flat, &res, err) == 0)
+        r = from_result(a, &res, err);
+    lp_profgen_result_free(&res);
     return r;
+}
+
+/* No route asked: hybrid samples (call stack and LBR in the first sample)
+ * make the CS report; others, or no binary found for them, the sampled
+ * callchains. */
+static lp_report *from_trace(const rp_args *a, int text, lp_error *err)
+{
+    lp_profgen_result res;
+    lp_report *r = NULL;
+    bool stack, lbr;
+
+    if (lp_profgen_trace_kind(a->input, text, &stack, &lbr, err))
+        return NULL;
+    if (!stack || !lbr)
+        return from_perf(a, text, err);
+    if (run_driver(a, text, false, &res, err) == 0)
+        r = from_result(a, &res, err);
+    else if (res.failed == LP_PROFGEN_BINARY && a->nbinaries == 0) {
+        fprintf(stderr, "warning: no context-sensitive report (%s); reporting "
+                        "the sampled callchains instead\n", err->msg);
+        lp_error_clear(err);
+        r = from_perf(a, text, err);
+    }
+    lp_profgen_result_free(&res);
+    return r;
+}
+
+static lp_report *from_trace_route(const rp_args *a, int text, lp_error *err)
+{
+    switch (a->route) {
+    case R_CS: return from_driver(a, text, false, err);
+    case R_LBR: return from_driver(a, text, true, err);
+    case R_SAMPLES: return from_perf(a, text, err);
+    default: /* a stream cannot be looked at twice: callchains */
+        return strcmp(a->input, "-") ? from_trace(a, text, err)
+                                     : from_perf(a, text, err);
+    }
 }
 
 static lp_report *build(const rp_args *a, lp_error *err)
@@ -292,8 +330,7 @@ static lp_report *build(const rp_args *a, lp_error *err)
     lp_report_input_kind kind = LP_RIN_PERF_SCRIPT;
 
     if (!strcmp(a->input, "-")) /* a stream: perf.data pipe or perf script */
-        return a->lbr ? from_lbr(a, a->force_text, err)
-                      : from_perf(a, a->force_text, err);
+        return from_trace_route(a, a->force_text, err);
     if (!a->force_text && lp_report_detect(a->input, &kind, err))
         return NULL;
     switch (kind) {
@@ -308,8 +345,7 @@ static lp_report *build(const rp_args *a, lp_error *err)
         return NULL;
     case LP_RIN_PERF_DATA:
     case LP_RIN_PERF_SCRIPT:
-        return a->lbr ? from_lbr(a, kind == LP_RIN_PERF_SCRIPT, err)
-                      : from_perf(a, kind == LP_RIN_PERF_SCRIPT, err);
+        return from_trace_route(a, kind == LP_RIN_PERF_SCRIPT, err);
     }
     return NULL;
 }

@@ -10,9 +10,13 @@
 #   2. Nested profiles (flat with inlinees, and llvm-profgen's default
 #      nested CS output): self = total - inlinee totals, the same way.
 #   3. A perf.data from `lbr2prof record --simulate` of a program compiled
-#      now: the stacks of symbols equal `perf script`'s (perf 6.1), and the
-#      inline chains at the leaf equal llvm-symbolizer-19 --inlines; the
-#      sample-quality counts add up. --lbr (flat LBR pipeline) equals
+#      now: with --samples, the stacks of symbols equal `perf script`'s
+#      (perf 6.1), and the inline chains at the leaf equal
+#      llvm-symbolizer-19 --inlines; the sample-quality counts add up.
+#      Without it (hybrid samples: the CS pipeline through the driver), the
+#      folded stacks equal the contexts of the CS profile `lbr2prof
+#      work.data --gen-cs-nested-profile=0` writes, the quality counts are
+#      the ones its warnings give. --lbr (flat LBR pipeline) equals
 #      llvm-profgen-19's profile; every perf.data of the corpus reports.
 #   4. Errors: extbinary input (names the llvm-profdata command), missing
 #      file, bad format; -o leaves no file behind on failure.
@@ -186,9 +190,9 @@ int main(int argc, char **argv) { unsigned n = argc > 1 ? (unsigned)atoi(argv[1]
 C
 clang-19 -g -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls -o work work.c
 "$LBR2PROF" record --simulate -c 211 -o work.data -- ./work > /dev/null 2> rec.err
-"$LBR2PROF" report work.data --format=json -o work.json
-"$LBR2PROF" report work.data --format=folded -o work.folded
-"$LBR2PROF" report work.data > work.txt
+"$LBR2PROF" report work.data --samples --format=json -o work.json
+"$LBR2PROF" report work.data --samples --format=folded -o work.folded
+"$LBR2PROF" report work.data --samples > work.txt
 perf script -i work.data -F ip,sym,dso --no-inline > perf.txt 2> perf.err
 llvm-readelf-19 -lW work > phdrs.txt
 llvm-nm-19 --defined-only work > nm.txt
@@ -268,8 +272,50 @@ PY
 grep -q '^Sample quality' work.txt
 grep -q '  run  \[.*work.c:[0-9]*\]$' work.txt
 
-# 3a. --lbr: the flat LBR pipeline + lp_report_from_profile (the hook the
-#     CS pipeline will use). Its stacks equal those of llvm-profgen-19's
+# 3a. Hybrid samples, no route asked: the CS pipeline (lp_profgen_run ->
+#     lp_report_from_profile). The report's stacks are the CS profile's
+#     contexts; its quality counts are the profile run's: samples as perf
+#     script counts them, external and repaired as the unwinder's warnings
+#     say, used + dropped = samples.
+"$LBR2PROF" work.data --gen-cs-nested-profile=0 --format=text -o work.cs.prof 2> cs.err
+grep -q '^\[main:[0-9]* @ ' work.cs.prof || { echo "no calling context in work.cs.prof"; exit 1; }
+report_all work.cs.prof
+for f in folded json speedscope; do
+    "$LBR2PROF" report work.data --no-demangle --format=$f -o "work.csr.$f" 2> csr.err
+done
+cmp work.cs.prof.folded work.csr.folded || { echo "CS report of work.data != its CS profile"; diff work.cs.prof.folded work.csr.folded | head; exit 1; }
+"$PY" check.py work.cs.prof work.csr.folded work.csr.json work.csr.speedscope "$SCHEMA"
+"$PY" - <<'PY'
+import json, re
+doc, q = json.load(open("work.csr.json")), None
+q = doc["quality"]
+assert doc["context_sensitive"] and doc["input"]["kind"] == "perf-cs", doc["input"]
+nsamples = sum(1 for b in open("perf.txt").read().split("\n\n") if b.strip())
+err = open("cs.err").read()
+ext = re.search(r"\((\d+)/(\d+)\) of samples have leaf external", err)
+rep = re.search(r"\((\d+)/\d+\) of samples had the caller frame missing", err)
+assert q["samples"] == nsamples and q["used"] + q["dropped"] == q["samples"], (q, nsamples)
+assert q["external"] == (int(ext.group(1)) if ext else 0), (q, ext)
+assert q["repaired"] == (int(rep.group(1)) if rep else 0), (q, rep)
+assert q["used"] > 0 and q["contextless"] <= q["used"], q
+print("ok CS report: %d samples, %d used, %d repaired, %d external" %
+      (q["samples"], q["used"], q["repaired"], q["external"]))
+PY
+# --cs on LBR-only samples: the driver makes the flat profile, as --lbr.
+"$LBR2PROF" report --cs --binary="$TOP/tests/data/autofdo/test.binary" \
+    "$TOP/tests/data/autofdo/test.lbr" --no-demangle --format=folded -o cs-lbr.folded 2> /dev/null
+"$LBR2PROF" report --lbr --binary="$TOP/tests/data/autofdo/test.binary" \
+    "$TOP/tests/data/autofdo/test.lbr" --no-demangle --format=folded -o lbr-lbr.folded 2> /dev/null
+cmp cs-lbr.folded lbr-lbr.folded || { echo "--cs on LBR-only data differs from --lbr"; exit 1; }
+# Hybrid samples whose binary is nowhere (another machine's perf.data): the
+# sampled callchains, saying why.
+"$LBR2PROF" report "$TOP/tests/data/perf-corpus/perf.data.callgraph_and_branch-3.8" \
+    --format=json -o fallback.json 2> fallback.err
+grep -q 'no context-sensitive report (.*pass --binary); reporting the sampled callchains' fallback.err
+grep -q '"kind": "perf-samples"' fallback.json
+
+# 3b. --lbr: the flat LBR pipeline (the driver with --ignore-stack-samples)
+#     + lp_report_from_profile. Its stacks equal those of llvm-profgen-19's
 #     profile of the same trace (perf script text, and a perf 3.3 perf.data).
 lbr_case() { # name, trace, binary
     llvm-profgen-19 "--$4=$2" --binary="$3" --format=text -o "$1.ref.prof" 2> /dev/null
@@ -281,10 +327,12 @@ lbr_case() { # name, trace, binary
 }
 lbr_case lbr-text "$D/noprobe.perfscript" "$D/noprobe.perfbin" perfscript
 lbr_case lbr-data "$TOP/tests/data/autofdo/test.lbr" "$TOP/tests/data/autofdo/test.binary" perfdata
+# without --binary the binary is looked for as `lbr2prof profile` does; this
+# perf script has no mmap, so nothing is found: a clear error
 if "$LBR2PROF" report --lbr "$D/noprobe.perfscript" 2> lbr.err; then exit 1; else st=$?; fi
-[ $st -eq 2 ] && grep -q 'one --binary' lbr.err
+[ $st -eq 2 ] && grep -q 'pass --binary' lbr.err
 
-# 3b. Every perf.data of the corpus (perf 3.2 to 6.8, file and pipe mode,
+# 3c. Every perf.data of the corpus (perf 3.2 to 6.8, file and pipe mode,
 #     several architectures): valid JSON with consistent totals and folded
 #     counts; a pipe-mode file also from standard input, same bytes; the
 #     deliberately corrupted one is refused with status 2.

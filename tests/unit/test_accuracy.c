@@ -95,14 +95,14 @@ static char *ideal_of(const char *json, const char *bin, lp_ideal_stats *st)
     lp_truth *t = lp_truth_read(path, &err);
     lp_binary *b;
     lp_ideal id;
-    lp_profile *p = lp_profile_new();
+    lp_profile *p = NULL;
 
     if (!t)
         fail_msg("%s", err.msg);
     b = lp_binary_open(bin, NULL, &err);
     assert_non_null(b);
     if (lp_ideal_build(t, b, &id, &err) ||
-        lp_accuracy_cs_profile(b, id.cc, 0, p, &err))
+        !(p = lp_ideal_profile(b, &id, true, &err)))
         fail_msg("%s", err.msg);
     if (st)
         *st = id.st;

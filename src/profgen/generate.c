@@ -1,0 +1,192 @@
+/*
+ * generate.c - the driver's routes from an input to a result, once the
+ * binaries are open: a trace (flat or context-sensitive counters, from
+ * trace.c), an unsymbolized profile (flat or CS), or an LLVM text profile;
+ * then generation and post-processing (src/flat, src/context). Owns which
+ * route runs and the options each stage gets; not the stages themselves.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "profgen/pg_internal.h"
+
+/* The flat generator's options: the command line's, with our messages. */
+static void flat_opts(const lp_profgen_opts *o, lp_flat_opts *fo)
+{
+    *fo = o->flat;
+    fo->warn = o->warn;
+    fo->warn_ctx = o->warn_ctx;
+    fo->leading_ip_only = o->leading_ip_only;
+    fo->info = o->info;
+}
+
+/* The CS generator's: its own, plus the flags llvm-profgen shares between
+ * the flat and the CS post-processing. */
+void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co)
+{
+    *co = o->cs;
+    co->update_total_samples = o->flat.update_total_samples;
+    co->trim_cold_profile = o->flat.trim_cold_profile;
+    co->hot_count = o->flat.hot_count;
+    co->cold_count = o->flat.cold_count;
+    co->cutoff_hot = o->flat.cutoff_hot;
+    co->cutoff_cold = o->flat.cutoff_cold;
+    co->density_threshold = o->flat.density_threshold;
+    co->density_cutoff_hot = o->flat.density_cutoff_hot;
+    co->show_density = o->flat.show_density;
+    co->warn = o->warn;
+    co->warn_ctx = o->warn_ctx;
+    co->info = o->info;
+}
+
+static int new_profile(lp_profgen_result *r, lp_error *err)
+{
+    r->kind = LP_PROFGEN_PROFILE;
+    if (!(r->profile = lp_profile_new()))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Per-context counters -> the CS profile (the counters are used up), or
+ * kept as they are with --skip-symbolization. */
+static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
+                         lp_error *err)
+{
+    lp_cs_opts co;
+    int rc;
+
+    r->context_sensitive = true;
+    r->failed = LP_PROFGEN_GENERATE;
+    if (o->skip_symbolization) {
+        r->kind = LP_PROFGEN_RAW_CS;
+        return 0;
+    }
+    if (new_profile(r, err))
+        return -1;
+    pg_cs_opts(o, &co);
+    rc = lp_cs_profile_consume(r->bins, r->nbins, r->raw_cs, &co, r->profile,
+                               err);
+    lp_ctxcount_free(r->raw_cs);
+    r->raw_cs = NULL;
+    return rc;
+}
+
+/* Flat counters -> the flat profile, or kept with --skip-symbolization. */
+static int from_counters(const lp_profgen_opts *o, lp_profgen_result *r,
+                         lp_error *err)
+{
+    lp_flat_opts fo;
+
+    r->failed = LP_PROFGEN_GENERATE;
+    if (o->skip_symbolization) {
+        r->kind = LP_PROFGEN_RAW_FLAT;
+        return 0;
+    }
+    flat_opts(o, &fo);
+    if (new_profile(r, err) ||
+        lp_flat_generate(r->bins[0], r->raw_flat, &fo, r->profile, err))
+        return -1;
+    return lp_flat_postprocess(r->profile, &fo, err);
+}
+
+/* llvm-profgen treats an unsymbolized profile as CS once it sees a
+ * "[context]" header line. 1, 0, or -1 with err. */
+static int raw_is_cs(const char *path, lp_error *err)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int cs = 0;
+
+    if (!f)
+        return lp_error_set(err, LP_EIO, "%s: cannot open", path);
+    while (!cs && getline(&line, &cap, f) >= 0)
+        cs = line[0] == '[';
+    free(line);
+    fclose(f);
+    return cs;
+}
+
+/* --unsymbolized-profile, with contexts or flat. */
+static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
+                      lp_error *err)
+{
+    uint64_t base = pg_raw_base(o, r->bins[0]);
+    bool is_cs;
+    FILE *f;
+    int cs, rc;
+
+    r->failed = LP_PROFGEN_INPUT;
+    if ((cs = raw_is_cs(o->unsym, err)) < 0)
+        return -1;
+    if (!(f = fopen(o->unsym, "r")))
+        return lp_error_set(err, LP_EIO, "%s: cannot open", o->unsym);
+    if (cs && !(r->raw_cs = lp_ctxcount_new()))
+        rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+    else if (cs)
+        rc = lp_cs_raw_read(f, o->unsym, 0, base, r->raw_cs, &is_cs, err);
+    else if (!(r->priv->own = lp_counters_new()))
+        rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+    else
+        rc = lp_rawprof_read(f, o->unsym, base, r->priv->own, err);
+    fclose(f);
+    if (rc)
+        return -1;
+    if (cs)
+        return from_contexts(o, r, err);
+    r->raw_flat = r->priv->own;
+    return from_counters(o, r, err);
+}
+
+/* --llvm-sample-profile: read, then post-process as a flat or CS
+ * profile. */
+static int from_llvm_profile(const lp_profgen_opts *o, lp_profgen_result *r,
+                             lp_error *err)
+{
+    lp_flat_opts fo;
+    lp_cs_opts co;
+    FILE *f;
+
+    r->failed = LP_PROFGEN_INPUT;
+    r->kind = LP_PROFGEN_PROFILE;
+    if (!(f = fopen(o->llvm_prof, "r")))
+        return lp_error_set(err, LP_EIO, "%s: cannot open", o->llvm_prof);
+    r->profile = lp_profile_read_text(f, o->llvm_prof, err);
+    fclose(f);
+    if (!r->profile)
+        return -1;
+    r->failed = LP_PROFGEN_GENERATE;
+    if (r->profile->is_cs) {
+        r->context_sensitive = true;
+        pg_cs_opts(o, &co);
+        return lp_cs_postprocess(r->bins, r->nbins, NULL, &co, r->profile, err);
+    }
+    flat_opts(o, &fo);
+    return lp_flat_postprocess(r->profile, &fo, err);
+}
+
+/* A trace: the counters (trace.c), then flat or CS generation. */
+static int from_trace(const lp_profgen_opts *o, lp_profgen_result *r,
+                      lp_error *err)
+{
+    pg_run run = {.o = o, .r = r};
+    int rc = pg_count_trace(&run, err);
+
+    if (rc == 0 && r->raw_flat) { /* the aggregator owns the counters */
+        r->priv->agg = run.agg;
+        run.agg = NULL;
+    }
+    pg_run_free(&run);
+    if (rc)
+        return -1;
+    return r->raw_cs ? from_contexts(o, r, err) : from_counters(o, r, err);
+}
+
+int pg_generate(const lp_profgen_opts *o, lp_profgen_result *r, lp_error *err)
+{
+    if (o->unsym)
+        return from_unsym(o, r, err);
+    if (o->llvm_prof)
+        return from_llvm_profile(o, r, err);
+    return from_trace(o, r, err);
+}

@@ -1,0 +1,67 @@
+/*
+ * pg_internal.h - what the driver's files (src/profgen/) share: the state
+ * of one run and the helpers between the stages. Not installed.
+ */
+#ifndef LBR2PROF_PG_INTERNAL_H
+#define LBR2PROF_PG_INTERNAL_H
+
+#include "lbr2prof/addrmap.h"
+#include "lbr2prof/profgen.h"
+
+/* Address map warnings, held until we know whether binaries[0] was found:
+ * if not, its build-id mismatch is the error message. */
+typedef struct pg_held {
+    char **v;
+    size_t n;
+    const lp_profgen_opts *o;   /* where they go when released */
+} pg_held;
+
+/* What a result owns besides the profile and the binaries. */
+struct lp_profgen_priv {
+    lp_lbr_agg *agg;            /* owns raw_flat when it came from a trace */
+    lp_counters *own;           /* raw_flat read from an unsymbolized file */
+};
+
+/* One run over a trace. */
+typedef struct pg_run {
+    const lp_profgen_opts *o;
+    lp_profgen_result *r;
+    lp_lbr_agg *agg;            /* LBR-only samples */
+    lp_unwinder *uw;            /* hybrid samples (NULL: stacks ignored) */
+    lp_addrmap *map;            /* perf.data: per process; text: NULL */
+    pg_held held;
+    bool markers;               /* callchains carry PERF_CONTEXT_* markers */
+} pg_run;
+
+/* Message helpers: nothing happens when the callback is NULL. */
+void pg_warn(const lp_profgen_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void pg_note(const lp_profgen_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The path of the trace, or NULL for profile inputs. */
+const char *pg_trace_path(const lp_profgen_opts *o);
+/* The base unsymbolized addresses are relative to (--use-offset...). */
+uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin);
+
+/* discover.c: the most sampled user-space file of the trace, located on
+ * disk (malloc'ed path), or NULL with err. */
+char *pg_find_binary(const char *trace, bool text, lp_error *err);
+/* discover.c: every other sampled file found on disk with its recorded
+ * build-id and DWARF functions, most sampled first, not `skip` (the paths
+ * already chosen). *out malloc'ed array of malloc'ed paths. */
+int pg_trace_binaries(const char *trace, bool text, char *const *skip,
+                      size_t nskip, char ***out, size_t *n, lp_error *err);
+
+/* trace.c: the trace -> r->agg / r->uw counters; 0 or -1. */
+int pg_read_trace(pg_run *run, lp_error *err);
+/* trace.c: counters of the run: flat (raw_flat) or per context (raw_cs). */
+int pg_count_trace(pg_run *run, lp_error *err);
+void pg_run_free(pg_run *run);
+
+/* generate.c: the routes after the binaries are open. */
+int pg_generate(const lp_profgen_opts *o, lp_profgen_result *r,
+                lp_error *err);
+void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co);
+
+#endif

@@ -1,0 +1,249 @@
+/*
+ * run.c - lp_profgen_run: the order of the stages for one command line.
+ * Owns the defaults, choosing and opening the binaries (given, discovered,
+ * --binaries-from-trace), the result's lifetime and the message helpers;
+ * the trace pass is trace.c's, the generation routes generate.c's, the
+ * output write.c's.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/reader.h"
+#include "profgen/pg_internal.h"
+
+/* ---- small shared helpers ------------------------------------------------- */
+
+static void vsay(lp_warn_fn fn, void *ctx, const char *fmt, va_list ap)
+{
+    char buf[LP_ERRMSG_MAX + 256];
+
+    if (!fn)
+        return;
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    fn(ctx, buf);
+}
+
+void pg_warn(const lp_profgen_opts *o, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(o->warn, o->warn_ctx, fmt, ap);
+    va_end(ap);
+}
+
+void pg_note(const lp_profgen_opts *o, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(o->note, o->note_ctx, fmt, ap);
+    va_end(ap);
+}
+
+const char *pg_trace_path(const lp_profgen_opts *o)
+{
+    return o->perfdata ? o->perfdata : o->perfscript;
+}
+
+uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin)
+{
+    return !o->use_offset ? 0
+           : o->first_loadable_base ? lp_binary_first_loadable(bin)
+                                    : lp_binary_preferred_base(bin);
+}
+
+void lp_profgen_opts_default(lp_profgen_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->use_offset = true;
+    o->pid = -1;
+    o->compress_recursion = o->max_context_depth = -1;
+    o->format = LP_PROF_EXTBINARY;
+    lp_flat_opts_default(&o->flat);
+    lp_cs_opts_default(&o->cs);
+}
+
+int lp_profgen_format_parse(const char *s, lp_prof_format *f)
+{
+    if (!strcmp(s, "text"))
+        *f = LP_PROF_TEXT;
+    else if (!strcmp(s, "extbinary"))
+        *f = LP_PROF_EXTBINARY;
+    else if (!strcmp(s, "binary"))
+        *f = LP_PROF_BINARY;
+    else
+        return -1;
+    return 0;
+}
+
+int lp_profgen_trace_kind(const char *path, bool text, bool *has_stack,
+                          bool *has_lbr, lp_error *err)
+{
+    lp_reader_opts ro = {0};
+    const lp_event *ev;
+    lp_reader *r;
+    int k;
+
+    *has_stack = *has_lbr = false;
+    ro.force_text = text;
+    ro.skip_payloads = 1;
+    if (!(r = lp_reader_open(path, &ro, err)))
+        return -1;
+    while ((k = lp_reader_next(r, &ev, err)) == 1 && ev->kind != LP_EV_SAMPLE)
+        ;
+    if (k == 1) {
+        *has_stack = ev->u.sample.callchain_nr > 0 ||
+                     (ev->u.sample.sample_type & LP_SAMPLE_CALLCHAIN);
+        *has_lbr = ev->u.sample.branch_nr > 0 ||
+                   (ev->u.sample.sample_type & LP_SAMPLE_BRANCH_STACK);
+    }
+    lp_reader_close(r);
+    return k < 0 ? -1 : 0;
+}
+
+/* ---- the result --------------------------------------------------------------- */
+
+void lp_profgen_result_free(lp_profgen_result *r)
+{
+    size_t i;
+
+    lp_profile_free(r->profile);
+    lp_ctxcount_free(r->raw_cs);
+    if (r->priv) {
+        lp_lbr_agg_free(r->priv->agg);
+        lp_counters_free(r->priv->own);
+        free(r->priv);
+    }
+    for (i = 0; i < r->nbins; i++) {
+        lp_binary_close(r->bins ? r->bins[i] : NULL);
+        free(r->paths[i]);
+    }
+    free(r->bins);
+    free(r->paths);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- choosing and opening the binaries ----------------------------------------- */
+
+static int add_path(lp_profgen_result *r, const char *p, lp_error *err)
+{
+    char **nv = realloc(r->paths, (r->nbins + 1) * sizeof *nv);
+
+    if (!nv)
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    r->paths = nv;
+    if (!(nv[r->nbins] = strdup(p)))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    r->nbins++;
+    return 0;
+}
+
+/* No --binary: the most sampled file of the trace. */
+static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
+                         lp_error *err)
+{
+    const char *trace = pg_trace_path(o);
+    char *found;
+    int rc;
+
+    if (!trace || strcmp(trace, "-") == 0)
+        return lp_error_set(err, LP_EUSAGE, "--binary is required%s",
+                            trace ? " when the trace comes from stdin" : "");
+    if (!(found = pg_find_binary(trace, o->perfscript != NULL, err)))
+        return -1;
+    pg_note(o, "using binary %s", found);
+    r->discovered = true;
+    rc = add_path(r, found, err);
+    free(found);
+    return rc;
+}
+
+/* --binaries-from-trace: every other sampled file with DWARF. */
+static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
+                              lp_error *err)
+{
+    const char *trace = pg_trace_path(o);
+    char **more = NULL;
+    size_t i, n = 0;
+    int rc;
+
+    if (!trace || strcmp(trace, "-") == 0)
+        return lp_error_set(err, LP_EUSAGE, "--binaries-from-trace needs a "
+                            "trace file (not a profile, not stdin)");
+    rc = pg_trace_binaries(trace, o->perfscript != NULL, r->paths, r->nbins,
+                           &more, &n, err);
+    for (i = 0; i < n; i++) {
+        if (rc == 0 && (rc = add_path(r, more[i], err)) == 0)
+            pg_note(o, "also using binary %s", more[i]);
+        free(more[i]);
+    }
+    free(more);
+    return rc;
+}
+
+/* The paths: --binary as given, else the most sampled file; then, with
+ * --binaries-from-trace, every other sampled file with DWARF. */
+static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
+                           lp_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < o->nbinaries; i++)
+        if (add_path(r, o->binaries[i], err))
+            return -1;
+    if (o->nbinaries == 0 && discover_main(o, r, err))
+        return -1;
+    return o->binaries_from_trace ? add_trace_binaries(o, r, err) : 0;
+}
+
+/* Pseudo probes: a probe-based profile is not made (yet). */
+static int refuse_probes(const lp_profgen_opts *o, const char *path,
+                         lp_error *err)
+{
+    int rc = o->use_dwarf_correlation ? 0 : lp_flat_has_pseudo_probes(path, err);
+
+    if (rc > 0)
+        return lp_error_set(err, LP_EUNSUPP, "%s: the binary has pseudo probes; "
+                            "probe-based profiles are not supported yet (use "
+                            "--use-dwarf-correlation for a line-based profile)",
+                            path);
+    return rc;
+}
+
+static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
+                         lp_error *err)
+{
+    lp_binary_opts bo = {o->debug_binary, o->dwp, -1};
+    lp_binary_opts other = {NULL, NULL, -1};
+    size_t i;
+
+    if (refuse_probes(o, r->paths[0], err))
+        return -1;
+    if (!(r->bins = calloc(r->nbins, sizeof *r->bins)))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    for (i = 0; i < r->nbins; i++)
+        if (!(r->bins[i] = lp_binary_open(r->paths[i], i ? &other : &bo, err)))
+            return -1;
+    /* No DWARF functions: llvm-profgen writes an empty profile after a
+     * warning; say what is wrong instead (the raw profile needs no DWARF) */
+    if (!o->skip_symbolization && lp_binary_check_symbolizable(r->bins[0], err))
+        return -1;
+    return 0;
+}
+
+int lp_profgen_run(const lp_profgen_opts *o, lp_profgen_result *r,
+                   lp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->failed = LP_PROFGEN_BINARY;
+    if (!(r->priv = calloc(1, sizeof *r->priv)))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    if (choose_binaries(o, r, err) || open_binaries(o, r, err))
+        return -1;
+    if (pg_generate(o, r, err))
+        return -1;
+    r->failed = LP_PROFGEN_OK;
+    return 0;
+}

@@ -1,0 +1,326 @@
+/*
+ * trace.c - the driver's one pass over a trace: every event to the
+ * per-process address map (perf.data) or the single-base maps (perf
+ * script text), LBR-only samples to the flat aggregator, hybrid samples
+ * (call stack + LBR) to the virtual unwinder; then the counters and the
+ * sample statistics. Owns the routing and the held address-map warnings;
+ * the counting itself is src/flat's and src/unwind's.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/reader.h"
+#include "profgen/pg_internal.h"
+
+/* ---- held warnings ---------------------------------------------------------- */
+
+static void hold_warning(void *ctx, const char *msg)
+{
+    pg_held *h = ctx;
+    char **nv = realloc(h->v, (h->n + 1) * sizeof *nv);
+
+    if (!nv || !(nv[h->n] = strdup(msg))) {
+        h->v = nv ? nv : h->v;
+        pg_warn(h->o, "%s", msg);
+        return;
+    }
+    h->v = nv;
+    h->n++;
+}
+
+static void release_warnings(pg_held *h, bool print)
+{
+    size_t i;
+
+    for (i = 0; i < h->n; i++) {
+        if (print)
+            pg_warn(h->o, "%s", h->v[i]);
+        free(h->v[i]);
+    }
+    free(h->v);
+    h->v = NULL;
+    h->n = 0;
+}
+
+/* The held warning about binaries[0] (with one binary: the first). */
+static const char *main_warning(const pg_run *run)
+{
+    const char *path = lp_binary_path(run->r->bins[0]);
+    char needle[4200];
+    size_t i;
+
+    if (run->held.n == 0 || run->r->nbins == 1)
+        return run->held.n ? run->held.v[0] : NULL;
+    snprintf(needle, sizeof needle, ", but %s has ", path);
+    for (i = 0; i < run->held.n; i++)
+        if (strstr(run->held.v[i], needle))
+            return run->held.v[i];
+    return NULL;
+}
+
+/* binaries[0] matched no mmap: say why in one line. */
+static int not_found(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    const char *w = main_warning(run);
+
+    run->r->failed = LP_PROFGEN_BINARY;
+    if (w)
+        return lp_error_set(err, LP_EFORMAT, "%s: %s", a->perfdata, w);
+    return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
+                        "in perf data for %s (no mmap matched its build-id, "
+                        "path or basename%s).", a->perfdata, run->r->paths[0],
+                        a->pid >= 0 ? " in the --pid process" : "");
+}
+
+/* ---- samples ------------------------------------------------------------------ */
+
+/* The sample's process for the address map: perf script text and
+ * perf.data without TID have none (llvm-profgen's single base applies). */
+static uint32_t sample_pid(const lp_sample *s)
+{
+    return (s->sample_type & LP_SAMPLE_TID) ? s->pid : LP_ADDRMAP_ANY_PID;
+}
+
+static bool event_wanted(const lp_profgen_opts *a, const lp_sample *s)
+{
+    size_t i;
+
+    if (a->nr_events == 0 || !s->attr || !s->attr->name)
+        return true;
+    for (i = 0; i < a->nr_events; i++)
+        if (strcmp(a->events[i], s->attr->name) == 0)
+            return true;
+    return false; /* filtered out by --perf-event */
+}
+
+/* One sample: hybrid ones (with a call stack) to the unwinder unless the
+ * stacks are ignored (then run->uw is NULL); run->markers: the callchain
+ * is a perf.data one, with PERF_CONTEXT_* markers. */
+static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    lp_profgen_stats *st = &run->r->stats;
+    uint64_t n = s->repeat ? s->repeat : 1;
+
+    if (!event_wanted(a, s))
+        return 0;
+    st->samples += n;
+    if (a->leading_ip_only) {
+        /* a hybrid sample's LBR line has no leading IP: nothing to count */
+        if (!(s->sample_type & LP_SAMPLE_IP) || s->branch_nr == 0 ||
+            s->callchain_nr > 0)
+            return 0;
+        st->lbr_only += n;
+        return lp_lbr_agg_ip_sample(run->agg, s->ip, n, err);
+    }
+    if (s->callchain_nr > 0 && run->uw) {
+        lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
+                              .markers = run->markers, .fp_walk = run->markers,
+                              .br = s->branches, .nbr = s->branch_nr,
+                              .pid = sample_pid(s), .repeat = n};
+        st->hybrid += n;
+        return lp_unwind_sample(run->uw, &h, err);
+    }
+    st->lbr_only += n;
+    if (s->callchain_nr > 0)
+        return lp_lbr_agg_stack_sample(run->agg, s->callchain, s->callchain_nr,
+                                       s->branches, s->branch_nr, n, err);
+    return lp_lbr_agg_sample(run->agg, s->branches, s->branch_nr, n, err);
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+/* Events after which the address map may resolve differently. */
+static bool changes_map(const lp_event *ev)
+{
+    return ev->kind == LP_EV_MMAP || (ev->kind == LP_EV_COMM && ev->u.comm.exec) ||
+           (ev->kind == LP_EV_FORK && ev->u.task.pid != ev->u.task.ppid);
+}
+
+static int mmap_event(pg_run *run, const lp_mmap_event *m, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+
+    if (a->show_mmap_events && a->info &&
+        (a->pid < 0 || (int64_t)m->pid == a->pid))
+        fprintf(a->info, "Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
+                m->filename, m->start);
+    if (lp_lbr_agg_mmap(run->agg, m, err) ||
+        (run->uw && !run->map && lp_unwind_mmap(run->uw, m, err)))
+        return -1;
+    return 0;
+}
+
+/* One event. *nids: build-ids already given to the map (file mode: the
+ * header's table; pipe mode: HEADER_BUILD_IDs as they come). */
+static int trace_event(pg_run *run, const lp_file_info *info, size_t *nids,
+                       const lp_event *ev, lp_error *err)
+{
+    if (run->map && info->nr_build_ids > *nids &&
+        lp_addrmap_add_build_ids(run->map, info->build_ids + *nids,
+                                 info->nr_build_ids - *nids, err))
+        return -1;
+    *nids = info->nr_build_ids;
+    if (run->map && changes_map(ev) &&
+        (lp_lbr_agg_flush(run->agg, err) || lp_addrmap_event(run->map, ev, err)))
+        return -1;
+    if (ev->kind == LP_EV_MMAP)
+        return mmap_event(run, &ev->u.mmap, err);
+    if (ev->kind == LP_EV_SAMPLE) {
+        lp_lbr_agg_set_pid(run->agg, sample_pid(&ev->u.sample));
+        return feed_sample(run, &ev->u.sample, err);
+    }
+    return 0;
+}
+
+/* One pass over the trace. perf.data: every event goes to the per-process
+ * address map run->map (NULL for perf script text, where the aggregator's
+ * own single-base map follows the mmaps). */
+int pg_read_trace(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    lp_reader_opts ro = {0};
+    const lp_reader_stats *rs;
+    const lp_file_info *info;
+    const lp_event *ev;
+    lp_reader *r;
+    size_t nids = 0;
+    bool text;
+    int k;
+
+    ro.force_text = a->perfscript != NULL;
+    ro.skip_payloads = 1;
+    if (!(r = lp_reader_open(pg_trace_path(a), &ro, err)))
+        return -1;
+    info = lp_reader_info(r);
+    text = ro.force_text || info->format == LP_FMT_PERF_SCRIPT;
+    run->markers = !text;
+    while ((k = lp_reader_next(r, &ev, err)) == 1)
+        if (trace_event(run, info, &nids, ev, err))
+            break;
+    rs = lp_reader_stats_get(r);
+    if (run->uw && text)
+        lp_unwind_set_total_samples(run->uw, rs->text_sample_starts);
+    run->r->stats.lost = rs->lost_events + rs->lost_samples;
+    if (k == 1)
+        k = -1;
+    lp_reader_close(r);
+    return k < 0 ? -1 : 0;
+}
+
+/* ---- the counters ------------------------------------------------------------ */
+
+/* perf.data: the per-process address map (one base per process, unlike
+ * llvm-profgen); perf script text: NULL (single base). */
+static int new_map(pg_run *run, lp_error *err)
+{
+    lp_addrmap_opts mo = {false, run->o->pid, hold_warning, &run->held};
+
+    if (!run->o->perfdata)
+        return 0;
+    run->map = lp_addrmap_new(run->r->bins, run->r->nbins, &mo, err);
+    return run->map ? 0 : -1;
+}
+
+static int new_unwinder(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    lp_unwind_opts uo;
+
+    lp_unwind_opts_default(&uo);
+    uo.warn = a->warn;
+    uo.warn_ctx = a->warn_ctx;
+    uo.show_detailed_warning = a->show_detailed_warning;
+    uo.pid_filter = a->pid;
+    uo.compress_recursion = (int)a->compress_recursion;
+    uo.max_context_depth = a->max_context_depth < -1 ? -1
+                           : a->max_context_depth > INT32_MAX ? INT32_MAX
+                                                              : (int)a->max_context_depth;
+    uo.repair_frames = !a->no_repair_frames;
+    uo.map = run->map;
+    run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
+    return run->uw ? 0 : -1;
+}
+
+static int new_aggregator(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    lp_lbr_agg_opts ao = {a->warn, a->warn_ctx, a->show_detailed_warning,
+                          a->pid, a->leading_ip_only, a->have_sample_period,
+                          a->sample_period, run->map, 0};
+
+    run->agg = lp_lbr_agg_new(run->r->bins[0], &ao, err);
+    return run->agg ? 0 : -1;
+}
+
+/* Hybrid samples went to the unwinder: its counters, unless there were
+ * none (then the trace was LBR-only after all). */
+static int finish_unwinder(pg_run *run, lp_error *err)
+{
+    uint64_t ignored = lp_lbr_agg_nr_samples(run->agg);
+
+    if (ignored > 0)
+        pg_warn(run->o, "%" PRIu64 " samples without a call stack were "
+                "ignored: the trace has hybrid samples", ignored);
+    run->r->raw_cs = lp_unwind_finish(run->uw, err);
+    run->r->context_sensitive = true;
+    return run->r->raw_cs ? 0 : -1;
+}
+
+/* The quality counts of the run, once the counters are final. */
+static void fill_stats(pg_run *run)
+{
+    lp_profgen_stats *st = &run->r->stats;
+
+    st->from_trace = true;
+    if (run->r->raw_cs) {
+        st->unwind = *lp_unwind_stats_get(run->uw);
+        st->used = st->unwind.aggregated;
+        st->repaired = st->unwind.repaired;
+        st->truncated = st->unwind.truncated;
+        st->external = st->unwind.leaf_external;
+        st->contextless = st->unwind.contextless;
+    } else {
+        st->used = st->contextless = lp_lbr_agg_nr_samples(run->agg);
+    }
+    st->dropped = st->samples > st->used ? st->samples - st->used : 0;
+}
+
+int pg_count_trace(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    int rc;
+
+    run->held.o = a;
+    run->r->failed = LP_PROFGEN_INPUT;
+    rc = new_map(run, err);
+    if (rc == 0)
+        rc = new_aggregator(run, err);
+    if (rc == 0 && !a->ignore_stack_samples && !a->leading_ip_only)
+        rc = new_unwinder(run, err);
+    if (rc == 0)
+        rc = pg_read_trace(run, err);
+    if (rc == 0 && run->map && !lp_addrmap_loaded(run->map, 0))
+        rc = not_found(run, err);
+    release_warnings(&run->held, rc == 0);
+    if (rc == 0 && run->uw && lp_unwind_stats_get(run->uw)->sample_calls > 0)
+        rc = finish_unwinder(run, err);
+    else if (rc == 0 && !(run->r->raw_flat = lp_lbr_agg_finish(run->agg, err)))
+        rc = -1;
+    if (rc == 0)
+        fill_stats(run);
+    lp_addrmap_free(run->map); /* neither uses it after finish */
+    run->map = NULL;
+    return rc;
+}
+
+void pg_run_free(pg_run *run)
+{
+    release_warnings(&run->held, false);
+    lp_addrmap_free(run->map);
+    lp_unwind_free(run->uw);
+    lp_lbr_agg_free(run->agg);
+    memset(run, 0, sizeof *run);
+}
