@@ -12,8 +12,12 @@
  *
  * Entries are also keyed by a binary index, so one run can hold several
  * binaries (the main program and shared libraries with symbols): the
- * counters' addresses are link-time addresses of that binary. Single-binary
- * runs use index 0 throughout.
+ * counters' addresses are link-time addresses of that binary, except the
+ * target of a branch into another binary (a call or callback across the
+ * library boundary), which is LP_CTX_XBIN(its binary, its address).
+ * Single-binary runs use index 0 throughout and never have those. A
+ * context's frames may come from several binaries; its leaf is in the
+ * entry's.
  */
 #ifndef LBR2PROF_CTXCOUNT_H
 #define LBR2PROF_CTXCOUNT_H
@@ -30,6 +34,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A branch target in binary `bin`, in the counters of another binary. */
+#define LP_CTX_XBIN(bin, vaddr) \
+    ((UINT64_C(1) << 63) | ((uint64_t)(bin) << 48) | ((vaddr) & ((UINT64_C(1) << 48) - 1)))
+#define LP_CTX_IS_XBIN(a) (((a) >> 63) != 0)
+#define LP_CTX_XBIN_BIN(a) ((size_t)(((a) >> 48) & 0x7fff))
+#define LP_CTX_XBIN_VADDR(a) ((a) & ((UINT64_C(1) << 48) - 1))
 
 typedef struct lp_ctx_frame {
     const char *func;       /* function name as symbolized (interned) */

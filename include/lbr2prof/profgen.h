@@ -21,9 +21,9 @@
  *
  * Several binaries: binaries[0] is the profiled program; further ones
  * (more --binary, or --binaries-from-trace) are opened and passed to the
- * address map, the unwinder and the CS generator, which today count only
- * binary 0 and treat the others as external code. One binary behaves
- * exactly as llvm-profgen.
+ * address map, the unwinder and the CS generator: the CS profile has
+ * their functions too, in contexts that may cross the boundary (the flat
+ * route counts binary 0 only). One binary behaves exactly as llvm-profgen.
  */
 #ifndef LBR2PROF_PROFGEN_H
 #define LBR2PROF_PROFGEN_H

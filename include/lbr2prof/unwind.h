@@ -12,8 +12,9 @@
  *           branch lands in the context (inline-expanded, recursion-
  *           compressed, depth-trimmed) that was live when it executed.
  *
- * Addresses in the counters are link-time addresses of the binary;
- * LP_EXTERNAL_ADDR (1) stands for anything outside its code. Warnings
+ * Addresses in the counters are link-time addresses of the context's
+ * binary; LP_EXTERNAL_ADDR (1) stands for anything outside the binaries'
+ * code. Warnings
  * (llvm-profgen's wording) go to the callback; the library never prints.
  */
 #ifndef LBR2PROF_UNWIND_H
@@ -129,8 +130,14 @@ typedef struct lp_unwind_stats {
 
 typedef struct lp_unwinder lp_unwinder;
 
-/* bins[0] is the profiled binary; further binaries are accepted but their
- * addresses are treated as external for now. */
+/* bins[0] is the profiled program, further ones (shared libraries with
+ * DWARF) are profiled too when addresses resolve through opts->map (the
+ * per-process address map, perf.data): frames and ranges of every binary
+ * are unwound and symbolized with their binary, a context may hold frames
+ * of several, and its counters are under its leaf's binary index (a
+ * branch into another binary: LP_CTX_XBIN, ctxcount.h). Without a map
+ * (perf script text, llvm-profgen's single base) only bins[0] is code.
+ * One binary gives llvm-profgen's results exactly. At most 65536. */
 lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
                            const lp_unwind_opts *o, lp_error *err);
 void lp_unwind_free(lp_unwinder *u);

@@ -41,6 +41,8 @@ void lp_cs_opts_default(lp_cs_opts *o)
 typedef struct gen {
     cs_trie *t;
     lp_binary *bin;
+    lp_binary *const *bins;     /* all of them (branch targets in others) */
+    size_t nbins;
     cs_insts *it;               /* the binary's instruction tables */
     bool fs;                    /* flow-sensitive discriminators */
     lp_error *err;
@@ -190,7 +192,12 @@ static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
 /* populateBoundarySamplesForFunction for one branch */
 static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 {
-    const char *callee = lp_binary_callee_name(g->bin, br->b);
+    const char *callee =
+        !LP_CTX_IS_XBIN(br->b) ? lp_binary_callee_name(g->bin, br->b)
+        : LP_CTX_XBIN_BIN(br->b) < g->nbins && g->bins[LP_CTX_XBIN_BIN(br->b)]
+            ? lp_binary_callee_name(g->bins[LP_CTX_XBIN_BIN(br->b)],
+                                    LP_CTX_XBIN_VADDR(br->b))
+            : NULL;
     const cs_name *cn;
     lp_loc site = {0, 0}, leaf;
     lp_body_rec *b;
@@ -234,7 +241,7 @@ static int boundary(gen *g, cs_node *node, const lp_counters *c)
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      cs_insts **its, const lp_ctx_entry *e, lp_error *err)
 {
-    gen g = {t, NULL, NULL, false, err, NULL};
+    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL};
     cs_node *node = &t->root;
     cs_prof *p;
 

@@ -119,7 +119,8 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
                               .markers = run->markers, .fp_walk = run->markers,
                               .br = s->branches, .nbr = s->branch_nr,
-                              .pid = sample_pid(s), .repeat = n};
+                              .pid = sample_pid(s), .repeat = n,
+                              .regs_stack = s->stack_user_size ? s : NULL};
         st->hybrid += n;
         return lp_unwind_sample(run->uw, &h, err);
     }
@@ -148,7 +149,7 @@ static int mmap_event(pg_run *run, const lp_mmap_event *m, lp_error *err)
         fprintf(a->info, "Mmap: Binary %s loaded at 0x%" PRIx64 ": \n",
                 m->filename, m->start);
     if (lp_lbr_agg_mmap(run->agg, m, err) ||
-        (run->uw && !run->map && lp_unwind_mmap(run->uw, m, err)))
+        (run->uw && lp_unwind_mmap(run->uw, m, err)))
         return -1;
     return 0;
 }
@@ -191,7 +192,7 @@ int pg_read_trace(pg_run *run, lp_error *err)
     int k;
 
     ro.force_text = a->perfscript != NULL;
-    ro.skip_payloads = 1;
+    ro.skip_payloads = !run->uw; /* the unwinder reads user registers and stacks */
     if (!(r = lp_reader_open(pg_trace_path(a), &ro, err)))
         return -1;
     info = lp_reader_info(r);

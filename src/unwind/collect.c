@@ -98,10 +98,14 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
     const lp_frame *fr;
     size_t nf = 0, k, i, j;
     lp_ctx_frame leaf;
+    lp_binary *b;
+    bool fs;
 
     *wli = false;
     for (i = 0; i < n; i++) {
-        if (lp_binary_symbolize(u->bin, a[i], &fr, &k, err))
+        b = uw_bin(u, a[i]);
+        fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
+        if (lp_binary_symbolize(b, uw_va(a[i]), &fr, &k, err))
             return -1;
         if (k == 0)
             return 0;
@@ -112,8 +116,7 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
         for (j = 0; j < k; j++) {
             u->frames[nf].func = fr[j].func;
             u->frames[nf].loc.line = fr[j].line_offset;
-            u->frames[nf++].loc.disc = lp_disc_base(fr[j].discriminator,
-                                                    u->fs_disc);
+            u->frames[nf++].loc.disc = lp_disc_base(fr[j].discriminator, fs);
         }
     }
     if (nf == 0)
@@ -126,8 +129,10 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
     return (long)nf;
 }
 
+/* The context of the address stack a[0..n), root first; its counters are
+ * those of the leaf's binary (n == 0, the empty context: binary `bin`). */
 static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
-                                lp_error *err)
+                                size_t bin, lp_error *err)
 {
     uint32_t h = hash_addrs(a, n);
     uw_ctxkey *k;
@@ -135,13 +140,20 @@ static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
     bool wli = false;
     lp_ctx_entry *e;
 
+    if (n == 0) {               /* one per binary, not worth hashing */
+        if (!u->root_entries[bin] &&
+            !(u->root_entries[bin] = lp_ctxcount_get(u->cc, (int)bin, NULL, 0,
+                                                     false, err)))
+            return NULL;
+        return u->root_entries[bin];
+    }
     HASH_FIND_BYHASHVALUE(hh, u->ctxkeys, a, n * sizeof *a, h, k);
     if (k)
         return k->entry;
-    if (n > 0 && (nf = expand(u, a, n, &wli, err)) < 0)
+    if ((nf = expand(u, a, n, &wli, err)) < 0)
         return NULL;
-    if (!(e = lp_ctxcount_get(u->cc, 0, nf ? u->frames : NULL, (size_t)nf,
-                              wli, err)))
+    if (!(e = lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
+                              nf ? u->frames : NULL, (size_t)nf, wli, err)))
         return NULL;
     if (!(k = uw_arena_alloc(&u->cache_arena, sizeof *k + n * sizeof *a))) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
@@ -335,17 +347,24 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
             w->lost++;
         return 0;
     }
-    if (!(e = context_of(u, u->stk + s->base, s->n, w->err)))
-        return -1;
-
+    e = NULL;
     for (r = u->nodes[node].rec; r >= 0 && rc == 0; r = u->recs[r].next) {
+        const uw_rec *x = &u->recs[r];
+        if (!e || s->n == 0) {
+            /* the empty context's records belong to their target's binary */
+            if (!(e = context_of(u, u->stk + s->base, s->n, uw_bin_of(x->b),
+                                 w->err)))
+                return -1;
+        }
         if (u->dbg)
-            u->dbg(u->dbg_ctx, u->stk + s->base, s->n, &u->recs[r]);
-        rc = u->recs[r].branch
-                 ? lp_counters_add_branch(e->counters, u->recs[r].a,
-                                          u->recs[r].b, w->repeat)
-                 : lp_counters_add_range(e->counters, u->recs[r].a,
-                                         u->recs[r].b, w->repeat);
+            u->dbg(u->dbg_ctx, u->stk + s->base, s->n, x);
+        rc = x->branch ? lp_counters_add_branch(e->counters, uw_va(x->a),
+                                                uw_bin_of(x->b) == (size_t)e->bin
+                                                    ? uw_va(x->b)
+                                                    : LP_CTX_XBIN(uw_bin_of(x->b), uw_va(x->b)),
+                                                w->repeat)
+                       : lp_counters_add_range(e->counters, uw_va(x->a),
+                                               uw_va(x->b), w->repeat);
     }
     if (rc)
         return lp_error_set(w->err, LP_ENOMEM, "unwinder: out of memory");

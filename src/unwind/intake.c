@@ -20,13 +20,22 @@
 /* ---- one address --------------------------------------------------------- */
 
 /* The only place a recorded address becomes a link-time one: through the
- * per-process address map (perf.data), else llvm-profgen's single base;
- * then "code" = an instruction start of the binary. */
+ * per-process address map (perf.data: any of the binaries), else
+ * llvm-profgen's single base (binary 0); then "code" = an instruction
+ * start of that binary. */
 static uint64_t canon(lp_unwinder *u, uint64_t rt, bool *code)
 {
     uint64_t c = rt - u->base + u->preferred;
+    int b;
 
-    if (u->o.map && lp_addrmap_resolve(u->o.map, u->pid, rt, &c) != 0) {
+    if (u->o.map) {
+        if ((b = lp_addrmap_resolve(u->o.map, u->pid, rt, &c)) < 0 ||
+            (size_t)b >= u->nbins || c > UW_VA_MASK) {
+            *code = false;
+            return UW_EXT;
+        }
+        c = uw_enc((size_t)b, c);
+    } else if (c > UW_VA_MASK) {
         *code = false;
         return UW_EXT;
     }
@@ -159,17 +168,6 @@ static void warn_missing_mmap(lp_unwinder *u)
 
 /* ---- frame repair --------------------------------------------------------- */
 
-/* Whether code can have run from a to b without a taken branch: both
- * ends external, or llvm-profgen's valid fall-through. */
-static bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b)
-{
-    if (a == UW_EXT || b == UW_EXT)
-        return a == b;
-    if (a <= UW_LAST_SENTINEL || b <= UW_LAST_SENTINEL)
-        return false;
-    return lp_binary_valid_fallthrough(u->bin, a, b, NULL) == 1;
-}
-
 /* Going back in time through the LBR from the sampled function, the call
  * that entered the current frame: nested call/return pairs are balanced
  * (a return seen going backwards enters a callee, the call that made it
@@ -204,8 +202,8 @@ static uint64_t find_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
         } else if (call && depth > 0) {
             depth--;
         } else if (call) {
-            fr = lp_binary_func_range(u->bin, lbr[i].dst);
-            return fr && fr->is_entry && fr->start == lbr[i].dst ? lbr[i].src : 0;
+            fr = uw_func_range(u, lbr[i].dst);
+            return fr && fr->is_entry && fr->start == uw_va(lbr[i].dst) ? lbr[i].src : 0;
         }
     }
     return 0;
@@ -244,8 +242,8 @@ static uint64_t stack_caller(lp_unwinder *u, const intake *in, uint64_t leaf)
     st.size = ps->stack_user_dyn_size && ps->stack_user_dyn_size < ps->stack_user_size
                   ? ps->stack_user_dyn_size : ps->stack_user_size;
     if ((!u->leaves && !(u->leaves = lp_leaf_cache_new(NULL))) ||
-        lp_binary_arch(u->bin) != LP_ARCH_X86_64 ||
-        lp_leaf_classify_cached(u->leaves, u->bin, leaf, &li, NULL) < 0 ||
+        lp_binary_arch(uw_bin(u, leaf)) != LP_ARCH_X86_64 ||
+        lp_leaf_classify_cached(u->leaves, uw_bin(u, leaf), uw_va(leaf), &li, NULL) < 0 ||
         lp_leaf_repair_stack(&li, &regs, &st, chain, &n, 2,
                              LP_LEAF_CHAIN_IS_FP_WALK, NULL) != 1)
         return 0;

@@ -63,11 +63,11 @@ size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2])
     out[0] = addr;
     if (addr == UW_EXT)
         return 1;
-    fr = lp_binary_func_range(u->bin, addr);
+    fr = uw_func_range(u, addr);
     if (!fr)
         known = false;
     for (i = 0; known && i < UW_PATH_MAX; i++) {
-        if (a >= fr->end || lp_binary_inst(u->bin, a, &in, NULL) != 1)
+        if (uw_va(a) >= fr->end || lp_binary_inst(uw_bin(u, a), uw_va(a), &in, NULL) != 1)
             break;
         s = uw_leaf_state(u, a);
         if (s == LP_UW_LEAF_BODY)

@@ -121,10 +121,11 @@ static bool calls_itself(lp_unwinder *u, uint64_t cs)
     const lp_func_range *a, *b;
     lp_inst in;
 
-    if (lp_binary_inst(u->bin, cs, &in, NULL) != 1 || in.indirect || !in.target)
+    if (lp_binary_inst(uw_bin(u, cs), uw_va(cs), &in, NULL) != 1 || in.indirect ||
+        !in.target)
         return true;
-    a = lp_binary_func_range(u->bin, cs);
-    b = lp_binary_func_range(u->bin, in.target);
+    a = uw_func_range(u, cs);
+    b = lp_binary_func_range(uw_bin(u, cs), in.target);
     return !a || !b || a->func == b->func;
 }
 
@@ -221,8 +222,8 @@ static int inline_equal(lp_unwinder *u, uint64_t a1, uint64_t a2,
     const lp_frame *f1, *f2;
     size_t n1, n2, i;
 
-    if (lp_binary_symbolize(u->bin, a1, &f1, &n1, err) ||
-        lp_binary_symbolize(u->bin, a2, &f2, &n2, err))
+    if (lp_binary_symbolize(uw_bin(u, a1), uw_va(a1), &f1, &n1, err) ||
+        lp_binary_symbolize(uw_bin(u, a2), uw_va(a2), &f2, &n2, err))
         return -1;
     if (n1 != n2 || n1 == 0)
         return 0;
@@ -244,11 +245,16 @@ static const uw_split *make_split(lp_unwinder *u, uint64_t target,
     uw_split *s;
     int eq, v;
 
-    if ((v = lp_binary_valid_fallthrough(u->bin, target, end, err)) < 0)
+    v = uw_bin_of(target) == uw_bin_of(end)
+            ? lp_binary_valid_fallthrough(uw_bin(u, end), uw_va(target), uw_va(end), err)
+            : 0;
+    if (v < 0)
         return NULL;
     while (v && p > target) {
-        if (lp_binary_prev_inst(u->bin, p, &prev, err) != 1)
+        if (lp_binary_prev_inst(uw_bin(u, p), uw_va(p), &prev, err) != 1)
             prev = 0;
+        else
+            prev = uw_enc(uw_bin_of(p), prev);
         if ((eq = inline_equal(u, p, prev, err)) < 0)
             return NULL;
         if (!eq) {
@@ -435,9 +441,10 @@ static bool nonlocal_landing(lp_unwinder *u, const uw_lbr *e)
     if (!u->o.repair_frames || e->src != UW_EXT || e->dst <= UW_LAST_SENTINEL ||
         uw_callsite(u, e->dst) != 0)
         return false;
-    if ((fr = lp_binary_func_range(u->bin, e->dst)))
-        return !(fr->is_entry && fr->start == e->dst);
-    return lp_binary_symbol_name(u->bin, e->dst, &start) && start != e->dst;
+    if ((fr = uw_func_range(u, e->dst)))
+        return !(fr->is_entry && fr->start == uw_va(e->dst));
+    return lp_binary_symbol_name(uw_bin(u, e->dst), uw_va(e->dst), &start) &&
+           start != uw_va(e->dst);
 }
 
 /* ---- one sample ----------------------------------------------------------------- */
@@ -478,6 +485,9 @@ static int step(lp_unwinder *u, uw_state *st, const uw_lbr *e)
 }
 
 /* recordBranchCount */
+/* recordBranchCount. A branch into another binary (a callback, a call
+ * through the GOT) stays in its source's context; collect.c marks its
+ * target (LP_CTX_XBIN). */
 static int record_branch(lp_unwinder *u, const uw_state *st, const uw_lbr *e)
 {
     if (e->dst == UW_EXT || e->dst == UW_SIG)

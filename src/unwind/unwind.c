@@ -231,13 +231,15 @@ lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
     lp_unwinder *u;
     const lp_segment *segs;
 
-    if (nbins == 0) {
-        lp_error_set(err, LP_EUSAGE, "unwinder: no binary");
+    if (nbins == 0 || nbins > ((size_t)1 << (64 - UW_BIN_SHIFT))) {
+        lp_error_set(err, LP_EUSAGE, "unwinder: %zu binaries (1 to %zu)", nbins,
+                     (size_t)1 << (64 - UW_BIN_SHIFT));
         return NULL;
     }
     if (!(u = calloc(1, sizeof *u)) ||
         !(u->bins = malloc(nbins * sizeof *u->bins)) ||
         !(u->ainfo = calloc((size_t)1 << UW_AC_BITS, sizeof *u->ainfo)) ||
+        !(u->root_entries = calloc(nbins, sizeof *u->root_entries)) ||
         !(u->cc = lp_ctxcount_new())) {
         lp_unwind_free(u);
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
@@ -282,6 +284,7 @@ void lp_unwind_free(lp_unwinder *u)
     lp_ctxcount_free(u->cc);
     free(u->bins);
     free(u->ainfo);
+    free(u->root_entries);
     free(u->cs);
     free(u->lbr);
     free(u->enc);
@@ -311,6 +314,25 @@ static size_t slot_of(uint64_t a)
     return (size_t)((a * 0x9e3779b97f4a7c15ull) >> (64 - UW_AC_BITS));
 }
 
+lp_binary *uw_bin(const lp_unwinder *u, uint64_t a)
+{
+    return u->bins[uw_bin_of(a) < u->nbins ? uw_bin_of(a) : 0];
+}
+
+const lp_func_range *uw_func_range(const lp_unwinder *u, uint64_t a)
+{
+    return a > UW_LAST_SENTINEL ? lp_binary_func_range(uw_bin(u, a), uw_va(a)) : NULL;
+}
+
+bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b)
+{
+    if (a == UW_EXT || b == UW_EXT)
+        return a == b;
+    if (a <= UW_LAST_SENTINEL || b <= UW_LAST_SENTINEL || uw_bin_of(a) != uw_bin_of(b))
+        return false;
+    return lp_binary_valid_fallthrough(uw_bin(u, a), uw_va(a), uw_va(b), NULL) == 1;
+}
+
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr)
 {
     uw_ainfo *e = &u->ainfo[slot_of(vaddr)];
@@ -321,7 +343,8 @@ uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr)
     memset(e, 0, sizeof *e);
     e->addr = vaddr;
     e->flags = UW_AI_VALID;
-    if (vaddr > UW_EXT && lp_binary_inst(u->bin, vaddr, &in, NULL) == 1) {
+    if (vaddr > UW_EXT && uw_bin_of(vaddr) < u->nbins &&
+        lp_binary_inst(uw_bin(u, vaddr), uw_va(vaddr), &in, NULL) == 1) {
         e->flags |= UW_AI_CODE;
         if (in.kind == LP_INST_CALL)
             e->flags |= UW_AI_CALL;
@@ -342,8 +365,10 @@ uint64_t uw_callsite(lp_unwinder *u, uint64_t vaddr)
         return UW_EXT;
     e = uw_addr(u, vaddr);
     if (!(e->flags & UW_AI_CS)) {
-        if (lp_binary_call_site(u->bin, vaddr, &cs, NULL) != 1)
+        if (lp_binary_call_site(uw_bin(u, vaddr), uw_va(vaddr), &cs, NULL) != 1)
             cs = 0;
+        else
+            cs = uw_enc(uw_bin_of(vaddr), cs);
         e = uw_addr(u, vaddr);  /* the slot may have been reused meanwhile */
         e->callsite = cs;
         e->flags |= UW_AI_CS;
@@ -357,7 +382,7 @@ bool uw_in_prolog_epilog(lp_unwinder *u, uint64_t vaddr)
     bool in;
 
     if (!(e->flags & UW_AI_PE)) {
-        in = lp_binary_in_prolog_epilog(u->bin, vaddr);
+        in = lp_binary_in_prolog_epilog(uw_bin(u, vaddr), uw_va(vaddr));
         e = uw_addr(u, vaddr);
         e->flags |= UW_AI_PE | (in ? UW_AI_IN_PE : 0);
     }
@@ -372,7 +397,7 @@ enum lp_uw_leaf uw_leaf_state(lp_unwinder *u, uint64_t vaddr)
     if (!e->leaf) {
         if (!u->leaves && !(u->leaves = lp_leaf_cache_new(NULL)))
             return LP_UW_LEAF_UNKNOWN;
-        s = uw_classify_leaf(u->bin, u->leaves, vaddr);
+        s = uw_classify_leaf(uw_bin(u, vaddr), u->leaves, uw_va(vaddr));
         e = uw_addr(u, vaddr);
         e->leaf = (uint8_t)(s + 1);
     }

@@ -39,6 +39,18 @@
 /* no address of code is <= this */
 #define UW_LAST_SENTINEL UW_OPT
 
+/* A frame or LBR address of code: the binary's index in the top 16 bits,
+ * its link-time address below (binary 0: the address itself, so one
+ * binary gives llvm-profgen's values). The sentinels above are binary 0's. */
+#define UW_BIN_SHIFT 48
+#define UW_VA_MASK ((UINT64_C(1) << UW_BIN_SHIFT) - 1)
+static inline uint64_t uw_enc(size_t bin, uint64_t vaddr)
+{
+    return ((uint64_t)bin << UW_BIN_SHIFT) | vaddr;
+}
+static inline size_t uw_bin_of(uint64_t a) { return (size_t)(a >> UW_BIN_SHIFT); }
+static inline uint64_t uw_va(uint64_t a) { return a & UW_VA_MASK; }
+
 /* ---- arena: many small allocations freed together ------------------- */
 
 typedef struct uw_chunk {
@@ -159,7 +171,7 @@ struct lp_unwinder {
     lp_unwind_opts o;
     lp_binary **bins;
     size_t nbins;
-    lp_binary *bin;             /* bins[0] */
+    lp_binary *bin;             /* bins[0], the profiled program */
     lp_leaf_cache *leaves;      /* frame repair: leaf analysis per function */
     bool fs_disc;
     /* llvm-profgen's single-base address rule */
@@ -193,6 +205,7 @@ struct lp_unwinder {
     /* caches */
     uw_split *splits;
     uw_ctxkey *ctxkeys;
+    lp_ctx_entry **root_entries;/* the empty context, per binary */
     uw_arena cache_arena;
     /* results and warning material */
     lp_ctxcount *cc;
@@ -233,6 +246,13 @@ int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n);
 int uw_set_add(uw_set64 **set, uint64_t v);
 
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr);
+/* The binary of an encoded address. */
+lp_binary *uw_bin(const lp_unwinder *u, uint64_t a);
+/* lp_binary_func_range for an encoded address (NULL for sentinels). */
+const lp_func_range *uw_func_range(const lp_unwinder *u, uint64_t a);
+/* Whether code can have run from a to b without a taken branch: both ends
+ * external, or llvm-profgen's valid fall-through in one binary. */
+bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b);
 /* Whether the runtime address rt of the current sample's process is the
  * start of a signal restorer (`mov $0xf,%rax; syscall`, rt_sigreturn),
  * read from the mapped file. */

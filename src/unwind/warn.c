@@ -93,31 +93,34 @@ static int classify(lp_unwinder *u, const uw_note *e, range_stats *st,
     uint64_t s = e->k[0], en = e->k[1];
     bool sc = s > UW_EXT && (uw_addr(u, s)->flags & UW_AI_CODE);
     bool ec = en > UW_EXT && (uw_addr(u, en)->flags & UW_AI_CODE);
+    lp_binary *eb = uw_bin(u, en);
     const lp_func_range *fr;
     int v;
 
     st->total += e->count;
     if (!sc && !ec)
         return 0;
-    if (!sc || !(lp_binary_is_branch(u->bin, en) || lp_binary_is_call(u->bin, en) ||
-                 lp_binary_is_return(u->bin, en))) {
+    if (!sc || !(lp_binary_is_branch(eb, uw_va(en)) || lp_binary_is_call(eb, uw_va(en)) ||
+                 lp_binary_is_return(eb, uw_va(en)))) {
         st->not_boundary += e->count;
         detail(u, e, "Range is not on instruction boundary, likely due to "
                      "profile and binary mismatch.");
     }
-    if (!(fr = lp_binary_func_range(u->bin, s))) {
+    if (!(fr = uw_func_range(u, s))) {
         st->unmatched += e->count;
         detail(u, e, "Range does not belong to any functions, likely from "
                      "PLT, .init or .fini section.");
         return 0;
     }
-    if (en >= fr->end) {
+    if (uw_bin_of(en) != uw_bin_of(s) || uw_va(en) >= fr->end) {
         st->cross_func += e->count;
         detail(u, e, "Fall through range should not cross function "
                      "boundaries, likely due to profile and binary mismatch.");
     }
     if (sc && ec) {
-        if ((v = lp_binary_valid_fallthrough(u->bin, s, en, err)) < 0)
+        if ((v = uw_bin_of(en) == uw_bin_of(s)
+                     ? lp_binary_valid_fallthrough(eb, uw_va(s), uw_va(en), err)
+                     : 0) < 0)
             return -1;
         if (!v) {
             st->bogus += e->count;
