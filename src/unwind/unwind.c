@@ -141,6 +141,7 @@ static int add_map(lp_unwinder *u, const lp_mmap_event *m)
     memcpy(p, m->filename, n);
     u->maps[u->nmaps++] = (uw_map){m->pid, m->start, m->start + m->len,
                                    m->pgoff, p};
+    FREE_TABLE(u->restorers, uw_note); /* what is mapped where has changed */
     return 0;
 }
 
@@ -197,23 +198,30 @@ static bool read_restorer(lp_unwinder *u, uint64_t rt)
            (n >= 7 && memcmp(b, eax, 7) == 0);
 }
 
-bool uw_is_mapped(lp_unwinder *u, uint64_t rt)
-{
-    return !u->other_maps || find_map(u, rt) != NULL;
-}
-
-bool uw_is_restorer(lp_unwinder *u, uint64_t rt)
+/* What the trace says about a runtime address outside the binaries,
+ * cached per (process, address): 1 looked up, 2 a restorer, 4 mapped. */
+static unsigned ext_facts(lp_unwinder *u, uint64_t rt)
 {
     uint64_t k[2] = {u->pid, rt};
+    unsigned f;
     uw_note *e;
 
     HASH_FIND(hh, u->restorers, k, sizeof k, e);
     if (e)
-        return e->count > 1;
-    if (uw_note_add(&u->restorers, u->pid, rt, 1 + read_restorer(u, rt)))
-        return false;
-    HASH_FIND(hh, u->restorers, k, sizeof k, e);
-    return e && e->count > 1;
+        return (unsigned)e->count;
+    f = 1 | (read_restorer(u, rt) ? 2 : 0) | (find_map(u, rt) ? 4 : 0);
+    uw_note_add(&u->restorers, u->pid, rt, f);
+    return f;
+}
+
+bool uw_is_mapped(lp_unwinder *u, uint64_t rt)
+{
+    return !u->other_maps || (ext_facts(u, rt) & 4);
+}
+
+bool uw_is_restorer(lp_unwinder *u, uint64_t rt)
+{
+    return ext_facts(u, rt) & 2;
 }
 
 /* ---- life cycle -------------------------------------------------------------- */

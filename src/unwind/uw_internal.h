@@ -220,7 +220,7 @@ struct lp_unwinder {
     bool other_maps;            /* the trace maps more than the binary: it
                                    shows the processes' libraries */
     uw_file *files;
-    uw_note *restorers;         /* (pid, address) -> 1 + is a restorer */
+    uw_note *restorers;         /* (pid, address) -> ext_facts (unwind.c) */
     uint64_t total_samples;     /* NumTotalSample, if set */
     bool total_set;
     bool finished;
