@@ -18,13 +18,14 @@
 #    100.00% it is the ideal profile byte for byte, `!Attributes` included;
 #  * the true contexts of tail calls, callbacks from libc, signal handlers
 #    and longjmp are what docs/accuracy.md says;
-#  * lbr2prof's own CS profile (the repair on) scores >= 99% and at least
-#    llvm-profgen's, with no count in a context the truth does not have.
-#    sigjmp's bar is what can be known (docs/unwind.md): code that ran in
-#    frames a longjmp left, or below a frame-pointer walk that found no
-#    frame, has callers nothing in the sample shows. helpers/knowable.pl
-#    ends each sample's LBR there; lbr2prof must score >= 99% against
-#    that truth, and against the full one at least the share it keeps;
+#  * lbr2prof's own CS profile (the repair on) has no count in a context
+#    the truth does not have, and gets what can be known (docs/unwind.md):
+#    code that ran in frames a longjmp left, or below a frame-pointer walk
+#    that found no frame or skipped a caller the LBR does not show, has
+#    callers nothing in the sample shows. helpers/knowable.pl ends each
+#    sample's LBR there; lbr2prof must score >= 99% and >= llvm-profgen
+#    against that truth, and against the full one 99%, or where less can
+#    be known (sigjmp; recursion on some runs) that share;
 #  * a gcc build (frameless leaves) recorded with --user-stack: the stack
 #    gives the callers the LBR does not show, and agrees with the LBR where
 #    both do (docs/unwind.md, "User stacks").
@@ -132,12 +133,9 @@ run_one() { # name min max args... (llvm-profgen's bounds, see below)
     known "$n" "$W/$n.lp.prof" lbr2prof
     awk -v s="$SCORE" -v f="$PGK" 'BEGIN { exit !(s >= 99 && s >= f) }' \
         || fail "$n: lbr2prof gets $SCORE% of what can be known (llvm-profgen $PGK%)"
-    MIN=99
-    if [ "$n" = sigjmp ]; then
-        MIN=$(awk -v k="$(ideal_of "$W/$n.lbr2prof.know.acc")" -v i="$(ideal_of "$W/$n.ideal.acc")" \
-            'BEGIN { printf "%.2f", k * 100 / i - 0.5 }')
-        echo "$n: what can be known is $MIN% (+0.5) of the ideal"
-    fi
+    MIN=$(awk -v k="$(ideal_of "$W/$n.lbr2prof.know.acc")" -v i="$(ideal_of "$W/$n.ideal.acc")" \
+        'BEGIN { m = k * 100 / i - 0.5; printf "%.2f", m < 99 ? m : 99 }')
+    echo "$n: what can be known is $(ideal_of "$W/$n.lbr2prof.know.acc") of $(ideal_of "$W/$n.ideal.acc"): bar $MIN%"
     judge "$n" "$W/$n.lp.prof" lbr2prof "$MIN"
     grep -q ' 0 wrong;' "$W/$n.lbr2prof.acc" || fail "$n: lbr2prof puts counts in contexts the truth does not have"
 }
@@ -175,6 +173,12 @@ if command -v gcc > /dev/null 2>&1; then
     grep -q 'recovered from the user stack' "$W/gkernel1024.log" || fail "gkernel: no caller from the user stack"
     grep 'the LBR and the user stack' "$W/gkernel1024.log" | grep -q ': [1-9][0-9]* agree, 0 disagree' \
         || { grep 'user stack' "$W/gkernel1024.log"; fail "gkernel: the LBR and the user stack disagree (or never both show the caller)"; }
+    # the recursion's callers the LBR does not reach
+    "$LBR2PROF" record --simulate -c 97 --seed 7 --user-stack=1024 -o "$W/recursion1024.data" \
+        --truth "$W/recursion1024.truth" -- "$W/recursion" 20 > /dev/null 2>&1 || fail "recursion: record --user-stack"
+    "$LBR2PROF" --perfdata="$W/recursion1024.data" --binary="$W/recursion" $PG_CS \
+        --output="$W/recursion1024.prof" > /dev/null 2>&1 || fail "recursion: lbr2prof (user stack)"
+    TRUTH="$W/recursion1024.truth" judge recursion "$W/recursion1024.prof" "lbr2prof(user-stack)" 99.5
 else
     echo "no gcc: the user-stack case is not checked"
 fi

@@ -1,10 +1,11 @@
 #!/usr/bin/perl
 # knowable.pl BINARY < TRUTH > KNOWABLE - test helper for test_accuracy.sh:
-# the simulator's truth (docs/record.md, version 2) with each sample's LBR
-# ended at its newest range whose calling context no unwinder can know
-# from the sample, so that the ideal profile of the result is (a lower
-# bound of) what an unwinder that only claims what the data proves can
-# reach. Two cases, both from the truth's own stacks:
+# the simulator's truth (docs/record.md, version 2) with every LBR range
+# whose calling context no unwinder can know from the sample marked cut
+# (not counted), and the branch taken at its end made to come from outside
+# (no context), so that the ideal profile of the result is what an
+# unwinder that only claims what the data proves can reach. Two cases,
+# both from the truth's own stacks:
 #
 #  * non-local exits: a branch into BINARY after which the stack is no
 #    descendant of the parent of the stack before it left frames without
@@ -12,8 +13,10 @@
 #    ran in frames the sample's call stack does not have, reached by no
 #    return: nothing shows their callers.
 #  * no frame: the frame-pointer walk found nothing beyond the IP (rbp was
-#    0 or garbage: fp_chain has no second entry, or it is not one of the
-#    true stack's first two return addresses). A range is still
+#    0 or garbage: fp_chain has no second entry, or it is none of the true
+#    stack's return addresses), or it skipped the leaf's
+#    caller (a function entry or exit) and the LBR has no branch taken in
+#    the caller's frame, so not the call either. A range is still
 #    known if its context starts (at a frame returning to code outside
 #    BINARY) in a frame the LBR shows being entered by a return, i.e. above
 #    the frames it shares with the sampled stack; otherwise its callers
@@ -55,12 +58,13 @@ sub desc_or_self {
     }
 }
 
-# whether the context of the code running on stack $n starts above the
-# frames it shares with the sampled stack (ancestors of $s)
+# whether the context of the code running on stack $n starts in a frame
+# the LBR can show entered: above the frames it shares with the sampled
+# stack $s (its leaf frame, whose caller the LBR may show, excepted)
 sub starts_above {
     my ($pid, $n, $s) = @_;
     my %anc;
-    for (my $k = $s; $k; $k = $par{$k}) { $anc{$k} = 1; }
+    for (my $k = $par{$s} // 0; $k; $k = $par{$k}) { $anc{$k} = 1; }
     for (my $k = $n; $k && !$anc{$k}; $k = $par{$k}) {
         return 1 if !inside($pid, $ret{$k});
     }
@@ -79,7 +83,19 @@ sub cut_sample {
     my ($stk) = $l =~ /"stack": \[(.*?)\]/;
     my @f = $fp =~ /0x[0-9a-f]+/g;
     my @s = $stk =~ /0x[0-9a-f]+/g;
-    my $no_frame = @f < 2 || !grep { defined $_ && $_ eq $f[1] } @s[1, 2];
+    my $no_frame = @f < 2 || !grep { $_ eq $f[1] } @s[1 .. $#s];
+    # the walk skipped the leaf's caller (it has the true stack but the
+    # first return address), and no branch of the LBR was taken in the
+    # caller's frame (the call is older): the leaf frame's callers are
+    # not known either
+    my $skipped = 0;
+    for my $j (1 .. $#f) {
+        next if defined $s[$j] && $f[$j] eq $s[$j];
+        $skipped = defined $s[$j + 1] && $f[$j] eq $s[$j + 1] && $j == 1;
+        last;
+    }
+    my $caller_seen = grep { $_ == ($par{$snode} // 0) } @node;
+    $no_frame = 1 if !$no_frame && $skipped && !$caller_seen;
     my ($cuts) = $l =~ /"lbr_cut": \[([\d, ]*)\]/;
     my %cut = map { $_ => 1 } ($cuts // '') =~ /\d+/g;
     my $old = scalar @e;    # ranges older than this branch: unknowable
@@ -91,22 +107,27 @@ sub cut_sample {
             last;
         }
     }
-    # range c (run ending at lbr[c].from) ran on node[c]; the LBR ends at
-    # the first unknowable one (its branch, also in an unknowable context,
-    # is made to come from outside, which gives it no context)
-    my $first = $old;
-    for my $c (0 .. $old - 1) {
-        if ($no_frame && !$cut{$c} && !starts_above($pid, $node[$c], $snode)) {
-            $first = $c;
-            last;
-        }
+    # run c (ending at lbr[c].from) and branch c ran on node[c]: an
+    # unknowable one is cut, and its branch made to come from outside
+    # (which gives it no context); run c-1 keeps its start lbr[c].to
+    my %unk;
+    for my $c (0 .. $#e) {
+        $unk{$c} = 1 if $c >= $old ||
+            ($no_frame && !starts_above($pid, $node[$c], $snode));
     }
-    return $l if $first >= $#e;
-    $e[$first] =~ s/^\["0x[0-9a-f]+"/["0x1"/;
-    my $new = join(', ', @e[0 .. $first]);
+    return $l unless %unk;
+    for my $c (keys %unk) {
+        $e[$c] =~ s/^\["0x[0-9a-f]+"/["0x1"/;
+        $cut{$c} = 1 if $c < $#e;
+    }
+    my $new = join(', ', @e);
     $l =~ s/"lbr": \[.*?\]\]/"lbr": [$new]/;
-    my $c = join(', ', grep { $_ < $first } sort { $a <=> $b } keys %cut);
-    $l =~ s/"lbr_cut": \[[\d, ]*\]/"lbr_cut": [$c]/;
+    my $c = join(', ', sort { $a <=> $b } keys %cut);
+    if ($l =~ /"lbr_cut": /) {
+        $l =~ s/"lbr_cut": \[[\d, ]*\]/"lbr_cut": [$c]/;
+    } else {
+        $l =~ s/\}(,?)$/, "lbr_cut": [$c]}$1/;
+    }
     return $l;
 }
 
