@@ -26,6 +26,9 @@
 #    sample's LBR there; lbr2prof must score >= 99% and >= llvm-profgen
 #    against that truth, and against the full one 99%, or where less can
 #    be known (sigjmp; recursion on some runs) that share;
+#  * workloads beyond llvm-profgen's tests: asyncsig (signal handlers
+#    entered in the middle of the program's code), dispatch (calls through
+#    a function-pointer table);
 #  * a gcc build (frameless leaves) recorded with --user-stack: the stack
 #    gives the callers the LBR does not show, and agrees with the LBR where
 #    both do (docs/unwind.md, "User stacks").
@@ -151,6 +154,7 @@ run_one kernel 80 "" 200
 run_one threads 90 ""
 run_one sigjmp 10 60 1000
 run_one asyncsig 10 "" 300
+run_one dispatch 40 95 300
 
 # user stacks: gcc keeps leaf functions frameless, and kernel's sort runs
 # longer than the LBR reaches back, so the LBR rarely shows its caller
