@@ -10,8 +10,12 @@
  * pop), as in llvm-profgen. Children are visited in the order of
  * llvm-profgen 19's std::unordered_map (libstdc++), which decides what that
  * extra pop removes. Address stacks are mapped to contexts once (cached).
- * Owns context formation; not the trie (trie.c) nor the counters' storage
- * (src/context/ctxcount.c).
+ * Frames above a hole (the repair's unknown frames) have no known context:
+ * their records are dropped and counted; a signal frame cuts like an
+ * external one. Each address is symbolized with its own binary; a
+ * context's counters are its leaf's binary's (the empty context: the
+ * target's). Owns context formation; not the trie (trie.c) nor the
+ * counters' storage (src/context/ctxcount.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,15 +1,20 @@
 /*
  * intake.c - hybrid samples in, as llvm-profgen 19's HybridPerfReader takes
- * them: addresses canonicalized (anything that is not an instruction start
- * of the binary becomes ExternalAddr), the call stack turned into call-site
- * addresses (extractCallstack: external frames merged, the trailing one
- * dropped, a return address not preceded by a call truncates the stack),
- * samples with a prolog/epilog leaf dropped - or, with frame repair, the
- * caller the frame-pointer walk missed put back when the LBR proves it -,
- * the LBR canonicalized with external->external entries dropped
- * (extractLBRStack), the leaf replaced by LBR[0]'s target, and identical
- * samples aggregated with a repeat count. Owns the aggregation table's key
- * encoding; not the unwinding itself (trie.c).
+ * them: addresses canonicalized (through the address map, any binary; else
+ * the single base; anything that is not an instruction start becomes
+ * ExternalAddr), the call stack turned into call-site addresses
+ * (extractCallstack: external frames merged, the trailing one dropped, a
+ * return address not preceded by a call truncates the stack), samples with
+ * a prolog/epilog leaf dropped, the LBR canonicalized with
+ * external->external entries dropped (extractLBRStack), the leaf replaced
+ * by LBR[0]'s target, and identical samples aggregated with a repeat
+ * count. With the frame repair: the caller the frame-pointer walk missed
+ * put back from the LBR or the user stack (else a hole, or dropped),
+ * signal restorers made signal frames (in the walk and as LBR targets), a
+ * leaf entered asynchronously after LBR[0] given the interrupted code's
+ * stack, and a walk that ends nowhere (no frame, an unmapped or invalid
+ * return address) given an unknown bottom. Owns the aggregation table's
+ * key encoding; not the unwinding itself (trie.c).
  */
 #include <inttypes.h>
 #include <stdlib.h>

@@ -11,6 +11,9 @@
  *   F                 FRAMELESS  rbp is never this function's
  *   BODY              BODY       the walk is right
  *   UNKNOWN, PLT      UNKNOWN    nothing can be said
+ *
+ * and, for code a signal interrupted somewhere on a straight-line path,
+ * whether the walk of the handler's stack has its caller (uw_interrupted).
  */
 #include "lbr2prof/fpunwind.h"
 #include "unwind/uw_internal.h"

@@ -11,6 +11,16 @@
  * inside it). The cut of each distinct range is cached. Owns the trie and
  * the four operations; what the trie becomes is collect.c's.
  *
+ * With the frame repair (never with --no-repair-frames) the trie also has
+ * holes - frames of unknown address, filled in by the call that leaves
+ * them - and signal frames: a range that is no fall-through below a signal
+ * frame is the signal's delivery (the older code ran in the interrupted
+ * frame), a handler's return to its restorer puts a signal frame on the
+ * frame rt_sigreturn resumed; a frame entered by a return but left by a
+ * call from elsewhere (longjmp), an external landing inside a function, a
+ * return to no call site or an unexplained broken range continue on an
+ * unknown stack instead of the invalid state.
+ *
  * Quirks kept on purpose: a return whose target does not follow a call
  * makes a frame at address 0, which the collection treats like the trie
  * root (llvm-profgen 19 does the same in release builds).

@@ -1,7 +1,10 @@
 /*
- * unwind.c - the unwinder object: options, life cycle, the binary's address
- * facts (a direct-mapped cache over the binary loader), mmap events under
- * llvm-profgen's single-base rule, and batches of pending distinct samples.
+ * unwind.c - the unwinder object: options, life cycle, the binaries' address
+ * facts (a direct-mapped cache over the binary loader, addresses encoded
+ * with their binary), mmap events under llvm-profgen's single-base rule and
+ * every mapping of the trace (to read code bytes: is a return address a
+ * signal restorer, is it mapped at all), and batches of pending distinct
+ * samples.
  * Does not own sample parsing (intake.c), unwinding (trie.c), contexts
  * (collect.c) or warnings (warn.c).
  */
