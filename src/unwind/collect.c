@@ -360,8 +360,6 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
                                  w->err)))
                 return -1;
         }
-        if (u->dbg)
-            u->dbg(u->dbg_ctx, u->stk + s->base, s->n, x);
         rc = x->branch ? lp_counters_add_branch(e->counters, uw_va(x->a),
                                                 uw_bin_of(x->b) == (size_t)e->bin
                                                     ? uw_va(x->b)

@@ -225,10 +225,6 @@ struct lp_unwinder {
     bool total_set;
     bool finished;
     lp_unwind_stats st;
-    /* debugging and tests: every record as collected, with its frame
-     * address stack (root first, the leaf's frame last); may be NULL */
-    void (*dbg)(void *ctx, const uint64_t *stk, size_t n, const uw_rec *r);
-    void *dbg_ctx;
 };
 
 /* kinds of notes_lost (first key) */
