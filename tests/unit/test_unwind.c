@@ -926,6 +926,70 @@ static void test_user_stack(void **state)
     free(got);
 }
 
+/* ---- robustness ----------------------------------------------------------------- */
+
+/* Random stacks and LBRs over the fixture's interesting addresses (entries,
+ * exits, calls, returns, external code, the restorer, addresses after no
+ * call): the unwinder, repair on and off, never fails or misbehaves (the
+ * ASan build runs this too). */
+static void test_random_samples(void **state)
+{
+    static const uint64_t pool[] = {
+        0x401000, 0x401010, 0x401012, 0x401020, 0x401025, 0x401030, 0x401035,
+        0x401040, 0x401050, 0x401052, 0x401054, 0x401058, 0x401060, 0x401064,
+        0x40107e, 0x40107f, 0x401080, 0x401084, 0x401088, 0x40108a, 0x401090,
+        0x401095, 0x4010bf, 0x4010c0, 0x4010df, 0x4010e0, 0x4010ff, 0x401100,
+        0x401130, 0x401135, 0x401150, 0x401155, 0x401180, 0x401185, 0x4011c0,
+        0x4011df, 0x4011e0, 0x4011e2, 0x401210, 0x401212, 0x401215,
+        EXT, EXT + 0x100, RESTORER, RESTORER + 7, 0x7e0000000000, 0};
+    const size_t np = sizeof pool / sizeof *pool;
+    uint64_t seed = 12345, stack[8];
+    lp_branch_entry br[12];
+    lp_binary *b;
+    lp_unwind_opts o;
+    lp_error e = {0};
+    lp_unwinder *u;
+    lp_ctxcount *cc;
+    int pass, i;
+    size_t k, ns, nb;
+
+    NEED_FIXTURE();
+    b = open_bin(fixture);
+#define RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33)
+    for (pass = 0; pass < 4; pass++) {
+        lp_unwind_opts_default(&o);
+        o.repair_frames = pass < 3;
+        o.compress_recursion = pass == 1 ? 0 : -1;
+        assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
+        for (k = 0; k < 2; k++)
+            assert_int_equal(lp_unwind_mmap(u, &restorer_map()[k], &e), 0);
+        for (i = 0; i < 3000; i++) {
+            lp_hybrid_sample h = {0};
+            ns = 1 + RND() % 7;
+            nb = RND() % 12;
+            for (k = 0; k < ns; k++)
+                stack[k] = pool[RND() % np];
+            for (k = 0; k < nb; k++) {
+                br[k].from = pool[RND() % np];
+                br[k].to = pool[RND() % np];
+                br[k].flags = 0;
+            }
+            h.stack = stack;
+            h.nstack = ns;
+            h.fp_walk = RND() & 1;
+            h.br = br;
+            h.nbr = nb;
+            h.repeat = 1 + RND() % 3;
+            assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
+        }
+        assert_non_null(cc = lp_unwind_finish(u, &e));
+        lp_ctxcount_free(cc);
+        lp_unwind_free(u);
+    }
+#undef RND
+    lp_binary_close(b);
+}
+
 /* ---- aggregation and batches ------------------------------------------------------ */
 
 /* Identical samples are stored once; unwinding in batches (a tiny budget
@@ -1108,6 +1172,7 @@ int main(void)
         cmocka_unit_test(test_sigreturn),
         cmocka_unit_test(test_longjmp),
         cmocka_unit_test(test_user_stack),
+        cmocka_unit_test(test_random_samples),
         cmocka_unit_test(test_batches_same_output),
         cmocka_unit_test(test_compress_recursion),
         cmocka_unit_test(test_unordered_map_order),
