@@ -78,7 +78,7 @@ size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth)
 
 /* ---- address stack -> context ----------------------------------------------- */
 
-static uint32_t hash_addrs(const uint64_t *a, size_t n)
+static uint64_t hash_addrs(const uint64_t *a, size_t n)
 {
     uint64_t h = 0x51ed27048d1a6c5bull ^ n;
     size_t i;
@@ -87,7 +87,43 @@ static uint32_t hash_addrs(const uint64_t *a, size_t n)
         h = (h ^ a[i]) * 0xbf58476d1ce4e5b9ull;
         h ^= h >> 29;
     }
-    return (uint32_t)(h ^ (h >> 32));
+    return h ^ (h >> 32);
+}
+
+static uw_ctxslot *ctx_find(const uw_ctxtab *t, uint64_t h, const uint64_t *a,
+                            size_t n)
+{
+    size_t i = (size_t)h & t->mask;
+    uw_ctxslot *s;
+
+    for (;; i = (i + 1) & t->mask) {
+        s = &t->slots[i];
+        if (!s->k || (s->h == h && s->k->n == n &&
+                      memcmp(s->k->addrs, a, n * sizeof *a) == 0))
+            return s;
+    }
+}
+
+/* Room for one more key (at most half full). 0 or -1. */
+static int ctx_reserve(uw_ctxtab *t)
+{
+    size_t n = t->slots ? (t->mask + 1) * 2 : 4096, i;
+    uw_ctxtab g = {0};
+
+    if (t->slots && (t->count + 1) * 2 <= t->mask + 1)
+        return 0;
+    if (!(g.slots = calloc(n, sizeof *g.slots)))
+        return -1;
+    g.mask = n - 1;
+    g.count = t->count;
+    for (i = 0; t->slots && i <= t->mask; i++) {
+        uw_ctxslot *s = &t->slots[i];
+        if (s->k)
+            *ctx_find(&g, s->h, s->k->addrs, s->k->n) = *s;
+    }
+    free(t->slots);
+    *t = g;
+    return 0;
 }
 
 /* getExpandedContext into u->frames; returns the frame count (0: the empty
@@ -129,29 +165,32 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
 static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
                                 lp_error *err)
 {
-    uint32_t h = hash_addrs(a, n);
+    uint64_t h = hash_addrs(a, n);
+    uw_ctxslot *s = u->ctxkeys.slots ? ctx_find(&u->ctxkeys, h, a, n) : NULL;
     uw_ctxkey *k;
     long nf = 0;
     bool wli = false;
     lp_ctx_entry *e;
 
-    HASH_FIND_BYHASHVALUE(hh, u->ctxkeys, a, n * sizeof *a, h, k);
-    if (k)
-        return k->entry;
+    if (s && s->k)
+        return s->k->entry;
     if (n > 0 && (nf = expand(u, a, n, &wli, err)) < 0)
         return NULL;
     if (!(e = lp_ctxcount_get(u->cc, 0, nf ? u->frames : NULL, (size_t)nf,
                               wli, err)))
         return NULL;
-    if (!(k = uw_arena_alloc(&u->cache_arena, sizeof *k + n * sizeof *a))) {
+    if (ctx_reserve(&u->ctxkeys) ||
+        !(k = uw_arena_alloc(&u->cache_arena, sizeof *k + n * sizeof *a))) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return NULL;
     }
-    memset(k, 0, sizeof *k);
     k->entry = e;
     k->n = (uint32_t)n;
     memcpy(k->addrs, a, n * sizeof *a);
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->ctxkeys, k->addrs, n * sizeof *a, h, k);
+    s = ctx_find(&u->ctxkeys, h, a, n);
+    s->h = h;
+    s->k = k;
+    u->ctxkeys.count++;
     return e;
 }
 

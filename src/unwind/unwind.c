@@ -166,7 +166,7 @@ void lp_unwind_free(lp_unwinder *u)
     lp_leaf_cache_free(u->leaves);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     HASH_CLEAR(hh, u->splits);
-    HASH_CLEAR(hh, u->ctxkeys);
+    free(u->ctxkeys.slots);
     uw_arena_free(&u->agg_arena);
     uw_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);

@@ -103,11 +103,24 @@ typedef struct uw_split {       /* range [start, end] cut by inline context */
 } uw_split;
 
 typedef struct uw_ctxkey {      /* address stack -> context entry */
-    UT_hash_handle hh;
     lp_ctx_entry *entry;
     uint32_t n;
     uint64_t addrs[];
 } uw_ctxkey;
+
+/* The address-stack cache is looked up for every frame of every distinct
+ * sample: open addressing with the full hash in the slot, so a probe
+ * touches one cache line unless the hash matches (uthash chased a chain of
+ * entries, one cache miss each). At most half full. */
+typedef struct uw_ctxslot {
+    uint64_t h;
+    uw_ctxkey *k;               /* NULL: empty */
+} uw_ctxslot;
+
+typedef struct uw_ctxtab {
+    uw_ctxslot *slots;
+    size_t mask, count;
+} uw_ctxtab;
 
 typedef struct uw_set64 {       /* a set of addresses */
     UT_hash_handle hh;
@@ -156,7 +169,7 @@ struct lp_unwinder {
     size_t pieces_cap;
     /* caches */
     uw_split *splits;
-    uw_ctxkey *ctxkeys;
+    uw_ctxtab ctxkeys;
     uw_arena cache_arena;
     /* results and warning material */
     lp_ctxcount *cc;
