@@ -6,8 +6,13 @@
 # and pipe mode from stdin through `perf inject -o -`), of `lbr2prof
 # script` and of the flat profile must grow by less than 6 MB while the
 # input grows by 47 MB. (The reader maps the file and prefetches 8 MB
-# ahead, so smaller inputs do not reach the plateau.) Skipped under
-# AddressSanitizer (its allocator and shadow memory make RSS meaningless).
+# ahead, so smaller inputs do not reach the plateau.) The same for the
+# context-sensitive pipeline (unwinder, CS generator, pre-inliner, writer):
+# tests/workloads/kernel.c built with clang-19 -fno-omit-frame-pointer,
+# recorded with `lbr2prof record --simulate` (~4 MB of hybrid samples),
+# replicated 4 and 16 times, as perf.data and as `lbr2prof script
+# --raw-addresses` text. Skipped under AddressSanitizer (its allocator and
+# shadow memory make RSS meaningless).
 set -u
 [ -x /usr/bin/time ] || { echo "skip: /usr/bin/time not installed"; exit 77; }
 nm "$LBR2PROF" 2>/dev/null | grep -q __asan_init && { echo "skip: ASan build"; exit 77; }
@@ -48,4 +53,27 @@ check "script" "$(rss "$LBR2PROF" script r4.data)" "$(rss "$LBR2PROF" script r16
 check "flat profile" "$(rss "$LBR2PROF" r4.data --binary "$A/test.binary" -o o4.prof)" \
     "$(rss "$LBR2PROF" r16.data --binary "$A/test.binary" -o o16.prof)"
 cmp -s o4.prof o16.prof && fail "profiles of x4 and x16 should differ (counts)"
+rm -f r4.data r16.data p4.data p16.data
+
+command -v clang-19 >/dev/null 2>&1 || { echo "CS part skipped: clang-19 not installed"; exit 0; }
+clang-19 -O2 -g -fno-omit-frame-pointer -o kernel "$TOP/tests/workloads/kernel.c" ||
+    fail "building kernel.c"
+"$LBR2PROF" record --simulate -c 50 --seed 3 -o k.data -- ./kernel 300 > /dev/null 2>&1 ||
+    fail "recording kernel.c"
+for c in 4 16; do
+    ./replicate k.data $c k$c.data 2>/dev/null || fail "replicate k.data $c"
+done
+check "CS profile from perf.data" \
+    "$(rss "$LBR2PROF" k4.data --binary kernel -o c4.prof)" \
+    "$(rss "$LBR2PROF" k16.data --binary kernel -o c16.prof)"
+cmp -s c4.prof c16.prof && fail "CS profiles of x4 and x16 should differ (counts)"
+for c in 4 16; do
+    "$LBR2PROF" script -F ip,brstack --show-mmap-events --raw-addresses k$c.data > k$c.txt ||
+        fail "script k$c.data"
+    rm -f k$c.data
+done
+check "CS profile from perf script ($(wc -c < k16.txt) bytes)" \
+    "$(rss "$LBR2PROF" --perfscript=k4.txt --binary kernel -o t4.prof)" \
+    "$(rss "$LBR2PROF" --perfscript=k16.txt --binary kernel -o t16.prof)"
+cmp -s t4.prof t16.prof && fail "CS profiles of x4 and x16 should differ (counts)"
 exit 0
