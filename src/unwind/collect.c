@@ -78,16 +78,134 @@ size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth)
 
 /* ---- address stack -> context ----------------------------------------------- */
 
-static uint32_t hash_addrs(const uint64_t *a, size_t n)
-{
-    uint64_t h = 0x51ed27048d1a6c5bull ^ n;
-    size_t i;
+/* ---- the context cache's maps -------------------------------------------- */
 
-    for (i = 0; i < n; i++) {
-        h = (h ^ a[i]) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 29;
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t h = (a ^ 0x51ed27048d1a6c5bull) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 29) ^ b) * 0x94d049bb133111ebull;
+    return h ^ (h >> 32);
+}
+
+static uw_slot3 *map_slot(const uw_map *m, uint64_t k1, uint64_t k2)
+{
+    size_t i = (size_t)mix(k1, k2) & m->mask;
+
+    while (m->s[i].v && (m->s[i].k1 != k1 || m->s[i].k2 != k2))
+        i = (i + 1) & m->mask;
+    return &m->s[i];
+}
+
+static uint64_t map_get(const uw_map *m, uint64_t k1, uint64_t k2)
+{
+    return m->s ? map_slot(m, k1, k2)->v : 0;
+}
+
+/* Insert a key known to be absent; v != 0. 0 or -1. */
+static int map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v)
+{
+    if (!m->s || (m->count + 1) * 2 > m->mask + 1) {
+        size_t n = m->s ? (m->mask + 1) * 2 : 1024, i;
+        uw_map g = {0};
+        if (!(g.s = calloc(n, sizeof *g.s)))
+            return -1;
+        g.mask = n - 1;
+        g.count = m->count;
+        for (i = 0; m->s && i <= m->mask; i++)
+            if (m->s[i].v)
+                *map_slot(&g, m->s[i].k1, m->s[i].k2) = m->s[i];
+        free(m->s);
+        *m = g;
     }
-    return (uint32_t)(h ^ (h >> 32));
+    *map_slot(m, k1, k2) = (uw_slot3){k1, k2, v};
+    m->count++;
+    return 0;
+}
+
+/* ---- leaf signatures ---------------------------------------------------------- */
+
+static bool sig_equal(const uw_sig *a, const uw_sig *b, bool fs)
+{
+    uint32_t i;
+
+    if (a->k != b->k)
+        return false;
+    for (i = 0; i < a->k; i++) {
+        const lp_frame *x = &a->f[i], *y = &b->f[i];
+        if (x->func != y->func && strcmp(x->func, y->func))
+            return false;
+        if (i + 1 < a->k && (x->line_offset != y->line_offset ||
+                             lp_disc_base(x->discriminator, fs) !=
+                                 lp_disc_base(y->discriminator, fs)))
+            return false;
+    }
+    return true;
+}
+
+static uint64_t sig_hash(const uw_sig *g, bool fs)
+{
+    uint64_t h = g->k;
+    uint32_t i;
+    const char *c;
+
+    for (i = 0; i < g->k; i++) {
+        for (c = g->f[i].func; *c; c++)
+            h = h * 131 + (unsigned char)*c;
+        if (i + 1 < g->k)
+            h = mix(h, ((uint64_t)g->f[i].line_offset << 32) |
+                           lp_disc_base(g->f[i].discriminator, fs));
+    }
+    return h;
+}
+
+/* The signature id of a leaf address (from 1), 0 on error. */
+static uint64_t leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    uint64_t id = map_get(&c->leaf, addr, 0), h, j, cand;
+    uw_sig g;
+    size_t k;
+
+    if (id)
+        return id;
+    if (lp_binary_symbolize(u->bin, addr, &g.f, &k, err))
+        return 0;
+    g.k = (uint32_t)k;
+    h = sig_hash(&g, u->fs_disc);
+    for (j = 0; (cand = map_get(&c->dedup, h, j)); j++)
+        if (sig_equal(&c->sigs[cand - 1], &g, u->fs_disc))
+            break;
+    if (!(id = cand)) {
+        if (uw_grow((void **)&c->sigs, &c->sigs_cap, c->nsigs + 1,
+                    sizeof *c->sigs) ||
+            map_put(&c->dedup, h, j, c->nsigs + 1))
+            goto oom;
+        c->sigs[c->nsigs++] = g;
+        id = c->nsigs;
+    }
+    if (map_put(&c->leaf, addr, 0, id))
+        goto oom;
+    return id;
+oom:
+    lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    return 0;
+}
+
+/* The prefix id of (parent, addr), made if new; 0 on error. */
+static uint64_t prefix_id(lp_unwinder *u, uint64_t parent, uint64_t addr,
+                          lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    uint64_t id = map_get(&c->pfx, parent, addr);
+
+    if (id)
+        return id;
+    id = ++c->npfx;
+    if (map_put(&c->pfx, parent, addr, id)) {
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        return 0;
+    }
+    return id;
 }
 
 /* getExpandedContext into u->frames; returns the frame count (0: the empty
@@ -126,32 +244,44 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
     return (long)nf;
 }
 
-static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
-                                lp_error *err)
+static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
+                                  size_t n, lp_error *err)
 {
-    uint32_t h = hash_addrs(a, n);
-    uw_ctxkey *k;
     long nf = 0;
     bool wli = false;
-    lp_ctx_entry *e;
 
-    HASH_FIND_BYHASHVALUE(hh, u->ctxkeys, a, n * sizeof *a, h, k);
-    if (k)
-        return k->entry;
     if (n > 0 && (nf = expand(u, a, n, &wli, err)) < 0)
         return NULL;
-    if (!(e = lp_ctxcount_get(u->cc, 0, nf ? u->frames : NULL, (size_t)nf,
-                              wli, err)))
+    return lp_ctxcount_get(u->cc, 0, nf ? u->frames : NULL, (size_t)nf, wli,
+                           err);
+}
+
+/* The context of the stack a[0..n); `callers` is the prefix id of
+ * a[0..n-1) (0 for none, UINT64_MAX when unknown: no caching). */
+static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
+                                uint64_t callers, lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    uint64_t sig, v;
+    lp_ctx_entry *e;
+
+    if (n == 0) {
+        if (!c->empty)
+            c->empty = make_context(u, a, 0, err);
+        return c->empty;
+    }
+    if (callers == UINT64_MAX)
+        return make_context(u, a, n, err);
+    if (!(sig = leaf_sig(u, a[n - 1], err)))
         return NULL;
-    if (!(k = uw_arena_alloc(&u->cache_arena, sizeof *k + n * sizeof *a))) {
+    if ((v = map_get(&c->ctx, callers, sig)))
+        return (lp_ctx_entry *)(uintptr_t)v;
+    if (!(e = make_context(u, a, n, err)))
+        return NULL;
+    if (map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return NULL;
     }
-    memset(k, 0, sizeof *k);
-    k->entry = e;
-    k->n = (uint32_t)n;
-    memcpy(k->addrs, a, n * sizeof *a);
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->ctxkeys, k->addrs, n * sizeof *a, h, k);
     return e;
 }
 
@@ -328,7 +458,9 @@ static int collect_frame(walk *w, int32_t node, const fstack *s)
 
     if (u->nodes[node].rec < 0)
         return 0;
-    if (!(e = context_of(u, u->stk + s->base, s->n, w->err)))
+    if (!(e = context_of(u, u->stk + s->base, s->n,
+                         s->n < 2 ? 0 : u->ctxc.ids[s->base + s->n - 2],
+                         w->err)))
         return -1;
 
     for (r = u->nodes[node].rec; r >= 0 && rc == 0; r = u->recs[r].next)
@@ -362,8 +494,16 @@ static int walk_node(walk *w, int32_t node, fstack *s)
             u->untracked_ext = true;
         return 0;
     }
-    if (addr != 0)
-        u->stk[s->base + s->n++] = addr;
+    if (addr != 0) {
+        size_t at = s->base + s->n++;
+        uint64_t parent = s->n < 2 ? 0 : u->ctxc.ids[at - 1];
+        u->stk[at] = addr;
+        /* the prefix id, needed only as the callers of the children */
+        u->ctxc.ids[at] = UINT64_MAX;
+        if (u->nodes[node].child >= 0 && parent != UINT64_MAX &&
+            !(u->ctxc.ids[at] = prefix_id(u, parent, addr, w->err)))
+            return -1;
+    }
     if (collect_frame(w, node, s))
         return -1;
     for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
@@ -383,7 +523,9 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
     for (i = 0; i < u->nnodes; i++)
         if (order_children(u, (int32_t)i))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk))
+    if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk) ||
+        uw_grow((void **)&u->ctxc.ids, &u->ctxc.ids_cap, u->nnodes + 1,
+                sizeof *u->ctxc.ids))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     return walk_node(&w, 0, &s);
 }

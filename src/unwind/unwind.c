@@ -166,7 +166,12 @@ void lp_unwind_free(lp_unwinder *u)
     lp_leaf_cache_free(u->leaves);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     HASH_CLEAR(hh, u->splits);
-    HASH_CLEAR(hh, u->ctxkeys);
+    free(u->ctxc.pfx.s);
+    free(u->ctxc.leaf.s);
+    free(u->ctxc.dedup.s);
+    free(u->ctxc.ctx.s);
+    free(u->ctxc.sigs);
+    free(u->ctxc.ids);
     uw_arena_free(&u->agg_arena);
     uw_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);

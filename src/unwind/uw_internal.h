@@ -102,12 +102,39 @@ typedef struct uw_split {       /* range [start, end] cut by inline context */
     uw_piece pieces[];          /* in the order unwindLinear records them */
 } uw_split;
 
-typedef struct uw_ctxkey {      /* address stack -> context entry */
-    UT_hash_handle hh;
-    lp_ctx_entry *entry;
-    uint32_t n;
-    uint64_t addrs[];
-} uw_ctxkey;
+/* Context cache (collect.c). The context of a frame is decided by the
+ * exact caller addresses and by the leaf address's inline frames with the
+ * leaf location zeroed - not by the leaf address itself: so the key is
+ * (caller prefix id, leaf signature id), where prefix ids come from a trie
+ * of (parent prefix id, address) pairs and signatures are inline stacks
+ * deduplicated by content. An exact key (nothing probabilistic) that is
+ * ~10x fewer entries than whole address stacks (one per leaf address). */
+typedef struct uw_slot3 {       /* open addressing; v == 0: empty slot */
+    uint64_t k1, k2, v;
+} uw_slot3;
+
+typedef struct uw_map {         /* at most half full */
+    uw_slot3 *s;
+    size_t mask, count;
+} uw_map;
+
+typedef struct uw_sig {         /* a leaf signature: the inline stack */
+    const lp_frame *f;
+    uint32_t k;
+} uw_sig;
+
+typedef struct uw_ctxcache {
+    uw_map pfx;                 /* (parent prefix, address) -> prefix id */
+    uw_map leaf;                /* (leaf address, 0) -> signature id */
+    uw_map dedup;               /* (signature hash, j) -> signature id */
+    uw_map ctx;                 /* (caller prefix, signature) -> entry */
+    uw_sig *sigs;               /* by id - 1 */
+    size_t nsigs, sigs_cap;
+    uint64_t npfx;
+    lp_ctx_entry *empty;        /* the empty stack's context */
+    uint64_t *ids;              /* prefix id per u->stk position, 0 unknown */
+    size_t ids_cap;
+} uw_ctxcache;
 
 typedef struct uw_set64 {       /* a set of addresses */
     UT_hash_handle hh;
@@ -156,7 +183,7 @@ struct lp_unwinder {
     size_t pieces_cap;
     /* caches */
     uw_split *splits;
-    uw_ctxkey *ctxkeys;
+    uw_ctxcache ctxc;
     uw_arena cache_arena;
     /* results and warning material */
     lp_ctxcount *cc;
