@@ -110,12 +110,27 @@ typedef struct lp_inl_tree {
     UT_hash_handle hh;
 } lp_inl_tree;
 
-/* Symbolization cache entry (uthash keyed by addr). */
-typedef struct lp_sym_cache {
+/* Symbolization cache: open addressing on the address (linear probing,
+ * at most half full); the frames live in chunks that never move, so the
+ * pointers handed out stay valid until lp_binary_close(). One slot is 24
+ * bytes and a stack takes exactly its frames (was a uthash entry of ~90
+ * bytes plus room for the whole inline tree's depth per address). */
+typedef struct lp_sym_slot {
     uint64_t addr;
-    lp_frame *frames;
-    size_t n;
-    UT_hash_handle hh;
+    const lp_frame *frames;     /* NULL: empty slot */
+    uint32_t n;
+} lp_sym_slot;
+
+typedef struct lp_sym_chunk {
+    struct lp_sym_chunk *next;
+    size_t used, cap;           /* in frames */
+    lp_frame f[];
+} lp_sym_chunk;
+
+typedef struct lp_sym_cache {
+    lp_sym_slot *slots;
+    size_t mask, count;         /* mask + 1 slots, count used */
+    lp_sym_chunk *chunks;
 } lp_sym_cache;
 
 /* Function name -> lp_function (uthash keyed by name). */
@@ -177,7 +192,7 @@ struct lp_binary {
     size_t ndup_starts;
     size_t ndwo_missing;
 
-    lp_sym_cache *cache;                /* uthash */
+    lp_sym_cache cache;                 /* address -> inline stack */
     lp_line_cache *lines;               /* uthash */
     lp_inl_tree *trees;                 /* uthash */
     const uint8_t *debug_line;          /* .debug_line of dbg_elf */

@@ -229,41 +229,94 @@ static size_t make_frames(lp_binary *b, const lp_die_range *dr,
     return k;
 }
 
+/* ---- the per-address cache -------------------------------------------- */
+
+static const lp_frame no_frames[1];
+
+static size_t sym_hash(uint64_t addr, size_t mask)
+{
+    uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+static lp_sym_slot *sym_find(const lp_sym_cache *c, uint64_t addr)
+{
+    size_t i = sym_hash(addr, c->mask);
+    while (c->slots[i].frames && c->slots[i].addr != addr)
+        i = (i + 1) & c->mask;
+    return &c->slots[i];
+}
+
+/* Make room for one more entry (at most half full). */
+static int sym_reserve(lp_sym_cache *c)
+{
+    size_t n = c->slots ? (c->mask + 1) * 2 : 1024, i;
+    lp_sym_cache g = *c;
+
+    if (c->slots && (c->count + 1) * 2 <= c->mask + 1)
+        return 0;
+    if (!(g.slots = calloc(n, sizeof *g.slots)))
+        return -1;
+    g.mask = n - 1;
+    for (i = 0; c->slots && i <= c->mask; i++)
+        if (c->slots[i].frames)
+            *sym_find(&g, c->slots[i].addr) = c->slots[i];
+    free(c->slots);
+    *c = g;
+    return 0;
+}
+
+/* Room for n frames that never moves. */
+static lp_frame *sym_frames(lp_sym_cache *c, size_t n)
+{
+    lp_sym_chunk *k = c->chunks;
+    if (!k || k->cap - k->used < n) {
+        size_t cap = n > 4096 ? n : 4096;
+        if (!(k = malloc(sizeof *k + cap * sizeof *k->f)))
+            return NULL;
+        k->next = c->chunks;
+        k->used = 0;
+        k->cap = cap;
+        c->chunks = k;
+    }
+    k->used += n;
+    return k->f + k->used - n;
+}
+
 int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
                         size_t *n, lp_error *err)
 {
-    lp_sym_cache *c;
-    HASH_FIND(hh, b->cache, &addr, sizeof addr, c);
-    if (!c) {
+    lp_sym_slot *s = b->cache.slots ? sym_find(&b->cache, addr) : NULL;
+    if (!s || !s->frames) {
         const lp_die_range *dr = die_for(b, addr);
         lp_inl_tree *t = dr ? tree_for(b, dr) : NULL;
+        lp_frame tmp[MAX_CHAIN + 1], *f = NULL;
+        size_t k;
         if (dr && !t)
             return lp_error_set(err, LP_ENOMEM, "out of memory");
-        size_t cap = t ? t->n + 1 : 1;
-        if (cap > MAX_CHAIN + 1)
-            cap = MAX_CHAIN + 1;
-        c = calloc(1, sizeof *c);
-        if (!c || !(c->frames = calloc(cap, sizeof *c->frames))) {
-            free(c);
+        k = t ? make_frames(b, dr, t, addr, tmp) : 0;
+        if (sym_reserve(&b->cache) || (k && !(f = sym_frames(&b->cache, k))))
             return lp_error_set(err, LP_ENOMEM, "out of memory");
-        }
-        c->addr = addr;
-        c->n = t ? make_frames(b, dr, t, addr, c->frames) : 0;
-        HASH_ADD(hh, b->cache, addr, sizeof c->addr, c);
+        s = sym_find(&b->cache, addr);
+        s->addr = addr;
+        s->n = (uint32_t)k;
+        s->frames = k ? memcpy(f, tmp, k * sizeof *f) : no_frames;
+        b->cache.count++;
     }
-    *frames = c->frames;
-    *n = c->n;
+    *frames = s->frames;
+    *n = s->n;
     return 0;
 }
 
 void lp_bin_free_symbolizer(lp_binary *b)
 {
-    lp_sym_cache *c, *ctmp;
-    HASH_ITER(hh, b->cache, c, ctmp) {
-        HASH_DEL(b->cache, c);
-        free(c->frames);
-        free(c);
+    lp_sym_chunk *k, *knext;
+    for (k = b->cache.chunks; k; k = knext) {
+        knext = k->next;
+        free(k);
     }
+    free(b->cache.slots);
+    memset(&b->cache, 0, sizeof b->cache);
     lp_line_cache *lc, *ltmp;
     HASH_ITER(hh, b->lines, lc, ltmp) {
         HASH_DEL(b->lines, lc);

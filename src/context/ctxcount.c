@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "lbr2prof/ctxcount.h"
 
@@ -19,11 +18,23 @@ typedef struct ctx_ent {     /* one allocation: this, the frames, the
     char *hkey;
     size_t hlen;
     lp_ctx_frame *frames;
-    UT_hash_handle hh;
 } ctx_ent;
 
+/* Open addressing on the key's hash (the full hash kept in the slot, so a
+ * probe rarely touches an entry that does not match), at most half full;
+ * the entries also in insertion order, which is the iteration order. */
+typedef struct ctx_slot {
+    uint64_t h;
+    ctx_ent *c;                 /* NULL: empty */
+} ctx_slot;
+
 struct lp_ctxcount {
-    ctx_ent *head;
+    ctx_slot *slots;
+    size_t mask;
+    ctx_ent **v;                /* insertion order */
+    size_t n, cap;
+    char *kbuf;                 /* key scratch: 4-byte bin, printed key */
+    size_t kcap;
 };
 
 lp_ctxcount *lp_ctxcount_new(void)
@@ -39,49 +50,86 @@ static void ent_free(ctx_ent *c)
 
 void lp_ctxcount_free(lp_ctxcount *cc)
 {
-    ctx_ent *c, *t;
+    size_t i;
 
     if (!cc)
         return;
-    HASH_ITER(hh, cc->head, c, t) {
-        HASH_DEL(cc->head, c);
-        ent_free(c);
-    }
+    for (i = 0; i < cc->n; i++)
+        ent_free(cc->v[i]);
+    free(cc->v);
+    free(cc->slots);
+    free(cc->kbuf);
     free(cc);
 }
 
 size_t lp_ctxcount_size(const lp_ctxcount *cc)
 {
-    return HASH_COUNT(cc->head);
+    return cc->n;
 }
 
 /* ---- keys ----------------------------------------------------------------- */
 
+static size_t put_u32(char *out, uint32_t v)
+{
+    char t[10];
+    size_t n = 0, i;
+
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (i = 0; i < n; i++)
+        out[i] = t[n - 1 - i];
+    return n;
+}
+
 static size_t put_frame(char *out, const lp_ctx_frame *f, bool leaf)
 {
-    if (leaf)
-        return (size_t)sprintf(out, "%s", f->func);
-    if (f->loc.disc)
-        return (size_t)sprintf(out, "%s:%" PRIu32 ".%" PRIu32, f->func,
-                               f->loc.line, f->loc.disc);
-    return (size_t)sprintf(out, "%s:%" PRIu32, f->func, f->loc.line);
+    size_t o = strlen(f->func);
+
+    memcpy(out, f->func, o);
+    if (!leaf) {
+        out[o++] = ':';
+        o += put_u32(out + o, f->loc.line);
+        if (f->loc.disc) {
+            out[o++] = '.';
+            o += put_u32(out + o, f->loc.disc);
+        }
+    }
+    return o;
+}
+
+static size_t key_room(const lp_ctx_frame *frames, size_t n)
+{
+    size_t len = 1, i;
+
+    for (i = 0; i < n; i++)
+        len += strlen(frames[i].func) + 3 + 2 * 11 + 2;
+    return len;
+}
+
+/* The printed key into s (key_room bytes); returns its length. */
+static size_t print_key(char *s, const lp_ctx_frame *frames, size_t n)
+{
+    size_t i, o = 0;
+
+    for (i = 0; i < n; i++) {
+        if (i) {
+            memcpy(s + o, " @ ", 3);
+            o += 3;
+        }
+        o += put_frame(s + o, &frames[i], i + 1 == n);
+    }
+    s[o] = 0;
+    return o;
 }
 
 char *lp_ctx_key(const lp_ctx_frame *frames, size_t n)
 {
-    size_t len = 1, i, o = 0;
-    char *s;
+    char *s = malloc(key_room(frames, n));
 
-    for (i = 0; i < n; i++)
-        len += strlen(frames[i].func) + 3 + 2 * 11 + 2;
-    if (!(s = malloc(len)))
-        return NULL;
-    s[0] = 0;
-    for (i = 0; i < n; i++) {
-        if (i)
-            o += (size_t)sprintf(s + o, " @ ");
-        o += put_frame(s + o, &frames[i], i + 1 == n);
-    }
+    if (s)
+        print_key(s, frames, n);
     return s;
 }
 
@@ -155,50 +203,123 @@ bad:
 
 /* ---- the table ------------------------------------------------------------ */
 
-static char *make_hkey(int bin, const char *key, size_t *len)
+static uint64_t hash_key(const char *p, size_t n)
 {
-    size_t k = strlen(key);
-    char *h = malloc(sizeof bin + k);
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+    size_t i;
 
-    if (h) {
-        memcpy(h, &bin, sizeof bin);
-        memcpy(h + sizeof bin, key, k);
-        *len = sizeof bin + k;
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
     }
-    return h;
+    w = 0;
+    memcpy(&w, p + i, n - i);
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    return h ^ (h >> 29);
+}
+
+/* The (bin, printed key) of frames in cc->kbuf; its length, 0 on OOM. */
+static size_t scratch_key(lp_ctxcount *cc, int bin, const lp_ctx_frame *frames,
+                          size_t n)
+{
+    size_t room = sizeof bin + key_room(frames, n);
+
+    if (room > cc->kcap) {
+        char *k = realloc(cc->kbuf, room * 2);
+        if (!k)
+            return 0;
+        cc->kbuf = k;
+        cc->kcap = room * 2;
+    }
+    memcpy(cc->kbuf, &bin, sizeof bin);
+    return sizeof bin + print_key(cc->kbuf + sizeof bin, frames, n);
+}
+
+static ctx_slot *slot_of(const lp_ctxcount *cc, uint64_t h, const char *k,
+                         size_t len)
+{
+    size_t i = (size_t)h & cc->mask;
+    ctx_slot *s;
+
+    for (;; i = (i + 1) & cc->mask) {
+        s = &cc->slots[i];
+        if (!s->c || (s->h == h && s->c->hlen == len &&
+                      memcmp(s->c->hkey, k, len) == 0))
+            return s;
+    }
+}
+
+static ctx_ent *lookup(const lp_ctxcount *cc, const char *k, size_t len,
+                       uint64_t h)
+{
+    return cc->slots ? slot_of(cc, h, k, len)->c : NULL;
+}
+
+/* Room for one more entry. 0 or -1. */
+static int reserve(lp_ctxcount *cc)
+{
+    size_t nb = cc->slots ? (cc->mask + 1) * 2 : 1024, i;
+    ctx_slot *old = cc->slots, *ns;
+    size_t omask = cc->mask;
+
+    if (cc->n == cc->cap) {
+        size_t cap = cc->cap ? cc->cap * 2 : 256;
+        ctx_ent **v = realloc(cc->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        cc->v = v;
+        cc->cap = cap;
+    }
+    if (cc->slots && (cc->n + 1) * 2 <= cc->mask + 1)
+        return 0;
+    if (!(ns = calloc(nb, sizeof *ns)))
+        return -1;
+    cc->slots = ns;
+    cc->mask = nb - 1;
+    for (i = 0; old && i <= omask; i++)
+        if (old[i].c)
+            *slot_of(cc, old[i].h, old[i].c->hkey, old[i].c->hlen) = old[i];
+    free(old);
+    return 0;
 }
 
 lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
                                const char *key)
 {
-    size_t len;
-    char *h = make_hkey(bin, key, &len);
+    size_t len = sizeof bin + strlen(key);
+    char *h = malloc(len);
     ctx_ent *c = NULL;
 
-    if (h)
-        HASH_FIND(hh, cc->head, h, len, c);
+    if (h) {
+        memcpy(h, &bin, sizeof bin);
+        memcpy(h + sizeof bin, key, len - sizeof bin);
+        c = lookup(cc, h, len, hash_key(h, len));
+    }
     free(h);
     return c ? &c->e : NULL;
 }
 
 /* The entry with its frames, key and names in one block. */
-static ctx_ent *make_ent(int bin, const char *key, const lp_ctx_frame *frames,
-                         size_t n)
+static ctx_ent *make_ent(const char *hkey, size_t hlen,
+                         const lp_ctx_frame *frames, size_t n)
 {
-    size_t klen = strlen(key), names = 0, i, o;
+    size_t names = 0, i, o;
     ctx_ent *c;
     char *p;
+    int bin;
 
     for (i = 0; i < n; i++)
         names += strlen(frames[i].func) + 1;
-    c = calloc(1, sizeof *c + n * sizeof *frames + sizeof bin + klen + 1 + names);
+    c = calloc(1, sizeof *c + n * sizeof *frames + hlen + 1 + names);
     if (!c)
         return NULL;
+    memcpy(&bin, hkey, sizeof bin);
     c->frames = (lp_ctx_frame *)(c + 1);
     c->hkey = (char *)(c->frames + n);
-    memcpy(c->hkey, &bin, sizeof bin);
-    memcpy(c->hkey + sizeof bin, key, klen + 1);
-    c->hlen = sizeof bin + klen;
+    memcpy(c->hkey, hkey, hlen);
+    c->hkey[hlen] = 0;
+    c->hlen = hlen;
     p = c->hkey + c->hlen + 1;
     for (i = 0; i < n; i++) {
         o = strlen(frames[i].func) + 1;
@@ -217,28 +338,21 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
                               const lp_ctx_frame *frames, size_t n,
                               bool was_leaf_inlined, lp_error *err)
 {
-    char *key = lp_ctx_key(frames, n), *h = NULL;
-    ctx_ent *c = NULL;
-    size_t len = 0;
+    size_t len = scratch_key(cc, bin, frames, n);
+    uint64_t h = len ? hash_key(cc->kbuf, len) : 0;
+    ctx_ent *c = len ? lookup(cc, cc->kbuf, len, h) : NULL;
 
-    if (key && (h = make_hkey(bin, key, &len)))
-        HASH_FIND(hh, cc->head, h, len, c);
-    free(h);
-    if (c || !key) {
-        free(key);
-        if (!c)
-            lp_error_set(err, LP_ENOMEM, "context table: out of memory");
-        return c ? &c->e : NULL;
-    }
-    c = make_ent(bin, key, frames, n);
-    free(key);
-    if (!c || !(c->e.counters = lp_counters_new())) {
+    if (c)
+        return &c->e;
+    if (!len || reserve(cc) || !(c = make_ent(cc->kbuf, len, frames, n)) ||
+        !(c->e.counters = lp_counters_new())) {
         free(c);
         lp_error_set(err, LP_ENOMEM, "context table: out of memory");
         return NULL;
     }
     c->e.was_leaf_inlined = was_leaf_inlined;
-    HASH_ADD_KEYPTR(hh, cc->head, c->hkey, c->hlen, c);
+    *slot_of(cc, h, c->hkey, len) = (ctx_slot){h, c};
+    cc->v[cc->n++] = c;
     return &c->e;
 }
 
@@ -254,14 +368,13 @@ static int entry_cmp(const void *x, const void *y)
 
 long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out)
 {
-    size_t n = HASH_COUNT(cc->head), i = 0;
-    ctx_ent *c, *t;
+    size_t n = cc->n, i;
 
     *out = malloc((n ? n : 1) * sizeof **out);
     if (!*out)
         return -1;
-    HASH_ITER(hh, cc->head, c, t)
-        (*out)[i++] = &c->e;
+    for (i = 0; i < n; i++)
+        (*out)[i] = &cc->v[i]->e;
     return (long)n;
 }
 

@@ -39,6 +39,28 @@ typedef struct ps_line {
     size_t len;
 } ps_line;
 
+/* Hybrid samples repeat (loops; replicated traces): a cache of sample
+ * blocks - the call-stack lines and the LBR line, byte for byte - that
+ * parsed cleanly, with what they parsed to. A block equal to a cached one
+ * (same hash, length and bytes: exact) is not parsed again. Direct-mapped,
+ * at most PS_CACHE_BYTES of text and results: memory does not grow with
+ * the input. */
+#define PS_CACHE_SLOTS 16384u
+#define PS_CACHE_BYTES (12u << 20)
+#define PS_CACHE_MAX_BLOCK 16384u
+
+typedef struct ps_block {
+    uint64_t hash;
+    size_t len, bytes;          /* text length; everything allocated */
+    uint64_t nlines;            /* call-stack lines */
+    const lp_attr *attr;
+    uint64_t sample_type, ip;
+    size_t nframes, nbr;
+    uint64_t *frames;
+    lp_branch_entry *br;
+    char text[];
+} ps_block;
+
 /* One distinct `event:` name seen in front of LBR lines. */
 typedef struct ps_named_attr {
     lp_attr attr;
@@ -74,6 +96,8 @@ struct lp_pscript {
     ps_named_attr *named;
     lp_pscript_stats stats;
     lp_event ev;
+    ps_block **cache;           /* PS_CACHE_SLOTS, lazily */
+    size_t cache_bytes;
 };
 
 /* ---- small parsers ------------------------------------------------------ */
@@ -699,12 +723,119 @@ static int read_frames(lp_pscript *p, lp_error *err)
     return p->nframes > 0;
 }
 
-/* HybridPerfReader::parseSample. 1: sample ready; 0: nothing; -1 error. */
+/* ---- the sample-block cache -------------------------------------------- */
+
+static uint64_t block_hash(const char *t, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+    size_t i;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&w, t + i, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+    }
+    w = 0;
+    memcpy(&w, t + i, n - i);
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    return h ^ (h >> 32);
+}
+
+/* The block starting at cur: up to the end of the first line that starts
+ * with " 0x", if it is all in the buffer. 0 if not. */
+static size_t block_at(const lp_pscript *p, const char **lbr)
+{
+    const char *s = p->cur.s, *e = p->buf + p->end, *q, *nl;
+
+    if (starts_with(p->cur, " 0x"))
+        return 0;
+    if (!(q = memmem(s, (size_t)(e - s), "\n 0x", 4)))
+        return 0;
+    if (!(nl = memchr(q + 1, '\n', (size_t)(e - q - 1))) ||
+        (size_t)(nl - s) > PS_CACHE_MAX_BLOCK)
+        return 0;
+    *lbr = q + 1;
+    return (size_t)(nl - s);
+}
+
+static ps_block **cache_slot(lp_pscript *p, uint64_t h)
+{
+    return &p->cache[h & (PS_CACHE_SLOTS - 1)];
+}
+
+/* Remember a block that parsed cleanly into p->ev (no allocation: skip). */
+static void cache_put(lp_pscript *p, const char *t, size_t len, uint64_t h,
+                      uint64_t nlines)
+{
+    const lp_sample *s = &p->ev.u.sample;
+    size_t bytes = sizeof(ps_block) + len + 8 +
+                   s->callchain_nr * sizeof(uint64_t) +
+                   s->branch_nr * sizeof(lp_branch_entry);
+    ps_block **slot, *b;
+
+    if (!p->cache && !(p->cache = calloc(PS_CACHE_SLOTS, sizeof *p->cache)))
+        return;
+    slot = cache_slot(p, h);
+    if (p->cache_bytes - (*slot ? (*slot)->bytes : 0) + bytes > PS_CACHE_BYTES)
+        return;
+    if (!(b = malloc(bytes)))
+        return;
+    if (*slot) {
+        p->cache_bytes -= (*slot)->bytes;
+        free(*slot);
+    }
+    *b = (ps_block){h, len, bytes, nlines, s->attr, s->sample_type, s->ip,
+                    s->callchain_nr, s->branch_nr, NULL, NULL};
+    memcpy(b->text, t, len);
+    b->frames = (uint64_t *)(b->text + ((len + 7) & ~(size_t)7));
+    b->br = (lp_branch_entry *)(b->frames + b->nframes);
+    memcpy(b->frames, s->callchain, b->nframes * sizeof *b->frames);
+    memcpy(b->br, s->branches, b->nbr * sizeof *b->br);
+    *slot = b;
+    p->cache_bytes += bytes;
+}
+
+static const ps_block *cache_get(lp_pscript *p, const char *t, size_t len,
+                                 uint64_t h)
+{
+    const ps_block *b = p->cache ? *cache_slot(p, h) : NULL;
+
+    return b && b->hash == h && b->len == len && memcmp(b->text, t, len) == 0
+               ? b
+               : NULL;
+}
+
+/* HybridPerfReader::parseSample. 1: sample ready; 0: nothing; -1 error.
+ * A block seen before (cache) gives the same event, statistics and line
+ * numbers without being parsed. */
 static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
 {
     lp_sample *s = &p->ev.u.sample;
-    int r = read_frames(p, err);
+    const char *start = p->cur.s, *lbr = NULL;
+    size_t blen = block_at(p, &lbr);
+    uint64_t h = 0, line0 = p->lineno, bad0 = p->stats.bad_lbr_lines;
+    const ps_block *b = NULL;
+    int r;
 
+    if (blen) {
+        h = block_hash(start, blen);
+        b = cache_get(p, start, blen, h);
+    }
+    if (b) {
+        sample_init(p, count);
+        s->attr = b->attr;
+        s->sample_type = b->sample_type;
+        s->ip = b->ip;
+        s->callchain = b->frames;
+        s->callchain_nr = b->nframes;
+        s->branches = b->br;
+        s->branch_nr = b->nbr;
+        p->lineno += b->nlines;
+        p->cur.s = lbr;
+        p->cur.len = (size_t)(start + blen - lbr);
+        return advance(p, err) < 0 ? -1 : 1;
+    }
+    r = read_frames(p, err);
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -725,17 +856,22 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
     r = parse_lbr_line(p, s);
     if (r < 0)
         return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
+    if (r == 1) {
+        s->sample_type |= LP_SAMPLE_CALLCHAIN;
+        s->callchain = p->frames;
+        s->callchain_nr = p->nframes;
+        if (!(s->sample_type & LP_SAMPLE_IP))
+            s->ip = p->frames[0];
+        s->sample_type |= LP_SAMPLE_IP;
+        /* the block was parsed in place (no fill() before the LBR line
+         * ends) and cleanly: remember it */
+        if (blen && p->cur.s == lbr && p->cur.s + p->cur.len == start + blen &&
+            p->stats.bad_lbr_lines == bad0)
+            cache_put(p, start, blen, h, p->lineno - line0);
+    }
     if (advance(p, err) < 0)
         return -1;
-    if (r == 0)
-        return 0;
-    s->sample_type |= LP_SAMPLE_CALLCHAIN;
-    s->callchain = p->frames;
-    s->callchain_nr = p->nframes;
-    if (!(s->sample_type & LP_SAMPLE_IP))
-        s->ip = p->frames[0];
-    s->sample_type |= LP_SAMPLE_IP;
-    return 1;
+    return r;
 }
 
 /* LBRPerfReader::parseSample. */
@@ -859,6 +995,12 @@ void lp_pscript_close(lp_pscript *p)
     free(p->frames);
     free(p->br);
     free(p->fname);
+    if (p->cache) {
+        size_t i;
+        for (i = 0; i < PS_CACHE_SLOTS; i++)
+            free(p->cache[i]);
+        free(p->cache);
+    }
     free(p);
 }
 

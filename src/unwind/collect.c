@@ -82,16 +82,137 @@ size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth)
 
 /* ---- address stack -> context ----------------------------------------------- */
 
-static uint32_t hash_addrs(const uint64_t *a, size_t n)
-{
-    uint64_t h = 0x51ed27048d1a6c5bull ^ n;
-    size_t i;
+/* ---- the context cache's maps -------------------------------------------- */
 
-    for (i = 0; i < n; i++) {
-        h = (h ^ a[i]) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 29;
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t h = (a ^ 0x51ed27048d1a6c5bull) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 29) ^ b) * 0x94d049bb133111ebull;
+    return h ^ (h >> 32);
+}
+
+static uw_slot3 *map_slot(const uw_map *m, uint64_t k1, uint64_t k2)
+{
+    size_t i = (size_t)mix(k1, k2) & m->mask;
+
+    while (m->s[i].v && (m->s[i].k1 != k1 || m->s[i].k2 != k2))
+        i = (i + 1) & m->mask;
+    return &m->s[i];
+}
+
+static uint64_t map_get(const uw_map *m, uint64_t k1, uint64_t k2)
+{
+    return m->s ? map_slot(m, k1, k2)->v : 0;
+}
+
+/* Insert a key known to be absent; v != 0. 0 or -1. */
+static int map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v)
+{
+    if (!m->s || (m->count + 1) * 2 > m->mask + 1) {
+        size_t n = m->s ? (m->mask + 1) * 2 : 1024, i;
+        uw_map g = {0};
+        if (!(g.s = calloc(n, sizeof *g.s)))
+            return -1;
+        g.mask = n - 1;
+        g.count = m->count;
+        for (i = 0; m->s && i <= m->mask; i++)
+            if (m->s[i].v)
+                *map_slot(&g, m->s[i].k1, m->s[i].k2) = m->s[i];
+        free(m->s);
+        *m = g;
     }
-    return (uint32_t)(h ^ (h >> 32));
+    *map_slot(m, k1, k2) = (uw_slot3){k1, k2, v};
+    m->count++;
+    return 0;
+}
+
+/* ---- leaf signatures ---------------------------------------------------------- */
+
+static bool sig_equal(const uw_sig *a, const uw_sig *b, bool fs)
+{
+    uint32_t i;
+
+    if (a->k != b->k || a->bin != b->bin)
+        return false;
+    for (i = 0; i < a->k; i++) {
+        const lp_frame *x = &a->f[i], *y = &b->f[i];
+        if (x->func != y->func && strcmp(x->func, y->func))
+            return false;
+        if (i + 1 < a->k && (x->line_offset != y->line_offset ||
+                             lp_disc_base(x->discriminator, fs) !=
+                                 lp_disc_base(y->discriminator, fs)))
+            return false;
+    }
+    return true;
+}
+
+static uint64_t sig_hash(const uw_sig *g, bool fs)
+{
+    uint64_t h = g->k ^ ((uint64_t)g->bin << 40);
+    uint32_t i;
+    const char *c;
+
+    for (i = 0; i < g->k; i++) {
+        for (c = g->f[i].func; *c; c++)
+            h = h * 131 + (unsigned char)*c;
+        if (i + 1 < g->k)
+            h = mix(h, ((uint64_t)g->f[i].line_offset << 32) |
+                           lp_disc_base(g->f[i].discriminator, fs));
+    }
+    return h;
+}
+
+/* The signature id of a leaf address (from 1), 0 on error. */
+static uint64_t leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    uint64_t id = map_get(&c->leaf, addr, 0), h, j, cand;
+    lp_binary *b = uw_bin(u, addr);
+    bool fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
+    uw_sig g;
+    size_t k;
+
+    if (id)
+        return id;
+    if (lp_binary_symbolize(b, uw_va(addr), &g.f, &k, err))
+        return 0;
+    g.k = (uint32_t)k;
+    g.bin = (uint32_t)uw_bin_of(addr);
+    h = sig_hash(&g, fs);
+    for (j = 0; (cand = map_get(&c->dedup, h, j)); j++)
+        if (sig_equal(&c->sigs[cand - 1], &g, fs))
+            break;
+    if (!(id = cand)) {
+        if (uw_grow((void **)&c->sigs, &c->sigs_cap, c->nsigs + 1,
+                    sizeof *c->sigs) ||
+            map_put(&c->dedup, h, j, c->nsigs + 1))
+            goto oom;
+        c->sigs[c->nsigs++] = g;
+        id = c->nsigs;
+    }
+    if (map_put(&c->leaf, addr, 0, id))
+        goto oom;
+    return id;
+oom:
+    lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    return 0;
+}
+
+/* The prefix id of (parent, addr), made if new; 0 on error. */
+static uint64_t prefix_id(lp_unwinder *u, uint64_t parent, uint64_t addr,
+                          lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    uint64_t id = map_get(&c->pfx, parent, addr);
+
+    if (id)
+        return id;
+    id = ++c->npfx;
+    if (map_put(&c->pfx, parent, addr, id)) {
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        return 0;
+    }
+    return id;
 }
 
 /* getExpandedContext into u->frames; returns the frame count (0: the empty
@@ -133,41 +254,47 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
     return (long)nf;
 }
 
-/* The context of the address stack a[0..n), root first; its counters are
- * those of the leaf's binary (n == 0, the empty context: binary `bin`). */
-static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
-                                size_t bin, lp_error *err)
+/* The context of a[0..n) (n > 0), under its leaf's binary. */
+static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
+                                  size_t n, lp_error *err)
 {
-    uint32_t h = hash_addrs(a, n);
-    uw_ctxkey *k;
     long nf = 0;
     bool wli = false;
-    lp_ctx_entry *e;
 
-    if (n == 0) {               /* one per binary, not worth hashing */
-        if (!u->root_entries[bin] &&
-            !(u->root_entries[bin] = lp_ctxcount_get(u->cc, (int)bin, NULL, 0,
-                                                     false, err)))
-            return NULL;
-        return u->root_entries[bin];
-    }
-    HASH_FIND_BYHASHVALUE(hh, u->ctxkeys, a, n * sizeof *a, h, k);
-    if (k)
-        return k->entry;
     if ((nf = expand(u, a, n, &wli, err)) < 0)
         return NULL;
-    if (!(e = lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
-                              nf ? u->frames : NULL, (size_t)nf, wli, err)))
+    return lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
+                           nf ? u->frames : NULL, (size_t)nf, wli, err);
+}
+
+/* The context of the stack a[0..n); `callers` is the prefix id of
+ * a[0..n-1) (0 for none, UINT64_MAX when unknown: no caching). The empty
+ * stack's is binary `bin`'s. */
+static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
+                                uint64_t callers, size_t bin, lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    uint64_t sig, v;
+    lp_ctx_entry *e;
+
+    if (n == 0) {
+        if (!u->root_entries[bin])
+            u->root_entries[bin] = lp_ctxcount_get(u->cc, (int)bin, NULL, 0,
+                                                   false, err);
+        return u->root_entries[bin];
+    }
+    if (callers == UINT64_MAX)
+        return make_context(u, a, n, err);
+    if (!(sig = leaf_sig(u, a[n - 1], err)))
         return NULL;
-    if (!(k = uw_arena_alloc(&u->cache_arena, sizeof *k + n * sizeof *a))) {
+    if ((v = map_get(&c->ctx, callers, sig)))
+        return (lp_ctx_entry *)(uintptr_t)v;
+    if (!(e = make_context(u, a, n, err)))
+        return NULL;
+    if (map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return NULL;
     }
-    memset(k, 0, sizeof *k);
-    k->entry = e;
-    k->n = (uint32_t)n;
-    memcpy(k->addrs, a, n * sizeof *a);
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->ctxkeys, k->addrs, n * sizeof *a, h, k);
     return e;
 }
 
@@ -340,7 +467,8 @@ typedef struct walk {
 static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
-    lp_ctx_entry *e;
+    uint64_t callers = s->n < 2 ? 0 : u->ctxc.ids[s->base + s->n - 2];
+    lp_ctx_entry *e = NULL;
     int32_t r;
     int rc = 0;
 
@@ -351,15 +479,13 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
             w->lost++;
         return 0;
     }
-    e = NULL;
     for (r = u->nodes[node].rec; r >= 0 && rc == 0; r = u->recs[r].next) {
         const uw_rec *x = &u->recs[r];
-        if (!e || s->n == 0) {
-            /* the empty context's records belong to their target's binary */
-            if (!(e = context_of(u, u->stk + s->base, s->n, uw_bin_of(x->b),
-                                 w->err)))
-                return -1;
-        }
+        /* the empty context's records belong to their target's binary */
+        if ((!e || s->n == 0) &&
+            !(e = context_of(u, u->stk + s->base, s->n, callers,
+                             uw_bin_of(x->b), w->err)))
+            return -1;
         rc = x->branch ? lp_counters_add_branch(e->counters, uw_va(x->a),
                                                 uw_bin_of(x->b) == (size_t)e->bin
                                                     ? uw_va(x->b)
@@ -401,8 +527,16 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
             u->untracked_ext = true;
         return 0;
     }
-    if (addr != 0)
-        u->stk[s->base + s->n++] = addr;
+    if (addr != 0) {
+        size_t at = s->base + s->n++;
+        uint64_t parent = s->n < 2 ? 0 : u->ctxc.ids[at - 1];
+        u->stk[at] = addr;
+        /* the prefix id, needed only as the callers of the children */
+        u->ctxc.ids[at] = UINT64_MAX;
+        if (!lost && u->nodes[node].child >= 0 && parent != UINT64_MAX &&
+            !(u->ctxc.ids[at] = prefix_id(u, parent, addr, w->err)))
+            return -1;
+    }
     if (collect_frame(w, node, s, lost))
         return -1;
     for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
@@ -422,7 +556,9 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
     for (i = 0; i < u->nnodes; i++)
         if (order_children(u, (int32_t)i))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk))
+    if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk) ||
+        uw_grow((void **)&u->ctxc.ids, &u->ctxc.ids_cap, u->nnodes + 1,
+                sizeof *u->ctxc.ids))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     if (walk_node(&w, 0, &s, false))
         return -1;

@@ -142,7 +142,7 @@ static int add_map(lp_unwinder *u, const lp_mmap_event *m)
         !(p = uw_arena_alloc(&u->cache_arena, n)))
         return -1;
     memcpy(p, m->filename, n);
-    u->maps[u->nmaps++] = (uw_map){m->pid, m->start, m->start + m->len,
+    u->maps[u->nmaps++] = (uw_mmap){m->pid, m->start, m->start + m->len,
                                    m->pgoff, p};
     FREE_TABLE(u->restorers, uw_note); /* what is mapped where has changed */
     return 0;
@@ -150,13 +150,13 @@ static int add_map(lp_unwinder *u, const lp_mmap_event *m)
 
 /* The newest mapping of the process holding rt; of any process when it
  * has none (a forked child, or perf script text without pids). */
-static const uw_map *find_map(const lp_unwinder *u, uint64_t rt)
+static const uw_mmap *find_map(const lp_unwinder *u, uint64_t rt)
 {
-    const uw_map *any = NULL;
+    const uw_mmap *any = NULL;
     size_t i;
 
     for (i = u->nmaps; i-- > 0;) {
-        const uw_map *m = &u->maps[i];
+        const uw_mmap *m = &u->maps[i];
         if (rt < m->start || rt >= m->end)
             continue;
         if (m->pid == u->pid)
@@ -189,7 +189,7 @@ static bool read_restorer(lp_unwinder *u, uint64_t rt)
     /* mov $0xf,%rax; syscall  and  mov $0xf,%eax; syscall */
     static const unsigned char rax[9] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
     static const unsigned char eax[7] = {0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05};
-    const uw_map *m = find_map(u, rt);
+    const uw_mmap *m = find_map(u, rt);
     unsigned char b[9];
     ssize_t n;
     int fd;
@@ -280,7 +280,12 @@ void lp_unwind_free(lp_unwinder *u)
     lp_leaf_cache_free(u->leaves);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     HASH_CLEAR(hh, u->splits);
-    HASH_CLEAR(hh, u->ctxkeys);
+    free(u->ctxc.pfx.s);
+    free(u->ctxc.leaf.s);
+    free(u->ctxc.dedup.s);
+    free(u->ctxc.ctx.s);
+    free(u->ctxc.sigs);
+    free(u->ctxc.ids);
     uw_arena_free(&u->agg_arena);
     uw_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);

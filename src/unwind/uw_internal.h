@@ -137,12 +137,40 @@ typedef struct uw_split {       /* range [start, end] cut by inline context */
     uw_piece pieces[];          /* in the order unwindLinear records them */
 } uw_split;
 
-typedef struct uw_ctxkey {      /* address stack -> context entry */
-    UT_hash_handle hh;
-    lp_ctx_entry *entry;
-    uint32_t n;
-    uint64_t addrs[];
-} uw_ctxkey;
+/* Context cache (collect.c). The context of a frame is decided by the
+ * exact caller addresses and by the leaf address's inline frames with the
+ * leaf location zeroed - not by the leaf address itself: so the key is
+ * (caller prefix id, leaf signature id), where prefix ids come from a trie
+ * of (parent prefix id, address) pairs and signatures are inline stacks
+ * deduplicated by content. An exact key (nothing probabilistic) that is
+ * ~10x fewer entries than whole address stacks (one per leaf address). */
+typedef struct uw_slot3 {       /* open addressing; v == 0: empty slot */
+    uint64_t k1, k2, v;
+} uw_slot3;
+
+typedef struct uw_map {         /* at most half full */
+    uw_slot3 *s;
+    size_t mask, count;
+} uw_map;
+
+typedef struct uw_sig {         /* a leaf signature: the inline stack */
+    const lp_frame *f;
+    uint32_t k;
+    uint32_t bin;               /* the binary it was symbolized in */
+} uw_sig;
+
+typedef struct uw_ctxcache {
+    uw_map pfx;                 /* (parent prefix, address) -> prefix id */
+    uw_map leaf;                /* (leaf address, 0) -> signature id */
+    uw_map dedup;               /* (signature hash, j) -> signature id */
+    uw_map ctx;                 /* (caller prefix, signature) -> entry */
+    uw_sig *sigs;               /* by id - 1 */
+    size_t nsigs, sigs_cap;
+    uint64_t npfx;
+    lp_ctx_entry *empty;        /* the empty stack's context */
+    uint64_t *ids;              /* prefix id per u->stk position, 0 unknown */
+    size_t ids_cap;
+} uw_ctxcache;
 
 typedef struct uw_set64 {       /* a set of addresses */
     UT_hash_handle hh;
@@ -155,11 +183,11 @@ typedef struct uw_note {        /* a detailed-warning item, counted */
     uint64_t count;
 } uw_note;
 
-typedef struct uw_map {        /* an mmap event, for reading code bytes */
+typedef struct uw_mmap {       /* an mmap event, for reading code bytes */
     uint32_t pid;
     uint64_t start, end, pgoff;
     const char *path;           /* in the unwinder's cache arena */
-} uw_map;
+} uw_mmap;
 
 typedef struct uw_file {        /* an open file of a mapping */
     UT_hash_handle hh;
@@ -204,7 +232,7 @@ struct lp_unwinder {
     size_t pieces_cap;
     /* caches */
     uw_split *splits;
-    uw_ctxkey *ctxkeys;
+    uw_ctxcache ctxc;
     lp_ctx_entry **root_entries;/* the empty context, per binary */
     uw_arena cache_arena;
     /* results and warning material */
@@ -215,7 +243,7 @@ struct lp_unwinder {
     uw_note *notes_repaired, *notes_dropped, *notes_contextless;
     uw_note *notes_lost;        /* (kind, address) of unknown contexts */
     /* every mmap seen, and what was read through them */
-    uw_map *maps;
+    uw_mmap *maps;
     size_t nmaps, maps_cap;
     bool other_maps;            /* the trace maps more than the binary: it
                                    shows the processes' libraries */

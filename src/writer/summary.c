@@ -119,17 +119,6 @@ typedef struct fcount {         /* one body count of one function */
     uint64_t count;
 } fcount;
 
-static int fcount_cmp(const void *a, const void *b)
-{
-    const fcount *x = a, *y = b;
-
-    if (x->id != y->id)
-        return x->id < y->id ? -1 : 1;
-    if (x->loc.line != y->loc.line)
-        return x->loc.line < y->loc.line ? -1 : 1;
-    return x->loc.disc < y->loc.disc ? -1 : x->loc.disc > y->loc.disc;
-}
-
 static void free_groups(fgroup *g)
 {
     fgroup *x, *t;
@@ -140,19 +129,63 @@ static void free_groups(fgroup *g)
     }
 }
 
-/* Body counts of v, grouped by function; NULL on no memory. */
+/* Open addressing on (function id, location) summing the counts: the
+ * summary needs the multiset of sums, in no order, so this replaces a sort
+ * of every body record (a 24-byte record per record and qsort's temporary
+ * copy) by one slot per distinct (function, location). */
+typedef struct fsum_tab {
+    fcount *v;                  /* id + 1 in v[i].id; 0: empty */
+    size_t mask, n;
+} fsum_tab;
+
+static fcount *fsum_slot(const fsum_tab *t, uint32_t id, lp_loc loc)
+{
+    uint64_t h = ((uint64_t)id << 40 ^ (uint64_t)loc.line << 16 ^ loc.disc) *
+                 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h ^ (h >> 31)) & t->mask;
+
+    while (t->v[i].id && (t->v[i].id != id + 1 || t->v[i].loc.line != loc.line ||
+                          t->v[i].loc.disc != loc.disc))
+        i = (i + 1) & t->mask;
+    return &t->v[i];
+}
+
+static int fsum_add(fsum_tab *t, uint32_t id, lp_loc loc, uint64_t count)
+{
+    fcount *f;
+
+    if ((t->n + 1) * 2 > t->mask + 1) {
+        fsum_tab g = {0};
+        size_t i, n = t->v ? (t->mask + 1) * 2 : 4096;
+        if (!(g.v = calloc(n, sizeof *g.v)))
+            return -1;
+        g.mask = n - 1;
+        g.n = t->n;
+        for (i = 0; t->v && i <= t->mask; i++)
+            if (t->v[i].id)
+                *fsum_slot(&g, t->v[i].id - 1, t->v[i].loc) = t->v[i];
+        free(t->v);
+        *t = g;
+    }
+    f = fsum_slot(t, id, loc);
+    if (!f->id) {
+        *f = (fcount){id + 1, loc, 0};
+        t->n++;
+    }
+    f->count = lp_sat_add(f->count, count);
+    return 0;
+}
+
+/* Body counts of v summed by function and location, packed (in no order);
+ * NULL on no memory. */
 static fcount *group_counts(lp_fsamples *const *v, size_t n, fgroup **groups,
                             size_t *nc)
 {
-    size_t total = 0, i, k = 0;
-    fcount *c;
+    fsum_tab t = {0};
+    size_t i, k = 0;
     fgroup *g;
     uint32_t ids = 0;
 
-    for (i = 0; i < n; i++)
-        total += lp_fs_nr_body(v[i]);
-    if (!(c = malloc((total ? total : 1) * sizeof *c)))
-        return NULL;
     for (i = 0; i < n; i++) {
         size_t nb, j;
         HASH_FIND_STR(*groups, v[i]->name, g);
@@ -167,14 +200,19 @@ static fcount *group_counts(lp_fsamples *const *v, size_t n, fgroup **groups,
         nb = lp_fs_nr_body(v[i]);
         for (j = 0; j < nb; j++) {
             const lp_body_rec *r = lp_fs_body_at(v[i], j);
-            c[k++] = (fcount){g->id, lp_body_loc(r), lp_body_count(r)};
+            if (fsum_add(&t, g->id, lp_body_loc(r), lp_body_count(r)))
+                goto oom;
         }
     }
-    qsort(c, k, sizeof *c, fcount_cmp);
+    if (!t.v && !(t.v = calloc(1, sizeof *t.v)))
+        return NULL;
+    for (i = 0; t.n && i <= t.mask; i++)
+        if (t.v[i].id)
+            t.v[k++] = t.v[i];
     *nc = k;
-    return c;
+    return t.v;
 oom:
-    free(c);
+    free(t.v);
     return NULL;
 }
 
@@ -183,7 +221,7 @@ int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,
 {
     fgroup *groups = NULL, *g;
     count_vec cv = {0};
-    size_t nc = 0, i, j;
+    size_t nc = 0, i;
     fcount *c;
     int rc = 0;
 
@@ -196,12 +234,8 @@ int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,
         free_groups(groups);
         return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
     }
-    for (i = 0; i < nc && rc == 0; i = j) {
-        uint64_t sum = c[i].count;
-        for (j = i + 1; j < nc && fcount_cmp(&c[i], &c[j]) == 0; j++)
-            sum = lp_sat_add(sum, c[j].count);
-        rc = add_count(s, &cv, sum);
-    }
+    for (i = 0; i < nc && rc == 0; i++)
+        rc = add_count(s, &cv, c[i].count);
     for (g = groups; g; g = g->hh.next) {
         s->num_functions++;
         if (g->head > s->max_function_count)

@@ -262,6 +262,47 @@ static void test_hybrid_and_counts(void **state)
     close_text(&m);
 }
 
+/* Repeated sample blocks come from the block cache: the same events,
+ * statistics and line numbers as parsing each; a block with a broken LBR
+ * token is never cached (its warning counts every time). */
+#define BLK_A "\t4005dc\n\t400634\n 0x4005c8/0x4005dc/P/-/-/0  0x40062f/0x4005b0/P/-/-/0\n"
+#define BLK_B "\t4005dc\n 0x1/0x2 0xZZ/0x4\n"
+static void test_block_cache(void **state)
+{
+    mem_input m = open_text(BLK_A "\n" BLK_A "5\n" BLK_A BLK_B BLK_B BLK_A
+                            "\t4005dc\n");
+    const lp_event *ev;
+    const lp_pscript_stats *st;
+    uint64_t reps[4] = {1, 1, 5, 1};
+    int i, a = 0;
+    lp_error e;
+    (void)state;
+
+    for (i = 0; i < 6; i++) {
+        assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+        if (i == 3 || i == 4) {
+            assert_int_equal(ev->u.sample.branch_nr, 1);
+            assert_int_equal(ev->u.sample.callchain_nr, 1);
+            continue;
+        }
+        assert_int_equal(ev->u.sample.repeat, reps[a++]);
+        assert_int_equal(ev->u.sample.callchain_nr, 2);
+        assert_int_equal(ev->u.sample.callchain[1], 0x400634);
+        assert_int_equal(ev->u.sample.ip, 0x4005dc);
+        assert_int_equal(ev->u.sample.branch_nr, 2);
+        assert_int_equal(ev->u.sample.branches[1].from, 0x40062f);
+        assert_int_equal(ev->u.sample.branches[1].to, 0x4005b0);
+        assert_int_equal(ev->u.sample.branches[0].flags, 2);
+    }
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), -1);
+    assert_non_null(strstr(e.msg, "line 20:"));
+    st = lp_pscript_stats_get(m.p);
+    assert_int_equal(st->samples, 6);
+    assert_int_equal(st->bad_lbr_lines, 2);
+    assert_int_equal(st->skipped_lines, 1);
+    close_text(&m);
+}
+
 /* llvm-profgen quirks: substr(2) on addresses, stop at a broken token,
  * a decimal frame line at column 0 is a count, count 0 is kept. */
 static void test_quirks(void **state)
@@ -416,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_lbr_flags),
         cmocka_unit_test(test_mmap_lines),
         cmocka_unit_test(test_hybrid_and_counts),
+        cmocka_unit_test(test_block_cache),
         cmocka_unit_test(test_quirks),
         cmocka_unit_test(test_error_no_lbr_line),
         cmocka_unit_test(test_error_hybrid_eof),
