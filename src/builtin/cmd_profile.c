@@ -297,19 +297,7 @@ static int validate(prof_args *pa)
     return output_format(pa, &pa->o.format);
 }
 
-/* ---- messages and the command -------------------------------------------- */
-
-static void print_warning(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "warning: %s\n", msg);
-}
-
-static void print_note(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "lbr2prof: %s\n", msg);
-}
+/* ---- the command ---------------------------------------------------------- */
 
 int cmd_profile(int argc, char **argv)
 {
@@ -320,8 +308,8 @@ int cmd_profile(int argc, char **argv)
 
     if (k == 0 && validate(&a))
         k = -1;
-    a.o.warn = print_warning;
-    a.o.note = print_note;
+    a.o.warn = lp_cli_warn;
+    a.o.note = lp_cli_note;
     a.o.info = stdout;
     if (k == 0 && (lp_profgen_run(&a.o, &r, &err) ||
                    lp_profgen_write(&a.o, &r, &err)))

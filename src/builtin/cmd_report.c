@@ -214,18 +214,6 @@ static lp_report *from_perf(const rp_args *a, int text, lp_error *err)
     return lp_report_from_perf(a->input, &po, err);
 }
 
-static void print_warning(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "warning: %s\n", msg);
-}
-
-static void print_note(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "lbr2prof: %s\n", msg);
-}
-
 /* The profile driver on the trace, as `lbr2prof PERF.DATA` runs it
  * (flat: as with --ignore-stack-samples), except that a CS profile stays
  * a list of calling contexts (not nested into inlinees). */
@@ -242,8 +230,8 @@ static int run_driver(const rp_args *a, int text, bool flat,
     o.pid = a->pid;
     o.ignore_stack_samples = flat;
     o.cs.gen_nested = false;
-    o.warn = print_warning;
-    o.note = print_note;
+    o.warn = lp_cli_warn;
+    o.note = lp_cli_note;
     return lp_profgen_run(&o, res, err);
 }
 

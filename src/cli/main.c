@@ -1,10 +1,9 @@
 /*
  * main.c - the lbr2prof command: picks a subcommand and runs it.
- * Owns argument dispatch and exit statuses only; all work is in the library
- * and in src/builtin/. `lbr2prof FILE ...` (no subcommand, or llvm-profgen
+ * Owns argument dispatch only; all work is in the library and in
+ * src/builtin/, the shared message helpers in messages.c. `lbr2prof FILE ...` (no subcommand, or llvm-profgen
  * style `--perfdata=...` flags) runs the `profile` command, the main job.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,24 +25,6 @@ static const struct lp_cmd commands[] = {
 #undef LP_BUILTIN
     {NULL, NULL, NULL},
 };
-
-int lp_cli_fail(const lp_error *err)
-{
-    fprintf(stderr, "lbr2prof: %s\n", err->msg[0] ? err->msg : "unknown error");
-    return err->code == LP_ENOMEM ? 1 : 2;
-}
-
-int lp_cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "lbr2prof %s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return 2;
-}
 
 static void usage(FILE *out)
 {
