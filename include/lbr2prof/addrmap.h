@@ -48,13 +48,11 @@
 #include "lbr2prof/binary.h"
 #include "lbr2prof/error.h"
 #include "lbr2prof/reader.h"
+#include "lbr2prof/warn.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* How library warnings reach the caller (also flat.h's). */
-typedef void (*lp_warn_fn)(void *ctx, const char *msg);
 
 /* A pid that means "no pid known": resolve with the single-base rule. */
 #define LP_ADDRMAP_ANY_PID ((uint32_t)-1)

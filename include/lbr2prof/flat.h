@@ -114,6 +114,27 @@ bool lp_lbr_agg_loaded_by_mmap(const lp_lbr_agg *a);
 /* Samples counted so far (complete after lp_lbr_agg_finish). */
 uint64_t lp_lbr_agg_nr_samples(const lp_lbr_agg *a);
 
+/* ---- warnInvalidRange's wording (the aggregator's and the unwinder's) -- */
+
+/* What can be wrong with an LBR fall-through range. */
+typedef enum lp_range_issue {
+    LP_RANGE_NOT_BOUNDARY,      /* an end is not an instruction boundary */
+    LP_RANGE_NO_FUNC,           /* the start is in no function */
+    LP_RANGE_CROSS_FUNC,        /* the range leaves its function */
+    LP_RANGE_BOGUS,             /* start after, or too far from, the end */
+} lp_range_issue;
+
+/* Sample counts of the ranges with each issue, of `total`. */
+typedef struct lp_range_stats {
+    uint64_t total, not_boundary, unmatched, cross_func, bogus;
+} lp_range_stats;
+
+/* The --show-detailed-warning line of one range. */
+void lp_range_warn_detail(lp_warn_fn fn, void *ctx, uint64_t start,
+                          uint64_t end, lp_range_issue issue);
+/* The four summary lines (emitWarningSummary), in llvm-profgen's order. */
+void lp_range_warn_summary(lp_warn_fn fn, void *ctx, const lp_range_stats *st);
+
 /* ---- unsymbolized profile (--skip-symbolization) ----------------------- */
 
 /* Addresses are printed minus `base` (preferred base or first loadable

@@ -47,12 +47,6 @@ typedef struct ideal_ctx {
 
 /* ---- addresses --------------------------------------------------------- */
 
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
 /* The mappings whose file is the binary: same path, else same file name. */
 static int find_maps(ideal_ctx *c)
 {
@@ -68,7 +62,7 @@ static int find_maps(ideal_ctx *c)
         for (i = 0; i < c->t->nmaps; i++) {
             const char *mp = c->t->maps[i].path;
             int same = pass == 0 ? (real && !strcmp(mp, real)) || !strcmp(mp, bp)
-                                 : !strcmp(base_name(mp), base_name(bp));
+                                 : !strcmp(basename(mp), basename(bp));
             if (same)
                 c->maps[c->nmaps++] = &c->t->maps[i];
         }

@@ -10,7 +10,6 @@
  * reports the odd ranges. Owns none of the parsing of perf data.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,29 +86,6 @@ struct lp_lbr_agg {
     size_t kcap;
 };
 
-static void warnf(const lp_lbr_agg *a, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void warnf(const lp_lbr_agg *a, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-
-    if (!a->o.warn)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    a->o.warn(a->o.warn_ctx, buf);
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-
-    return s ? s + 1 : p;
-}
-
 lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
                            lp_error *err)
 {
@@ -127,7 +103,7 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
     else
         a->o.pid_filter = -1;
     a->pid = LP_ADDRMAP_ANY_PID;
-    a->name = base_name(lp_binary_path(bin));
+    a->name = basename(lp_binary_path(bin));
     if (a->o.map) {
         a->map = a->o.map;
         a->bin_index = a->o.bin_index;
@@ -244,9 +220,9 @@ static void warn_missing_mmap(lp_lbr_agg *a)
 {
     if (lp_lbr_agg_loaded_by_mmap(a) || a->missing_warned)
         return;
-    warnf(a, "No relevant mmap event is matched for %s, will use preferred "
-             "address (0x%" PRIx64 ") as the base loading address!", a->name,
-          lp_binary_preferred_base(a->bin));
+    lp_warnf(a->o.warn, a->o.warn_ctx, "No relevant mmap event is matched "
+             "for %s, will use preferred address (0x%" PRIx64 ") as the base "
+             "loading address!", a->name, lp_binary_preferred_base(a->bin));
     a->missing_warned = true;
 }
 
@@ -426,20 +402,10 @@ int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
     return enqueue(a, PEND_IP, ip, NULL, 0, repeat, err);
 }
 
-/* emitWarningSummary */
-static void summary_warn(const lp_lbr_agg *a, uint64_t num, uint64_t total,
-                         const char *msg)
-{
-    if (!num || !total)
-        return;
-    warnf(a, "%.2f%%(%" PRIu64 "/%" PRIu64 ") %s", (double)num * 100 / total,
-          num, total, msg);
-}
-
-static void detail(const lp_lbr_agg *a, const range_key *k, const char *msg)
+static void detail(const lp_lbr_agg *a, const range_key *k, lp_range_issue i)
 {
     if (a->o.show_detailed_warning)
-        warnf(a, "[%8" PRIx64 ",%8" PRIx64 "]: %s", k->start, k->end, msg);
+        lp_range_warn_detail(a->o.warn, a->o.warn_ctx, k->start, k->end, i);
 }
 
 static int pair_key_cmp(const void *x, const void *y)
@@ -451,11 +417,7 @@ static int pair_key_cmp(const void *x, const void *y)
     return p->k.end < q->k.end ? -1 : p->k.end > q->k.end;
 }
 
-typedef struct range_stats {
-    uint64_t total, not_boundary, unmatched, cross_func, bogus;
-} range_stats;
-
-static int classify(lp_lbr_agg *a, const range_ent *e, range_stats *st,
+static int classify(lp_lbr_agg *a, const range_ent *e, lp_range_stats *st,
                     lp_error *err)
 {
     uint64_t s = e->k.start, en = e->k.end;
@@ -469,27 +431,24 @@ static int classify(lp_lbr_agg *a, const range_ent *e, range_stats *st,
     if (!sc || !(lp_binary_is_branch(a->bin, en) || lp_binary_is_call(a->bin, en) ||
                  lp_binary_is_return(a->bin, en))) {
         st->not_boundary += e->count;
-        detail(a, &e->k, "Range is not on instruction boundary, likely due to "
-                         "profile and binary mismatch.");
+        detail(a, &e->k, LP_RANGE_NOT_BOUNDARY);
     }
     fr = lp_binary_func_range(a->bin, s);
     if (!fr) {
         st->unmatched += e->count;
-        detail(a, &e->k, "Range does not belong to any functions, likely from "
-                         "PLT, .init or .fini section.");
+        detail(a, &e->k, LP_RANGE_NO_FUNC);
         return 0;
     }
     if (en >= fr->end) {
         st->cross_func += e->count;
-        detail(a, &e->k, "Fall through range should not cross function "
-                         "boundaries, likely due to profile and binary mismatch.");
+        detail(a, &e->k, LP_RANGE_CROSS_FUNC);
     }
     if (sc && ec) {
         if ((v = lp_binary_valid_fallthrough(a->bin, s, en, err)) < 0)
             return -1;
         if (!v) {
             st->bogus += e->count;
-            detail(a, &e->k, "Range start is after or too far from range end.");
+            detail(a, &e->k, LP_RANGE_BOGUS);
         }
     }
     return 0;
@@ -500,11 +459,11 @@ static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
 {
     size_t n = HASH_COUNT(a->pairs), i = 0;
     range_ent **v, *e;
-    range_stats st = {0};
+    lp_range_stats st = {0};
     int rc = 0;
 
     if (n == 0) {
-        warnf(a, "No samples in perf script!");
+        lp_warnf(a->o.warn, a->o.warn_ctx, "No samples in perf script!");
         return 0;
     }
     if (!(v = malloc(n * sizeof *v)))
@@ -517,15 +476,7 @@ static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
     free(v);
     if (rc)
         return -1;
-    summary_warn(a, st.not_boundary, st.total, "of samples are from ranges "
-                 "that are not on instruction boundary.");
-    summary_warn(a, st.unmatched, st.total, "of samples are from ranges that "
-                 "do not belong to any functions.");
-    summary_warn(a, st.cross_func, st.total, "of samples are from ranges that "
-                 "do cross function boundaries.");
-    summary_warn(a, st.bogus, st.total, "of samples are from ranges that have "
-                 "range start after or too far from range end acrossing the "
-                 "unconditinal jmp.");
+    lp_range_warn_summary(a->o.warn, a->o.warn_ctx, &st);
     return 0;
 }
 

@@ -8,7 +8,6 @@
  * filtering, the density warning). Owns no I/O.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,22 +21,6 @@ void lp_flat_opts_default(lp_flat_opts *o)
     o->cutoff_cold = 999999;
     o->density_threshold = 50;
     o->density_cutoff_hot = 990000;
-}
-
-static void warnf(const lp_flat_opts *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void warnf(const lp_flat_opts *o, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-
-    if (!o->warn)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    o->warn(o->warn_ctx, buf);
 }
 
 static int oom(lp_error *err)
@@ -488,13 +471,14 @@ int lp_flat_density(const lp_profile *p, const lp_flat_opts *o, lp_error *err)
     if (bad)
         return oom(err);
     if (result == 0.0)
-        warnf(o, "The output profile is empty or the --profile-density-cutoff-"
-                 "hot option is set too low. Please check your command.");
+        lp_warnf(o->warn, o->warn_ctx, "The output profile is empty or the "
+                 "--profile-density-cutoff-hot option is set too low. Please "
+                 "check your command.");
     else if (result < o->density_threshold)
-        warnf(o, "Sample PGO is estimated to optimize better with %.1fx more "
-                 "samples. Please consider increasing sampling rate or profiling "
-                 "for longer duration to get more samples.",
-              o->density_threshold / result);
+        lp_warnf(o->warn, o->warn_ctx, "Sample PGO is estimated to optimize "
+                 "better with %.1fx more samples. Please consider increasing "
+                 "sampling rate or profiling for longer duration to get more "
+                 "samples.", o->density_threshold / result);
     if (o->show_density && o->info)
         fprintf(o->info, "Functions with density >= %.1f account for %.2f%% "
                          "total sample counts.\n",

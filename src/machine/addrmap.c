@@ -1,20 +1,20 @@
 /*
  * addrmap.c - runtime address -> (binary index, link-time vaddr) per
  * process (see include/lbr2prof/addrmap.h): matching mmaps to the given
- * binaries (build-id, path, basename), per-process sorted arrays of the
- * mappings that matched (perf's overlap rule, fork copy, exec reset), and
- * llvm-profgen's single-base state per binary. Owns its tables; does not
- * open binaries, read traces or count samples.
+ * binaries (build-id, path, basename), the mappings that matched per
+ * process (tables of maptable.c: perf's overlap rule; fork copy, exec
+ * reset here), and llvm-profgen's single-base state per binary. Owns its
+ * tables; does not open binaries, read traces or count samples.
  */
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
 
 #include "lbr2prof/addrmap.h"
+#include "machine/maptable.h"
 
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
 
@@ -23,14 +23,7 @@ typedef struct am_map {
     uint64_t start, end, pgoff;
     int32_t bin;
 } am_map;
-
-/* The binary mappings of one process, sorted by start, not overlapping. */
-typedef struct am_proc {
-    uint32_t pid;
-    am_map *maps;
-    size_t n, cap;
-    UT_hash_handle hh;
-} am_proc;
+MT_CHECK(am_map);
 
 /* What we know of one binary. */
 typedef struct am_bin {
@@ -68,35 +61,12 @@ struct lp_addrmap {
     lp_addrmap_opts o;
     am_bin *bins;
     size_t nbins;
-    am_proc *procs;
+    mt_proc *procs;             /* the mappings of known binaries */
     am_file *files;
     am_warned *warned;
 };
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static void warnf(const lp_addrmap *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void warnf(const lp_addrmap *m, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-
-    if (!m->o.warn)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    m->o.warn(m->o.warn_ctx, buf);
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-
-    return s ? s + 1 : p;
-}
 
 static void hex(const uint8_t *id, size_t n, char *out)
 {
@@ -120,96 +90,6 @@ static bool bid_equal(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
         if (l[i])
             return false;
     return true;
-}
-
-static am_proc *find_proc(const lp_addrmap *m, uint32_t pid)
-{
-    am_proc *p;
-
-    HASH_FIND(hh, m->procs, &pid, sizeof pid, p);
-    return p;
-}
-
-static am_proc *findnew_proc(lp_addrmap *m, uint32_t pid)
-{
-    am_proc *p = find_proc(m, pid);
-
-    if (p)
-        return p;
-    if (!(p = calloc(1, sizeof *p)))
-        return NULL;
-    p->pid = pid;
-    HASH_ADD(hh, m->procs, pid, sizeof p->pid, p);
-    return p;
-}
-
-/* ---- per-process mapping arrays ------------------------------------------------ */
-
-/* Index of the first map whose end is > addr. */
-static size_t first_ending_after(const am_proc *p, uint64_t addr)
-{
-    size_t lo = 0, hi = p->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->maps[mid].end <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int reserve(am_proc *p, size_t need)
-{
-    size_t cap = p->cap ? p->cap : 4;
-    am_map *q;
-
-    if (need <= p->cap)
-        return 0;
-    while (cap < need)
-        cap *= 2;
-    if (!(q = realloc(p->maps, cap * sizeof *q)))
-        return -1;
-    p->maps = q;
-    p->cap = cap;
-    return 0;
-}
-
-/* Put [start, end) into p: the maps it overlaps are cut back or split
- * (perf's maps__fixup_overlappings); it is stored only if nm->bin >= 0. */
-static int place(am_proc *p, const am_map *nm)
-{
-    size_t i, j, keep_left = 0, keep_right = 0, add, del;
-    am_map left, right;
-
-    if (nm->end <= nm->start || reserve(p, p->n + 3) < 0)
-        return nm->end <= nm->start ? 0 : -1;
-    i = first_ending_after(p, nm->start);
-    for (j = i; j < p->n && p->maps[j].start < nm->end; j++)
-        ;
-    if (i < j && p->maps[i].start < nm->start) {
-        left = p->maps[i];
-        left.end = nm->start;
-        keep_left = 1;
-    }
-    if (i < j && p->maps[j - 1].end > nm->end) {
-        right = p->maps[j - 1];
-        right.pgoff += nm->end - right.start;
-        right.start = nm->end;
-        keep_right = 1;
-    }
-    add = keep_left + (nm->bin >= 0) + keep_right;
-    del = j - i;
-    memmove(p->maps + i + add, p->maps + j, (p->n - j) * sizeof *p->maps);
-    p->n = p->n - del + add;
-    if (keep_left)
-        p->maps[i++] = left;
-    if (nm->bin >= 0)
-        p->maps[i++] = *nm;
-    if (keep_right)
-        p->maps[i] = right;
-    return 0;
 }
 
 /* ---- matching an mmap to a binary ------------------------------------------------ */
@@ -255,9 +135,10 @@ static int warn_mismatch(lp_addrmap *m, int bi, const lp_mmap_event *e,
     HASH_ADD_KEYPTR(hh, m->warned, w->key, len, w);
     hex(id, nid, got);
     hex(m->bins[bi].bid, m->bins[bi].nbid, want);
-    warnf(m, "build-id mismatch: %s in process %" PRIu32 " has build-id %s, "
-             "but %s has %s; that mapping is not used (pass the binary that "
-             "was run)", e->filename, e->pid, got, m->bins[bi].path, want);
+    lp_warnf(m->o.warn, m->o.warn_ctx, "build-id mismatch: %s in process %"
+             PRIu32 " has build-id %s, but %s has %s; that mapping is not used "
+             "(pass the binary that was run)", e->filename, e->pid, got,
+             m->bins[bi].path, want);
     return 0;
 }
 
@@ -267,7 +148,7 @@ static int warn_mismatch(lp_addrmap *m, int bi, const lp_mmap_event *e,
 static int match(const lp_addrmap *m, const char *file, const uint8_t *id,
                  size_t nid, int *mismatch)
 {
-    const char *bn = base_name(file);
+    const char *bn = basename(file);
     int by_path = -1, by_base = -1, c;
     size_t i;
 
@@ -383,7 +264,7 @@ static int on_mmap(lp_addrmap *m, const lp_event *ev, lp_error *err)
     const lp_mmap_event *e = &ev->u.mmap;
     unsigned mode = ev->misc & LP_MISC_CPUMODE_MASK;
     am_map nm;
-    am_proc *p;
+    mt_proc *p;
     int bin;
 
     if (e->pid == (uint32_t)-1 || mode == LP_CPUMODE_KERNEL ||
@@ -401,39 +282,39 @@ static int on_mmap(lp_addrmap *m, const lp_event *ev, lp_error *err)
     nm.end = e->start + e->len < e->start ? UINT64_MAX : e->start + e->len;
     nm.pgoff = e->pgoff;
     nm.bin = bin;
-    p = bin >= 0 ? findnew_proc(m, e->pid) : find_proc(m, e->pid);
-    if ((bin >= 0 && !p) || (p && place(p, &nm)))
+    p = bin >= 0 ? mt_proc_findnew(&m->procs, e->pid, sizeof nm)
+                 : mt_proc_find(m->procs, e->pid);
+    if ((bin >= 0 && !p) || (p && mt_place(&p->maps, &nm, bin >= 0)))
         return lp_error_set(err, LP_ENOMEM, "address map: out of memory");
     return 0;
 }
 
 static void on_exec(lp_addrmap *m, const lp_comm_event *c)
 {
-    am_proc *p;
+    mt_proc *p;
 
-    if (c->exec && (p = find_proc(m, c->pid)))
-        p->n = 0;
+    if (c->exec && (p = mt_proc_find(m->procs, c->pid)))
+        p->maps.n = 0;
 }
 
 static int on_fork(lp_addrmap *m, const lp_task_event *f, lp_error *err)
 {
-    am_proc *pp, *cp;
+    mt_proc *pp, *cp;
     size_t i;
 
     if (f->pid == f->ppid)
         return 0; /* a new thread shares its process's maps */
-    pp = find_proc(m, f->ppid);
-    cp = find_proc(m, f->pid);
+    pp = mt_proc_find(m->procs, f->ppid);
+    cp = mt_proc_find(m->procs, f->pid);
     if (cp)
-        cp->n = 0; /* a reused pid: the old process is gone */
-    if (!pp || pp->n == 0)
+        cp->maps.n = 0; /* a reused pid: the old process is gone */
+    if (!pp || pp->maps.n == 0)
         return 0;
-    if (!(cp = findnew_proc(m, f->pid)) || reserve(cp, pp->n) < 0)
+    if (!(cp = mt_proc_findnew(&m->procs, f->pid, sizeof(am_map))) ||
+        mt_copy(&cp->maps, &pp->maps) < 0)
         return lp_error_set(err, LP_ENOMEM, "address map: out of memory");
-    memcpy(cp->maps, pp->maps, pp->n * sizeof *pp->maps);
-    cp->n = pp->n;
-    for (i = 0; m->o.pid_filter == (int64_t)f->pid && i < cp->n; i++)
-        m->bins[cp->maps[i].bin].loaded = true;
+    for (i = 0; m->o.pid_filter == (int64_t)f->pid && i < cp->maps.n; i++)
+        m->bins[((const am_map *)mt_at(&cp->maps, i))->bin].loaded = true;
     return 0;
 }
 
@@ -445,7 +326,7 @@ static void init_bin(am_bin *ab, lp_binary *b)
 
     ab->b = b;
     ab->path = lp_binary_path(b);
-    ab->base = base_name(ab->path);
+    ab->base = basename(ab->path);
     ab->real = realpath(ab->path, NULL);
     ab->nbid = lp_binary_build_id(b, &ab->bid);
     ab->preferred = ab->sb_base = lp_binary_preferred_base(b);
@@ -480,7 +361,6 @@ lp_addrmap *lp_addrmap_new(lp_binary *const *bins, size_t nbins,
 
 void lp_addrmap_free(lp_addrmap *m)
 {
-    am_proc *p, *tp;
     am_file *f, *tf;
     am_warned *w, *tw;
     am_hdr_bid *e, *ne;
@@ -488,11 +368,7 @@ void lp_addrmap_free(lp_addrmap *m)
 
     if (!m)
         return;
-    HASH_ITER(hh, m->procs, p, tp) {
-        HASH_DEL(m->procs, p);
-        free(p->maps);
-        free(p);
-    }
+    mt_proc_free_all(&m->procs);
     HASH_ITER(hh, m->files, f, tf) {
         HASH_DEL(m->files, f);
         for (e = f->ids; e; e = ne) {
@@ -561,33 +437,27 @@ int lp_addrmap_event(lp_addrmap *m, const lp_event *ev, lp_error *err)
 
 void lp_addrmap_finish(lp_addrmap *m)
 {
-    size_t i;
+    const am_bin *b;
 
-    for (i = 0; i < m->nbins; i++)
-        if (!m->bins[i].loaded)
-            warnf(m, "no mmap in the trace matched %s (by build-id %s, path or "
-                     "basename %s): none of its samples can be used",
-                  m->bins[i].path, m->bins[i].nbid ? lp_binary_build_id_hex(m->bins[i].b)
-                                                    : "(none)",
-                  m->bins[i].base);
+    for (b = m->bins; b < m->bins + m->nbins; b++)
+        if (!b->loaded)
+            lp_warnf(m->o.warn, m->o.warn_ctx, "no mmap in the trace matched %s "
+                     "(by build-id %s, path or basename %s): none of its "
+                     "samples can be used", b->path,
+                     b->nbid ? lp_binary_build_id_hex(b->b) : "(none)", b->base);
 }
 
 int lp_addrmap_resolve(const lp_addrmap *m, uint32_t pid, uint64_t addr,
                        uint64_t *vaddr)
 {
-    const am_proc *p;
+    const mt_proc *p;
     const am_map *mp;
-    size_t i;
 
     if (m->o.single_base || pid == LP_ADDRMAP_ANY_PID)
         return sb_resolve(m, addr, vaddr);
     if ((m->o.pid_filter >= 0 && (int64_t)pid != m->o.pid_filter) ||
-        !(p = find_proc(m, pid)))
+        !(p = mt_proc_find(m->procs, pid)) || !(mp = mt_find(&p->maps, addr)))
         return -1;
-    i = first_ending_after(p, addr);
-    if (i == p->n || p->maps[i].start > addr)
-        return -1;
-    mp = &p->maps[i];
     if (lp_binary_map_to_vaddr(m->bins[mp->bin].b, mp->start, mp->pgoff, addr,
                                vaddr) < 0)
         return -1;
@@ -608,7 +478,7 @@ uint64_t lp_addrmap_single_base(const lp_addrmap *m, size_t i)
 
 size_t lp_addrmap_nr_maps(const lp_addrmap *m, uint32_t pid)
 {
-    const am_proc *p = find_proc(m, pid);
+    const mt_proc *p = mt_proc_find(m->procs, pid);
 
-    return p ? p->n : 0;
+    return p ? p->maps.n : 0;
 }

@@ -1,15 +1,18 @@
 /*
  * machine.c - process state from the event stream (see
- * include/lbr2prof/machine.h): threads (tid -> pid, comm), per-process
- * sorted map arrays with perf's overlap fixup, shared kernel maps.
- * Owns the tables and the interned strings. Does not read files, resolve
- * symbols or know about binaries.
+ * include/lbr2prof/machine.h): threads (tid -> pid, comm), the maps of
+ * each process and the shared kernel maps (tables of maptable.c), the
+ * header's build-ids. Owns the threads and the interned strings. Does not
+ * read files, resolve symbols or know about binaries.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
 
 #include "lbr2prof/machine.h"
+#include "machine/maptable.h"
+
+MT_CHECK(lp_map);
 
 #define LP_KERNEL_PID ((uint32_t)-1)
 
@@ -24,14 +27,6 @@ typedef struct mc_thread {
     const char *comm;
     UT_hash_handle hh;
 } mc_thread;
-
-/* Maps of one process, sorted by start, not overlapping. */
-typedef struct mc_proc {
-    uint32_t pid;
-    lp_map *maps;
-    size_t n, cap;
-    UT_hash_handle hh;
-} mc_proc;
 
 /* A header build-id, keyed by (pid, filename); pid -1 for "any". */
 typedef struct mc_bid {
@@ -49,7 +44,7 @@ struct lp_machine {
     mc_bid *bids;
     mc_str *strings;
     mc_thread *threads;
-    mc_proc *procs;      /* includes the kernel, pid LP_KERNEL_PID */
+    mt_proc *procs;      /* includes the kernel, pid LP_KERNEL_PID */
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -68,27 +63,6 @@ static const char *intern(lp_machine *m, const char *s)
     memcpy(e->s, s, n + 1);
     HASH_ADD_KEYPTR(hh, m->strings, e->s, n, e);
     return e->s;
-}
-
-static mc_proc *find_proc(const lp_machine *m, uint32_t pid)
-{
-    mc_proc *p;
-    HASH_FIND(hh, m->procs, &pid, sizeof pid, p);
-    return p;
-}
-
-static mc_proc *findnew_proc(lp_machine *m, uint32_t pid)
-{
-    mc_proc *p = find_proc(m, pid);
-
-    if (p)
-        return p;
-    p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
-    p->pid = pid;
-    HASH_ADD(hh, m->procs, pid, sizeof p->pid, p);
-    return p;
 }
 
 static mc_thread *find_thread(const lp_machine *m, uint32_t tid)
@@ -121,78 +95,7 @@ static int is_anon_name(const char *f)
            strncmp(f, "/SYSV", 5) == 0 || strcmp(f, "[heap]") == 0;
 }
 
-/* ---- map arrays ----------------------------------------------------------------- */
-
-/* Index of the first map whose end is > addr. */
-static size_t first_ending_after(const mc_proc *p, uint64_t addr)
-{
-    size_t lo = 0, hi = p->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->maps[mid].end <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int reserve(mc_proc *p, size_t extra)
-{
-    size_t need = p->n + extra, cap = p->cap ? p->cap : 8;
-    lp_map *q;
-
-    if (need <= p->cap)
-        return 0;
-    while (cap < need)
-        cap *= 2;
-    q = realloc(p->maps, cap * sizeof *q);
-    if (!q)
-        return -1;
-    p->maps = q;
-    p->cap = cap;
-    return 0;
-}
-
-/* Insert `nm`, cutting back or splitting the maps it overlaps. */
-static int insert_map(mc_proc *p, const lp_map *nm)
-{
-    size_t i, j, keep_left = 0, keep_right = 0;
-    lp_map left, right;
-
-    if (nm->end <= nm->start)
-        return 0;
-    if (reserve(p, 3) < 0)
-        return -1;
-    i = first_ending_after(p, nm->start);
-    j = i;
-    while (j < p->n && p->maps[j].start < nm->end)
-        j++;
-    /* maps[i, j) overlap nm. */
-    if (i < j && p->maps[i].start < nm->start) {
-        left = p->maps[i];
-        left.end = nm->start;
-        keep_left = 1;
-    }
-    if (i < j && p->maps[j - 1].end > nm->end) {
-        right = p->maps[j - 1];
-        right.pgoff += nm->end - right.start;
-        right.start = nm->end;
-        keep_right = 1;
-    }
-    {
-        size_t add = keep_left + 1 + keep_right, del = j - i;
-        memmove(p->maps + i + add, p->maps + j, (p->n - j) * sizeof *p->maps);
-        p->n = p->n - del + add;
-    }
-    if (keep_left)
-        p->maps[i++] = left;
-    p->maps[i++] = *nm;
-    if (keep_right)
-        p->maps[i] = right;
-    return 0;
-}
+/* ---- build-ids ---------------------------------------------------------------- */
 
 static const mc_bid *find_bid(const lp_machine *m, uint32_t pid,
                               const char *file)
@@ -217,7 +120,7 @@ static int on_mmap(lp_machine *m, const lp_event *ev)
     const lp_mmap_event *e = &ev->u.mmap;
     unsigned mode = ev->misc & LP_MISC_CPUMODE_MASK;
     lp_map nm;
-    mc_proc *p;
+    mt_proc *p;
     int kernel = e->pid == LP_KERNEL_PID || mode == LP_CPUMODE_KERNEL ||
                  mode == LP_CPUMODE_GUEST_KERNEL;
 
@@ -253,24 +156,24 @@ static int on_mmap(lp_machine *m, const lp_event *ev)
             nm.build_id_size = b->size;
         }
     }
-    p = findnew_proc(m, kernel ? LP_KERNEL_PID : e->pid);
+    p = mt_proc_findnew(&m->procs, kernel ? LP_KERNEL_PID : e->pid, sizeof nm);
     if (!p)
         return -1;
-    return insert_map(p, &nm);
+    return mt_place(&p->maps, &nm, true);
 }
 
 static int on_comm(lp_machine *m, const lp_event *ev)
 {
     const lp_comm_event *c = &ev->u.comm;
     mc_thread *t = findnew_thread(m, c->pid, c->tid);
-    mc_proc *p;
+    mt_proc *p;
 
     if (!t || !(t->comm = intern(m, c->comm ? c->comm : "")))
         return -1;
     t->pid = c->pid;
     if (c->exec && !(m->flags & LP_MACHINE_KEEP_MAPS_ON_EXEC) &&
-        (p = find_proc(m, c->pid)))
-        p->n = 0;
+        (p = mt_proc_find(m->procs, c->pid)))
+        p->maps.n = 0;
     return 0;
 }
 
@@ -279,7 +182,7 @@ static int on_fork(lp_machine *m, const lp_event *ev)
     const lp_task_event *f = &ev->u.task;
     mc_thread *parent = find_thread(m, f->ptid), *t = find_thread(m, f->tid);
     const char *comm = parent ? parent->comm : NULL;
-    mc_proc *pp, *cp;
+    mt_proc *pp, *cp;
     size_t i;
 
     if (t) { /* a reused tid: the old thread is gone */
@@ -289,12 +192,13 @@ static int on_fork(lp_machine *m, const lp_event *ev)
     if (!(t = findnew_thread(m, f->pid, f->tid)))
         return -1;
     t->comm = comm;
-    if (f->pid == f->ppid || !(pp = find_proc(m, f->ppid)) || pp->n == 0)
+    if (f->pid == f->ppid || !(pp = mt_proc_find(m->procs, f->ppid)) ||
+        pp->maps.n == 0)
         return 0;
-    if (!(cp = findnew_proc(m, f->pid)))
+    if (!(cp = mt_proc_findnew(&m->procs, f->pid, sizeof(lp_map))))
         return -1;
-    for (i = 0; i < pp->n; i++)
-        if (insert_map(cp, &pp->maps[i]) < 0)
+    for (i = 0; i < pp->maps.n; i++) /* into the maps the child may have */
+        if (mt_place(&cp->maps, mt_at(&pp->maps, i), true) < 0)
             return -1;
     return 0;
 }
@@ -349,7 +253,6 @@ void lp_machine_free(lp_machine *m)
     mc_bid *b, *tb;
     mc_str *s, *ts;
     mc_thread *t, *tt;
-    mc_proc *p, *tp;
 
     if (!m)
         return;
@@ -357,11 +260,7 @@ void lp_machine_free(lp_machine *m)
         HASH_DEL(m->threads, t);
         free(t);
     }
-    HASH_ITER(hh, m->procs, p, tp) {
-        HASH_DEL(m->procs, p);
-        free(p->maps);
-        free(p);
-    }
+    mt_proc_free_all(&m->procs);
     HASH_ITER(hh, m->bids, b, tb) {
         HASH_DEL(m->bids, b);
         free(b);
@@ -397,15 +296,9 @@ const char *lp_machine_comm(const lp_machine *m, uint32_t pid, uint32_t tid)
 
 static const lp_map *lookup(const lp_machine *m, uint32_t pid, uint64_t addr)
 {
-    const mc_proc *p = find_proc(m, pid);
-    size_t i;
+    const mt_proc *p = mt_proc_find(m->procs, pid);
 
-    if (!p)
-        return NULL;
-    i = first_ending_after(p, addr);
-    if (i < p->n && p->maps[i].start <= addr)
-        return &p->maps[i];
-    return NULL;
+    return p ? mt_find(&p->maps, addr) : NULL;
 }
 
 const lp_map *lp_machine_find_map(const lp_machine *m, uint32_t pid,
@@ -437,6 +330,7 @@ uint64_t lp_map_rel_addr(const lp_map *mp, uint64_t addr)
 
 size_t lp_machine_nr_maps(const lp_machine *m, uint32_t pid)
 {
-    const mc_proc *p = find_proc(m, pid);
-    return p ? p->n : 0;
+    const mt_proc *p = mt_proc_find(m->procs, pid);
+
+    return p ? p->maps.n : 0;
 }

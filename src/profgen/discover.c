@@ -33,13 +33,6 @@ typedef struct hit_table {
     size_t nmaps, mcap;
 } hit_table;
 
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-
-    return s ? s + 1 : p;
-}
-
 static void hit_table_free(hit_table *t)
 {
     size_t i;
@@ -199,7 +192,7 @@ static char *cache_path(const file_hits *h)
  * reports the mismatch). NULL if none (malloc'ed result). */
 static char *locate(const file_hits *h, const char *trace, bool strict)
 {
-    const char *slash = strrchr(trace, '/'), *bn = base_name(h->path);
+    const char *slash = strrchr(trace, '/'), *bn = basename(h->path);
     char *cand[4] = {strdup(h->path), cache_path(h), NULL, strdup(bn)}, *best = NULL;
     size_t i;
 

@@ -14,22 +14,12 @@
 
 /* ---- small shared helpers ------------------------------------------------- */
 
-static void vsay(lp_warn_fn fn, void *ctx, const char *fmt, va_list ap)
-{
-    char buf[LP_ERRMSG_MAX + 256];
-
-    if (!fn)
-        return;
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    fn(ctx, buf);
-}
-
 void pg_warn(const lp_profgen_opts *o, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vsay(o->warn, o->warn_ctx, fmt, ap);
+    lp_vwarnf(o->warn, o->warn_ctx, fmt, ap);
     va_end(ap);
 }
 
@@ -38,7 +28,7 @@ void pg_note(const lp_profgen_opts *o, const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    vsay(o->note, o->note_ctx, fmt, ap);
+    lp_vwarnf(o->note, o->note_ctx, fmt, ap);
     va_end(ap);
 }
 

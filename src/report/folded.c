@@ -195,7 +195,7 @@ int rp_write_speedscope(FILE *f, const lp_report *r,
 {
     ss_state s = {o, NULL, json_array(), json_array(), json_array(), NULL, 0, 0};
     const char *title = o->title ? o->title
-                        : r->input ? rp_basename(r->input) : "lbr2prof";
+                        : r->input ? basename(r->input) : "lbr2prof";
     uint64_t total = r->root.n.total;
     ss_frame *e, *t;
     json_t *doc = NULL;

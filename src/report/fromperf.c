@@ -66,14 +66,14 @@ static bool same_build_id(lp_binary *b, const lp_map *mp)
 /* --binary matched by build-id, else by base name. */
 static lp_binary *match_given(pf_state *s, const lp_map *mp)
 {
-    const char *bn = rp_basename(mp->filename);
+    const char *bn = basename(mp->filename);
     size_t i;
 
     for (i = 0; i < s->ngiven; i++)
         if (same_build_id(s->given[i], mp))
             return s->given[i];
     for (i = 0; i < s->ngiven; i++)
-        if (!strcmp(rp_basename(lp_binary_path(s->given[i])), bn))
+        if (!strcmp(basename(lp_binary_path(s->given[i])), bn))
             return s->given[i];
     return NULL;
 }
@@ -118,7 +118,7 @@ static lp_binary *open_mapped(pf_state *s, const lp_map *mp)
         b = lp_binary_open(mp->filename, &s->o->bopts, NULL);
     if (!b && slash &&
         asprintf(&p, "%.*s/%s", (int)(slash - s->trace), s->trace,
-                 rp_basename(mp->filename)) > 0 && access(p, R_OK) == 0)
+                 basename(mp->filename)) > 0 && access(p, R_OK) == 0)
         b = lp_binary_open(p, &s->o->bopts, NULL);
     free(p);
     /* A file that is not the one recorded would give wrong symbols. */
@@ -141,7 +141,7 @@ static int pseudo_name(const lp_map *mp, const char *name, char **out)
         return asprintf(out, "%.*s", (int)(rb - name + 1), name);
     if (!name[0] || (mp->anon && name[0] != '/'))
         return asprintf(out, "[anon]");
-    return asprintf(out, "[%s]", rp_basename(name));
+    return asprintf(out, "[%s]", basename(name));
 }
 
 static pf_file *file_for(pf_state *s, const lp_map *mp)

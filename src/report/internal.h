@@ -75,7 +75,4 @@ static inline double rp_pct(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-/* Base name of a path. */
-const char *rp_basename(const char *path);
-
 #endif

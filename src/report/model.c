@@ -15,13 +15,6 @@
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
                             int *status);
 
-const char *rp_basename(const char *path)
-{
-    const char *s = strrchr(path, '/');
-
-    return s ? s + 1 : path;
-}
-
 /* ---- lifetime ------------------------------------------------------------ */
 
 lp_report *lp_report_new(lp_report_unit unit, lp_error *err)

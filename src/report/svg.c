@@ -462,7 +462,7 @@ int rp_write_svg(FILE *f, const lp_report *r, const lp_report_write_opts *o,
     s.max_depth = s.total ? visible_depth(&s, &r->root.n, 0) : 0;
     height = TOP + (double)(s.max_depth + 1) * FRAME_H + BOTTOM;
     snprintf(title, sizeof title, "Flame graph: %s",
-             o->title ? o->title : r->input ? rp_basename(r->input) : "lbr2prof");
+             o->title ? o->title : r->input ? basename(r->input) : "lbr2prof");
     put_head(&s, width, height, title);
     fputs("<g id=\"frames\">\n", f);
     if (s.total)
