@@ -283,6 +283,9 @@ enum lp_fp_mode {
     LP_FP_REPAIRED = 3,  /* validated, then the leaf's caller repaired */
 };
 
+/* "plain", "validated", "repaired" -> *mode; -1 for anything else. */
+int lp_fp_mode_parse(const char *s, enum lp_fp_mode *mode);
+
 typedef struct lp_fp_sampler_stats {
     uint64_t walked;          /* samples with user regs + stack */
     uint64_t no_user_stack;   /* samples without (chain left as recorded) */

@@ -168,3 +168,19 @@ int lp_fp_sample_user_chain(lp_fp_sampler *s, const lp_machine *m,
                          LP_LEAF_CHAIN_IS_FP_WALK, &s->st.leaf);
     return 1;
 }
+
+int lp_fp_mode_parse(const char *s, enum lp_fp_mode *mode)
+{
+    static const char *const names[] = {
+        [LP_FP_PLAIN] = "plain", [LP_FP_VALIDATED] = "validated",
+        [LP_FP_REPAIRED] = "repaired",
+    };
+    int i;
+
+    for (i = LP_FP_PLAIN; i <= LP_FP_REPAIRED; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *mode = (enum lp_fp_mode)i;
+            return 0;
+        }
+    return -1;
+}
