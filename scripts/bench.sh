@@ -43,8 +43,16 @@ L=$TOP/build/lbr2prof
 PG=llvm-profgen-19
 command -v $PG >/dev/null 2>&1 || { echo "bench.sh: $PG not found"; exit 1; }
 command -v perf >/dev/null 2>&1 || { echo "bench.sh: perf not found ($PG --perfdata needs it)"; exit 1; }
-W=$(mktemp -d "${TMPDIR:-/tmp}/lbr2prof-bench.XXXXXX")
-trap 'rm -rf "$W"' EXIT INT TERM
+# BENCH_KEEP=DIR keeps the inputs in DIR and reuses those already there
+# (for iterating on one recording; delete DIR to record anew).
+if [ -n "${BENCH_KEEP:-}" ]; then
+    W=$BENCH_KEEP; mkdir -p "$W"
+    rmk() { :; }
+else
+    W=$(mktemp -d "${TMPDIR:-/tmp}/lbr2prof-bench.XXXXXX")
+    trap 'rm -rf "$W"' EXIT INT TERM
+    rmk() { rm -f "$@"; }
+fi
 [ -x "$L" ] || make -C "$TOP" -j2 >/dev/null
 cc -O2 -o "$W/perf-replicate" "$TOP/scripts/perf-replicate.c"
 bad=0
@@ -95,7 +103,8 @@ outcome() { # A B (a difference is kept in $TMPDIR/lbr2prof-bench-diff.*)
 
 flat_bench() {
     BIN=$TOP/tests/data/autofdo/test.binary
-    "$W/perf-replicate" "$TOP/tests/data/autofdo/test.lbr" "$COPIES" "$W/big.data" > /dev/null 2>&1
+    [ -s "$W/big.data" ] ||
+        "$W/perf-replicate" "$TOP/tests/data/autofdo/test.lbr" "$COPIES" "$W/big.data" > /dev/null 2>&1
     echo "flat: $(wc -c < "$W/big.data") bytes ($COPIES copies of test.lbr), binary test.binary"
     "$L" "$W/big.data" --binary "$BIN" -o "$W/warm.l" 2>/dev/null
     $PG --perfdata="$W/big.data" --binary="$BIN" --output="$W/warm.p" >/dev/null 2>&1
@@ -103,7 +112,7 @@ flat_bench() {
     measure llvm "llvm-profgen-19 --perfdata" $PG --perfdata="$W/big.data" --binary="$BIN" --output="$W/out.p"
     if cmp -s "$W/out.l" "$W/out.p"; then same=identical; else same=DIFFERENT; bad=1; fi
     ratio llvm lbr2prof "$same"
-    rm -f "$W/big.data" "$W/warm.l" "$W/warm.p" "$W/out.l" "$W/out.p"
+    rmk "$W/big.data"; rm -f "$W/warm.l" "$W/warm.p" "$W/out.l" "$W/out.p"
 }
 
 FLATCS="--csspgo-preinliner=0 --gen-cs-nested-profile=0 --format=text"
@@ -134,24 +143,27 @@ repeat_text() {
 
 cs_bench() {
     I=$TOP/tests/data/llvm-profgen-inputs
-    echo "cs: building lbr2prof with clang-19 -fno-omit-frame-pointer and recording it"
-    make -C "$TOP" -j2 BUILD="$W/fpb" CC=clang-19 CFLAGS=-fno-omit-frame-pointer \
-        "$W/fpb/lbr2prof" >/dev/null 2>&1
     SELF=$W/fpb/lbr2prof
-    "$L" record --simulate -c 100 --seed 1 -o "$W/self.data" -- "$SELF" \
-        --perfscript="$I/cs-preinline-cost.perfscript" --binary "$I/cs-preinline-cost.perfbin" \
-        --use-dwarf-correlation -o "$W/job.prof" >/dev/null 2>&1
-    "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$W/self.data" >"$W/self.txt"
-    repeat_text "$W/self.txt" 100 >"$W/selfbig.txt"
-    n=$(awk -v s="$(wc -c < "$W/self.data")" 'BEGIN { printf "%d", 100 * 1048576 / s + 1 }')
-    "$W/perf-replicate" "$W/self.data" "$n" "$W/selfbig.data" >/dev/null 2>&1
-    "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$W/selfbig.data" >"$W/selfbig.data.txt"
-    rm -f "$W/self.txt"
+    n=$(awk -v s="$(wc -c < "$W/self.data" 2>/dev/null || echo 1)" 'BEGIN { printf "%d", 100 * 1048576 / s + 1 }')
+    if [ ! -s "$W/selfbig.data.txt" ]; then
+        echo "cs: building lbr2prof with clang-19 -fno-omit-frame-pointer and recording it"
+        make -C "$TOP" -j2 BUILD="$W/fpb" CC=clang-19 CFLAGS=-fno-omit-frame-pointer \
+            "$W/fpb/lbr2prof" >/dev/null 2>&1
+        "$L" record --simulate -c 100 --seed 1 -o "$W/self.data" -- "$SELF" \
+            --perfscript="$I/cs-preinline-cost.perfscript" --binary "$I/cs-preinline-cost.perfbin" \
+            --use-dwarf-correlation -o "$W/job.prof" >/dev/null 2>&1
+        n=$(awk -v s="$(wc -c < "$W/self.data")" 'BEGIN { printf "%d", 100 * 1048576 / s + 1 }')
+        "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$W/self.data" >"$W/self.txt"
+        repeat_text "$W/self.txt" 100 >"$W/selfbig.txt"
+        "$W/perf-replicate" "$W/self.data" "$n" "$W/selfbig.data" >/dev/null 2>&1
+        "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$W/selfbig.data" >"$W/selfbig.data.txt"
+        rmk "$W/self.txt"
+    fi
     echo "(a) lbr2prof's own trace as text: $(wc -c < "$W/selfbig.txt") bytes"
     "$L" --perfscript="$W/selfbig.txt" --binary "$SELF" -o /dev/null >/dev/null 2>&1
     $PG --perfscript="$W/selfbig.txt" --binary="$SELF" --output=/dev/null >/dev/null 2>&1
     cs_pair "(a) text" "$SELF" --perfscript="$W/selfbig.txt" --perfscript="$W/selfbig.txt"
-    rm -f "$W/selfbig.txt"
+    rmk "$W/selfbig.txt"
     echo "(b) the same as perf.data: $(wc -c < "$W/selfbig.data") bytes ($n copies;" \
         "its script text $(wc -c < "$W/selfbig.data.txt") bytes for llvm-profgen)"
     cs_pair "(b) perf.data vs llvm-profgen on its text" "$SELF" "$W/selfbig.data" \
@@ -161,12 +173,14 @@ cs_bench() {
     measure theirs "llvm-profgen-19 --perfdata" $PG --perfdata="$W/selfbig.data" --binary="$SELF" --output="$W/o.p"
     if same_prof "$W/o.l" "$W/o.p"; then w=identical; else w="different (perf 6.1's script text, docs/cs-profile.md)"; fi
     ratio theirs ours "$w"
-    rm -f "$W/selfbig.data" "$W/selfbig.data.txt"
+    rmk "$W/selfbig.data" "$W/selfbig.data.txt"
 
-    perl "$TOP/scripts/gen-callgraph.pl" 1500 1 >"$W/cg.c"
-    clang-19 -O2 -g -fno-omit-frame-pointer -o "$W/cg" "$W/cg.c"
-    "$L" record --simulate -c 60 --seed 1 -o "$W/cg.data" -- "$W/cg" 3000 8 >/dev/null 2>&1
-    "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$W/cg.data" >"$W/cg.txt"
+    if [ ! -s "$W/cg.txt" ]; then
+        perl "$TOP/scripts/gen-callgraph.pl" 1500 1 >"$W/cg.c"
+        clang-19 -O2 -g -fno-omit-frame-pointer -o "$W/cg" "$W/cg.c"
+        "$L" record --simulate -c 60 --seed 1 -o "$W/cg.data" -- "$W/cg" 3000 8 >/dev/null 2>&1
+        "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$W/cg.data" >"$W/cg.txt"
+    fi
     echo "(c) 1,500-function program: perf.data $(wc -c < "$W/cg.data") bytes, text $(wc -c < "$W/cg.txt") bytes"
     cs_pair "(c) text" "$W/cg" --perfscript="$W/cg.txt" --perfscript="$W/cg.txt"
     cs_pair "(c) perf.data vs llvm-profgen on its text" "$W/cg" "$W/cg.data" --perfscript="$W/cg.txt"
