@@ -305,7 +305,8 @@ static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
  * listed prime >= twice the count. Checked against g++ at test time. */
 static const size_t um_buckets[] = {
     13, 29, 59, 127, 257, 541, 1109, 2357, 5087, 10273, 20753, 42043, 85229,
-    172933, 351061,
+    172933, 351061, 712697, 1447153, 2938679, 5967347, 12117689, 24607243,
+    49969847,
 };
 
 typedef struct um_state {
@@ -380,10 +381,13 @@ static void um_rehash(um_state *s, const uint64_t *keys, size_t nb)
 int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
 {
     um_state s = {0};
-    size_t i, g = 0, nb = um_buckets[sizeof um_buckets / sizeof *um_buckets - 1];
+    size_t i, g = 0, nb = 0, last = sizeof um_buckets / sizeof *um_buckets;
     int32_t p;
 
-    if (m >= nb)
+    for (i = 0; i < last && !nb; i++)     /* the table's size at the end */
+        if (um_buckets[i] >= m)
+            nb = um_buckets[i];
+    if (!nb)
         return 1;
     s.next = malloc(m * sizeof *s.next);
     s.bkt = malloc(nb * sizeof *s.bkt);

@@ -501,6 +501,24 @@ static uint32_t hash_bytes(const unsigned char *p, size_t n)
     return (uint32_t)h;
 }
 
+/* PerfSample::getHashCode (DJB2 over the call stack, then each LBR
+ * entry's source and target): llvm-profgen unwinds its aggregated samples
+ * in the std::unordered_map order this hash gives (uw_flush). */
+static uint64_t djb2(const uint64_t *cs, size_t ncs, const uw_lbr *lbr,
+                     size_t nlbr)
+{
+    uint64_t h = 5381;
+    size_t i;
+
+    for (i = 0; i < ncs; i++)
+        h = (h << 5) + h + cs[i];
+    for (i = 0; i < nlbr; i++) {
+        h = (h << 5) + h + lbr[i].src;
+        h = (h << 5) + h + lbr[i].dst;
+    }
+    return h;
+}
+
 static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
                      lp_error *err)
 {
@@ -518,6 +536,7 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         memset(g, 0, sizeof *g);
         g->len = (uint32_t)len;
+        g->djb = djb2(u->cs, ncs, u->lbr, nlbr);
         memcpy(g->key, u->enc, len);
         HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->agg, g->key, len, h, g);
     }

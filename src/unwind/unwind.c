@@ -481,19 +481,66 @@ int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
 
 /* ---- batches --------------------------------------------------------------------- */
 
+/* The pending samples in llvm-profgen's unwinding order: its
+ * AggregatedSamples is a std::unordered_map keyed by PerfSample's hash,
+ * filled in order of first occurrence (ours: the uthash's order). The
+ * order decides which sample creates a context first, whose leaf gives
+ * the context its WasLeafInlined (ContextWasInlined) when two leaves, one
+ * inlined and one not, have the same context. NULL on OOM; *n the count. */
+static uw_agg **flush_order(lp_unwinder *u, size_t *n)
+{
+    size_t m = HASH_COUNT(u->agg), i = 0;
+    uw_agg **v = malloc((m ? m : 1) * sizeof *v), **w = NULL, *g, *t;
+    uint64_t *keys = malloc((m ? m : 1) * sizeof *keys);
+    int32_t *order = malloc((m ? m : 1) * sizeof *order);
+    int rc = -1;
+
+    if (v && keys && order && (w = malloc((m ? m : 1) * sizeof *w))) {
+        HASH_ITER(hh, u->agg, g, t) {
+            keys[i] = g->djb;
+            v[i++] = g;
+        }
+        rc = uw_umap_order(keys, m, order);
+        for (i = 0; rc == 0 && i < m; i++)
+            w[i] = v[order[i]];
+    }
+    if (rc == 1) {              /* beyond the emulated sizes: as inserted */
+        free(w);
+        w = v;
+        v = NULL;
+        rc = 0;
+    }
+    free(v);
+    free(keys);
+    free(order);
+    if (rc) {
+        free(w);
+        return NULL;
+    }
+    *n = m;
+    return w;
+}
+
 int uw_flush(lp_unwinder *u, lp_error *err)
 {
-    uw_agg *g, *t;
-    size_t ncs, nlbr;
+    size_t ncs, nlbr, m = 0, i;
+    uw_agg **v = flush_order(u, &m), *g;
+    int rc = 0;
 
-    HASH_ITER(hh, u->agg, g, t) {
+    if (!v)
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    for (i = 0; i < m && rc == 0; i++) {
+        g = v[i];
         uw_decode(u, g, &ncs, &nlbr);
         u->st.distinct++;
         if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))
-            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        if (uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err))
-            return -1;
+            rc = lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        else if (uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err))
+            rc = -1;
     }
+    free(v);
+    if (rc)
+        return -1;
     HASH_CLEAR(hh, u->agg);
     uw_arena_free(&u->agg_arena);
     return 0;

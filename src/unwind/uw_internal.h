@@ -93,6 +93,8 @@ typedef struct uw_ainfo {
 typedef struct uw_agg {
     UT_hash_handle hh;
     uint64_t repeat;
+    uint64_t djb;               /* llvm-profgen's PerfSample::getHashCode:
+                                   decides the order samples are unwound in */
     uint32_t len;
     unsigned char key[];        /* varint-encoded call stack + LBR */
 } uw_agg;
