@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "reader/perfscript.h"
+#include "util/hash.h"
 
 #define LP_PSCRIPT_MAX_PREAMBLE (64u << 20)
 #define LP_PSCRIPT_MAX_LINE (256u << 20)
@@ -725,22 +726,6 @@ static int read_frames(lp_pscript *p, lp_error *err)
 
 /* ---- the sample-block cache -------------------------------------------- */
 
-static uint64_t block_hash(const char *t, size_t n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-    size_t i;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        memcpy(&w, t + i, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 29;
-    }
-    w = 0;
-    memcpy(&w, t + i, n - i);
-    h = (h ^ w) * 0x94d049bb133111ebull;
-    return h ^ (h >> 32);
-}
-
 /* The block starting at cur: up to the end of the first line that starts
  * with " 0x", if it is all in the buffer. 0 if not. */
 static size_t block_at(const lp_pscript *p, const char **lbr)
@@ -818,7 +803,7 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
     int r;
 
     if (blen) {
-        h = block_hash(start, blen);
+        h = lp_hash_bytes(start, blen);
         b = cache_get(p, start, blen, h);
     }
     if (b) {
