@@ -8,7 +8,7 @@
  * children (location 0.0) are the base profiles. Children are keyed, as
  * in LLVM, by FunctionSamples::getCallSiteHash(callee, location) =
  * MD5(callee) + 33 * ((disc << 32) | line), kept and iterated in
- * ascending key order in n->kids[0 .. n->nkids) (LLVM's std::map<uint64_t,
+ * ascending key order in n->kids[0 .. n->nkids).n (LLVM's std::map<uint64_t,
  * ContextTrieNode>; a loop over them must not insert into the same node:
  * cs_kid_after is the walk that survives insertions), which decides every
  * order-dependent result (first merged attributes, candidate ties, the
@@ -37,6 +37,12 @@ typedef struct cs_name {        /* an interned function name */
 
 typedef struct cs_node cs_node;
 
+typedef struct cs_kid {         /* a child and its key (kept next to each
+                                   other for the binary search) */
+    uint64_t key;
+    cs_node *n;
+} cs_kid;
+
 typedef struct cs_prof {        /* a FunctionSamples owned by the trie */
     lp_fsamples fs;
     uint32_t state;
@@ -50,7 +56,7 @@ struct cs_node {
     uint64_t key;               /* call-site hash in the parent */
     cs_node *parent;
     cs_prof *prof;              /* NULL: no profile */
-    cs_node **kids;             /* children, always in ascending key order
+    cs_kid *kids;               /* children, always in ascending key order
                                    (binary search; no per-node hash table:
                                    a trie has ~10^5 nodes) */
     uint32_t nkids, kids_cap;

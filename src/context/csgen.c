@@ -274,7 +274,7 @@ static int infer(cs_trie *t, cs_node *n, lp_error *err)
     uint32_t i;
 
     for (i = 0; i < n->nkids; i++)
-        if (infer(t, n->kids[i], err))
+        if (infer(t, n->kids[i].n, err))
             return -1;
     if (!n->prof || n->prof->fs.head || !n->parent || n->parent == &t->root)
         return 0;

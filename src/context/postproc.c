@@ -118,7 +118,7 @@ static int convert(cs_node *n, lp_profile *out, bool merged_base)
     cs_node *c;
 
     for (i = 0; i < n->nkids; i++) {
-        c = n->kids[i];
+        c = n->kids[i].n;
         if (convert(c, out, merged_base))
             return -1;
         if (!c->prof)

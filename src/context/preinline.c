@@ -161,7 +161,7 @@ static int pcg_build(pcg *g, pre *P)
         if (q[i] != &P->t->root && !s)
             goto oom;
         for (k = 0; k < q[i]->nkids; k++) {
-            c = q[i]->kids[k];
+            c = q[i]->kids[k].n;
             if (!(d = pcg_func(g, c->func)))
                 goto oom;
             if (s && add_edge(s, d, trie_weight(q[i], c)))
@@ -521,8 +521,8 @@ static void mark_moved(cs_node *n)
         n->prof->state |= CS_SYNTHETIC;
     }
     for (i = 0; i < n->nkids; i++) {
-        n->kids[i]->parent = n;
-        mark_moved(n->kids[i]);
+        n->kids[i].n->parent = n;
+        mark_moved(n->kids[i].n);
     }
 }
 
@@ -717,7 +717,7 @@ static int candidates(pre *P, cand_heap *h, cs_prof *caller)
     uint32_t i;
 
     for (i = 0; i < cn->nkids; i++) {
-        c = cn->kids[i];
+        c = cn->kids[i].n;
         if (!c->prof)
             continue;
         entry = lp_fs_head_estimate(&c->prof->fs, 1);

@@ -263,7 +263,7 @@ uint32_t cs_size_for(cs_trie *st, const cs_node *n)
         if (!cur)
             cur = prev;
         while (!found && cur && cur->nkids) {
-            cur = cur->kids[0];
+            cur = cur->kids[0].n;
             if (cur->has_size) {
                 size = cur->size;
                 found = true;

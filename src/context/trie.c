@@ -138,7 +138,7 @@ static uint32_t kid_lower(const cs_node *n, uint64_t key)
 
     while (lo < hi) {
         mid = lo + (hi - lo) / 2;
-        if (n->kids[mid]->key < key)
+        if (n->kids[mid].key < key)
             lo = mid + 1;
         else
             hi = mid;
@@ -151,14 +151,14 @@ cs_node *cs_child(cs_node *n, lp_loc loc, const cs_name *f)
     uint64_t key = cs_callsite_hash(f->md5, loc);
     uint32_t i = kid_lower(n, key);
 
-    return i < n->nkids && n->kids[i]->key == key ? n->kids[i] : NULL;
+    return i < n->nkids && n->kids[i].key == key ? n->kids[i].n : NULL;
 }
 
 /* Insert n (key set) into parent's children at its place. */
 static int kid_insert(cs_node *parent, cs_node *n)
 {
     uint32_t i = kid_lower(parent, n->key);
-    cs_node **nv;
+    cs_kid *nv;
 
     if (parent->nkids == parent->kids_cap) {
         uint32_t cap = parent->kids_cap ? parent->kids_cap * 2 : 2;
@@ -169,7 +169,7 @@ static int kid_insert(cs_node *parent, cs_node *n)
     }
     memmove(parent->kids + i + 1, parent->kids + i,
             (parent->nkids - i) * sizeof *parent->kids);
-    parent->kids[i] = n;
+    parent->kids[i] = (cs_kid){n->key, n};
     parent->nkids++;
     return 0;
 }
@@ -210,7 +210,7 @@ void cs_detach(cs_node *n)
     if (!p)
         return;
     i = kid_lower(p, n->key);
-    while (i < p->nkids && p->kids[i] != n)
+    while (i < p->nkids && p->kids[i].n != n)
         i++;
     if (i < p->nkids) {
         memmove(p->kids + i, p->kids + i + 1, (p->nkids - i - 1) * sizeof *p->kids);
@@ -222,11 +222,13 @@ void cs_detach(cs_node *n)
 cs_node **cs_kids_copy(cs_node *n, size_t *cnt)
 {
     cs_node **v;
+    uint32_t i;
 
     *cnt = 0;
     if (n->nkids == 0 || !(v = malloc(n->nkids * sizeof *v)))
         return NULL;
-    memcpy(v, n->kids, n->nkids * sizeof *v);
+    for (i = 0; i < n->nkids; i++)
+        v[i] = n->kids[i].n;
     *cnt = n->nkids;
     return v;
 }
@@ -237,7 +239,7 @@ static void free_kids(cs_node *n)
     uint32_t i;
 
     for (i = 0; i < n->nkids; i++)
-        cs_node_free(n->kids[i]);
+        cs_node_free(n->kids[i].n);
     free(n->kids);
     n->kids = NULL;
     n->nkids = n->kids_cap = 0;
@@ -275,12 +277,12 @@ cs_node *cs_node_copy(const cs_node *n)
     }
     c->kids_cap = n->nkids;
     for (i = 0; i < n->nkids; i++) {
-        if (!(kc = cs_node_copy(n->kids[i]))) {
+        if (!(kc = cs_node_copy(n->kids[i].n))) {
             cs_node_free(c);
             return NULL;
         }
         kc->parent = c;
-        c->kids[c->nkids++] = kc; /* already in key order */
+        c->kids[c->nkids++] = (cs_kid){kc->key, kc}; /* already in key order */
     }
     return c;
 }
@@ -289,9 +291,9 @@ cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first)
 {
     uint32_t i = first ? 0 : kid_lower(n, key);
 
-    if (!first && i < n->nkids && n->kids[i]->key == key)
+    if (!first && i < n->nkids && n->kids[i].key == key)
         i++;
-    return i < n->nkids ? n->kids[i] : NULL;
+    return i < n->nkids ? n->kids[i].n : NULL;
 }
 
 void cs_trie_free(cs_trie *t)
@@ -400,7 +402,7 @@ cs_node **cs_bfs(cs_trie *t, size_t *n)
                 }
                 q = nq;
             }
-            q[tail++] = x->kids[k];
+            q[tail++] = x->kids[k].n;
         }
     }
     *n = tail;
@@ -444,8 +446,8 @@ static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
         n->prof = NULL;
     }
     for (i = 0; i < n->nkids && rc == 0; i++) {
-        st->v[depth] = (lp_ctx_frame){n->func->s, n->kids[i]->callsite};
-        rc = emit(n->kids[i], st, depth + 1, p);
+        st->v[depth] = (lp_ctx_frame){n->func->s, n->kids[i].n->callsite};
+        rc = emit(n->kids[i].n, st, depth + 1, p);
     }
     return rc;
 }
@@ -457,7 +459,7 @@ int cs_trie_to_profile(cs_trie *t, lp_profile *p)
     int rc = 0;
 
     for (i = 0; i < t->root.nkids && rc == 0; i++)
-        rc = emit(t->root.kids[i], &st, 0, p);
+        rc = emit(t->root.kids[i].n, &st, 0, p);
     free(st.v);
     p->is_cs = 1;
     return rc;
