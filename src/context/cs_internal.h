@@ -184,7 +184,8 @@ const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
 /* ---- generation and post-processing on a trie ------------------------------- */
 
 /* generateLineNumBasedProfile into t (empty). With `consume`, every
- * entry's counters are freed once used (cc is then only good to free). */
+ * entry's counters are freed once used, and then the entries (cc is left
+ * empty). */
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
                      lp_error *err);

@@ -333,6 +333,8 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cs_insts_free(its[k]);
     free(its);
     free(v);
+    if (consume)
+        lp_ctxcount_clear(cc); /* the keys and frames too: the trie has its own */
     if (rc == 0)
         rc = infer(t, &t->root, err);
     if (rc == 0)
