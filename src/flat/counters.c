@@ -138,7 +138,8 @@ static void sort_in_place(pair_tab *t)
 
     if (t->sorted)
         return;
-    qsort(t->v, t->n, sizeof *t->v, pair_cmp);
+    if (t->n > 1) /* v is NULL for an empty table */
+        qsort(t->v, t->n, sizeof *t->v, pair_cmp);
     if (t->slot) {
         memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
         for (i = 0; i < t->n; i++)
