@@ -118,9 +118,9 @@ int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
 /* Both: counters -> the final profile, as llvm-profgen writes it. */
 int lp_cs_profile(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
                   const lp_cs_opts *o, lp_profile *out, lp_error *err);
-/* The same, freeing each context's counters as soon as they are used, so
- * the counters and the profile are not both in memory in full. cc keeps
- * its entries (with counters NULL) and is then only good to free. */
+/* The same, freeing each context's counters as soon as they are used and
+ * every entry once the contexts are in the trie, so the counters and the
+ * profile are not both in memory in full. cc is left empty. */
 int lp_cs_profile_consume(lp_binary *const *bins, size_t nbins,
                           lp_ctxcount *cc, const lp_cs_opts *o,
                           lp_profile *out, lp_error *err);

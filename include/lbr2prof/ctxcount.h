@@ -62,6 +62,8 @@ typedef struct lp_ctxcount lp_ctxcount;
 
 lp_ctxcount *lp_ctxcount_new(void);
 void lp_ctxcount_free(lp_ctxcount *cc);
+/* Free every entry: cc is left empty (and usable). */
+void lp_ctxcount_clear(lp_ctxcount *cc);
 
 /* The entry for (bin, frames[0..n)), created empty if absent (names are
  * copied). was_leaf_inlined is stored on creation only. NULL only on

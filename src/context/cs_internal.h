@@ -7,8 +7,10 @@
  * A node is a function called at a location of its parent; the root's
  * children (location 0.0) are the base profiles. Children are keyed, as
  * in LLVM, by FunctionSamples::getCallSiteHash(callee, location) =
- * MD5(callee) + 33 * ((disc << 32) | line), and iterated in ascending key
- * order (LLVM's std::map<uint64_t, ContextTrieNode>), which decides every
+ * MD5(callee) + 33 * ((disc << 32) | line), kept and iterated in
+ * ascending key order in n->kids[0 .. n->nkids).n (LLVM's std::map<uint64_t,
+ * ContextTrieNode>; a loop over them must not insert into the same node:
+ * cs_kid_after is the walk that survives insertions), which decides every
  * order-dependent result (first merged attributes, candidate ties, the
  * size tracker's fallback).
  */
@@ -35,6 +37,12 @@ typedef struct cs_name {        /* an interned function name */
 
 typedef struct cs_node cs_node;
 
+typedef struct cs_kid {         /* a child and its key (kept next to each
+                                   other for the binary search) */
+    uint64_t key;
+    cs_node *n;
+} cs_kid;
+
 typedef struct cs_prof {        /* a FunctionSamples owned by the trie */
     lp_fsamples fs;
     uint32_t state;
@@ -48,13 +56,13 @@ struct cs_node {
     uint64_t key;               /* call-site hash in the parent */
     cs_node *parent;
     cs_prof *prof;              /* NULL: no profile */
-    cs_node *kid_index;         /* children by key (uthash); in key order
-                                   after cs_sort_kids */
-    bool kids_sorted;
+    cs_kid *kids;               /* children, always in ascending key order
+                                   (binary search; no per-node hash table:
+                                   a trie has ~10^5 nodes) */
+    uint32_t nkids, kids_cap;
     bool has_size;              /* size tracker: a size was recorded */
     uint32_t size;
     uint64_t serial;            /* pre-inliner: creation order of copies */
-    UT_hash_handle hh;          /* in the parent's kid_index */
 };
 
 typedef struct cs_trie {
@@ -72,8 +80,6 @@ uint64_t cs_callsite_hash(uint64_t name_md5, lp_loc loc);
 /* getChildContext / getOrCreateChildContext (NULL: none / no memory) */
 cs_node *cs_child(cs_node *n, lp_loc loc, const cs_name *f);
 cs_node *cs_child_get(cs_node *n, lp_loc loc, const cs_name *f);
-/* Put n's children in key order: then iterate kid_index by hh.next. */
-void cs_sort_kids(cs_node *n);
 /* A malloc'ed copy of n's children in key order (for loops that move
  * children); *cnt set. NULL on no memory (or no children: *cnt = 0). */
 cs_node **cs_kids_copy(cs_node *n, size_t *cnt);
@@ -84,6 +90,8 @@ void cs_detach(cs_node *n);
 int cs_attach(cs_node *parent, cs_node *n, lp_loc loc);
 /* Free a detached node and its subtree (profiles stay in the trie list). */
 void cs_node_free(cs_node *n);
+/* Free every child subtree of n, which stays. */
+void cs_node_free_kids(cs_node *n);
 /* A detached deep copy of n's subtree; the copies share n's profiles
  * (LLVM copies ContextTrieNode values, which hold FunctionSamples
  * pointers). NULL on no memory. */
@@ -176,7 +184,8 @@ const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
 /* ---- generation and post-processing on a trie ------------------------------- */
 
 /* generateLineNumBasedProfile into t (empty). With `consume`, every
- * entry's counters are freed once used (cc is then only good to free). */
+ * entry's counters are freed once used, and then the entries (cc is left
+ * empty). */
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
                      lp_error *err);

@@ -267,15 +267,14 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
 /* populateInferredFunctionSamples, post-order */
 static int infer(cs_trie *t, cs_node *n, lp_error *err)
 {
-    cs_node *c;
     cs_prof *caller;
     lp_fsamples *fs;
     lp_body_rec *b;
     uint64_t est;
+    uint32_t i;
 
-    cs_sort_kids(n);
-    for (c = n->kid_index; c; c = c->hh.next)
-        if (infer(t, c, err))
+    for (i = 0; i < n->nkids; i++)
+        if (infer(t, n->kids[i].n, err))
             return -1;
     if (!n->prof || n->prof->fs.head || !n->parent || n->parent == &t->root)
         return 0;
@@ -334,6 +333,8 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cs_insts_free(its[k]);
     free(its);
     free(v);
+    if (consume)
+        lp_ctxcount_clear(cc); /* the keys and frames too: the trie has its own */
     if (rc == 0)
         rc = infer(t, &t->root, err);
     if (rc == 0)

@@ -50,16 +50,22 @@ static void ent_free(ctx_ent *c)
 
 void lp_ctxcount_free(lp_ctxcount *cc)
 {
-    size_t i;
-
     if (!cc)
         return;
+    lp_ctxcount_clear(cc);
+    free(cc);
+}
+
+void lp_ctxcount_clear(lp_ctxcount *cc)
+{
+    size_t i;
+
     for (i = 0; i < cc->n; i++)
         ent_free(cc->v[i]);
     free(cc->v);
     free(cc->slots);
     free(cc->kbuf);
-    free(cc);
+    memset(cc, 0, sizeof *cc);
 }
 
 size_t lp_ctxcount_size(const lp_ctxcount *cc)

@@ -114,10 +114,11 @@ static int convert(cs_node *n, lp_profile *out, bool merged_base)
 {
     lp_fsamples *np = n->prof ? &n->prof->fs : NULL, *cp, *in;
     uint64_t cnt;
+    uint32_t i;
     cs_node *c;
 
-    cs_sort_kids(n);
-    for (c = n->kid_index; c; c = c->hh.next) {
+    for (i = 0; i < n->nkids; i++) {
+        c = n->kids[i].n;
         if (convert(c, out, merged_base))
             return -1;
         if (!c->prof)

@@ -152,6 +152,7 @@ static int pcg_build(pcg *g, pre *P)
     cs_node **q, *c;
     pcg_node *s, *d, *n, *tmp;
     size_t cnt, i;
+    uint32_t k;
 
     if (!(q = cs_bfs(P->t, &cnt)))
         return -1;
@@ -159,7 +160,8 @@ static int pcg_build(pcg *g, pre *P)
         s = q[i] == &P->t->root ? NULL : pcg_func(g, q[i]->func);
         if (q[i] != &P->t->root && !s)
             goto oom;
-        for (c = q[i]->kid_index; c; c = c->hh.next) {
+        for (k = 0; k < q[i]->nkids; k++) {
+            c = q[i]->kids[k].n;
             if (!(d = pcg_func(g, c->func)))
                 goto oom;
             if (s && add_edge(s, d, trie_weight(q[i], c)))
@@ -512,15 +514,15 @@ static void free_lists(pre *P)
 /* moveContextSamples' walk: new owner nodes, synthetic state */
 static void mark_moved(cs_node *n)
 {
-    cs_node *c;
+    uint32_t i;
 
     if (n->prof) {
         n->prof->node = n;
         n->prof->state |= CS_SYNTHETIC;
     }
-    for (c = n->kid_index; c; c = c->hh.next) {
-        c->parent = n;
-        mark_moved(c);
+    for (i = 0; i < n->nkids; i++) {
+        n->kids[i].n->parent = n;
+        mark_moved(n->kids[i].n);
     }
 }
 
@@ -536,7 +538,11 @@ static cs_node *move_copy(pre *P, cs_node *to_parent, lp_loc loc, cs_node *from)
         return NULL;
     }
     c->func = from->func;
-    cs_attach(to_parent, c, loc);
+    if (cs_attach(to_parent, c, loc)) {
+        cs_node_free(c);
+        P->oom = 1;
+        return NULL;
+    }
     mark_moved(c);
     return c;
 }
@@ -560,16 +566,6 @@ static int merge_nodes(cs_node *from, cs_node *to)
         fp->state |= CS_SYNTHETIC;
     }
     return 0;
-}
-
-static void free_kids(cs_node *n)
-{
-    cs_node *c, *tmp;
-
-    HASH_ITER(hh, n->kid_index, c, tmp) {
-        cs_detach(c);
-        cs_node_free(c);
-    }
 }
 
 /* promoteMergeContextSamplesTree(FromNode, ToNodeParent), with LLVM's
@@ -604,7 +600,7 @@ static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent)
                 continue;
             promote(P, c, to);
         }
-        free_kids(from);
+        cs_node_free_kids(from);
     }
     if (to_root && from_parent) {
         cs_detach(from);
@@ -718,9 +714,10 @@ static int candidates(pre *P, cand_heap *h, cs_prof *caller)
 {
     cs_node *cn = caller->node, *c;
     uint64_t entry, site;
+    uint32_t i;
 
-    cs_sort_kids(cn);
-    for (c = cn->kid_index; c; c = c->hh.next) {
+    for (i = 0; i < cn->nkids; i++) {
+        c = cn->kids[i].n;
         if (!c->prof)
             continue;
         entry = lp_fs_head_estimate(&c->prof->fs, 1);

@@ -262,9 +262,8 @@ uint32_t cs_size_for(cs_trie *st, const cs_node *n)
     if (!found) {
         if (!cur)
             cur = prev;
-        while (!found && cur && cur->kid_index) {
-            cs_sort_kids(cur);
-            cur = cur->kid_index;
+        while (!found && cur && cur->nkids) {
+            cur = cur->kids[0].n;
             if (cur->has_size) {
                 size = cur->size;
                 found = true;

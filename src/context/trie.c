@@ -103,7 +103,6 @@ void cs_decode_frame(char *s, lp_ctx_frame *f)
 void cs_trie_init(cs_trie *t)
 {
     memset(t, 0, sizeof *t);
-    t->root.kids_sorted = true;
 }
 
 const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
@@ -132,13 +131,47 @@ uint64_t cs_callsite_hash(uint64_t name_md5, lp_loc loc)
 
 /* ---- children ----------------------------------------------------------------- */
 
+/* The first index of n->kids whose key is >= key. */
+static uint32_t kid_lower(const cs_node *n, uint64_t key)
+{
+    uint32_t lo = 0, hi = n->nkids, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (n->kids[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 cs_node *cs_child(cs_node *n, lp_loc loc, const cs_name *f)
 {
     uint64_t key = cs_callsite_hash(f->md5, loc);
-    cs_node *c;
+    uint32_t i = kid_lower(n, key);
 
-    HASH_FIND(hh, n->kid_index, &key, sizeof key, c);
-    return c;
+    return i < n->nkids && n->kids[i].key == key ? n->kids[i].n : NULL;
+}
+
+/* Insert n (key set) into parent's children at its place. */
+static int kid_insert(cs_node *parent, cs_node *n)
+{
+    uint32_t i = kid_lower(parent, n->key);
+    cs_kid *nv;
+
+    if (parent->nkids == parent->kids_cap) {
+        uint32_t cap = parent->kids_cap ? parent->kids_cap * 2 : 2;
+        if (!(nv = realloc(parent->kids, cap * sizeof *nv)))
+            return -1;
+        parent->kids = nv;
+        parent->kids_cap = cap;
+    }
+    memmove(parent->kids + i + 1, parent->kids + i,
+            (parent->nkids - i) * sizeof *parent->kids);
+    parent->kids[i] = (cs_kid){n->key, n};
+    parent->nkids++;
+    return 0;
 }
 
 int cs_attach(cs_node *parent, cs_node *n, lp_loc loc)
@@ -146,8 +179,10 @@ int cs_attach(cs_node *parent, cs_node *n, lp_loc loc)
     n->callsite = loc;
     n->key = cs_callsite_hash(n->func->md5, loc);
     n->parent = parent;
-    HASH_ADD(hh, parent->kid_index, key, sizeof n->key, n);
-    parent->kids_sorted = false;
+    if (kid_insert(parent, n)) {
+        n->parent = NULL;
+        return -1;
+    }
     return 0;
 }
 
@@ -160,64 +195,73 @@ cs_node *cs_child_get(cs_node *n, lp_loc loc, const cs_name *f)
     if (!(c = calloc(1, sizeof *c)))
         return NULL;
     c->func = f;
-    c->kids_sorted = true;
-    cs_attach(n, c, loc);
+    if (cs_attach(n, c, loc)) {
+        free(c);
+        return NULL;
+    }
     return c;
 }
 
 void cs_detach(cs_node *n)
 {
-    if (!n->parent)
+    cs_node *p = n->parent;
+    uint32_t i;
+
+    if (!p)
         return;
-    HASH_DEL(n->parent->kid_index, n);
+    i = kid_lower(p, n->key);
+    while (i < p->nkids && p->kids[i].n != n)
+        i++;
+    if (i < p->nkids) {
+        memmove(p->kids + i, p->kids + i + 1, (p->nkids - i - 1) * sizeof *p->kids);
+        p->nkids--;
+    }
     n->parent = NULL;
-}
-
-static int key_cmp(const cs_node *a, const cs_node *b)
-{
-    return a->key < b->key ? -1 : a->key > b->key;
-}
-
-void cs_sort_kids(cs_node *n)
-{
-    if (n->kids_sorted)
-        return;
-    HASH_SRT(hh, n->kid_index, key_cmp);
-    n->kids_sorted = true;
 }
 
 cs_node **cs_kids_copy(cs_node *n, size_t *cnt)
 {
-    size_t k = HASH_COUNT(n->kid_index), i = 0;
-    cs_node **v, *c;
+    cs_node **v;
+    uint32_t i;
 
     *cnt = 0;
-    if (k == 0 || !(v = malloc(k * sizeof *v)))
+    if (n->nkids == 0 || !(v = malloc(n->nkids * sizeof *v)))
         return NULL;
-    cs_sort_kids(n);
-    for (c = n->kid_index; c; c = c->hh.next)
-        v[i++] = c;
-    *cnt = k;
+    for (i = 0; i < n->nkids; i++)
+        v[i] = n->kids[i].n;
+    *cnt = n->nkids;
     return v;
+}
+
+/* Free every child subtree of n (n keeps no children). */
+static void free_kids(cs_node *n)
+{
+    uint32_t i;
+
+    for (i = 0; i < n->nkids; i++)
+        cs_node_free(n->kids[i].n);
+    free(n->kids);
+    n->kids = NULL;
+    n->nkids = n->kids_cap = 0;
 }
 
 void cs_node_free(cs_node *n)
 {
-    cs_node *c = n->kid_index, *next;
-
-    HASH_CLEAR(hh, n->kid_index); /* the table only: the list stays */
-    for (; c; c = next) {
-        next = c->hh.next;
-        cs_node_free(c);
-    }
+    free_kids(n);
     if (n->prof && n->prof->node == n)
         n->prof->node = NULL; /* profiles may be shared by node copies */
     free(n);
 }
 
+void cs_node_free_kids(cs_node *n)
+{
+    free_kids(n);
+}
+
 cs_node *cs_node_copy(const cs_node *n)
 {
-    cs_node *c = calloc(1, sizeof *c), *k, *kc;
+    cs_node *c = calloc(1, sizeof *c), *kc;
+    uint32_t i;
 
     if (!c)
         return NULL;
@@ -225,43 +269,39 @@ cs_node *cs_node_copy(const cs_node *n)
     c->callsite = n->callsite;
     c->key = n->key;
     c->prof = n->prof;
-    c->kids_sorted = true;
     c->has_size = n->has_size;
     c->size = n->size;
-    for (k = n->kid_index; k; k = k->hh.next) {
-        if (!(kc = cs_node_copy(k))) {
+    if (n->nkids && !(c->kids = malloc(n->nkids * sizeof *c->kids))) {
+        free(c);
+        return NULL;
+    }
+    c->kids_cap = n->nkids;
+    for (i = 0; i < n->nkids; i++) {
+        if (!(kc = cs_node_copy(n->kids[i].n))) {
             cs_node_free(c);
             return NULL;
         }
         kc->parent = c;
-        HASH_ADD(hh, c->kid_index, key, sizeof kc->key, kc);
-        c->kids_sorted = false;
+        c->kids[c->nkids++] = (cs_kid){kc->key, kc}; /* already in key order */
     }
     return c;
 }
 
 cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first)
 {
-    cs_node *c;
+    uint32_t i = first ? 0 : kid_lower(n, key);
 
-    cs_sort_kids(n);
-    for (c = n->kid_index; c; c = c->hh.next)
-        if (first || c->key > key)
-            return c;
-    return NULL;
+    if (!first && i < n->nkids && n->kids[i].key == key)
+        i++;
+    return i < n->nkids ? n->kids[i].n : NULL;
 }
 
 void cs_trie_free(cs_trie *t)
 {
-    cs_node *c = t->root.kid_index, *next;
     cs_name *nm, *nt;
     cs_prof *p, *pn;
 
-    HASH_CLEAR(hh, t->root.kid_index); /* the table only: the list stays */
-    for (; c; c = next) {
-        next = c->hh.next;
-        cs_node_free(c);
-    }
+    free_kids(&t->root);
     for (p = t->profs; p; p = pn) {
         pn = p->next;
         lp_fs_clear(&p->fs);
@@ -345,15 +385,15 @@ cs_node *cs_path_key(cs_trie *t, const char *key)
 cs_node **cs_bfs(cs_trie *t, size_t *n)
 {
     size_t cap = 256, head = 0, tail = 0;
-    cs_node **q = malloc(cap * sizeof *q), **nq, *c;
+    cs_node **q = malloc(cap * sizeof *q), **nq;
+    uint32_t k;
 
     if (!q)
         return NULL;
     q[tail++] = &t->root;
     while (head < tail) {
         cs_node *x = q[head++];
-        cs_sort_kids(x);
-        for (c = x->kid_index; c; c = c->hh.next) {
+        for (k = 0; k < x->nkids; k++) {
             if (tail == cap) {
                 cap *= 2;
                 if (!(nq = realloc(q, cap * sizeof *nq))) {
@@ -362,7 +402,7 @@ cs_node **cs_bfs(cs_trie *t, size_t *n)
                 }
                 q = nq;
             }
-            q[tail++] = c;
+            q[tail++] = x->kids[k].n;
         }
     }
     *n = tail;
@@ -380,7 +420,7 @@ static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
 {
     lp_ctx_frame *nv;
     lp_fsamples *e;
-    cs_node *c;
+    uint32_t i;
     char *key;
     int rc = 0;
 
@@ -405,10 +445,9 @@ static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
         n->prof->node = NULL;
         n->prof = NULL;
     }
-    cs_sort_kids(n);
-    for (c = n->kid_index; c && rc == 0; c = c->hh.next) {
-        st->v[depth] = (lp_ctx_frame){n->func->s, c->callsite};
-        rc = emit(c, st, depth + 1, p);
+    for (i = 0; i < n->nkids && rc == 0; i++) {
+        st->v[depth] = (lp_ctx_frame){n->func->s, n->kids[i].n->callsite};
+        rc = emit(n->kids[i].n, st, depth + 1, p);
     }
     return rc;
 }
@@ -416,12 +455,11 @@ static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
 int cs_trie_to_profile(cs_trie *t, lp_profile *p)
 {
     frame_stack st = {0};
-    cs_node *c;
+    uint32_t i;
     int rc = 0;
 
-    cs_sort_kids(&t->root);
-    for (c = t->root.kid_index; c && rc == 0; c = c->hh.next)
-        rc = emit(c, &st, 0, p);
+    for (i = 0; i < t->root.nkids && rc == 0; i++)
+        rc = emit(t->root.kids[i].n, &st, 0, p);
     free(st.v);
     p->is_cs = 1;
     return rc;

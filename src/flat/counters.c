@@ -13,10 +13,13 @@
 #include "lbr2prof/flat.h"
 
 typedef struct pair_tab {
-    lp_addr_pair_count *v;      /* the pairs, in insertion order */
+    lp_addr_pair_count *v;      /* the pairs, in insertion order until a
+                                   sorted view is asked for */
     uint32_t n, cap;
     uint32_t *slot;             /* index + 1 into v, 0 = empty */
     uint32_t mask;              /* slots - 1 (a power of two), 0: none */
+    bool sorted;                /* v is in (a, b) order: views copy it
+                                   without sorting again */
 } pair_tab;
 
 struct lp_counters {
@@ -102,6 +105,7 @@ static int add(pair_tab *t, uint64_t a, uint64_t b, uint64_t n)
     }
     t->v[t->n] = (lp_addr_pair_count){a, b, n};
     *s = ++t->n;
+    t->sorted = false;
     return 0;
 }
 
@@ -126,15 +130,33 @@ static int pair_cmp(const void *x, const void *y)
     return 0;
 }
 
+/* Sort the pairs in place, once (the generators ask for the same view
+ * more than once), and re-point the index at them. */
+static void sort_in_place(pair_tab *t)
+{
+    uint32_t i;
+
+    if (t->sorted)
+        return;
+    if (t->n > 1) /* v is NULL for an empty table */
+        qsort(t->v, t->n, sizeof *t->v, pair_cmp);
+    if (t->slot) {
+        memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
+        for (i = 0; i < t->n; i++)
+            *find_slot(t, t->v[i].a, t->v[i].b) = i + 1;
+    }
+    t->sorted = true;
+}
+
 static long sorted(const pair_tab *t, lp_addr_pair_count **out)
 {
     lp_addr_pair_count *v = malloc((t->n ? t->n : 1) * sizeof *v);
 
     if (!v)
         return -1;
+    sort_in_place((pair_tab *)t); /* the same pairs: logically const */
     if (t->n)
         memcpy(v, t->v, t->n * sizeof *v);
-    qsort(v, t->n, sizeof *v, pair_cmp);
     *out = v;
     return (long)t->n;
 }

@@ -82,50 +82,6 @@ size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth)
 
 /* ---- address stack -> context ----------------------------------------------- */
 
-/* ---- the context cache's maps -------------------------------------------- */
-
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-    uint64_t h = (a ^ 0x51ed27048d1a6c5bull) * 0xbf58476d1ce4e5b9ull;
-    h = (h ^ (h >> 29) ^ b) * 0x94d049bb133111ebull;
-    return h ^ (h >> 32);
-}
-
-static uw_slot3 *map_slot(const uw_map *m, uint64_t k1, uint64_t k2)
-{
-    size_t i = (size_t)mix(k1, k2) & m->mask;
-
-    while (m->s[i].v && (m->s[i].k1 != k1 || m->s[i].k2 != k2))
-        i = (i + 1) & m->mask;
-    return &m->s[i];
-}
-
-static uint64_t map_get(const uw_map *m, uint64_t k1, uint64_t k2)
-{
-    return m->s ? map_slot(m, k1, k2)->v : 0;
-}
-
-/* Insert a key known to be absent; v != 0. 0 or -1. */
-static int map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v)
-{
-    if (!m->s || (m->count + 1) * 2 > m->mask + 1) {
-        size_t n = m->s ? (m->mask + 1) * 2 : 1024, i;
-        uw_map g = {0};
-        if (!(g.s = calloc(n, sizeof *g.s)))
-            return -1;
-        g.mask = n - 1;
-        g.count = m->count;
-        for (i = 0; m->s && i <= m->mask; i++)
-            if (m->s[i].v)
-                *map_slot(&g, m->s[i].k1, m->s[i].k2) = m->s[i];
-        free(m->s);
-        *m = g;
-    }
-    *map_slot(m, k1, k2) = (uw_slot3){k1, k2, v};
-    m->count++;
-    return 0;
-}
-
 /* ---- leaf signatures ---------------------------------------------------------- */
 
 static bool sig_equal(const uw_sig *a, const uw_sig *b, bool fs)
@@ -156,7 +112,7 @@ static uint64_t sig_hash(const uw_sig *g, bool fs)
         for (c = g->f[i].func; *c; c++)
             h = h * 131 + (unsigned char)*c;
         if (i + 1 < g->k)
-            h = mix(h, ((uint64_t)g->f[i].line_offset << 32) |
+            h = uw_mix(h, ((uint64_t)g->f[i].line_offset << 32) |
                            lp_disc_base(g->f[i].discriminator, fs));
     }
     return h;
@@ -166,7 +122,7 @@ static uint64_t sig_hash(const uw_sig *g, bool fs)
 static uint64_t leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
 {
     uw_ctxcache *c = &u->ctxc;
-    uint64_t id = map_get(&c->leaf, addr, 0), h, j, cand;
+    uint64_t id = uw_map_get(&c->leaf, addr, 0), h, j, cand;
     lp_binary *b = uw_bin(u, addr);
     bool fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
     uw_sig g;
@@ -179,18 +135,18 @@ static uint64_t leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
     g.k = (uint32_t)k;
     g.bin = (uint32_t)uw_bin_of(addr);
     h = sig_hash(&g, fs);
-    for (j = 0; (cand = map_get(&c->dedup, h, j)); j++)
+    for (j = 0; (cand = uw_map_get(&c->dedup, h, j)); j++)
         if (sig_equal(&c->sigs[cand - 1], &g, fs))
             break;
     if (!(id = cand)) {
         if (uw_grow((void **)&c->sigs, &c->sigs_cap, c->nsigs + 1,
                     sizeof *c->sigs) ||
-            map_put(&c->dedup, h, j, c->nsigs + 1))
+            uw_map_put(&c->dedup, h, j, c->nsigs + 1))
             goto oom;
         c->sigs[c->nsigs++] = g;
         id = c->nsigs;
     }
-    if (map_put(&c->leaf, addr, 0, id))
+    if (uw_map_put(&c->leaf, addr, 0, id))
         goto oom;
     return id;
 oom:
@@ -203,12 +159,12 @@ static uint64_t prefix_id(lp_unwinder *u, uint64_t parent, uint64_t addr,
                           lp_error *err)
 {
     uw_ctxcache *c = &u->ctxc;
-    uint64_t id = map_get(&c->pfx, parent, addr);
+    uint64_t id = uw_map_get(&c->pfx, parent, addr);
 
     if (id)
         return id;
     id = ++c->npfx;
-    if (map_put(&c->pfx, parent, addr, id)) {
+    if (uw_map_put(&c->pfx, parent, addr, id)) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return 0;
     }
@@ -287,11 +243,11 @@ static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
         return make_context(u, a, n, err);
     if (!(sig = leaf_sig(u, a[n - 1], err)))
         return NULL;
-    if ((v = map_get(&c->ctx, callers, sig)))
+    if ((v = uw_map_get(&c->ctx, callers, sig)))
         return (lp_ctx_entry *)(uintptr_t)v;
     if (!(e = make_context(u, a, n, err)))
         return NULL;
-    if (map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
+    if (uw_map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return NULL;
     }

@@ -93,6 +93,77 @@ int uw_set_add(uw_set64 **set, uint64_t v)
     return 0;
 }
 
+/* ---- open-addressing maps (uw_map) ------------------------------------------ */
+
+static uw_slot3 *map_slot(const uw_map *m, uint64_t k1, uint64_t k2)
+{
+    size_t i = (size_t)uw_mix(k1, k2) & m->mask;
+
+    while (m->s[i].v && (m->s[i].k1 != k1 || m->s[i].k2 != k2))
+        i = (i + 1) & m->mask;
+    return &m->s[i];
+}
+
+uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2)
+{
+    return m->s ? map_slot(m, k1, k2)->v : 0;
+}
+
+/* Insert a key known to be absent; v != 0. 0 or -1. */
+int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v)
+{
+    if (!m->s || (m->count + 1) * 2 > m->mask + 1) {
+        size_t n = m->s ? (m->mask + 1) * 2 : 1024, i;
+        uw_map g = {0};
+        if (!(g.s = calloc(n, sizeof *g.s)))
+            return -1;
+        g.mask = n - 1;
+        g.count = m->count;
+        for (i = 0; m->s && i <= m->mask; i++)
+            if (m->s[i].v)
+                *map_slot(&g, m->s[i].k1, m->s[i].k2) = m->s[i];
+        free(m->s);
+        *m = g;
+    }
+    *map_slot(m, k1, k2) = (uw_slot3){k1, k2, v};
+    m->count++;
+    return 0;
+}
+
+int uw_map_add(uw_map *m, uint64_t k1, uint64_t k2, uint64_t n)
+{
+    uw_slot3 *s = m->s ? map_slot(m, k1, k2) : NULL;
+
+    if (s && s->v) {
+        s->v = lp_sat_add(s->v, n);
+        return 0;
+    }
+    return n ? uw_map_put(m, k1, k2, n) : 0;
+}
+
+static int slot_cmp(const void *x, const void *y)
+{
+    const uw_slot3 *a = x, *b = y;
+
+    if (a->k1 != b->k1)
+        return a->k1 < b->k1 ? -1 : 1;
+    return a->k2 < b->k2 ? -1 : a->k2 > b->k2;
+}
+
+uw_slot3 *uw_map_sorted(const uw_map *m)
+{
+    uw_slot3 *v = malloc((m->count ? m->count : 1) * sizeof *v);
+    size_t i, k = 0;
+
+    if (!v)
+        return NULL;
+    for (i = 0; m->s && i <= m->mask; i++)
+        if (m->s[i].v)
+            v[k++] = m->s[i];
+    qsort(v, k, sizeof *v, slot_cmp);
+    return v;
+}
+
 int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n)
 {
     uint64_t k[2] = {a, b};
@@ -289,7 +360,7 @@ void lp_unwind_free(lp_unwinder *u)
     uw_arena_free(&u->agg_arena);
     uw_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);
-    FREE_TABLE(u->pairs, uw_note);
+    free(u->pairs.s);
     FREE_TABLE(u->notes_repaired, uw_note);
     FREE_TABLE(u->notes_dropped, uw_note);
     FREE_TABLE(u->notes_contextless, uw_note);

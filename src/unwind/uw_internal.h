@@ -150,6 +150,13 @@ typedef struct uw_slot3 {       /* open addressing; v == 0: empty slot */
     uint64_t k1, k2, v;
 } uw_slot3;
 
+static inline uint64_t uw_mix(uint64_t a, uint64_t b)
+{
+    uint64_t h = (a ^ 0x51ed27048d1a6c5bull) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 29) ^ b) * 0x94d049bb133111ebull;
+    return h ^ (h >> 32);
+}
+
 typedef struct uw_map {         /* at most half full */
     uw_slot3 *s;
     size_t mask, count;
@@ -241,7 +248,7 @@ struct lp_unwinder {
     lp_ctxcount *cc;
     uw_set64 *invalid_ret;      /* InvalidReturnAddresses */
     bool untracked_ext;         /* UntrackedCallsites (only ExternalAddr) */
-    uw_note *pairs;             /* every consecutive LBR pair, weighted */
+    uw_map pairs;               /* every consecutive LBR pair -> weight */
     uw_note *notes_repaired, *notes_dropped, *notes_contextless;
     uw_note *notes_lost;        /* (kind, address) of unknown contexts */
     /* every mmap seen, and what was read through them */
@@ -269,6 +276,13 @@ void uw_warnf(const lp_unwinder *u, const char *fmt, ...)
 void uw_summary(const lp_unwinder *u, uint64_t num, uint64_t total,
                 const char *msg);
 int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n);
+/* uw_map: the value of (k1, k2), 0 if absent; insert a key known to be
+ * absent (v != 0); add n to a key's value (created if n != 0); every
+ * entry sorted by (k1, k2) (malloc'ed, m->count of them). */
+uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2);
+int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v);
+int uw_map_add(uw_map *m, uint64_t k1, uint64_t k2, uint64_t n);
+uw_slot3 *uw_map_sorted(const uw_map *m);
 int uw_set_add(uw_set64 **set, uint64_t v);
 
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr);

@@ -43,7 +43,7 @@ int uw_note_pairs(lp_unwinder *u, const uw_lbr *lbr, size_t n,
     size_t i;
 
     for (i = 0; i < n; i++) {
-        if (end != 0 && uw_note_add(&u->pairs, lbr[i].dst, end, repeat))
+        if (end != 0 && uw_map_add(&u->pairs, lbr[i].dst, end, repeat))
             return -1;
         end = lbr[i].src;
     }
@@ -81,39 +81,40 @@ typedef struct range_stats {
     uint64_t total, not_boundary, unmatched, cross_func, bogus;
 } range_stats;
 
-static void detail(const lp_unwinder *u, const uw_note *e, const char *msg)
+static void detail(const lp_unwinder *u, const uw_slot3 *e, const char *msg)
 {
     if (u->o.show_detailed_warning)
-        uw_warnf(u, "[%8" PRIx64 ",%8" PRIx64 "]: %s", e->k[0], e->k[1], msg);
+        uw_warnf(u, "[%8" PRIx64 ",%8" PRIx64 "]: %s", e->k1, e->k2, msg);
 }
 
-static int classify(lp_unwinder *u, const uw_note *e, range_stats *st,
+/* One pair (k1, k2) -> weight v. */
+static int classify(lp_unwinder *u, const uw_slot3 *e, range_stats *st,
                     lp_error *err)
 {
-    uint64_t s = e->k[0], en = e->k[1];
+    uint64_t s = e->k1, en = e->k2;
     bool sc = s > UW_EXT && (uw_addr(u, s)->flags & UW_AI_CODE);
     bool ec = en > UW_EXT && (uw_addr(u, en)->flags & UW_AI_CODE);
     lp_binary *eb = uw_bin(u, en);
     const lp_func_range *fr;
     int v;
 
-    st->total += e->count;
+    st->total += e->v;
     if (!sc && !ec)
         return 0;
     if (!sc || !(lp_binary_is_branch(eb, uw_va(en)) || lp_binary_is_call(eb, uw_va(en)) ||
                  lp_binary_is_return(eb, uw_va(en)))) {
-        st->not_boundary += e->count;
+        st->not_boundary += e->v;
         detail(u, e, "Range is not on instruction boundary, likely due to "
                      "profile and binary mismatch.");
     }
     if (!(fr = uw_func_range(u, s))) {
-        st->unmatched += e->count;
+        st->unmatched += e->v;
         detail(u, e, "Range does not belong to any functions, likely from "
                      "PLT, .init or .fini section.");
         return 0;
     }
     if (uw_bin_of(en) != uw_bin_of(s) || uw_va(en) >= fr->end) {
-        st->cross_func += e->count;
+        st->cross_func += e->v;
         detail(u, e, "Fall through range should not cross function "
                      "boundaries, likely due to profile and binary mismatch.");
     }
@@ -123,7 +124,7 @@ static int classify(lp_unwinder *u, const uw_note *e, range_stats *st,
                      : 0) < 0)
             return -1;
         if (!v) {
-            st->bogus += e->count;
+            st->bogus += e->v;
             detail(u, e, "Range start is after or too far from range end.");
         }
     }
@@ -133,18 +134,18 @@ static int classify(lp_unwinder *u, const uw_note *e, range_stats *st,
 static int warn_invalid_ranges(lp_unwinder *u, lp_error *err)
 {
     range_stats st = {0};
-    uw_note **v;
-    size_t n, i;
+    uw_slot3 *v;
+    size_t n = u->pairs.count, i;
     int rc = 0;
 
-    if (!u->pairs) {
+    if (!n) {
         uw_warnf(u, "No samples in perf script!");
         return 0;
     }
-    if (!(v = sorted(u->pairs, &n)))
+    if (!(v = uw_map_sorted(&u->pairs)))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     for (i = 0; i < n && rc == 0; i++)
-        rc = classify(u, v[i], &st, err);
+        rc = classify(u, &v[i], &st, err);
     free(v);
     if (rc)
         return -1;

@@ -86,12 +86,34 @@ static void test_table_and_raw(void **state)
     lp_ctxcount_free(cc);
 }
 
+/* lp_ctxcount_clear (what lp_cs_profile_consume leaves): empty, usable */
+static void test_clear(void **state)
+{
+    lp_ctx_frame a[2] = {{"main", {1, 0}}, {"foo", {0, 0}}};
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_ctx_entry *e;
+    (void)state;
+    e = lp_ctxcount_get(cc, 0, a, 2, true, NULL);
+    lp_counters_add_range(e->counters, 0x4005ff, 0x40062f, 3);
+    assert_non_null(lp_ctxcount_get(cc, 0, NULL, 0, false, NULL));
+    lp_ctxcount_clear(cc);
+    assert_int_equal(lp_ctxcount_size(cc), 0);
+    assert_null(lp_ctxcount_find(cc, 0, "main:1 @ foo"));
+    e = lp_ctxcount_get(cc, 0, a, 2, false, NULL);
+    assert_non_null(e);
+    assert_false(e->was_leaf_inlined); /* a new entry */
+    assert_int_equal(lp_ctxcount_size(cc), 1);
+    assert_ptr_equal(lp_ctxcount_find(cc, 0, "main:1 @ foo"), e);
+    lp_ctxcount_free(cc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_format),
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_table_and_raw),
+        cmocka_unit_test(test_clear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
