@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lbr2prof/ctxcount.h"
+#include "util/hash.h"
 
 typedef struct ctx_ent {     /* one allocation: this, the frames, the
                                 hash key (4-byte bin, then the printed
@@ -209,22 +210,6 @@ bad:
 
 /* ---- the table ------------------------------------------------------------ */
 
-static uint64_t hash_key(const char *p, size_t n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-    size_t i;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-    }
-    w = 0;
-    memcpy(&w, p + i, n - i);
-    h = (h ^ w) * 0x94d049bb133111ebull;
-    return h ^ (h >> 29);
-}
-
 /* The (bin, printed key) of frames in cc->kbuf; its length, 0 on OOM. */
 static size_t scratch_key(lp_ctxcount *cc, int bin, const lp_ctx_frame *frames,
                           size_t n)
@@ -300,7 +285,7 @@ lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
     if (h) {
         memcpy(h, &bin, sizeof bin);
         memcpy(h + sizeof bin, key, len - sizeof bin);
-        c = lookup(cc, h, len, hash_key(h, len));
+        c = lookup(cc, h, len, lp_hash_bytes(h, len));
     }
     free(h);
     return c ? &c->e : NULL;
@@ -345,7 +330,7 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
                               bool was_leaf_inlined, lp_error *err)
 {
     size_t len = scratch_key(cc, bin, frames, n);
-    uint64_t h = len ? hash_key(cc->kbuf, len) : 0;
+    uint64_t h = len ? lp_hash_bytes(cc->kbuf, len) : 0;
     ctx_ent *c = len ? lookup(cc, cc->kbuf, len, h) : NULL;
 
     if (c)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "unwind/uw_internal.h"
+#include "util/hash.h"
 
 /* ---- one address --------------------------------------------------------- */
 
@@ -482,25 +483,6 @@ void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr)
     }
 }
 
-static uint32_t hash_bytes(const unsigned char *p, size_t n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-    size_t i;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 29;
-    }
-    if (i < n) {
-        w = 0;
-        memcpy(&w, p + i, n - i);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-    }
-    h ^= h >> 32;
-    return (uint32_t)h;
-}
-
 /* PerfSample::getHashCode (DJB2 over the call stack, then each LBR
  * entry's source and target): llvm-profgen unwinds its aggregated samples
  * in the std::unordered_map order this hash gives (uw_flush). */
@@ -529,7 +511,7 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
     if (uw_grow((void **)&u->enc, &u->enc_cap, 20 + 10 * (ncs + 2 * nlbr), 1))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     len = encode(u, ncs, nlbr);
-    h = hash_bytes(u->enc, len);
+    h = (uint32_t)lp_hash_bytes(u->enc, len);
     HASH_FIND_BYHASHVALUE(hh, u->agg, u->enc, len, h, g);
     if (!g) {
         if (!(g = uw_arena_alloc(&u->agg_arena, sizeof *g + len)))
