@@ -145,7 +145,7 @@ cs_bench() {
     I=$TOP/tests/data/llvm-profgen-inputs
     SELF=$W/fpb/lbr2prof
     n=$(awk -v s="$(wc -c < "$W/self.data" 2>/dev/null || echo 1)" 'BEGIN { printf "%d", 100 * 1048576 / s + 1 }')
-    if [ ! -s "$W/selfbig.data.txt" ]; then
+    if [ ! -s "$W/selfbig.data.txt" ] || [ ! -x "$SELF" ]; then
         echo "cs: building lbr2prof with clang-19 -fno-omit-frame-pointer and recording it"
         make -C "$TOP" -j2 BUILD="$W/fpb" CC=clang-19 CFLAGS=-fno-omit-frame-pointer \
             "$W/fpb/lbr2prof" >/dev/null 2>&1
