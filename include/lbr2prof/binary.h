@@ -42,10 +42,12 @@ typedef struct lp_binary_opts {
     /* --debug-binary: read symbols and DWARF from this file; code, program
      * headers and build-id still come from the binary. NULL: the binary. */
     const char *debug_path;
-    /* --dwp: DWARF package for split DWARF. Checked to exist, but NOT read
-     * (libdw 0.188 cannot): a warning says so. .dwo files found through
-     * DW_AT_dwo_name / DW_AT_comp_dir (or the binary's directory) are
-     * read. */
+    /* --dwp: DWARF package (.dwp) for split DWARF; it must exist and be a
+     * valid package (else an error naming the file and offset). NULL:
+     * "<DWARF file>.dwp" if it exists (as llvm-profgen). With a package,
+     * every split unit comes from it (a unit not in it is missing, as in
+     * llvm); without one, .dwo files are found through DW_AT_dwo_name /
+     * DW_AT_comp_dir. */
     const char *dwp_path;
     /* Flow-sensitive discriminators: -1 = auto (on iff the symbol
      * __llvm_fs_discriminator__ exists, as llvm-profgen), 0 = off, 1 = on. */

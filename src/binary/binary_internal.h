@@ -82,6 +82,16 @@ typedef struct lp_line_cache {
     UT_hash_handle hh;
 } lp_line_cache;
 
+/* A bounds-checked little-endian reader (lines.c): past the end, reads
+ * give 0 and set bad. */
+typedef struct lp_rd {
+    const uint8_t *p, *end;
+    bool bad;
+} lp_rd;
+
+uint64_t lp_rd_n(lp_rd *r, int n);
+uint64_t lp_rd_uleb(lp_rd *r);
+
 int lp_line_table_parse(const uint8_t *data, size_t size, uint64_t off,
                         lp_line_table *t);
 void lp_line_table_free(lp_line_table *t);
@@ -143,6 +153,19 @@ typedef struct lp_func_entry {
     UT_hash_handle hh;
 } lp_func_entry;
 
+/* A DWARF package (.dwp) opened for split units (dwp.c). */
+typedef struct lp_dwp lp_dwp;
+
+/* What a split unit needs from its skeleton: the DWO id and the
+ * skeleton's part of the binary's .debug_addr (from DW_AT_addr_base) and,
+ * for DWARF 4, of .debug_ranges (from DW_AT_GNU_ranges_base). */
+typedef struct lp_dwp_skel {
+    uint64_t dwo_id;
+    uint64_t low_pc;            /* the skeleton's DW_AT_low_pc (CU base) */
+    const uint8_t *addr, *ranges;
+    size_t addr_size, ranges_size;
+} lp_dwp_skel;
+
 /* Interned strings (file names, function names from DWARF). */
 typedef struct lp_str {
     char *s;
@@ -191,19 +214,26 @@ struct lp_binary {
     size_t ndies, dies_cap;
     size_t ndup_starts;
     size_t ndwo_missing;
+    char *dwp_path;                     /* --dwp, else <debug file>.dwp */
+    bool dwp_given;                     /* --dwp (errors are fatal) */
+    lp_dwp *dwp;                        /* NULL: split units from .dwo */
 
     lp_sym_cache cache;                 /* address -> inline stack */
     lp_line_cache *lines;               /* uthash */
     lp_inl_tree *trees;                 /* uthash */
     const uint8_t *debug_line;          /* .debug_line of dbg_elf */
     size_t debug_line_size;
+    const uint8_t *debug_addr, *debug_ranges; /* of dbg_elf, with a .dwp */
+    size_t debug_addr_size, debug_ranges_size;
     lp_str *strs;                       /* uthash */
 
     char **warnings;
     size_t nwarnings;
 };
 
-/* elf.c */
+/* elf.c. lp_bin_open_elf: read-only, every extent checked to be inside
+ * the file (truncation is an error naming the offset). */
+Elf *lp_bin_open_elf(const char *path, int *fdp, lp_error *err);
 int lp_bin_load_elf(lp_binary *b, lp_error *err);
 int lp_bin_load_symbols(lp_binary *b, lp_error *err);
 void lp_bin_warn(lp_binary *b, const char *fmt, ...)
@@ -221,6 +251,23 @@ int lp_bin_functions_from_symtab(lp_binary *b, lp_error *err);
 void lp_bin_mark_entries(lp_binary *b);
 void lp_bin_free_dwarf(lp_binary *b);
 const char *lp_bin_die_name(Dwarf_Die *die);
+ptrdiff_t lp_bin_ranges(lp_binary *b, Dwarf_Die *die, ptrdiff_t off,
+                        Dwarf_Addr *basep, Dwarf_Addr *lo, Dwarf_Addr *hi);
+
+/* dwp.c. lp_dwp_unit: 1 and *split = the unit's split CU DIE (valid
+ * until lp_dwp_close), 0 if the package has no such unit, -1 error. */
+int lp_dwp_open(const char *path, lp_dwp **out, lp_error *err);
+int lp_dwp_unit(lp_dwp *d, const lp_dwp_skel *sk, Dwarf_Die *split,
+                lp_error *err);
+size_t lp_dwp_units_read(const lp_dwp *d);
+/* dwarf_ranges for a DIE of a unit read from the package that has
+ * DW_AT_ranges (same protocol: *basep kept by the caller between calls);
+ * LP_DWP_NOT_MINE for any other DIE. */
+#define LP_DWP_NOT_MINE ((ptrdiff_t)-2)
+ptrdiff_t lp_dwp_ranges(lp_dwp *d, Dwarf_Die *die, ptrdiff_t off,
+                        Dwarf_Addr *basep, Dwarf_Addr *lo, Dwarf_Addr *hi);
+const char *lp_dwp_path(const lp_dwp *d);
+void lp_dwp_close(lp_dwp *d);
 
 /* symbolize.c */
 void lp_bin_free_symbolizer(lp_binary *b);

@@ -12,6 +12,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "binary/binary_internal.h"
 
@@ -97,6 +98,18 @@ const char *lp_bin_die_name(Dwarf_Die *die)
     return NULL;
 }
 
+/* dwarf_ranges, with the package's units' range lists read by dwp.c. */
+ptrdiff_t lp_bin_ranges(lp_binary *b, Dwarf_Die *die, ptrdiff_t off,
+                        Dwarf_Addr *basep, Dwarf_Addr *lo, Dwarf_Addr *hi)
+{
+    if (b->dwp) {
+        ptrdiff_t r = lp_dwp_ranges(b->dwp, die, off, basep, lo, hi);
+        if (r != LP_DWP_NOT_MINE)
+            return r;
+    }
+    return dwarf_ranges(die, off, basep, lo, hi);
+}
+
 static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
                       Dwarf_Die *linecu)
 {
@@ -106,7 +119,7 @@ static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
     Dwarf_Addr base, lo, hi;
     ptrdiff_t off = 0;
     lp_func_entry *f = NULL;
-    while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+    while ((off = lp_bin_ranges(b, die, off, &base, &lo, &hi)) > 0) {
         if (!f && !(f = get_func(b, name)))
             return -1;
         if (hi <= lo || lo < b->preferred_base)
@@ -135,6 +148,74 @@ static int walk(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
     return 0;
 }
 
+/* The data of a section of the DWARF file, or NULL. */
+static const uint8_t *dbg_section(lp_binary *b, const char *name, size_t *size)
+{
+    size_t shstrndx;
+    *size = 0;
+    if (elf_getshdrstrndx(b->dbg_elf, &shstrndx) != 0)
+        return NULL;
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(b->dbg_elf, s));) {
+        GElf_Shdr sh;
+        const char *nm;
+        if (!gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS ||
+            !(nm = elf_strptr(b->dbg_elf, shstrndx, sh.sh_name)) ||
+            strcmp(nm, name) != 0)
+            continue;
+        if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
+            return NULL;
+        Elf_Data *d = elf_getdata(s, NULL);
+        if (!d || !d->d_buf)
+            return NULL;
+        *size = d->d_size;
+        return d->d_buf;
+    }
+    return NULL;
+}
+
+/* The skeleton's base attribute (0 if absent), within a section of sz. */
+static uint64_t skel_base(Dwarf_Die *cudie, int at, int gnu_at, size_t sz)
+{
+    Dwarf_Attribute a;
+    Dwarf_Word w = 0;
+    if ((dwarf_attr(cudie, at, &a) || dwarf_attr(cudie, gnu_at, &a)) &&
+        dwarf_formudata(&a, &w) == 0 && w <= sz)
+        return w;
+    return 0;
+}
+
+/* The split unit of a skeleton from the package: 1 found, 0 not, -1. */
+static int dwp_split(lp_binary *b, Dwarf_CU *cu, Dwarf_Die *cudie,
+                     Dwarf_Die *split, lp_error *err)
+{
+    lp_dwp_skel sk = {0};
+    size_t asz = b->debug_addr_size, rsz = b->debug_ranges_size;
+    const uint8_t *addr = b->debug_addr, *rng = b->debug_ranges;
+    Dwarf_Addr low = 0;
+    if (dwarf_cu_info(cu, NULL, NULL, NULL, NULL, &sk.dwo_id, NULL,
+                      NULL) != 0)
+        return 0;
+    if (dwarf_lowpc(cudie, &low) == 0)
+        sk.low_pc = low;
+    if (addr) {
+        uint64_t o = skel_base(cudie, DW_AT_addr_base, DW_AT_GNU_addr_base,
+                               asz);
+        sk.addr = addr + o;
+        sk.addr_size = asz - o;
+    }
+    if (rng) {
+        uint64_t o = skel_base(cudie, DW_AT_GNU_ranges_base,
+                               DW_AT_GNU_ranges_base, rsz);
+        sk.ranges = rng + o;
+        sk.ranges_size = rsz - o;
+    }
+    return lp_dwp_unit(b->dwp, &sk, split, err);
+}
+
+/* Pass 0: every unit's own DIEs (skeletons included); pass 1: the split
+ * unit of every skeleton, from the package if one is open (as llvm's
+ * DWARFContext, which then never looks at .dwo files), else from the .dwo
+ * file libdw finds. */
 static int load_units(lp_binary *b, lp_error *err)
 {
     size_t missing = 0;
@@ -143,14 +224,19 @@ static int load_units(lp_binary *b, lp_error *err)
         Dwarf_Die cudie, subdie;
         uint8_t ut;
         Dwarf_Half ver;
-        while (dwarf_get_units(b->dw, cu, &cu, &ver, &ut, &cudie, &subdie) == 0) {
+        while (dwarf_get_units(b->dw, cu, &cu, &ver, &ut, &cudie,
+                               pass && !b->dwp ? &subdie : NULL) == 0) {
             int r = 0;
             if (ut != DW_UT_compile && ut != DW_UT_skeleton)
                 continue;
             if (pass == 0) {
                 r = walk(b, &cudie, &cudie, &cudie, 0);
             } else if (ut == DW_UT_skeleton) {
-                if (dwarf_tag(&subdie) == DW_TAG_compile_unit)
+                int got = b->dwp ? dwp_split(b, cu, &cudie, &subdie, err)
+                                 : dwarf_tag(&subdie) == DW_TAG_compile_unit;
+                if (got < 0)
+                    return -1;
+                if (got)
                     r = walk(b, &subdie, &subdie, &cudie, 0);
                 else
                     missing++;
@@ -220,27 +306,23 @@ static int build_map(lp_binary *b)
     return 0;
 }
 
-static void find_debug_line(lp_binary *b)
+/* The package, if any: --dwp must be one; <debug file>.dwp is used when
+ * it is one (llvm falls back to .dwo files when it cannot open it as an
+ * object file; a package with a bad index is an error either way). */
+static int open_dwp(lp_binary *b, lp_error *err)
 {
-    size_t shstrndx;
-    if (elf_getshdrstrndx(b->dbg_elf, &shstrndx) != 0)
-        return;
-    for (Elf_Scn *s = NULL; (s = elf_nextscn(b->dbg_elf, s));) {
-        GElf_Shdr sh;
-        const char *nm;
-        if (!gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS ||
-            !(nm = elf_strptr(b->dbg_elf, shstrndx, sh.sh_name)) ||
-            strcmp(nm, ".debug_line") != 0)
-            continue;
-        if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
-            return;
-        Elf_Data *d = elf_getdata(s, NULL);
-        if (d && d->d_buf) {
-            b->debug_line = d->d_buf;
-            b->debug_line_size = d->d_size;
-        }
-        return;
-    }
+    struct stat st;
+    if (!b->dwp_path || (!b->dwp_given && (stat(b->dwp_path, &st) != 0 ||
+                                           !S_ISREG(st.st_mode))))
+        return 0;
+    lp_error e = {0};
+    if (lp_dwp_open(b->dwp_path, &b->dwp, &e) == 0)
+        return 0;
+    if (!b->dwp_given && e.code == LP_EFORMAT && strstr(e.msg, "not an ELF"))
+        return 0; /* silently, as llvm */
+    if (err)
+        *err = e;
+    return -1;
 }
 
 int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
@@ -253,10 +335,17 @@ int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
             b->dw = NULL;
         }
     }
+    if (b->dw && open_dwp(b, err) != 0)
+        return -1;
+    if (b->dwp) {
+        b->debug_addr = dbg_section(b, ".debug_addr", &b->debug_addr_size);
+        b->debug_ranges = dbg_section(b, ".debug_ranges",
+                                      &b->debug_ranges_size);
+    }
     if (b->dw && load_units(b, err) != 0)
         return -1;
     if (b->dw)
-        find_debug_line(b);
+        b->debug_line = dbg_section(b, ".debug_line", &b->debug_line_size);
     /* llvm-profgen's words, also without any DWARF; the reason is given by
      * lp_binary_check_symbolizable */
     if (b->nranges == 0)
@@ -306,6 +395,8 @@ void lp_bin_free_dwarf(lp_binary *b)
     free(b->ranges);
     free(b->map);
     free(b->dies);
+    lp_dwp_close(b->dwp);
+    b->dwp = NULL;
     if (b->dw)
         dwarf_end(b->dw);
     b->dw = NULL;
@@ -403,10 +494,12 @@ int lp_binary_check_symbolizable(const lp_binary *b, lp_error *err)
     if (b->ndies > 0)
         return 0;
     if (b->ndwo_missing)
-        return lp_error_set(err, LP_EFORMAT, "%s: split DWARF: %zu .dwo "
-                            "file(s) not found (or a .dwp/single-file split "
-                            "layout, which is not read); cannot symbolize",
-                            b->dbg_path, b->ndwo_missing);
+        return lp_error_set(err, LP_EFORMAT, "%s: split DWARF: %zu unit(s) "
+                            "found neither in %s nor as .dwo files (a "
+                            "-gsplit-dwarf=single layout is not read); "
+                            "cannot symbolize", b->dbg_path, b->ndwo_missing,
+                            b->dwp ? lp_dwp_path(b->dwp)
+                                   : "a .dwp (--dwp, default <binary>.dwp)");
     if (b->dw)
         return lp_error_set(err, LP_EFORMAT, "%s: DWARF has no functions "
                             "with code; cannot symbolize", b->dbg_path);

@@ -99,7 +99,7 @@ static const char *check_extents(Elf *e, const GElf_Ehdr *eh, uint64_t fsize,
 
 /* Open path read-only as an ELF whose extents are all inside the file, so
  * that truncation is reported, never read past. */
-static Elf *open_elf(const char *path, int *fdp, lp_error *err)
+Elf *lp_bin_open_elf(const char *path, int *fdp, lp_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -304,11 +304,11 @@ static bool file_exists(const char *p)
 
 static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
 {
-    b->elf = open_elf(b->path, &b->fd, err);
+    b->elf = lp_bin_open_elf(b->path, &b->fd, err);
     if (!b->elf)
         return -1;
     if (o->debug_path) {
-        b->dbg_elf = open_elf(b->dbg_path, &b->dbg_fd, err);
+        b->dbg_elf = lp_bin_open_elf(b->dbg_path, &b->dbg_fd, err);
         if (!b->dbg_elf)
             return lp_error_prefix(err, "--debug-binary");
     } else {
@@ -320,16 +320,19 @@ static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
     if (o->dwp_path && !file_exists(o->dwp_path))
         return lp_error_set(err, LP_EIO, "%s: --dwp file not found",
                             o->dwp_path);
+    /* llvm's DWARFContext: --dwp, else "<DWARF file>.dwp" */
+    b->dwp_given = o->dwp_path != NULL;
+    if (o->dwp_path)
+        b->dwp_path = strdup(o->dwp_path);
+    else if (asprintf(&b->dwp_path, "%s.dwp", b->dbg_path) < 0)
+        b->dwp_path = NULL;
+    if (!b->dwp_path)
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
     if (lp_bin_load_dwarf(b, err))
         return -1;
     if (b->nmap == 0 && o->symtab_functions &&
         lp_bin_functions_from_symtab(b, err))
         return -1;
-    char dwp[4096];
-    snprintf(dwp, sizeof dwp, "%s.dwp", b->path);
-    if (o->dwp_path || (b->ndwo_missing && file_exists(dwp)))
-        lp_bin_warn(b, "DWARF package files (.dwp) are not read (libdw "
-                    "0.188); only .dwo files next to DW_AT_comp_dir are");
     lp_bin_mark_entries(b);
     bool fs = false;
     for (size_t i = 0; i < b->nsyms; i++)
@@ -399,6 +402,7 @@ void lp_binary_close(lp_binary *b)
     free(b->build_id_hex);
     free(b->path);
     free(b->dbg_path);
+    free(b->dwp_path);
     free(b);
 }
 

@@ -12,12 +12,7 @@
 
 #include "binary/binary_internal.h"
 
-typedef struct rd {
-    const uint8_t *p, *end;
-    bool bad;
-} rd;
-
-static uint64_t rd_n(rd *r, int n)
+uint64_t lp_rd_n(lp_rd *r, int n)
 {
     uint64_t v = 0;
     if (r->end - r->p < n) {
@@ -31,7 +26,7 @@ static uint64_t rd_n(rd *r, int n)
     return v;
 }
 
-static uint64_t rd_uleb(rd *r)
+uint64_t lp_rd_uleb(lp_rd *r)
 {
     uint64_t v = 0;
     for (int shift = 0; r->p < r->end; shift += 7) {
@@ -45,7 +40,7 @@ static uint64_t rd_uleb(rd *r)
     return v;
 }
 
-static int64_t rd_sleb(rd *r)
+static int64_t rd_sleb(lp_rd *r)
 {
     int64_t v = 0;
     int shift = 0;
@@ -116,36 +111,36 @@ static int push_seq(lp_line_table *t, size_t first, size_t last)
     return 0;
 }
 
-static int parse_header(rd *r, line_hdr *h, rd *prog)
+static int parse_header(lp_rd *r, line_hdr *h, lp_rd *prog)
 {
-    uint64_t len = rd_n(r, 4);
+    uint64_t len = lp_rd_n(r, 4);
     int offsz = 4;
     if (len == 0xffffffffu) {
-        len = rd_n(r, 8);
+        len = lp_rd_n(r, 8);
         offsz = 8;
     }
     if (r->bad || len > (uint64_t)(r->end - r->p))
         return -1;
     const uint8_t *unit_end = r->p + len;
-    h->version = (int)rd_n(r, 2);
+    h->version = (int)lp_rd_n(r, 2);
     if (h->version < 2 || h->version > 5)
         return -1;
     if (h->version >= 5)
-        rd_n(r, 2); /* address_size, segment_selector_size */
-    uint64_t hlen = rd_n(r, offsz);
+        lp_rd_n(r, 2); /* address_size, segment_selector_size */
+    uint64_t hlen = lp_rd_n(r, offsz);
     if (r->bad || hlen > (uint64_t)(unit_end - r->p))
         return -1;
     const uint8_t *prog_start = r->p + hlen;
-    h->min_inst = (uint8_t)rd_n(r, 1);
+    h->min_inst = (uint8_t)lp_rd_n(r, 1);
     if (h->version >= 4)
-        rd_n(r, 1); /* maximum_operations_per_instruction (VLIW only) */
-    h->default_stmt = (uint8_t)rd_n(r, 1);
-    h->line_base = (int8_t)rd_n(r, 1);
-    h->line_range = (uint8_t)rd_n(r, 1);
-    h->opcode_base = (uint8_t)rd_n(r, 1);
+        lp_rd_n(r, 1); /* maximum_operations_per_instruction (VLIW only) */
+    h->default_stmt = (uint8_t)lp_rd_n(r, 1);
+    h->line_base = (int8_t)lp_rd_n(r, 1);
+    h->line_range = (uint8_t)lp_rd_n(r, 1);
+    h->opcode_base = (uint8_t)lp_rd_n(r, 1);
     memset(h->std_len, 0, sizeof h->std_len);
     for (int i = 1; i < h->opcode_base; i++)
-        h->std_len[i] = (uint8_t)rd_n(r, 1);
+        h->std_len[i] = (uint8_t)lp_rd_n(r, 1);
     if (r->bad || h->line_range == 0)
         return -1;
     prog->p = prog_start;
@@ -154,27 +149,27 @@ static int parse_header(rd *r, line_hdr *h, rd *prog)
     return 0;
 }
 
-static int extended_op(rd *r, lp_line_table *t, line_state *s)
+static int extended_op(lp_rd *r, lp_line_table *t, line_state *s)
 {
-    uint64_t len = rd_uleb(r);
+    uint64_t len = lp_rd_uleb(r);
     if (r->bad || len == 0 || len > (uint64_t)(r->end - r->p))
         return -1;
     const uint8_t *next = r->p + len;
-    uint8_t op = (uint8_t)rd_n(r, 1);
+    uint8_t op = (uint8_t)lp_rd_n(r, 1);
     if (op == 1) { /* DW_LNE_end_sequence */
         if (push_row(t, s, true) || push_seq(t, s->seq_start_row, t->nrows))
             return -1;
         state_reset(s, t->nrows);
     } else if (op == 2) { /* DW_LNE_set_address */
-        s->addr = rd_n(r, (int)(len - 1 > 8 ? 8 : len - 1));
+        s->addr = lp_rd_n(r, (int)(len - 1 > 8 ? 8 : len - 1));
     } else if (op == 4) { /* DW_LNE_set_discriminator */
-        s->disc = (uint32_t)rd_uleb(r);
+        s->disc = (uint32_t)lp_rd_uleb(r);
     }
     r->p = next;
     return 0;
 }
 
-static int standard_op(rd *r, const line_hdr *h, lp_line_table *t,
+static int standard_op(lp_rd *r, const line_hdr *h, lp_line_table *t,
                        line_state *s, uint8_t op)
 {
     switch (op) {
@@ -183,29 +178,29 @@ static int standard_op(rd *r, const line_hdr *h, lp_line_table *t,
             return -1;
         s->disc = 0;
         break;
-    case 2: s->addr += rd_uleb(r) * h->min_inst; break;
+    case 2: s->addr += lp_rd_uleb(r) * h->min_inst; break;
     case 3: s->line = (uint32_t)((int64_t)s->line + rd_sleb(r)); break;
-    case 4: s->file = (uint32_t)rd_uleb(r); break;
-    case 5: s->col = (uint32_t)rd_uleb(r); break;
+    case 4: s->file = (uint32_t)lp_rd_uleb(r); break;
+    case 5: s->col = (uint32_t)lp_rd_uleb(r); break;
     case 8:
         s->addr += (uint64_t)((255 - h->opcode_base) / h->line_range) *
                    h->min_inst;
         break;
-    case 9: s->addr += rd_n(r, 2); break;
+    case 9: s->addr += lp_rd_n(r, 2); break;
     case 6: case 7: case 10: case 11: break;
     default:
         for (int i = 0; i < h->std_len[op]; i++)
-            rd_uleb(r);
+            lp_rd_uleb(r);
     }
     return 0;
 }
 
-static int run_program(rd *r, const line_hdr *h, lp_line_table *t)
+static int run_program(lp_rd *r, const line_hdr *h, lp_line_table *t)
 {
     line_state s;
     state_reset(&s, t->nrows);
     while (r->p < r->end && !r->bad) {
-        uint8_t op = (uint8_t)rd_n(r, 1);
+        uint8_t op = (uint8_t)lp_rd_n(r, 1);
         if (op >= h->opcode_base) {
             unsigned adj = op - h->opcode_base;
             s.addr += (uint64_t)(adj / h->line_range) * h->min_inst;
@@ -238,7 +233,7 @@ int lp_line_table_parse(const uint8_t *data, size_t size, uint64_t off,
     memset(t, 0, sizeof *t);
     if (off >= size)
         return -1;
-    rd r = {data + off, data + size, false}, prog;
+    lp_rd r = {data + off, data + size, false}, prog;
     line_hdr h;
     if (parse_header(&r, &h, &prog) || run_program(&prog, &h, t))
         return -1;

@@ -52,8 +52,8 @@ static int add_node(lp_inl_tree *t, const lp_inl_node *n)
 
 /* Collect the inlined subroutines under die; lexical blocks and other
  * containers are entered without a node of their own. */
-static int collect(lp_inl_tree *t, Dwarf_Die *die, int32_t parent,
-                   uint32_t depth)
+static int collect(lp_binary *b, lp_inl_tree *t, Dwarf_Die *die,
+                   int32_t parent, uint32_t depth)
 {
     Dwarf_Die c;
     if (depth > MAX_CHAIN || dwarf_child(die, &c) != 0)
@@ -63,7 +63,7 @@ static int collect(lp_inl_tree *t, Dwarf_Die *die, int32_t parent,
         if (tag == DW_TAG_subprogram)
             continue; /* nested out-of-line functions have their own tree */
         if (tag != DW_TAG_inlined_subroutine) {
-            if (dwarf_haschildren(&c) && collect(t, &c, parent, depth))
+            if (dwarf_haschildren(&c) && collect(b, t, &c, parent, depth))
                 return -1;
             continue;
         }
@@ -75,7 +75,7 @@ static int collect(lp_inl_tree *t, Dwarf_Die *die, int32_t parent,
         int32_t first = (int32_t)t->n;
         Dwarf_Addr base, lo, hi;
         ptrdiff_t off = 0;
-        while ((off = dwarf_ranges(&c, off, &base, &lo, &hi)) > 0) {
+        while ((off = lp_bin_ranges(b, &c, off, &base, &lo, &hi)) > 0) {
             n.lo = lo;
             n.hi = hi;
             if (add_node(t, &n))
@@ -83,7 +83,7 @@ static int collect(lp_inl_tree *t, Dwarf_Die *die, int32_t parent,
         }
         size_t kids = t->n;
         if (first < (int32_t)t->n && dwarf_haschildren(&c) &&
-            collect(t, &c, first, depth + 1))
+            collect(b, t, &c, first, depth + 1))
             return -1;
         for (size_t i = (size_t)first; i < kids; i++) {
             t->nodes[i].kids = (uint32_t)kids;
@@ -106,7 +106,7 @@ static lp_inl_tree *tree_for(lp_binary *b, const lp_die_range *dr)
     t->key = key;
     t->name = lp_bin_die_name(&die);
     t->decl_line = decl_line(&die);
-    if (collect(t, &die, -1, 0) != 0) {
+    if (collect(b, t, &die, -1, 0) != 0) {
         free(t->nodes);
         free(t);
         return NULL;

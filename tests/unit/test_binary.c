@@ -957,6 +957,179 @@ static void test_split_dwarf(void **state)
     lp_binary_close(b);
 }
 
+/* Every address of every function: the same stacks from two opens. */
+static size_t same_stacks(const char *bin, const lp_binary_opts *o1,
+                          const lp_binary_opts *o2)
+{
+    lp_binary *a = open_ok(bin, o1), *b = open_ok(bin, o2);
+    const lp_function *const *fa;
+    size_t nf = lp_binary_functions(a, &fa), inl = 0;
+    lp_error e = {0};
+    assert_int_equal(nf, lp_binary_functions(b, NULL));
+    for (size_t i = 0; i < nf; i++) {
+        const lp_function *g = lp_binary_function(b, fa[i]->name);
+        assert_non_null(g);
+        assert_int_equal(fa[i]->nranges, g->nranges);
+        for (size_t r = 0; r < fa[i]->nranges; r++) {
+            assert_int_equal(fa[i]->ranges[r]->start, g->ranges[r]->start);
+            assert_int_equal(fa[i]->ranges[r]->end, g->ranges[r]->end);
+            for (uint64_t x = fa[i]->ranges[r]->start;
+                 x < fa[i]->ranges[r]->end; x++) {
+                const lp_frame *p, *q;
+                size_t np, nq;
+                assert_int_equal(lp_binary_symbolize(a, x, &p, &np, &e), 0);
+                assert_int_equal(lp_binary_symbolize(b, x, &q, &nq, &e), 0);
+                assert_int_equal(np, nq);
+                for (size_t k = 0; k < np; k++) {
+                    assert_string_equal(p[k].func, q[k].func);
+                    assert_int_equal(p[k].line, q[k].line);
+                    assert_int_equal(p[k].column, q[k].column);
+                    assert_int_equal(p[k].discriminator, q[k].discriminator);
+                    assert_int_equal(p[k].start_line, q[k].start_line);
+                    assert_string_equal(p[k].file, q[k].file);
+                }
+                inl += np > 1;
+            }
+        }
+    }
+    lp_binary_close(a);
+    lp_binary_close(b);
+    return inl;
+}
+
+/* clang-19 -gsplit-dwarf, two units, packaged with llvm-dwp-19 (DWARF 5
+ * and the GNU v2 index of DWARF 4): the package gives llvm-profgen's
+ * stacks (it reads <exe>.dwp by default, as we do) and warnings, and the
+ * same functions and stacks as the .dwo files; --dwp names another file. */
+static void test_dwp(void **state)
+{
+    (void)state;
+    if (!have_tool("clang-19") || !have_tool("llvm-dwp-19") ||
+        !have_tool("llvm-profgen-19"))
+        skip();
+    char dir[128], exe[192], pkg[192];
+    snprintf(dir, sizeof dir, "%s/dwp", scratch);
+    assert_int_equal(sh("mkdir -p %s && cd %s && printf '%%s\n' "
+                        "'static volatile int s;' "
+                        "'static inline int f1(int x) { if (x & 1) s = x; "
+                        "else s = x * 7; return s; }' "
+                        "'static inline int f2(int x) { int r = 0; for (int "
+                        "i = 0; i < x; i++) r += f1(i) * f1(r); return r; }' "
+                        "'int g(int x) { return x > 3 ? f2(x) + f2(2 * x) : "
+                        "f1(x); }' > a.c && printf '%%s\n' 'int g(int);' "
+                        "'static inline int h(int x) { return g(x) + g(x + 1); }'"
+                        " 'int main(int c, char **v) { (void)v; return h(c) & "
+                        "1; }' > b.c", dir, dir), 0);
+    for (int v = 4; v <= 5; v++) {
+        assert_int_equal(sh("cd %s && rm -f *.dwo && for f in a b; do "
+                            "clang-19 -O2 -g -gdwarf-%d -gsplit-dwarf -c $f.c "
+                            "-o ${f}%d.o || exit 1; done && clang-19 -o d%d a%d.o "
+                            "b%d.o && llvm-dwp-19 -e d%d -o d%d.dwp", dir, v,
+                            v, v, v, v, v, v), 0);
+        snprintf(exe, sizeof exe, "%s/d%d", dir, v);
+        snprintf(pkg, sizeof pkg, "%s/other%d.dwp", dir, v);
+        lp_binary_opts dwo = {NULL, NULL, -1, 0}, dwp = {NULL, pkg, -1, 0};
+        /* the .dwo route (no package), then --dwp with the .dwo files gone */
+        assert_int_equal(sh("mv %s.dwp %s", exe, pkg), 0);
+        lp_binary *b = open_ok(exe, &dwo);
+        size_t nf = lp_binary_functions(b, NULL);
+        lp_binary_close(b);
+        assert_int_equal(sh("cd %s && mkdir -p keep && mv a%d.dwo b%d.dwo "
+                            "keep/", dir, v, v), 0);
+        b = open_ok(exe, &dwo);
+        assert_true(lp_binary_functions(b, NULL) < nf);
+        lp_binary_close(b);
+        assert_int_equal(sh("cd %s && cp keep/*.dwo .", dir), 0);
+        /* same_stacks needs both routes open: the .dwo files stay for the
+         * first, the package is what the second reads (it wins, as in
+         * llvm, even with the .dwo files there) */
+        size_t inl = same_stacks(exe, &dwo, &dwp);
+        assert_true(inl > 0);
+        assert_int_equal(sh("cd %s && rm a%d.dwo b%d.dwo", dir, v, v), 0);
+        b = open_ok(exe, &dwp);
+        assert_int_equal(lp_binary_functions(b, NULL), nf);
+        assert_null(lp_binary_warning(b, 0));
+        lp_binary_close(b);
+        /* the default package, against llvm-profgen */
+        assert_int_equal(sh("cp %s %s.dwp", pkg, exe), 0);
+        check_symbolize(exe, NULL, NULL);
+        check_warnings(exe);
+        print_message("DWARF %d: %zu functions, %zu inlined addresses from "
+                      "the package\n", v, nf, inl);
+    }
+}
+
+/* A damaged index (every byte of it in turn set to 0xff, and truncated
+ * copies): an error or a clean open, never a crash or a read outside. */
+static void test_dwp_corrupt(void **state)
+{
+    (void)state;
+    if (!have_tool("clang-19") || !have_tool("llvm-dwp-19"))
+        skip();
+    char dir[128], exe[192], pkg[192], bad[192];
+    snprintf(dir, sizeof dir, "%s/dwpbad", scratch);
+    assert_int_equal(sh("mkdir -p %s && cd %s && printf 'static inline int "
+                        "f(int x) { return x * x + 1; }\nint main(int c, "
+                        "char **v) { (void)v; return f(c); }\n' > m.c && "
+                        "clang-19 -O2 -g -gsplit-dwarf -c m.c -o m.o && "
+                        "clang-19 -o m m.o && llvm-dwp-19 -e m -o m.pkg && "
+                        "rm m.dwo", dir, dir), 0);
+    snprintf(exe, sizeof exe, "%s/m", dir);
+    snprintf(pkg, sizeof pkg, "%s/m.pkg", dir);
+    snprintf(bad, sizeof bad, "%s/bad.dwp", dir);
+    char *out = run("readelf -SW %s | awk '/debug_cu_index/ { for (i = 1; "
+                    "i <= NF; i++) if ($i == \"PROGBITS\") print $(i + 2), "
+                    "$(i + 3) }'", pkg);
+    assert_non_null(out);
+    unsigned long off = 0, size = 0;
+    assert_int_equal(sscanf(out, "%lx %lx", &off, &size), 2);
+    free(out);
+    FILE *f = fopen(pkg, "rb");
+    assert_non_null(f);
+    unsigned char img[1 << 16];
+    size_t n = fread(img, 1, sizeof img, f);
+    fclose(f);
+    assert_true(n < sizeof img && off + size <= n);
+    size_t errors = 0, opened = 0;
+    lp_binary_opts o = {NULL, bad, -1, 0};
+    for (size_t i = 0; i < size; i++) {
+        unsigned char keep = img[off + i];
+        img[off + i] = 0xff;
+        assert_non_null(f = fopen(bad, "wb"));
+        assert_int_equal(fwrite(img, 1, n, f), n);
+        fclose(f);
+        img[off + i] = keep;
+        lp_error e = {0};
+        lp_binary *b = lp_binary_open(exe, &o, &e);
+        if (b) {
+            const lp_function *const *fs;
+            size_t nf = lp_binary_functions(b, &fs);
+            for (size_t k = 0; k < nf; k++) {
+                const lp_frame *fr;
+                size_t nfr;
+                lp_binary_symbolize(b, fs[k]->ranges[0]->start, &fr, &nfr,
+                                    &e);
+            }
+            lp_binary_close(b);
+            opened++;
+        } else {
+            assert_non_null(strstr(e.msg, "bad.dwp"));
+            errors++;
+        }
+    }
+    assert_true(errors > 0);
+    for (size_t cut = 0; cut < n; cut += n / 7 + 1) {
+        assert_non_null(f = fopen(bad, "wb"));
+        assert_int_equal(fwrite(img, 1, cut, f), cut);
+        fclose(f);
+        lp_error e = {0};
+        assert_null(lp_binary_open(exe, &o, &e));
+        assert_non_null(strstr(e.msg, "bad.dwp"));
+    }
+    print_message("index bytes set to 0xff: %zu errors, %zu opened\n",
+                  errors, opened);
+}
+
 static void expect_open_error(const char *path, int code, const char *frag)
 {
     lp_error e = {0};
@@ -1229,6 +1402,8 @@ int main(void)
         cmocka_unit_test(test_aarch64),
         cmocka_unit_test(test_debug_binary_and_stripped),
         cmocka_unit_test(test_split_dwarf),
+        cmocka_unit_test(test_dwp),
+        cmocka_unit_test(test_dwp_corrupt),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_lazy_disassembly),
         cmocka_unit_test(test_prolog_epilog),
