@@ -18,7 +18,7 @@ OPT     ?= -O2
 PKGS_CFLAGS := $(shell pkg-config --cflags capstone libdw libelf libzstd 2>/dev/null)
 CFLAGS_ALL  = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
               -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) $(SANFLAGS) $(CFLAGS)
-LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -lpfm -ljansson -lmicrohttpd -lstdc++ -lz -lpthread -lm $(LDLIBS)
+LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -lpfm -ljansson -lmicrohttpd -lxxhash -lstdc++ -lz -lpthread -lm $(LDLIBS)
 
 ifeq ($(SAN),1)
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -35,7 +35,7 @@ CLI_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 HELPER_OBJS:= $(patsubst %.c,$(BUILD)/obj/%.o,$(HELPER_SRCS))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps demo check test unit e2e fuzz clean
+.PHONY: all deps demo check test unit e2e fuzz clean print-ldlibs
 all: $(BUILD)/lbr2prof
 
 deps:
@@ -95,3 +95,7 @@ fuzz: deps
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+# The libraries a program linking liblbr2prof.a needs (test helpers).
+print-ldlibs:
+	@echo $(LDLIBS_ALL)

@@ -6,7 +6,7 @@ set -eu
 
 PKGS="build-essential pkg-config libelf-dev libdw-dev libcapstone-dev
 libpfm4-dev uthash-dev libcmocka-dev libzstd-dev linux-perf llvm-19 clang-19
-libclang-rt-19-dev zlib1g-dev libjansson-dev libmicrohttpd-dev curl
+libclang-rt-19-dev zlib1g-dev libjansson-dev libmicrohttpd-dev libxxhash-dev curl
 python3-jsonschema chromium time"
 
 missing=""

@@ -177,6 +177,11 @@ typedef struct lp_sample {
     const uint8_t *stack_user;
     uint64_t stack_user_dyn_size;
     uint64_t repeat;         /* 1, or the count of an aggregated text sample */
+    uint64_t dup_id;         /* perf script text: nonzero when every sample
+                                with this id is the same text (call stack
+                                and LBR lines byte for byte; the repeat
+                                count may differ), so a consumer may reuse
+                                what it derived from the first; 0: unknown */
 } lp_sample;
 
 typedef struct lp_mmap_event {

@@ -18,6 +18,8 @@
  * format detection (reader.c) or any interpretation of the addresses.
  * Memory is bounded by the longest line (plus, before the first sample
  * line, the text that precedes it, up to LP_PSCRIPT_MAX_PREAMBLE bytes).
+ * (Mapping the file instead of read() measured no faster: populating and
+ * dropping page-table entries costs what the copy does.)
  */
 #include <errno.h>
 #include <stdint.h>
@@ -41,17 +43,22 @@ typedef struct ps_line {
 } ps_line;
 
 /* Hybrid samples repeat (loops; replicated traces): a cache of sample
- * blocks - the call-stack lines and the LBR line, byte for byte - that
- * parsed cleanly, with what they parsed to. A block equal to a cached one
- * (same hash, length and bytes: exact) is not parsed again. Direct-mapped,
- * at most PS_CACHE_BYTES of text and results: memory does not grow with
- * the input. */
-#define PS_CACHE_SLOTS 16384u
-#define PS_CACHE_BYTES (12u << 20)
+ * blocks - the call-stack lines and the LBR line - that parsed cleanly,
+ * with what they parsed to. A block is known by its length and its
+ * 128-bit XXH3 digest, not by a copy of its text (which is most of a
+ * block's size: the digest lets three times as many blocks fit). A block
+ * with the same length and digest as a cached one is not parsed again;
+ * two different blocks would need a 128-bit collision to be taken for one
+ * another (about 2^-128 per pair: below 10^-26 for a billion distinct
+ * blocks). Direct-mapped, at most PS_CACHE_BYTES of results: memory does
+ * not grow with the input. */
+#define PS_CACHE_SLOTS 65536u
+#define PS_CACHE_BYTES (8u << 20)
 #define PS_CACHE_MAX_BLOCK 16384u
 
 typedef struct ps_block {
-    uint64_t hash;
+    lp_digest dig;
+    uint64_t id;                /* lp_sample.dup_id of this text */
     size_t len, bytes;          /* text length; everything allocated */
     uint64_t nlines;            /* call-stack lines */
     const lp_attr *attr;
@@ -59,7 +66,7 @@ typedef struct ps_block {
     size_t nframes, nbr;
     uint64_t *frames;
     lp_branch_entry *br;
-    char text[];
+    uint64_t data[];            /* frames, then branches */
 } ps_block;
 
 /* One distinct `event:` name seen in front of LBR lines. */
@@ -99,38 +106,46 @@ struct lp_pscript {
     lp_event ev;
     ps_block **cache;           /* PS_CACHE_SLOTS, lazily */
     size_t cache_bytes;
+    uint64_t last_id;           /* ids are never reused */
 };
 
 /* ---- small parsers ------------------------------------------------------ */
 
-static int hexval(unsigned char c)
+/* Hex digit value + 1; 0 for anything else. */
+static const unsigned char hex1[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
+    ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+    ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+/* Hex digits from s up to the first other character or e, into *out
+ * (64 bits; leading zeros are fine). Returns the stop position, NULL on
+ * overflow (which needs more than 16 digits). */
+static const char *hex_run(const char *s, const char *e, uint64_t *out)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    const char *fast = e - s > 16 ? s + 16 : e;
+    uint64_t v = 0;
+    unsigned d;
+
+    for (; s < fast && (d = hex1[(unsigned char)*s]) != 0; s++)
+        v = (v << 4) | (d - 1);
+    for (; s == fast && s < e && (d = hex1[(unsigned char)*s]) != 0; fast = ++s) {
+        if (v >> 60)
+            return NULL;
+        v = (v << 4) | (d - 1);
+    }
+    *out = v;
+    return s;
 }
 
 /* StringRef::getAsInteger(16): the whole of [s, s+n) is hex digits, no
  * prefix, no sign, fits in 64 bits. */
 static int parse_hex(const char *s, size_t n, uint64_t *out)
 {
-    uint64_t v = 0;
-    size_t i;
+    const char *e = s + n;
 
-    if (n == 0)
-        return -1;
-    for (i = 0; i < n; i++) {
-        int d = hexval((unsigned char)s[i]);
-        if (d < 0 || (v >> 60) != 0)
-            return -1;
-        v = (v << 4) | (unsigned)d;
-    }
-    *out = v;
-    return 0;
+    return n && hex_run(s, e, out) == e ? 0 : -1;
 }
 
 /* StringRef::getAsInteger(10) into a uint64_t. */
@@ -523,7 +538,13 @@ static int parse_mmap_at(lp_pscript *p, const char *s, const char *e)
         unsigned long long ino = 0, gen = 0;
         if (cur_lit(&c, " ") || find_prot(c.s, e, &prot, &path))
             return -1;
-        if (sscanf(c.s, "%x:%x %llu %llu", &maj, &mn, &ino, &gen) == 4) {
+        char f[96];     /* sscanf needs a terminated string: the line
+                         * in the buffer is not */
+        size_t n = (size_t)(e - c.s) < sizeof f - 1 ? (size_t)(e - c.s)
+                                                    : sizeof f - 1;
+        memcpy(f, c.s, n);
+        f[n] = '\0';
+        if (sscanf(f, "%x:%x %llu %llu", &maj, &mn, &ino, &gen) == 4) {
             m->maj = maj;
             m->min = mn;
             m->ino = ino;
@@ -575,57 +596,82 @@ static const char *const br_type_names[] = {
 
 /* Flags after from/to, as perf prints them: M|P|-, X|-, A|-, cycles, type.
  * llvm-profgen ignores them; anything unexpected is left at 0. */
+static uint64_t one_char_flag(ps_line f, size_t field)
+{
+    if (f.len != 1)
+        return 0;
+    if (field == 0)
+        return f.s[0] == 'M' ? 1u : f.s[0] == 'P' ? 2u : 0u;
+    if (field == 1)
+        return f.s[0] == 'X' ? 4u : 0u;
+    return f.s[0] == 'A' ? 8u : 0u;
+}
+
+static uint64_t br_type_flag(ps_line f)
+{
+    static const unsigned char len[] = {0, 4, 6, 3, 4, 8, 3, 7, 6, 9, 8, 4, 3, 6, 5};
+    unsigned t;
+
+    _Static_assert(sizeof len == sizeof br_type_names / sizeof *br_type_names,
+                   "one length per branch type name");
+
+    for (t = 1; t < sizeof br_type_names / sizeof *br_type_names; t++)
+        if (len[t] == f.len && memcmp(br_type_names[t], f.s, f.len) == 0)
+            return (uint64_t)t << 20;
+    return 0;
+}
+
 static uint64_t parse_br_flags(ps_line rest)
 {
     uint64_t fl = 0, v;
     size_t i = 0, field = 0;
 
-    while (i <= rest.len) {
+    while (i <= rest.len && field < 5) {
         size_t j = i;
         while (j < rest.len && rest.s[j] != '/')
             j++;
         ps_line f = {rest.s + i, j - i};
-        if (field == 0 && f.len == 1)
-            fl |= f.s[0] == 'M' ? 1u : f.s[0] == 'P' ? 2u : 0u;
-        else if (field == 1 && f.len == 1 && f.s[0] == 'X')
-            fl |= 4;
-        else if (field == 2 && f.len == 1 && f.s[0] == 'A')
-            fl |= 8;
+        if (field < 3)
+            fl |= one_char_flag(f, field);
         else if (field == 3 && parse_dec(f.s, f.len, &v) == 0)
             fl |= (v > 0xffff ? 0xffff : v) << 4;
-        else if (field == 4 && f.len) {
-            unsigned t;
-            for (t = 1; t < sizeof br_type_names / sizeof *br_type_names; t++)
-                if (strlen(br_type_names[t]) == f.len &&
-                    memcmp(br_type_names[t], f.s, f.len) == 0)
-                    fl |= (uint64_t)t << 20;
-        }
+        else if (field == 4 && f.len)
+            fl |= br_type_flag(f);
         field++;
         i = j + 1;
     }
     return fl;
 }
 
-/* One `0xFROM/0xTO[/flags]` token; the first two characters of from and to
- * are dropped unchecked, as llvm-profgen's substr(2) does. */
-static int parse_br_token(ps_line t, lp_branch_entry *b)
+/* One `0xFROM/0xTO[/flags]` token starting at s (not a space), in a line
+ * ending at le; tokens end at a space. The first two characters of from
+ * and to are dropped unchecked, as llvm-profgen's substr(2) does: from is
+ * the text before the token's first '/' (at least 3 characters), to the
+ * text up to its second '/' or its end (the same), each past those two
+ * all hex digits. 0 and *end = the token's end, or -1. */
+static int parse_br_token(const char *s, const char *le, lp_branch_entry *b,
+                          const char **end)
 {
-    const char *s1 = memchr(t.s, '/', t.len), *s2;
-    size_t n0, n1;
+    const char *q, *r, *te;
 
-    if (!s1)
+    if (le - s < 3 || s[0] == '/' || s[1] == '/' || s[1] == ' ')
         return -1;
-    n0 = (size_t)(s1 - t.s);
-    s2 = memchr(s1 + 1, '/', (size_t)(t.s + t.len - s1 - 1));
-    n1 = (size_t)((s2 ? s2 : t.s + t.len) - s1 - 1);
-    if (n0 < 2 || n1 < 2 || parse_hex(t.s + 2, n0 - 2, &b->from) ||
-        parse_hex(s1 + 3, n1 - 2, &b->to))
+    q = hex_run(s + 2, le, &b->from);
+    if (!q || q == s + 2 || q == le || *q != '/')
+        return -1;
+    if (le - q < 4 || q[1] == '/' || q[1] == ' ' || q[2] == '/' || q[2] == ' ')
+        return -1;
+    r = hex_run(q + 3, le, &b->to);
+    if (!r || r == q + 3 || (r < le && *r != '/' && *r != ' '))
         return -1;
     b->flags = 0;
-    if (s2) {
-        ps_line rest = {s2 + 1, (size_t)(t.s + t.len - s2 - 1)};
-        b->flags = parse_br_flags(rest);
+    te = r;
+    if (r < le && *r == '/') {
+        for (te = r + 1; te < le && *te != ' '; te++)
+            ;
+        b->flags = parse_br_flags((ps_line){r + 1, (size_t)(te - r - 1)});
     }
+    *end = te;
     return 0;
 }
 
@@ -672,14 +718,20 @@ static int parse_lbr_line(lp_pscript *p, lp_sample *s)
         s->sample_type |= LP_SAMPLE_IP;
         have = next_token(l, &i, &t);
     }
-    for (; have; have = next_token(l, &i, &t)) {
-        if (grow((void **)&p->br, &p->br_cap, p->nbr + 1, sizeof *p->br))
-            return -1;
-        if (parse_br_token(t, &p->br[p->nbr])) {
-            p->stats.bad_lbr_lines++;
-            break;
+    if (have) {                 /* the branches, from the token at t */
+        const char *q = t.s, *le = l.s + l.len;
+        while (q < le) {
+            if (p->nbr == p->br_cap &&
+                grow((void **)&p->br, &p->br_cap, p->nbr + 1, sizeof *p->br))
+                return -1;
+            if (parse_br_token(q, le, &p->br[p->nbr], &q)) {
+                p->stats.bad_lbr_lines++;
+                break;
+            }
+            p->nbr++;
+            while (q < le && *q == ' ')
+                q++;
         }
-        p->nbr++;
     }
     s->branches = p->br;
     s->branch_nr = p->nbr;
@@ -732,9 +784,14 @@ static size_t block_at(const lp_pscript *p, const char **lbr)
 {
     const char *s = p->cur.s, *e = p->buf + p->end, *q, *nl;
 
+    if ((size_t)(e - s) > PS_CACHE_MAX_BLOCK + 1)
+        e = s + PS_CACHE_MAX_BLOCK + 1;     /* a longer block is not cached */
     if (starts_with(p->cur, " 0x"))
         return 0;
-    if (!(q = memmem(s, (size_t)(e - s), "\n 0x", 4)))
+    for (q = s; (q = memchr(q, '\n', (size_t)(e - q))) && e - q >= 4; q++)
+        if (q[1] == ' ' && q[2] == '0' && q[3] == 'x')
+            break;                      /* the LBR line follows */
+    if (!q || e - q < 4)
         return 0;
     if (!(nl = memchr(q + 1, '\n', (size_t)(e - q - 1))) ||
         (size_t)(nl - s) > PS_CACHE_MAX_BLOCK)
@@ -743,24 +800,24 @@ static size_t block_at(const lp_pscript *p, const char **lbr)
     return (size_t)(nl - s);
 }
 
-static ps_block **cache_slot(lp_pscript *p, uint64_t h)
+static ps_block **cache_slot(lp_pscript *p, const lp_digest *d)
 {
-    return &p->cache[h & (PS_CACHE_SLOTS - 1)];
+    return &p->cache[d->lo & (PS_CACHE_SLOTS - 1)];
 }
 
-/* Remember a block that parsed cleanly into p->ev (no allocation: skip). */
-static void cache_put(lp_pscript *p, const char *t, size_t len, uint64_t h,
+/* Remember a block that parsed cleanly into p->ev (no allocation: skip);
+ * the event gets the block's id. */
+static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
                       uint64_t nlines)
 {
     const lp_sample *s = &p->ev.u.sample;
-    size_t bytes = sizeof(ps_block) + len + 8 +
-                   s->callchain_nr * sizeof(uint64_t) +
+    size_t bytes = sizeof(ps_block) + s->callchain_nr * sizeof(uint64_t) +
                    s->branch_nr * sizeof(lp_branch_entry);
     ps_block **slot, *b;
 
     if (!p->cache && !(p->cache = calloc(PS_CACHE_SLOTS, sizeof *p->cache)))
         return;
-    slot = cache_slot(p, h);
+    slot = cache_slot(p, d);
     if (p->cache_bytes - (*slot ? (*slot)->bytes : 0) + bytes > PS_CACHE_BYTES)
         return;
     if (!(b = malloc(bytes)))
@@ -769,10 +826,11 @@ static void cache_put(lp_pscript *p, const char *t, size_t len, uint64_t h,
         p->cache_bytes -= (*slot)->bytes;
         free(*slot);
     }
-    *b = (ps_block){h, len, bytes, nlines, s->attr, s->sample_type, s->ip,
-                    s->callchain_nr, s->branch_nr, NULL, NULL};
-    memcpy(b->text, t, len);
-    b->frames = (uint64_t *)(b->text + ((len + 7) & ~(size_t)7));
+    *b = (ps_block){*d, ++p->last_id, len, bytes, nlines, s->attr,
+                    s->sample_type, s->ip, s->callchain_nr, s->branch_nr,
+                    NULL, NULL};
+    p->ev.u.sample.dup_id = b->id;
+    b->frames = b->data;
     b->br = (lp_branch_entry *)(b->frames + b->nframes);
     memcpy(b->frames, s->callchain, b->nframes * sizeof *b->frames);
     memcpy(b->br, s->branches, b->nbr * sizeof *b->br);
@@ -780,12 +838,12 @@ static void cache_put(lp_pscript *p, const char *t, size_t len, uint64_t h,
     p->cache_bytes += bytes;
 }
 
-static const ps_block *cache_get(lp_pscript *p, const char *t, size_t len,
-                                 uint64_t h)
+static const ps_block *cache_get(lp_pscript *p, size_t len,
+                                 const lp_digest *d)
 {
-    const ps_block *b = p->cache ? *cache_slot(p, h) : NULL;
+    const ps_block *b = p->cache ? *cache_slot(p, d) : NULL;
 
-    return b && b->hash == h && b->len == len && memcmp(b->text, t, len) == 0
+    return b && b->len == len && b->dig.lo == d->lo && b->dig.hi == d->hi
                ? b
                : NULL;
 }
@@ -798,13 +856,14 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
     lp_sample *s = &p->ev.u.sample;
     const char *start = p->cur.s, *lbr = NULL;
     size_t blen = block_at(p, &lbr);
-    uint64_t h = 0, line0 = p->lineno, bad0 = p->stats.bad_lbr_lines;
+    uint64_t line0 = p->lineno, bad0 = p->stats.bad_lbr_lines;
+    lp_digest d = {0, 0};
     const ps_block *b = NULL;
     int r;
 
     if (blen) {
-        h = lp_hash_bytes(start, blen);
-        b = cache_get(p, start, blen, h);
+        d = lp_digest_bytes(start, blen);
+        b = cache_get(p, blen, &d);
     }
     if (b) {
         sample_init(p, count);
@@ -815,6 +874,7 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
         s->callchain_nr = b->nframes;
         s->branches = b->br;
         s->branch_nr = b->nbr;
+        s->dup_id = b->id;
         p->lineno += b->nlines;
         p->cur.s = lbr;
         p->cur.len = (size_t)(start + blen - lbr);
@@ -852,7 +912,7 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
          * ends) and cleanly: remember it */
         if (blen && p->cur.s == lbr && p->cur.s + p->cur.len == start + blen &&
             p->stats.bad_lbr_lines == bad0)
-            cache_put(p, start, blen, h, p->lineno - line0);
+            cache_put(p, blen, &d, p->lineno - line0);
     }
     if (advance(p, err) < 0)
         return -1;
@@ -916,12 +976,12 @@ lp_pscript *lp_pscript_open(FILE *f, const void *prefix, size_t prefix_len,
     if (!p || !(p->name = strdup(name ? name : "-")))
         goto oom;
     p->f = f;
+    p->attr_lbr.branch_sample_type = LP_BRANCH_ANY;
     if (grow((void **)&p->buf, &p->cap, prefix_len + LP_PSCRIPT_CHUNK, 1))
         goto oom;
     if (prefix_len)
         memcpy(p->buf, prefix, prefix_len);
     p->end = prefix_len;
-    p->attr_lbr.branch_sample_type = LP_BRANCH_ANY;
     return p;
 oom:
     lp_pscript_close(p);

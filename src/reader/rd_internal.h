@@ -17,6 +17,7 @@
 
 #include "lbr2prof/reader.h"
 #include "reader/perfscript.h"
+#include "reader/prefetch.h"
 
 /* Record types we act on (PERF_RECORD_*). */
 enum {
@@ -184,6 +185,7 @@ struct lp_reader {
     lp_event ev;
 
     lp_pscript *text;    /* perf script text backend, when the input is text */
+    lp_pfetch *pf;       /* ... parsing on its own thread (prefetch.c) */
     FILE *own_text_f;    /* stream we opened for the text backend */
 };
 

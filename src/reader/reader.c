@@ -84,7 +84,9 @@ static lp_reader *open_text(lp_reader *r, FILE *f, const void *prefix,
 {
     r->info.format = LP_FMT_PERF_SCRIPT;
     r->text = lp_pscript_open(f, prefix, n, name, err);
-    return r->text ? r : fail_open(r);
+    if (r->text)
+        r->pf = lp_pfetch_new(r->text, err);
+    return r->pf ? r : fail_open(r);
 }
 
 static int cmp_data_n(const void *a, const void *b)
@@ -217,10 +219,13 @@ lp_reader *lp_reader_open_stream(FILE *s, const char *name,
         rd_file *f = add_file(r, err);
         if (!f || rd_file_map(f, fileno(s), name, err) < 0)
             return fail_open(r);
-        if (sniff_magic(f->base, f->end) == SNIFF_PERF)
+        int kind = sniff_magic(f->base, f->end);
+        if (kind == SNIFF_PERF)
             return open_perf(r, NULL, err);
         rd_file_close(f);
         r->nr_files = 0;
+        if (kind != SNIFF_V1) /* text: read from its start */
+            return open_text(r, s, NULL, 0, name, err);
     }
     size_t n = fread(pre, 1, sizeof pre, s);
     if (n == 0) {
@@ -551,9 +556,7 @@ static int run_step(lp_reader *r, const rd_raw *raw, lp_error *err)
 int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err)
 {
     if (r->text) {
-        int rc = lp_pscript_next(r->text, ev, err);
-        r->stats.text_sample_starts = lp_pscript_stats_get(r->text)->samples_seen;
-        return rc;
+        return lp_pfetch_next(r->pf, ev, &r->stats.text_sample_starts, err);
     }
     for (;;) {
         int rc;
@@ -606,6 +609,7 @@ void lp_reader_close(lp_reader *r)
 {
     if (!r)
         return;
+    lp_pfetch_free(r->pf);      /* first: its thread uses r->text */
     if (r->text)
         lp_pscript_close(r->text);
     if (r->own_text_f)

@@ -1,31 +1,63 @@
 /*
  * hash.h - one 64-bit hash of a byte string for the project's own tables
- * (sample-block cache, context table, aggregated samples). Owns only the
- * mixing; the tables, and any order a reference tool's hash decides
- * (llvm-profgen's DJB2, libstdc++ buckets), live with their users.
+ * (context table, aggregated samples) and one 128-bit digest (the
+ * sample-block cache, which keeps no copy of the text). Owns only the
+ * choice of hash; the tables, and any order a reference tool's hash
+ * decides (llvm-profgen's DJB2, libstdc++ buckets), live with their users.
+ *
+ * XXH3 (libxxhash): the sample-block cache hashes every ~1 KB block of
+ * perf script text, so the hash must run at memory speed. Short keys use
+ * the inlined code (no call); long ones libxxhash's runtime dispatch, which
+ * picks AVX2 (or AVX-512) when the CPU has it, where the inlined code is
+ * limited to the SSE2 the build targets. Both compute the same XXH3 value.
  */
 #ifndef LP_UTIL_HASH_H
 #define LP_UTIL_HASH_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
-/* Word-at-a-time multiply-xorshift; not for adversarial keys. */
+/* A 128-bit digest, for identifying byte strings without keeping them. */
+typedef struct lp_digest {
+    uint64_t lo, hi;
+} lp_digest;
+
+/* The library's dispatching functions, before the inlined names below
+ * take over XXH3_* and XXH128_hash_t. */
+#define XXH_DISPATCH_DISABLE_REPLACE
+#include <xxh_x86dispatch.h>
+
+static inline uint64_t lp_hash_long(const void *data, size_t n)
+{
+    return (uint64_t)XXH3_64bits_dispatch(data, n);
+}
+
+static inline lp_digest lp_digest_long(const void *data, size_t n)
+{
+    XXH128_hash_t h = XXH3_128bits_dispatch(data, n);
+    return (lp_digest){h.low64, h.high64};
+}
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define LP_HASH_LONG 512        /* bytes from which the dispatch pays off */
+
+/* Not for adversarial keys: tables compare the bytes on a hash match. */
 static inline uint64_t lp_hash_bytes(const void *data, size_t n)
 {
-    const unsigned char *p = data;
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-    size_t i;
+    return n > LP_HASH_LONG ? lp_hash_long(data, n)
+                            : (uint64_t)XXH3_64bits(data, n);
+}
 
-    for (i = 0; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-    }
-    w = 0;
-    memcpy(&w, p + i, n - i);
-    h = (h ^ w) * 0x94d049bb133111ebull;
-    return h ^ (h >> 29);
+static inline lp_digest lp_digest_bytes(const void *data, size_t n)
+{
+    XXH128_hash_t h;
+
+    if (n > LP_HASH_LONG)
+        return lp_digest_long(data, n);
+    h = XXH3_128bits(data, n);
+    return (lp_digest){h.low64, h.high64};
 }
 
 #endif

@@ -62,8 +62,10 @@ clang-19 -O2 -g -fno-omit-frame-pointer -fPIE -pie -o prog "$TOP/tests/workloads
 LIB=$TOP/$BUILD/liblbr2prof.a
 SAN=
 nm "$LIB" 2>/dev/null | grep -q __asan_init && SAN="-fsanitize=address,undefined"
+LIBS=$(make -s -C "$TOP" print-ldlibs) || fail "make print-ldlibs"
+# shellcheck disable=SC2086
 cc -std=gnu11 -O1 $SAN -D_GNU_SOURCE -I"$TOP/include" -o pdmerge "$TOP/tests/e2e/helpers/pdmerge.c" \
-    "$LIB" -ldw -lelf -lcapstone -lzstd -lpfm -ljansson -lmicrohttpd -lstdc++ -lz -lpthread -lm ||
+    "$LIB" $LIBS ||
     fail "building pdmerge"
 
 seed=0

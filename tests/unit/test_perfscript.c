@@ -273,7 +273,7 @@ static void test_block_cache(void **state)
                             "\t4005dc\n");
     const lp_event *ev;
     const lp_pscript_stats *st;
-    uint64_t reps[4] = {1, 1, 5, 1};
+    uint64_t reps[4] = {1, 1, 5, 1}, id = 0;
     int i, a = 0;
     lp_error e;
     (void)state;
@@ -283,8 +283,14 @@ static void test_block_cache(void **state)
         if (i == 3 || i == 4) {
             assert_int_equal(ev->u.sample.branch_nr, 1);
             assert_int_equal(ev->u.sample.callchain_nr, 1);
+            assert_int_equal(ev->u.sample.dup_id, 0); /* not clean: not cached */
             continue;
         }
+        /* the same text, the same nonzero id (the repeat count may differ) */
+        if (i == 0)
+            id = ev->u.sample.dup_id;
+        assert_int_not_equal(id, 0);
+        assert_int_equal(ev->u.sample.dup_id, id);
         assert_int_equal(ev->u.sample.repeat, reps[a++]);
         assert_int_equal(ev->u.sample.callchain_nr, 2);
         assert_int_equal(ev->u.sample.callchain[1], 0x400634);

@@ -1,0 +1,282 @@
+/*
+ * prefetch.c - runs the perf script text parser (perfscript.c) on a thread
+ * of its own, a few batches ahead of the consumer. Parsing text is about
+ * half of the work of a profile made from perf script input; on a second
+ * core it overlaps with unwinding and profile generation.
+ *
+ * Owns the batches and the hand-off between the two threads. Does not own
+ * parsing: the consumer sees the same events, in the same order, with the
+ * same contents, and an error at the same place as without the thread.
+ * Each batch holds deep copies (call chain, branches, MMAP file name) of
+ * up to PF_EVENTS events in one arena; a batch is refilled only once the
+ * consumer has moved past it, so an event stays valid until the next call,
+ * as lp_reader_next() promises. Memory: PF_NBATCH arenas of PF_BYTES.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader/prefetch.h"
+
+#define PF_NBATCH 3
+#define PF_EVENTS 256
+#define PF_BYTES (128u << 10)
+
+/* One batch: n events, then how the producer stopped (end_rc: 1 more
+ * batches follow, 0 end of input, -1 error in end_err). */
+typedef struct pf_batch {
+    lp_event *ev;
+    uint64_t *seen;             /* samples_seen after each event */
+    size_t n;
+    unsigned char *arena;
+    size_t used, cap;
+    int end_rc;
+    uint64_t end_seen;
+    lp_error end_err;
+} pf_batch;
+
+struct lp_pfetch {
+    lp_pscript *p;
+    pthread_t th;
+    int started;                /* 0 not yet, 1 running, 2 could not start */
+    int locks;                  /* mu and cv are initialized */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pf_batch b[PF_NBATCH];
+    size_t head, tail, nfull;   /* ring: consumer at head, producer at tail */
+    int stop;
+    /* producer only: an event parsed when its batch was full, owed to the
+     * next batch (still valid: the parser is not called in between) */
+    const lp_event *owed;
+    uint64_t owed_seen;
+    /* consumer only: its batch (b[head]) and position in it */
+    pf_batch *cur;
+    size_t i;
+};
+
+/* ---- producer --------------------------------------------------------- */
+
+static void *arena_copy(pf_batch *b, const void *src, size_t n)
+{
+    void *d = b->arena + b->used;
+
+    memcpy(d, src, n);
+    b->used += (n + 7) & ~(size_t)7;
+    return d;
+}
+
+/* Bytes the deep copy of `e` takes in the arena. */
+static size_t copy_size(const lp_event *e)
+{
+    if (e->kind == LP_EV_SAMPLE)
+        return ((e->u.sample.callchain_nr * sizeof(uint64_t) + 7) & ~7ul) +
+               ((e->u.sample.branch_nr * sizeof(lp_branch_entry) + 7) & ~7ul);
+    if (e->kind == LP_EV_MMAP && e->u.mmap.filename)
+        return (strlen(e->u.mmap.filename) + 1 + 7) & ~(size_t)7;
+    return 0;
+}
+
+/* Append a copy of `e`; 0 if it does not fit (the batch is then full). The
+ * text backend sets no other pointer fields (no registers, user stack or
+ * branch counters); `attr` and `source` live as long as the backend. */
+static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen)
+{
+    size_t need = copy_size(e);
+    lp_event *d;
+
+    if (need > b->cap - b->used) {
+        unsigned char *a;
+        if (b->n)
+            return 0;
+        if (!(a = realloc(b->arena, need)))  /* nothing points into it */
+            return -1;
+        b->arena = a;
+        b->cap = need;
+    }
+    d = &b->ev[b->n];
+    *d = *e;
+    if (e->kind == LP_EV_SAMPLE) {
+        lp_sample *s = &d->u.sample;
+        s->callchain = s->callchain_nr
+            ? arena_copy(b, s->callchain, s->callchain_nr * sizeof(uint64_t))
+            : NULL;
+        s->branches = s->branch_nr
+            ? arena_copy(b, s->branches, s->branch_nr * sizeof(lp_branch_entry))
+            : NULL;
+    } else if (e->kind == LP_EV_MMAP && e->u.mmap.filename) {
+        d->u.mmap.filename = arena_copy(b, e->u.mmap.filename,
+                                        strlen(e->u.mmap.filename) + 1);
+    }
+    b->seen[b->n++] = seen;
+    return 1;
+}
+
+/* Parse into b until it is full or the input ends. */
+static void batch_fill(lp_pfetch *f, pf_batch *b)
+{
+    const lp_event *e;
+    int rc;
+
+    b->n = 0;
+    b->used = 0;
+    b->end_rc = 1;
+    if (f->owed && batch_add(b, f->owed, f->owed_seen) < 0)
+        goto oom;
+    f->owed = NULL;
+    while (b->n < PF_EVENTS) {
+        uint64_t seen;
+        rc = lp_pscript_next(f->p, &e, &b->end_err);
+        if (rc <= 0) {
+            b->end_rc = rc;
+            break;
+        }
+        seen = lp_pscript_stats_get(f->p)->samples_seen;
+        rc = batch_add(b, e, seen);
+        if (rc < 0)
+            goto oom;
+        if (rc == 0) {
+            f->owed = e;
+            f->owed_seen = seen;
+            break;
+        }
+    }
+    b->end_seen = lp_pscript_stats_get(f->p)->samples_seen;
+    return;
+oom:
+    b->end_rc = lp_error_set(&b->end_err, LP_ENOMEM, "reader: out of memory");
+    b->end_seen = lp_pscript_stats_get(f->p)->samples_seen;
+}
+
+static void *producer(void *arg)
+{
+    lp_pfetch *f = arg;
+
+    for (;;) {
+        pf_batch *b;
+        int end;
+
+        pthread_mutex_lock(&f->mu);
+        while (f->nfull == PF_NBATCH && !f->stop)
+            pthread_cond_wait(&f->cv, &f->mu);
+        if (f->stop) {
+            pthread_mutex_unlock(&f->mu);
+            return NULL;
+        }
+        b = &f->b[f->tail];
+        pthread_mutex_unlock(&f->mu);
+
+        batch_fill(f, b);
+        end = b->end_rc <= 0;
+
+        pthread_mutex_lock(&f->mu);
+        f->tail = (f->tail + 1) % PF_NBATCH;
+        f->nfull++;
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        if (end)
+            return NULL;
+    }
+}
+
+/* ---- consumer --------------------------------------------------------- */
+
+lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err)
+{
+    lp_pfetch *f = calloc(1, sizeof *f);
+    size_t k;
+
+    if (!f)
+        goto oom;
+    f->p = p;
+    for (k = 0; k < PF_NBATCH; k++) {
+        pf_batch *b = &f->b[k];
+        b->ev = malloc(PF_EVENTS * sizeof *b->ev);
+        b->seen = malloc(PF_EVENTS * sizeof *b->seen);
+        b->arena = malloc(PF_BYTES);
+        b->cap = PF_BYTES;
+        if (!b->ev || !b->seen || !b->arena)
+            goto oom;
+    }
+    if (pthread_mutex_init(&f->mu, NULL) == 0) {
+        if (pthread_cond_init(&f->cv, NULL) == 0) {
+            f->locks = 1;
+            return f;
+        }
+        pthread_mutex_destroy(&f->mu);
+    }
+oom:
+    lp_pfetch_free(f);
+    lp_error_set(err, LP_ENOMEM, "reader: out of memory");
+    return NULL;
+}
+
+/* Without a thread (it could not be started): parse in the caller. */
+static int next_inline(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
+                       lp_error *err)
+{
+    int rc = lp_pscript_next(f->p, ev, err);
+
+    *seen = lp_pscript_stats_get(f->p)->samples_seen;
+    return rc;
+}
+
+int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
+                   lp_error *err)
+{
+    if (f->started == 0)
+        f->started = pthread_create(&f->th, NULL, producer, f) == 0 ? 1 : 2;
+    if (f->started == 2)
+        return next_inline(f, ev, seen, err);
+    for (;;) {
+        if (!f->cur) {
+            pthread_mutex_lock(&f->mu);
+            while (f->nfull == 0)
+                pthread_cond_wait(&f->cv, &f->mu);
+            f->cur = &f->b[f->head];
+            pthread_mutex_unlock(&f->mu);
+            f->i = 0;
+        }
+        if (f->i < f->cur->n) {
+            *ev = &f->cur->ev[f->i];
+            *seen = f->cur->seen[f->i++];
+            return 1;
+        }
+        *seen = f->cur->end_seen;
+        if (f->cur->end_rc <= 0) {
+            if (f->cur->end_rc < 0 && err)
+                *err = f->cur->end_err;
+            return f->cur->end_rc;
+        }
+        pthread_mutex_lock(&f->mu);
+        f->head = (f->head + 1) % PF_NBATCH;
+        f->nfull--;
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        f->cur = NULL;
+    }
+}
+
+void lp_pfetch_free(lp_pfetch *f)
+{
+    size_t k;
+
+    if (!f)
+        return;
+    if (f->started == 1) {
+        pthread_mutex_lock(&f->mu);
+        f->stop = 1;
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->th, NULL);
+    }
+    if (f->locks) {
+        pthread_cond_destroy(&f->cv);
+        pthread_mutex_destroy(&f->mu);
+    }
+    for (k = 0; k < PF_NBATCH; k++) {
+        free(f->b[k].ev);
+        free(f->b[k].seen);
+        free(f->b[k].arena);
+    }
+    free(f);
+}

@@ -1,0 +1,26 @@
+/*
+ * prefetch.h - internal: the perf script text parser on its own thread
+ * (prefetch.c), between reader.c and perfscript.c. Not public.
+ */
+#ifndef LBR2PROF_READER_PREFETCH_H
+#define LBR2PROF_READER_PREFETCH_H
+
+#include <stdint.h>
+
+#include "reader/perfscript.h"
+
+typedef struct lp_pfetch lp_pfetch;
+
+/* `p` stays owned by the caller and must outlive the lp_pfetch; after
+ * lp_pfetch_new only the prefetcher's thread calls into it until
+ * lp_pfetch_free (or the end of input) - its statistics may be read once
+ * lp_pfetch_next has returned 0 or -1. The thread starts at the first
+ * lp_pfetch_next (inline parsing if it cannot be started). */
+lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err);
+/* As lp_pscript_next; *seen = the parser's samples_seen at that event. */
+int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
+                   lp_error *err);
+/* Stops and joins the thread; frees the batches (not `p`). */
+void lp_pfetch_free(lp_pfetch *f);
+
+#endif

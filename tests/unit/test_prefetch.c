@@ -1,0 +1,226 @@
+/*
+ * test_prefetch.c - unit tests for src/reader/prefetch.c (the text parser
+ * on its own thread): events through the prefetcher, from a file,
+ * equal those of the parser called directly on the same bytes through a
+ * memory stream - contents, order, offsets, the samples-seen count at each
+ * event, and the error at the end - across batch boundaries, arena
+ * overflow and an event larger than a whole arena; stopping early joins.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reader/prefetch.h"
+
+typedef struct text {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        assert_true(n >= 0);
+        if ((size_t)n < t->cap - t->len)
+            break;
+        t->cap = t->cap * 2 + (size_t)n + 1;
+        t->s = realloc(t->s, t->cap);
+        assert_non_null(t->s);
+    }
+    t->len += (size_t)n;
+}
+
+/* One hybrid sample: 3 frames, nbr LBR entries, all from `seed`. */
+static void sample(text *t, unsigned seed, unsigned nbr)
+{
+    unsigned i;
+
+    put(t, "\t%x\n\t%x\n\t%x\n", 0x401000 + seed, 0x402000 + seed % 7,
+        0x403000);
+    for (i = 0; i < nbr; i++)
+        put(t, " 0x%x/0x%x/%s/-/-/%u", 0x401000 + (seed * 31 + i) % 4096,
+            0x402000 + (seed + i) % 512, i % 3 ? "P" : "M", i % 5);
+    put(t, "\n");
+}
+
+/* Samples (some repeated, some aggregated, some with long LBR lines, one
+ * longer than a batch arena), MMAP lines in between, then a hybrid sample
+ * cut short: an error after everything else. */
+static text make_input(void)
+{
+    text t = {malloc(1 << 16), 0, 1 << 16};
+    unsigned i;
+
+    assert_non_null(t.s);
+    for (i = 0; i < 3000; i++) {
+        if (i % 700 == 0)
+            put(&t, "PERF_RECORD_MMAP2 %u/%u: [0x400000(0x%x) @ 0 08:01 %u 0]:"
+                    " r-xp /usr/bin/prog%u\n", 10 + i, 10 + i, 0x1000 + i,
+                i, i);
+        if (i % 11 == 0)
+            put(&t, "%u\n", 2 + i % 4);
+        sample(&t, i % 50 == 7 ? 7 : i,
+               i == 1500 ? 20000 : i % 97 == 3 ? 2000 : 16 + i % 17);
+    }
+    put(&t, "\t4005dc\n\t400634\n");
+    return t;
+}
+
+static int expect_same(const lp_event *a, const lp_event *b)
+{
+    const lp_sample *x = &a->u.sample, *y = &b->u.sample;
+
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->offset, b->offset);
+    if (a->kind == LP_EV_MMAP) {
+        assert_string_equal(a->u.mmap.filename, b->u.mmap.filename);
+        assert_int_equal(a->u.mmap.len, b->u.mmap.len);
+        assert_int_equal(a->u.mmap.ino, b->u.mmap.ino);
+        return 0;
+    }
+    assert_int_equal(x->repeat, y->repeat);
+    assert_int_equal(x->ip, y->ip);
+    assert_int_equal(x->sample_type, y->sample_type);
+    assert_int_equal(x->callchain_nr, y->callchain_nr);
+    assert_int_equal(x->branch_nr, y->branch_nr);
+    assert_memory_equal(x->callchain, y->callchain,
+                        x->callchain_nr * sizeof *x->callchain);
+    assert_memory_equal(x->branches, y->branches,
+                        x->branch_nr * sizeof *x->branches);
+    return (int)x->branch_nr;
+}
+
+static char *write_tmp(const text *t)
+{
+    char *path = strdup("/tmp/lbr2prof-prefetch-XXXXXX");
+    int fd;
+
+    assert_non_null(path);
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, t->s, t->len), (ssize_t)t->len);
+    close(fd);
+    return path;
+}
+
+static void test_same_events(void **state)
+{
+    text t = make_input();
+    char *path = write_tmp(&t);
+    FILE *mf = fmemopen(t.s, t.len, "r"), *ff = fopen(path, "r");
+    lp_error e1, e2;
+    lp_pscript *direct = lp_pscript_open(mf, NULL, 0, "x.txt", &e1);
+    lp_pscript *fromfile = lp_pscript_open(ff, NULL, 0, "x.txt", &e2);
+    lp_pfetch *pf = lp_pfetch_new(fromfile, &e2);
+    const lp_event *a, *b;
+    uint64_t seen, n = 0, mmaps = 0, maxbr = 0;
+    int r1, r2;
+    (void)state;
+
+    assert_non_null(direct);
+    assert_non_null(pf);
+    for (;;) {
+        r1 = lp_pscript_next(direct, &a, &e1);
+        r2 = lp_pfetch_next(pf, &b, &seen, &e2);
+        assert_int_equal(r1, r2);
+        if (r1 <= 0)
+            break;
+        int br = expect_same(a, b);
+        maxbr = (uint64_t)br > maxbr ? (uint64_t)br : maxbr;
+        mmaps += a->kind == LP_EV_MMAP;
+        assert_int_equal(seen, lp_pscript_stats_get(direct)->samples_seen);
+        n++;
+    }
+    assert_int_equal(r1, -1);
+    assert_string_equal(e1.msg, e2.msg);
+    assert_non_null(strstr(e2.msg, "hybrid sample is corrupted"));
+    assert_int_equal(seen, lp_pscript_stats_get(direct)->samples_seen);
+    /* the input really crossed many batches and overflowed an arena */
+    assert_int_equal(n, 3000 + 5);
+    assert_int_equal(mmaps, 5);
+    assert_int_equal(maxbr, 20000);
+    /* the end is sticky */
+    assert_int_equal(lp_pfetch_next(pf, &b, &seen, &e2), -1);
+    lp_pfetch_free(pf);
+    assert_int_equal(lp_pscript_stats_get(fromfile)->samples,
+                     lp_pscript_stats_get(direct)->samples);
+    lp_pscript_close(direct);
+    lp_pscript_close(fromfile);
+    fclose(mf);
+    fclose(ff);
+    unlink(path);
+    free(path);
+    free(t.s);
+}
+
+/* A consumer that stops early: freeing stops and joins the thread while
+ * it waits for a free batch (nothing leaks under ASan, nothing hangs). */
+static void test_early_stop(void **state)
+{
+    text t = make_input();
+    FILE *mf = fmemopen(t.s, t.len, "r");
+    lp_error e;
+    lp_pscript *p = lp_pscript_open(mf, NULL, 0, "x.txt", &e);
+    lp_pfetch *pf = lp_pfetch_new(p, &e);
+    const lp_event *ev;
+    uint64_t seen;
+    int i;
+    (void)state;
+
+    assert_non_null(pf);
+    for (i = 0; i < 10; i++)
+        assert_int_equal(lp_pfetch_next(pf, &ev, &seen, &e), 1);
+    usleep(20000);              /* let the producer fill every batch */
+    lp_pfetch_free(pf);
+    lp_pscript_close(p);
+    fclose(mf);
+    free(t.s);
+}
+
+/* The public reader on a file path goes through the prefetcher and gives
+ * the same sample count and text_sample_starts as the parser. */
+static void test_via_reader_file(void **state)
+{
+    text t = make_input();
+    char *path = write_tmp(&t);
+    lp_error e;
+    lp_reader *r = lp_reader_open(path, NULL, &e);
+    const lp_event *ev;
+    uint64_t samples = 0;
+    int rc;
+    (void)state;
+
+    assert_non_null(r);
+    while ((rc = lp_reader_next(r, &ev, &e)) == 1)
+        samples += ev->kind == LP_EV_SAMPLE;
+    assert_int_equal(rc, -1);
+    assert_int_equal(samples, 3000);
+    assert_int_equal(lp_reader_stats_get(r)->text_sample_starts, 3001);
+    lp_reader_close(r);
+    unlink(path);
+    free(path);
+    free(t.s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_events),
+        cmocka_unit_test(test_early_stop),
+        cmocka_unit_test(test_via_reader_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
