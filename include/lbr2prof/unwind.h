@@ -52,6 +52,8 @@ typedef struct lp_unwind_opts {
                                    trace up to each sample. NULL: llvm-
                                    profgen's single base from lp_unwind_mmap
                                    (perf script text) */
+    bool no_memo;               /* take every sample in from scratch, even
+                                   one equal to an earlier sample (tests) */
 } lp_unwind_opts;
 
 void lp_unwind_opts_default(lp_unwind_opts *o);
@@ -73,6 +75,9 @@ typedef struct lp_hybrid_sample {
     size_t nbr;
     uint32_t pid;
     uint64_t repeat;            /* 0 counts as 1 */
+    uint64_t dup_id;            /* lp_sample.dup_id: nonzero, samples with
+                                   the same id have the same stack and LBR
+                                   (the intake is then done once) */
     const lp_sample *regs_stack; /* the perf.data sample when it has
                                    PERF_SAMPLE_REGS_USER (ip, sp, bp) and
                                    STACK_USER, else NULL: with the repair,
@@ -126,6 +131,8 @@ typedef struct lp_unwind_stats {
     uint64_t lost;              /* some ranges or branches ran in frames
                                    whose callers nothing shows: dropped */
     uint64_t lost_records;      /* ranges and branches dropped so */
+    uint64_t intakes_reused;    /* samples (unweighted) taken in as an
+                                   earlier one with the same dup_id was */
 } lp_unwind_stats;
 
 typedef struct lp_unwinder lp_unwinder;
@@ -145,6 +152,9 @@ void lp_unwind_free(lp_unwinder *u);
 /* An mmap event (llvm-profgen's single-base rule, updateBinaryAddress):
  * -1 on its fatal segment errors. */
 int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err);
+/* The address map of the options (opts->map) changed: what the unwinder
+ * remembered of earlier samples' intake no longer holds. */
+void lp_unwind_map_changed(lp_unwinder *u);
 
 /* One hybrid sample. -1 only on allocation or binary decoding errors. */
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,

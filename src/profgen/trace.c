@@ -120,6 +120,7 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
                               .markers = run->markers, .fp_walk = run->markers,
                               .br = s->branches, .nbr = s->branch_nr,
                               .pid = sample_pid(s), .repeat = n,
+                              .dup_id = s->dup_id,
                               .regs_stack = s->stack_user_size ? s : NULL};
         st->hybrid += n;
         return lp_unwind_sample(run->uw, &h, err);
@@ -159,14 +160,20 @@ static int mmap_event(pg_run *run, const lp_mmap_event *m, lp_error *err)
 static int trace_event(pg_run *run, const lp_file_info *info, size_t *nids,
                        const lp_event *ev, lp_error *err)
 {
-    if (run->map && info->nr_build_ids > *nids &&
-        lp_addrmap_add_build_ids(run->map, info->build_ids + *nids,
-                                 info->nr_build_ids - *nids, err))
-        return -1;
+    if (run->map && info->nr_build_ids > *nids) {
+        if (lp_addrmap_add_build_ids(run->map, info->build_ids + *nids,
+                                     info->nr_build_ids - *nids, err))
+            return -1;
+        if (run->uw)
+            lp_unwind_map_changed(run->uw);
+    }
     *nids = info->nr_build_ids;
-    if (run->map && changes_map(ev) &&
-        (lp_lbr_agg_flush(run->agg, err) || lp_addrmap_event(run->map, ev, err)))
-        return -1;
+    if (run->map && changes_map(ev)) {
+        if (lp_lbr_agg_flush(run->agg, err) || lp_addrmap_event(run->map, ev, err))
+            return -1;
+        if (run->uw)
+            lp_unwind_map_changed(run->uw);
+    }
     if (ev->kind == LP_EV_MMAP)
         return mmap_event(run, &ev->u.mmap, err);
     if (ev->kind == LP_EV_SAMPLE) {

@@ -172,6 +172,15 @@ static void warn_missing_mmap(lp_unwinder *u)
     u->missing_warned = true;
 }
 
+/* A detailed-warning note from the intake: such an intake is not
+ * memoized (its notes would have to be replayed too). */
+static int intake_note(lp_unwinder *u, uw_note **set, uint64_t a, uint64_t b,
+                       uint64_t n)
+{
+    u->intake_notes++;
+    return uw_note_add(set, a, b, n);
+}
+
 /* ---- frame repair --------------------------------------------------------- */
 
 /* Going back in time through the LBR from the sampled function, the call
@@ -298,7 +307,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
     if (s == LP_UW_LEAF_BODY || s == LP_UW_LEAF_UNKNOWN) {
         if (in_pe && s == LP_UW_LEAF_UNKNOWN) {
             u->st.dropped_prolog += n;
-            uw_note_add(&u->notes_dropped, leaf, 0, n);
+            intake_note(u, &u->notes_dropped, leaf, 0, n);
             return DROP;
         }
         if (in_pe)
@@ -315,7 +324,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
     } else if (sc) {
         caller = sc;
         u->st.repaired_stack += n;
-        uw_note_add(&u->notes_repaired, leaf, caller, n);
+        intake_note(u, &u->notes_repaired, leaf, caller, n);
         insert_caller(u, ncs, caller);
         return KEEP;
     }
@@ -328,7 +337,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
     }
     if (!caller) {
         u->st.dropped_prolog += n;
-        uw_note_add(&u->notes_dropped, leaf, (uint64_t)s - 1, n); /* 1 entry, 2 exit, 3 frameless */
+        intake_note(u, &u->notes_dropped, leaf, (uint64_t)s - 1, n); /* 1 entry, 2 exit, 3 frameless */
         return DROP;
     }
     if (*ncs > 1 && u->cs[1] == caller && (!fp_walk || caller == UW_EXT)) {
@@ -337,7 +346,7 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
     }
     insert_caller(u, ncs, caller);
     u->st.repaired += n;
-    uw_note_add(&u->notes_repaired, leaf, caller, n);
+    intake_note(u, &u->notes_repaired, leaf, caller, n);
     return KEEP;
 }
 
@@ -371,7 +380,7 @@ static bool async_leaf(lp_unwinder *u, size_t *ncs, const intake *in)
         }
     } else {
         u->st.interrupted += n;
-        uw_note_add(&u->notes_lost, UW_LOST_ASYNC, t, n);
+        intake_note(u, &u->notes_lost, UW_LOST_ASYNC, t, n);
     }
     u->cs[0] = t;
     u->cs[1] = UW_LOST;
@@ -524,6 +533,7 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
     }
     g->repeat += n;
     u->st.aggregated += n;
+    u->last_agg = g;
     if (u->agg_arena.bytes > u->o.max_pending_bytes)
         return uw_flush(u, err);
     return 0;
@@ -531,7 +541,7 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
 
 /* ---- the sample -------------------------------------------------------------- */
 
-int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
+static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
 {
     uint64_t n = s->repeat ? s->repeat : 1;
     const uint64_t *st;
@@ -540,6 +550,7 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     bool truncated;
     intake in;
 
+    u->last_agg = NULL;
     u->st.sample_calls++;
     u->st.samples += n;
     u->pid = s->pid;
@@ -575,4 +586,113 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     if (u->lbr[0].dst != UW_SIG)
         u->cs[0] = u->lbr[0].dst;
     return aggregate(u, ncs, (size_t)nlbr, n, err);
+}
+
+/* ---- samples seen before ------------------------------------------------ */
+
+/* A sample equal to an earlier one - the same text block (dup_id, from the
+ * perf script reader), or for perf.data the same process, call stack and
+ * branches (a 128-bit digest of them) - is taken in as the earlier one
+ * was: canonical addresses, call sites, prolog/epilog checks, repair,
+ * encoding, hashing give the same result as long as nothing they depend
+ * on changed (the memo generation: mmaps, address-map changes, flushes).
+ * Replaying adds the same statistics and counts the same aggregated
+ * sample. Not for samples with user stacks (their stack decides the
+ * repair), nor intakes that added notes. */
+#define UW_NSTATS (sizeof(lp_unwind_stats) / sizeof(uint64_t))
+_Static_assert(sizeof(lp_unwind_stats) % sizeof(uint64_t) == 0 && UW_NSTATS < 256,
+               "lp_unwind_stats must be uint64_t counters only");
+
+typedef struct memo_key {
+    uint64_t id, id2;
+} memo_key;
+
+/* The key of s, or {0, 0} when it has none. */
+static memo_key memo_key_of(lp_unwinder *u, const lp_hybrid_sample *s)
+{
+    size_t n = 4 + s->nstack + 2 * s->nbr, i, k = 0;
+    lp_digest d;
+
+    if (s->regs_stack || u->o.no_memo)
+        return (memo_key){0, 0};
+    if (s->dup_id)
+        return (memo_key){s->dup_id, 0};
+    if (!u->o.map || uw_grow((void **)&u->dig, &u->dig_cap, n, sizeof *u->dig))
+        return (memo_key){0, 0};
+    u->dig[k++] = s->pid;
+    u->dig[k++] = (uint64_t)s->fp_walk << 1 | (uint64_t)s->markers;
+    u->dig[k++] = s->nstack;
+    u->dig[k++] = s->nbr;
+    memcpy(u->dig + k, s->stack, s->nstack * sizeof *s->stack);
+    k += s->nstack;
+    for (i = 0; i < s->nbr; i++) {
+        u->dig[k++] = s->br[i].from;
+        u->dig[k++] = s->br[i].to;
+    }
+    d = lp_digest_bytes(u->dig, k * sizeof *u->dig);
+    return (memo_key){d.lo, d.hi | 1};  /* never {id, 0} */
+}
+
+static void memo_replay(lp_unwinder *u, const uw_memo *m)
+{
+    uint64_t *st = (uint64_t *)&u->st;
+    size_t i;
+
+    for (i = 0; i < m->nd; i++)
+        st[m->field[i]] += m->delta[i];
+    if (m->g)
+        m->g->repeat += m->n;
+    u->pid = m->pid;
+    u->st.intakes_reused++;
+}
+
+static void memo_record(lp_unwinder *u, uw_memo *m, memo_key key,
+                        const lp_hybrid_sample *s, uint64_t n,
+                        const lp_unwind_stats *before)
+{
+    const uint64_t *a = (const uint64_t *)before, *b = (const uint64_t *)&u->st;
+    size_t i;
+
+    m->id = m->id2 = 0;
+    m->nd = 0;
+    for (i = 0; i < UW_NSTATS; i++) {
+        if (a[i] == b[i])
+            continue;
+        if (m->nd == UW_MEMO_DELTAS)
+            return;             /* unusual: not memoized */
+        m->field[m->nd] = (uint8_t)i;
+        m->delta[m->nd++] = b[i] - a[i];
+    }
+    m->id = key.id;
+    m->id2 = key.id2;
+    m->gen = u->memo_gen;
+    m->n = n;
+    m->pid = s->pid;
+    m->g = u->last_agg;
+}
+
+int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
+{
+    uint64_t n = s->repeat ? s->repeat : 1, gen = u->memo_gen, notes;
+    memo_key key = memo_key_of(u, s);
+    lp_unwind_stats before;
+    uw_memo *m;
+
+    if (!key.id && !key.id2)
+        return take(u, s, err);
+    if (!u->memo && !(u->memo = calloc((size_t)1 << UW_MEMO_BITS, sizeof *u->memo)))
+        return take(u, s, err);
+    m = &u->memo[key.id & (((uint64_t)1 << UW_MEMO_BITS) - 1)];
+    if (m->id == key.id && m->id2 == key.id2 && m->gen == gen && m->n == n &&
+        m->pid == s->pid) {
+        memo_replay(u, m);
+        return 0;
+    }
+    before = u->st;
+    notes = u->intake_notes;
+    if (take(u, s, err))
+        return -1;
+    if (u->intake_notes == notes && u->memo_gen == gen)
+        memo_record(u, m, key, s, n, &before);
+    return 0;
 }

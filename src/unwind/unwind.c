@@ -371,6 +371,8 @@ void lp_unwind_free(lp_unwinder *u)
     lp_ctxcount_free(u->cc);
     free(u->bins);
     free(u->ainfo);
+    free(u->memo);
+    free(u->dig);
     free(u->root_entries);
     free(u->cs);
     free(u->lbr);
@@ -526,8 +528,14 @@ static int check_other_segment(lp_unwinder *u, const lp_mmap_event *m,
     return 0;
 }
 
+void lp_unwind_map_changed(lp_unwinder *u)
+{
+    u->memo_gen++;
+}
+
 int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
 {
+    u->memo_gen++;              /* addresses may canonicalize differently */
     if (!m->filename)
         return 0;
     if (u->o.repair_frames && add_map(u, m))
@@ -614,6 +622,7 @@ int uw_flush(lp_unwinder *u, lp_error *err)
         return -1;
     HASH_CLEAR(hh, u->agg);
     uw_arena_free(&u->agg_arena);
+    u->memo_gen++;              /* the memo's aggregated samples are gone */
     return 0;
 }
 

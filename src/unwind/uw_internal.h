@@ -181,6 +181,22 @@ typedef struct uw_ctxcache {
     size_t ids_cap;
 } uw_ctxcache;
 
+/* The intake of a sample whose text block was seen before (dup_id), done
+ * once and replayed: what it added to the statistics and the aggregated
+ * sample it counted in (NULL: dropped). Valid while `gen` is the
+ * unwinder's memo_gen (a flush or an mmap event starts a new one). */
+#define UW_MEMO_BITS 12
+#define UW_MEMO_DELTAS 6
+typedef struct uw_memo {
+    uint64_t id, id2;           /* dup_id and 0, or the sample's digest */
+    uint64_t gen, n;
+    uint32_t pid;
+    uint8_t nd;                 /* deltas: stats field index, amount */
+    uint8_t field[UW_MEMO_DELTAS];
+    uint64_t delta[UW_MEMO_DELTAS];
+    uw_agg *g;
+} uw_memo;
+
 typedef struct uw_set64 {       /* a set of addresses */
     UT_hash_handle hh;
     uint64_t v;
@@ -228,6 +244,13 @@ struct lp_unwinder {
     /* pending distinct samples */
     uw_agg *agg;
     uw_arena agg_arena;
+    /* intakes done once per dup_id (1 << UW_MEMO_BITS slots, lazily) */
+    uw_memo *memo;
+    uint64_t memo_gen;
+    uint64_t intake_notes;      /* detailed-warning notes the intake added */
+    uint64_t *dig;              /* perf.data samples: digest input scratch */
+    size_t dig_cap;
+    uw_agg *last_agg;           /* where the last intake counted, or NULL */
     /* unwinding scratch */
     uw_node *nodes;
     size_t nnodes, nodes_cap;

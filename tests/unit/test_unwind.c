@@ -990,6 +990,142 @@ static void test_random_samples(void **state)
     lp_binary_close(b);
 }
 
+/* Samples given a dup_id (text samples the reader saw before), or equal
+ * to an earlier one by digest (perf.data, with the address map), are taken
+ * in once and replayed: the profile and every statistic equal those of
+ * the same samples without ids - with and without the repair, across
+ * flushes (a tiny budget) and mmap events (which start a new memo). */
+typedef struct dup_smp {
+    uint64_t stack[8];
+    lp_branch_entry br[12];
+    size_t ns, nb;
+    bool fp_walk;
+} dup_smp;
+
+/* The fixture mapped at its link address (the address-map route:
+ * perf.data samples, keyed by digest). */
+static void map_fixture(lp_addrmap *m, lp_unwinder *u, uint32_t pid)
+{
+    lp_event ev = {0};
+    lp_error e = {0};
+
+    ev.kind = LP_EV_MMAP;
+    ev.u.mmap = (lp_mmap_event){.pid = pid, .tid = pid, .start = 0x400000,
+                                .len = 0x10000, .pgoff = 0,
+                                .filename = fixture};
+    assert_int_equal(lp_addrmap_event(m, &ev, &e), 0);
+    lp_unwind_map_changed(u);
+}
+
+/* pass 0: repair; 1: no repair; 2: repair, frequent flushes; 3: no repair,
+ * the address map (perf.data: no ids, a digest). `memo` false: every
+ * intake from scratch. */
+static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
+                      const uint64_t *rep, size_t n, bool memo, int pass,
+                      lp_unwind_stats *st)
+{
+    lp_unwind_opts o;
+    lp_error e = {0};
+    lp_unwinder *u;
+    lp_ctxcount *cc;
+    lp_addrmap *m = NULL;
+    char *out;
+    size_t i;
+
+    lp_unwind_opts_default(&o);
+    o.repair_frames = pass != 1 && pass != 3;
+    o.no_memo = !memo;
+    if (pass == 2)
+        o.max_pending_bytes = 16384;
+    if (pass == 3)
+        assert_non_null(o.map = m = lp_addrmap_new(&b, 1, NULL, &e));
+    assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
+    for (i = 0; i < n; i++) {
+        const dup_smp *d = &pool[pick[i]];
+        lp_hybrid_sample h = {0};
+        if (m && i % 1000 == 0)
+            map_fixture(m, u, (uint32_t)(i / 1000) % 2);
+        if (i % 1000 == 0)
+            assert_int_equal(lp_unwind_mmap(u, &restorer_map()[(i / 1000) % 2], &e), 0);
+        h.stack = d->stack;
+        h.nstack = d->ns;
+        h.fp_walk = d->fp_walk;
+        h.br = d->br;
+        h.nbr = d->nb;
+        h.repeat = rep[i];
+        h.pid = m ? (uint32_t)(i % 2) : 0;
+        h.dup_id = m ? 0 : pick[i] + 1;
+        assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
+    }
+    assert_non_null(cc = lp_unwind_finish(u, &e));
+    out = raw_string(cc, 0);
+    *st = *lp_unwind_stats_get(u);
+    lp_ctxcount_free(cc);
+    lp_unwind_free(u);
+    lp_addrmap_free(m);
+    return out;
+}
+
+static void test_dup_id_memo(void **state)
+{
+    static const uint64_t addrs[] = {
+        0x401000, 0x401010, 0x401012, 0x401020, 0x401025, 0x401030, 0x401035,
+        0x401040, 0x401050, 0x401054, 0x401060, 0x40107e, 0x401080, 0x401088,
+        0x401095, 0x4010bf, 0x4010c0, 0x4010df, 0x4010e0, 0x401100, 0x401130,
+        0x401135, 0x401150, 0x401155, 0x401180, 0x401185, 0x4011e0, 0x401210,
+        EXT, EXT + 0x100, RESTORER, RESTORER + 7, 0};
+    const size_t na = sizeof addrs / sizeof *addrs, npool = 200, n = 4000;
+    dup_smp *pool = calloc(npool, sizeof *pool);
+    uint32_t *pick = malloc(n * sizeof *pick);
+    uint64_t *rep = malloc(n * sizeof *rep), seed = 777;
+    lp_unwind_stats with, without;
+    lp_binary *b;
+    size_t i, k;
+    int pass;
+
+    NEED_FIXTURE();
+    assert_non_null(pool);
+#define RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33)
+    for (i = 0; i < npool; i++) {
+        pool[i].ns = 1 + RND() % 7;
+        pool[i].nb = RND() % 12;
+        for (k = 0; k < pool[i].ns; k++)
+            pool[i].stack[k] = addrs[RND() % na];
+        for (k = 0; k < pool[i].nb; k++)
+            pool[i].br[k] = (lp_branch_entry){addrs[RND() % na], addrs[RND() % na], 0};
+        pool[i].fp_walk = RND() & 1;
+        if (i % 2) {            /* the same stack as the one before, other */
+            pool[i].ns = pool[i - 1].ns; /* branches (targets only, 1 in 2) */
+            memcpy(pool[i].stack, pool[i - 1].stack, sizeof pool[i].stack);
+            pool[i].nb = pool[i - 1].nb;
+            for (k = 0; i % 4 == 3 && k < pool[i].nb; k++)
+                pool[i].br[k].from = pool[i - 1].br[k].from;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        pick[i] = (uint32_t)(RND() % npool);
+        rep[i] = 1 + RND() % 2;
+    }
+#undef RND
+    b = open_bin(fixture);
+    for (pass = 0; pass < 4; pass++) {
+        char *a = run_dups(b, pool, pick, rep, n, true, pass, &with);
+        char *c = run_dups(b, pool, pick, rep, n, false, pass, &without);
+        expect(a, c);
+        assert_true(with.intakes_reused > (pass % 2 ? n / 4 : n / 40));
+        assert_int_equal(without.intakes_reused, 0);
+        with.intakes_reused = 0;
+        assert_memory_equal(&with, &without, sizeof with);
+        assert_true(with.aggregated > 0);
+        free(a);
+        free(c);
+    }
+    lp_binary_close(b);
+    free(pool);
+    free(pick);
+    free(rep);
+}
+
 /* ---- aggregation and batches ------------------------------------------------------ */
 
 /* Identical samples are stored once; unwinding in batches (a tiny budget
@@ -1173,6 +1309,7 @@ int main(void)
         cmocka_unit_test(test_longjmp),
         cmocka_unit_test(test_user_stack),
         cmocka_unit_test(test_random_samples),
+        cmocka_unit_test(test_dup_id_memo),
         cmocka_unit_test(test_batches_same_output),
         cmocka_unit_test(test_compress_recursion),
         cmocka_unit_test(test_unordered_map_order),
