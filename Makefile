@@ -74,13 +74,16 @@ e2e: $(BUILD)/lbr2prof
 test: $(BUILD)/lbr2prof $(UNIT_BINS)
 	@./tests/run.sh $(BUILD)
 
+# the builds that demo and check start use every core
+JOBS := -j$(shell nproc 2>/dev/null || echo 2)
+
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@./scripts/demo.sh $(BUILD)
 
 check: deps
-	@$(MAKE) --no-print-directory all unit BUILD=build
-	@$(MAKE) --no-print-directory all unit BUILD=build-asan SAN=1 OPT=-O1
+	@$(MAKE) --no-print-directory $(JOBS) all unit BUILD=build
+	@$(MAKE) --no-print-directory $(JOBS) all unit BUILD=build-asan SAN=1 OPT=-O1
 	@./tests/check.sh build build-asan
 
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
