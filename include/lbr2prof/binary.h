@@ -253,6 +253,13 @@ const char *lp_binary_callee_name(const lp_binary *b, uint64_t addr);
 const char *lp_binary_symbol_name(const lp_binary *b, uint64_t addr,
                                   uint64_t *sym_start);
 
+/* As perf names an address (for reports): lp_binary_symbol_name, else an
+ * STT_FUNC symbol of size 0 (assembly such as crt's _init) taken to reach
+ * the next symbol or the end of its section, as perf extends such
+ * symbols; NULL if none. */
+const char *lp_binary_symbol_name_perf(const lp_binary *b, uint64_t addr,
+                                       uint64_t *sym_start);
+
 /* ---- symbolization (DWARF, lazy, cached per address) ------------------ */
 
 typedef struct lp_frame {

@@ -294,6 +294,49 @@ int lp_bin_load_symbols(lp_binary *b, lp_error *err)
     return 0;
 }
 
+/* The end of section shndx of b's code file, 0 if it has none. */
+static uint64_t section_end(const lp_binary *b, size_t shndx)
+{
+    Elf_Scn *scn = elf_getscn(b->elf, shndx);
+    GElf_Shdr sh;
+
+    return scn && gelf_getshdr(scn, &sh) ? sh.sh_addr + sh.sh_size : 0;
+}
+
+const char *lp_binary_symbol_name_perf(const lp_binary *b, uint64_t addr,
+                                       uint64_t *sym_start)
+{
+    const char *name = lp_binary_symbol_name(b, addr, sym_start);
+    size_t lo = 0, hi = b->nsyms, i;
+    uint64_t end;
+
+    if (name)
+        return name;
+    while (lo < hi) { /* first symbol with addr > addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->syms[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (i = lo; i-- > 0;) { /* the nearest function symbol at or before */
+        const lp_sym *s = &b->syms[i];
+        if (s->type != STT_FUNC)
+            continue;
+        if (s->size) /* a sized function ends before addr */
+            return NULL;
+        end = lo < b->nsyms ? b->syms[lo].addr : UINT64_MAX;
+        if (section_end(b, s->shndx) < end)
+            end = section_end(b, s->shndx);
+        if (addr >= end)
+            return NULL;
+        if (sym_start)
+            *sym_start = s->addr;
+        return s->name;
+    }
+    return NULL;
+}
+
 /* ---- open / close ------------------------------------------------------ */
 
 static bool file_exists(const char *p)

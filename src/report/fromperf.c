@@ -222,7 +222,7 @@ static int push_symbolized(pf_state *s, lp_binary *b, uint64_t vaddr)
         }
         return 1;
     }
-    if ((sym = lp_binary_symbol_name(b, vaddr, NULL))) {
+    if ((sym = lp_binary_symbol_name_perf(b, vaddr, NULL))) {
         memset(&f, 0, sizeof f);
         f.func = sym;
         return push(s, &f) ? -1 : 1;

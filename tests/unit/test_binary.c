@@ -885,6 +885,51 @@ static void test_debug_binary_and_stripped(void **state)
     lp_binary_close(b);
 }
 
+/* The address of symbol `name` in exe (nm), 0 if none. */
+static uint64_t nm_addr(const char *exe, const char *name)
+{
+    char *out = run("nm %s | awk '$3 == \"%s\" { print $1 }'", exe, name);
+    uint64_t a = out ? strtoull(out, NULL, 16) : 0;
+    free(out);
+    return a;
+}
+
+/* Reports name addresses as perf does: a size-0 function symbol (crt's
+ * _init, assembly without .size) reaches the next symbol or its section's
+ * end; lp_binary_symbol_name (llvm-profgen's rule) stays sized-only. */
+static void test_symbol_name_perf(void **state)
+{
+    (void)state;
+    char dir[128], exe[192];
+    snprintf(dir, sizeof dir, "%s/zsym", scratch);
+    assert_int_equal(sh("mkdir -p %s && cd %s && printf '"
+                        "__asm__(\".text\\\\n.globl zsym\\\\n.type zsym,@function\\\\n"
+                        "zsym: nop\\\\n nop\\\\n nop\\\\n ret\\\\n\");\\n"
+                        "int main(void) { return 0; }\\n' > z.c && "
+                        "cc -O1 -o z z.c", dir, dir), 0);
+    snprintf(exe, sizeof exe, "%s/z", dir);
+    uint64_t z = nm_addr(exe, "zsym"), m = nm_addr(exe, "main"),
+             in = nm_addr(exe, "_init"), st = 0;
+    assert_true(z && m && in);
+    lp_binary *b = open_ok(exe, NULL);
+    assert_null(lp_binary_symbol_name(b, z + 2, NULL));
+    assert_string_equal(lp_binary_symbol_name_perf(b, z + 2, &st), "zsym");
+    assert_int_equal(st, z);
+    assert_string_equal(lp_binary_symbol_name_perf(b, in + 4, &st), "_init");
+    assert_int_equal(st, in);
+    assert_string_equal(lp_binary_symbol_name_perf(b, m, &st), "main");
+    assert_int_equal(st, m);
+    /* past .init's end (into .plt or padding): not _init any more */
+    char *out = run("readelf -SW %s | awk '$2 == \".init\" { print $4, $6 }'", exe);
+    unsigned long ia = 0, isz = 0;
+    assert_non_null(out);
+    assert_int_equal(sscanf(out, "%lx %lx", &ia, &isz), 2);
+    free(out);
+    const char *past = lp_binary_symbol_name_perf(b, ia + isz, NULL);
+    assert_true(past == NULL || strcmp(past, "_init") != 0);
+    lp_binary_close(b);
+}
+
 static void test_split_dwarf(void **state)
 {
     (void)state;
@@ -1401,6 +1446,7 @@ int main(void)
         cmocka_unit_test(test_addresses_through_segments),
         cmocka_unit_test(test_aarch64),
         cmocka_unit_test(test_debug_binary_and_stripped),
+        cmocka_unit_test(test_symbol_name_perf),
         cmocka_unit_test(test_split_dwarf),
         cmocka_unit_test(test_dwp),
         cmocka_unit_test(test_dwp_corrupt),
