@@ -35,8 +35,9 @@ for t in tests/e2e/test_*.sh; do
     n=$(basename "$t" .sh)
     work=$(mktemp -d "${TMPDIR:-/tmp}/lbr2prof-e2e.XXXXXX")
     t0=$(date +%s)
+    # perf's build-id cache per test: check.sh runs two suites at once
     LBR2PROF="$TOP/$BUILD/lbr2prof" TOP="$TOP" WORK="$work" BUILD="$BUILD" \
-        sh "$t" > "$LOGDIR/$n.log" 2>&1
+        PERF_BUILDID_DIR="$work/.perf-buildid" sh "$t" > "$LOGDIR/$n.log" 2>&1
     st=$?
     report "e2e/$n" $st "$LOGDIR/$n.log" $(($(date +%s) - t0))
     [ $st -eq 0 ] && rm -rf "$work"
