@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/sort.h"
 
 typedef struct pair_tab {
     lp_addr_pair_count *v;      /* the pairs, in insertion order until a
@@ -97,7 +98,7 @@ static int add(pair_tab *t, uint64_t a, uint64_t b, uint64_t n)
         return 0;
     }
     if (t->n == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 2;
+        uint32_t cap = t->cap ? t->cap * 2 : 4; /* as the first index holds */
         if (!(nv = realloc(t->v, cap * sizeof *nv)))
             return -1;
         t->v = nv;
@@ -139,7 +140,7 @@ static void sort_in_place(pair_tab *t)
     if (t->sorted)
         return;
     if (t->n > 1) /* v is NULL for an empty table */
-        qsort(t->v, t->n, sizeof *t->v, pair_cmp);
+        lp_sort(t->v, t->n, sizeof *t->v, pair_cmp);
     if (t->slot) {
         memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
         for (i = 0; i < t->n; i++)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/sort.h"
 
 void lp_flat_opts_default(lp_flat_opts *o)
 {
@@ -143,11 +144,11 @@ long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
         e[k++] = (bevent){r[i].a, r[i].count, 0, r[i].count == 0};
         e[k++] = (bevent){r[i].b, r[i].count, 1, r[i].count == 0};
     }
-    qsort(e, k, sizeof *e, bevent_cmp);
+    lp_sort(e, k, sizeof *e, bevent_cmp);
     rc = sweep(e, k, &d);
     free(e);
     if (rc == 0 && d.n > 1)
-        qsort(d.v, d.n, sizeof *d.v, pair_cmp);
+        lp_sort(d.v, d.n, sizeof *d.v, pair_cmp);
     if (rc) {
         free(d.v);
         return -1;

@@ -58,20 +58,27 @@ static int loc_cmp(lp_loc a, lp_loc b)
     return 0;
 }
 
-/* Grow an array of `size`-byte elements to hold n + 1. */
-static int reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
+/* Grow an array of `size`-byte elements to hold n + 1 (`first` slots at
+ * the first allocation). */
+static int reserve_from(void **v, uint32_t *cap, uint32_t n, size_t size,
+                        uint32_t first)
 {
     uint32_t nc;
     void *nv;
 
     if (n < *cap)
         return 0;
-    nc = *cap ? *cap * 2 : 2;
+    nc = *cap ? *cap * 2 : first;
     if (!(nv = realloc(*v, nc * size)))
         return -1;
     *v = nv;
     *cap = nc;
     return 0;
+}
+
+static int reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+    return reserve_from(v, cap, n, size, 2);
 }
 
 static void fs_clear(lp_fsamples *fs);
@@ -211,12 +218,16 @@ static uint32_t body_lower(const lp_fsamples *fs, lp_loc l)
 
 lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc)
 {
-    uint32_t i = body_lower(fs, loc);
+    /* records mostly come in location order: try the end first */
+    uint32_t i = fs->nr_body && loc_cmp(fs->body[fs->nr_body - 1].loc, loc) < 0
+                     ? fs->nr_body : body_lower(fs, loc);
     void *v = fs->body;
 
     if (i < fs->nr_body && loc_cmp(fs->body[i].loc, loc) == 0)
         return &fs->body[i];
-    if (reserve(&v, &fs->body_cap, fs->nr_body, sizeof *fs->body))
+    /* bodies grow to ~10 records: fewer reallocations (lp_fs_shrink
+     * gives the slack back) */
+    if (reserve_from(&v, &fs->body_cap, fs->nr_body, sizeof *fs->body, 8))
         return NULL;
     fs->body = v;
     memmove(&fs->body[i + 1], &fs->body[i], (fs->nr_body - i) * sizeof *fs->body);
