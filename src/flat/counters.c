@@ -162,6 +162,25 @@ static long sorted(const pair_tab *t, lp_addr_pair_count **out)
     return (long)t->n;
 }
 
+static long view(const pair_tab *t, const lp_addr_pair_count **out)
+{
+    sort_in_place((pair_tab *)t);
+    *out = t->v;
+    return (long)t->n;
+}
+
+long lp_counters_ranges_view(const lp_counters *c,
+                             const lp_addr_pair_count **out)
+{
+    return view(&c->ranges, out);
+}
+
+long lp_counters_branches_view(const lp_counters *c,
+                               const lp_addr_pair_count **out)
+{
+    return view(&c->branches, out);
+}
+
 long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out)
 {
     return sorted(&c->ranges, out);
