@@ -554,17 +554,58 @@ static int merge_record(lp_body_rec *dst, const lp_body_rec *src)
     return 0;
 }
 
+/* Make room in dst's body for the locations of src's it lacks (both in
+ * location order): counted in one pass, inserted empty in one pass from
+ * the back. -1 on no memory. */
+static int body_union(lp_fsamples *dst, const lp_fsamples *src)
+{
+    uint32_t n = dst->nr_body, i = 0, j = 0, extra = 0;
+    int64_t a, b, k;
+    lp_body_rec *nv;
+    int c;
+
+    while (j < src->nr_body) {
+        c = i < n ? loc_cmp(dst->body[i].loc, src->body[j].loc) : 1;
+        extra += c > 0;
+        i += c <= 0;
+        j += c >= 0;
+    }
+    if (!extra)
+        return 0;
+    if (n + extra > dst->body_cap) {
+        if (!(nv = realloc(dst->body, (size_t)(n + extra) * sizeof *nv)))
+            return -1;
+        dst->body = nv;
+        dst->body_cap = n + extra;
+    }
+    for (a = (int64_t)n - 1, b = (int64_t)src->nr_body - 1, k = a + extra; b >= 0; k--) {
+        c = a >= 0 ? loc_cmp(dst->body[a].loc, src->body[b].loc) : -1;
+        if (c >= 0)
+            dst->body[k] = dst->body[a--];
+        else
+            dst->body[k] = (lp_body_rec){src->body[b].loc, 0, NULL, 0, 0};
+        b -= c <= 0;
+    }
+    dst->nr_body = n + extra;
+    return 0;
+}
+
 int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
 {
     lp_fsamples *callee;
-    lp_body_rec *d;
     uint32_t i, j;
 
     dst->total = lp_sat_add(dst->total, src->total);
     dst->head = lp_sat_add(dst->head, src->head);
-    for (i = 0; i < src->nr_body; i++)
-        if (!(d = lp_fs_body(dst, src->body[i].loc)) || merge_record(d, &src->body[i]))
+    if (body_union(dst, src))
+        return -1;
+    /* every src location is in dst now: merge in src's order */
+    for (i = 0, j = 0; i < src->nr_body; i++) {
+        while (loc_cmp(dst->body[j].loc, src->body[i].loc) < 0)
+            j++;
+        if (merge_record(&dst->body[j], &src->body[i]))
             return -1;
+    }
     for (i = 0; i < src->nr_callsites; i++)
         for (j = 0; j < src->callsites[i].n; j++) {
             const lp_fsamples *e = src->callsites[i].v[j];
