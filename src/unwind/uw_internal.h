@@ -86,7 +86,7 @@ typedef struct uw_ainfo {
     uint8_t leaf;               /* enum lp_uw_leaf + 1, 0 = not computed */
 } uw_ainfo;
 
-#define UW_AC_BITS 14
+#define UW_AC_BITS 16
 
 /* ---- aggregated samples -------------------------------------------------- */
 
