@@ -15,8 +15,9 @@
 #define LP_SORT_SMALL 24
 #define LP_SORT_MAX_ELEM 64
 
-static inline void lp_sort(void *base, size_t n, size_t size,
-                           int (*cmp)(const void *, const void *))
+/* Returns whether anything moved (0: the input was in order). */
+static inline int lp_sort(void *base, size_t n, size_t size,
+                          int (*cmp)(const void *, const void *))
 {
     unsigned char *v = base, tmp[LP_SORT_MAX_ELEM];
     size_t i, j;
@@ -24,10 +25,10 @@ static inline void lp_sort(void *base, size_t n, size_t size,
     for (i = 1; i < n && cmp(v + (i - 1) * size, v + i * size) <= 0; i++)
         ;
     if (i >= n)
-        return;
+        return 0;
     if (n > LP_SORT_SMALL || size > LP_SORT_MAX_ELEM) {
         qsort(base, n, size, cmp);
-        return;
+        return 1;
     }
     for (; i < n; i++) {        /* v[0 .. i) is in order */
         if (cmp(v + (i - 1) * size, v + i * size) <= 0)
@@ -38,6 +39,7 @@ static inline void lp_sort(void *base, size_t n, size_t size,
         memmove(v + (j + 1) * size, v + j * size, (i - j) * size);
         memcpy(v + j * size, tmp, size);
     }
+    return 1;
 }
 
 #endif
