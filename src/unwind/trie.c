@@ -287,7 +287,8 @@ static const uw_split *make_split(lp_unwinder *u, uint64_t target,
     s->key[1] = end;
     s->npieces = (uint32_t)n;
     memcpy(s->pieces, u->pieces, n * sizeof(uw_piece));
-    HASH_ADD(hh, u->splits, key, sizeof s->key, s);
+    if (uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s))
+        goto oom;
     return s;
 oom:
     lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
@@ -336,7 +337,7 @@ static int async_range(lp_unwinder *u, uw_state *st, uint64_t target)
 static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
                          lp_error *err)
 {
-    uint64_t end = st->ip, k[2] = {target, end};
+    uint64_t end = st->ip;
     bool repair = u->o.repair_frames;
     const uw_split *s;
     uint32_t i;
@@ -357,7 +358,7 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
         st->invalid = true;
         return 0;
     }
-    HASH_FIND(hh, u->splits, k, sizeof k, s);
+    s = (const uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
     if (!s && !(s = make_split(u, target, end, err)))
         return -1;
     if (s->npieces == 0) {
