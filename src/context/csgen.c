@@ -218,7 +218,7 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
         }
     }
     if (!(cn = cs_intern(g->t, callee, strlen(callee))) ||
-        !(child = cs_child_get(node, site, cn)) || !(p = cs_prof_get(g->t, child)))
+        !(child = cs_child_get(g->t, node, site, cn)) || !(p = cs_prof_get(g->t, child)))
         return cs_oom(g->err);
     p->fs.head = lp_sat_add(p->fs.head, br->count);
     return 0;

@@ -547,7 +547,7 @@ static void mark_moved(cs_node *n)
  * profiles merged into it meanwhile still reach the copy (shared). */
 static cs_node *move_copy(pre *P, cs_node *to_parent, lp_loc loc, cs_node *from)
 {
-    cs_node *c = cs_node_copy(from);
+    cs_node *c = cs_node_copy(P->t, from);
 
     if (!c) {
         P->oom = 1;
@@ -555,7 +555,7 @@ static cs_node *move_copy(pre *P, cs_node *to_parent, lp_loc loc, cs_node *from)
     }
     c->func = from->func;
     if (cs_attach(to_parent, c, loc)) {
-        cs_node_free(c);
+        cs_node_free(P->t, c);
         P->oom = 1;
         return NULL;
     }
@@ -616,11 +616,11 @@ static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent)
                 continue;
             promote(P, c, to);
         }
-        cs_node_free_kids(from);
+        cs_node_free_kids(P->t, from);
     }
     if (to_root && from_parent) {
         cs_detach(from);
-        cs_node_free(from);
+        cs_node_free(P->t, from);
     }
     return to;
 }

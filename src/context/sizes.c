@@ -142,7 +142,7 @@ static int add_inst(cs_trie *st, size_walk *w, const lp_frame *fr, size_t n,
             lp_loc loc = i + 1 == n ? (lp_loc){0, 0}
                                     : (lp_loc){fr[i].line_offset, fr[i].discriminator};
             if (!(nm = cs_intern(st, fr[i].func, strlen(fr[i].func))) ||
-                !(cur = cs_child_get(cur, loc, nm)))
+                !(cur = cs_child_get(st, cur, loc, nm)))
                 return -1;
         }
         *w = (size_walk){fr, n, cur};
