@@ -65,9 +65,10 @@ struct cs_node {
     uint64_t serial;            /* pre-inliner: creation order of copies */
 };
 
-/* Fixed-size objects of one trie (nodes, profiles) carved from chunks:
- * no malloc per object, freed all at once with the trie; a node freed
- * before goes on a free list for the next. */
+/* The nodes of one trie carved from chunks: no malloc per node, freed
+ * all at once with the trie; a node freed before goes on a free list for
+ * the next. (Profiles stay malloc'ed: pooled, they raised the peak RSS
+ * by 7 MB on an 84k-context profile for ~0.5% of the instructions.) */
 typedef struct cs_chunk cs_chunk;
 
 typedef struct cs_pool {
@@ -80,7 +81,7 @@ typedef struct cs_trie {
     cs_node root;
     cs_name *names;
     cs_prof *profs;
-    cs_pool node_pool, prof_pool;
+    cs_pool node_pool;
 } cs_trie;
 
 void cs_trie_init(cs_trie *t);

@@ -373,9 +373,9 @@ void cs_trie_free(cs_trie *t)
     for (p = t->profs; p; p = pn) {
         pn = p->next;
         lp_fs_clear(&p->fs);
+        free(p);
     }
     pool_free(&t->node_pool);
-    pool_free(&t->prof_pool);
     HASH_ITER(hh, t->names, nm, nt) {
         HASH_DEL(t->names, nm);
         free(nm->s);
@@ -388,11 +388,10 @@ void cs_trie_free(cs_trie *t)
 
 cs_prof *cs_prof_new(cs_trie *t, const char *name)
 {
-    cs_prof *p = pool_get(&t->prof_pool, sizeof *p);
+    cs_prof *p = calloc(1, sizeof *p);
 
     if (!p || lp_fs_init(&p->fs, name)) {
-        if (p)
-            pool_put(&t->prof_pool, p);
+        free(p);
         return NULL;
     }
     p->next = t->profs;
