@@ -226,48 +226,54 @@ static int lose(lp_unwinder *u, uw_state *st, uint64_t addr, int kind,
 /* ---- cutting a range by inline context ------------------------------------- */
 
 /* inlineContextEqual: same inline stack apart from the leaf's location. */
-static int inline_equal(lp_unwinder *u, uint64_t a1, uint64_t a2,
-                        lp_error *err)
+static bool inline_equal(const lp_frame *f1, size_t n1, const lp_frame *f2,
+                         size_t n2)
 {
-    const lp_frame *f1, *f2;
-    size_t n1, n2, i;
+    size_t i;
 
-    if (lp_binary_symbolize(uw_bin(u, a1), uw_va(a1), &f1, &n1, err) ||
-        lp_binary_symbolize(uw_bin(u, a2), uw_va(a2), &f2, &n2, err))
-        return -1;
     if (n1 != n2 || n1 == 0)
-        return 0;
+        return false;
     for (i = 0; i + 1 < n1; i++)
         if (f1[i].line_offset != f2[i].line_offset ||
             f1[i].discriminator != f2[i].discriminator ||
             (f1[i].func != f2[i].func && strcmp(f1[i].func, f2[i].func)))
-            return 0;
-    return 1;
+            return false;
+    return true;
+}
+
+static int symbolize(lp_unwinder *u, uint64_t a, const lp_frame **f, size_t *n,
+                     lp_error *err)
+{
+    return lp_binary_symbolize(uw_bin(u, a), uw_va(a), f, n, err);
 }
 
 /* unwindLinear's walk from end back to target; an invalid range
- * (isValidFallThroughRange false) gets no piece. */
+ * (isValidFallThroughRange false) gets no piece. Each address is
+ * symbolized once (the binary's cache keeps the frames). */
 static const uw_split *make_split(lp_unwinder *u, uint64_t target,
                                   uint64_t end, lp_error *err)
 {
     uint64_t p = end, e = end, prev;
-    size_t n = 0;
+    const lp_frame *fp = NULL, *fq;
+    size_t n = 0, np = 0, nq;
     uw_split *s;
-    int eq, v;
+    int v;
 
     v = uw_bin_of(target) == uw_bin_of(end)
             ? lp_binary_valid_fallthrough(uw_bin(u, end), uw_va(target), uw_va(end), err)
             : 0;
     if (v < 0)
         return NULL;
+    if (v && p > target && symbolize(u, p, &fp, &np, err))
+        return NULL;
     while (v && p > target) {
         if (lp_binary_prev_inst(uw_bin(u, p), uw_va(p), &prev, err) != 1)
             prev = 0;
         else
             prev = uw_enc(uw_bin_of(p), prev);
-        if ((eq = inline_equal(u, p, prev, err)) < 0)
+        if (symbolize(u, prev, &fq, &nq, err))
             return NULL;
-        if (!eq) {
+        if (!inline_equal(fp, np, fq, nq)) {
             if (uw_grow((void **)&u->pieces, &u->pieces_cap, n + 2,
                         sizeof *u->pieces))
                 goto oom;
@@ -275,6 +281,8 @@ static const uw_split *make_split(lp_unwinder *u, uint64_t target,
             e = prev;
         }
         p = prev;
+        fp = fq;
+        np = nq;
     }
     if (uw_grow((void **)&u->pieces, &u->pieces_cap, n + 1, sizeof *u->pieces))
         goto oom;
