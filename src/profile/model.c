@@ -761,9 +761,21 @@ size_t lp_context_split(const char *ctx, lp_context_frame *out, size_t max)
 int lp_context_cmp(const char *a, const char *b)
 {
     ctx_frame_view x, y;
-    size_t m;
+    size_t m, k = 0, pos = 0;
+    const char *sep;
     int c, ha, hb;
 
+    /* The frames inside the strings' common prefix compare equal: start
+     * both after the last separator the frame parse itself finds there
+     * (the same chain of first " @ " occurrences as next_frame's). */
+    while (a[k] && a[k] == b[k])
+        k++;
+    if (!a[k] && !b[k])
+        return 0;
+    while ((sep = strstr(a + pos, " @ ")) && (size_t)(sep - a) + 3 <= k)
+        pos = (size_t)(sep - a) + 3;
+    a += pos;
+    b += pos;
     for (;;) {
         ha = next_frame(&a, &x);
         hb = next_frame(&b, &y);
