@@ -49,6 +49,12 @@ int lp_counters_add_branch(lp_counters *c, uint64_t src, uint64_t dst,
 /* Sorted by (a, b); malloc'ed array (free()), count returned, -1 on OOM. */
 long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out);
 long lp_counters_branches(const lp_counters *c, lp_addr_pair_count **out);
+/* The same sorted pairs without a copy: *out points into the counters and
+ * stays valid until the next add or free. Count returned (never fails). */
+long lp_counters_ranges_view(const lp_counters *c,
+                             const lp_addr_pair_count **out);
+long lp_counters_branches_view(const lp_counters *c,
+                               const lp_addr_pair_count **out);
 
 /* ---- LBR aggregation (PerfScriptReader, LBR-only) ---------------------- */
 

@@ -209,6 +209,8 @@ struct lp_binary {
     size_t nranges, ranges_cap;
     lp_func_range **map;                /* StartAddrToFuncRangeMap: first
                                            range of each start, sorted */
+    uint64_t *map_start;                /* map[i]->start, for the binary
+                                           search (no pointer chasing) */
     size_t nmap;
     lp_die_range *dies;                 /* sorted by start */
     size_t ndies, dies_cap;

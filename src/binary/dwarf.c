@@ -289,6 +289,10 @@ static int build_map(lp_binary *b)
         b->map[n++] = b->map[i];
     }
     b->nmap = n;
+    if (!(b->map_start = malloc((n ? n : 1) * sizeof *b->map_start)))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        b->map_start[i] = b->map[i]->start;
     lp_func_entry *f, *tmp;
     HASH_ITER(hh, b->funcs_by_name, f, tmp) {
         f->rv = calloc(f->fn.nranges ? f->fn.nranges : 1, sizeof *f->rv);
@@ -369,6 +373,8 @@ int lp_bin_functions_from_symtab(lp_binary *b, lp_error *err)
     }
     free(b->map);
     b->map = NULL;
+    free(b->map_start);
+    b->map_start = NULL;
     lp_func_entry *f, *tmp;
     HASH_ITER(hh, b->funcs_by_name, f, tmp) {
         free(f->rv);
@@ -394,6 +400,7 @@ void lp_bin_free_dwarf(lp_binary *b)
     free(b->funcs);
     free(b->ranges);
     free(b->map);
+    free(b->map_start);
     free(b->dies);
     lp_dwp_close(b->dwp);
     b->dwp = NULL;
@@ -410,7 +417,7 @@ static ptrdiff_t map_floor(const lp_binary *b, uint64_t addr)
     size_t lo = 0, hi = b->nmap;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (b->map[mid]->start <= addr)
+        if (b->map_start[mid] <= addr)
             lo = mid + 1;
         else
             hi = mid;

@@ -65,10 +65,23 @@ struct cs_node {
     uint64_t serial;            /* pre-inliner: creation order of copies */
 };
 
+/* The nodes of one trie carved from chunks: no malloc per node, freed
+ * all at once with the trie; a node freed before goes on a free list for
+ * the next. (Profiles stay malloc'ed: pooled, they raised the peak RSS
+ * by 7 MB on an 84k-context profile for ~0.5% of the instructions.) */
+typedef struct cs_chunk cs_chunk;
+
+typedef struct cs_pool {
+    cs_chunk *chunks;           /* newest first */
+    size_t used;                /* objects handed out of the newest */
+    void *free;                 /* freed objects (first word: next) */
+} cs_pool;
+
 typedef struct cs_trie {
     cs_node root;
     cs_name *names;
     cs_prof *profs;
+    cs_pool node_pool;
 } cs_trie;
 
 void cs_trie_init(cs_trie *t);
@@ -79,7 +92,7 @@ uint64_t cs_callsite_hash(uint64_t name_md5, lp_loc loc);
 
 /* getChildContext / getOrCreateChildContext (NULL: none / no memory) */
 cs_node *cs_child(cs_node *n, lp_loc loc, const cs_name *f);
-cs_node *cs_child_get(cs_node *n, lp_loc loc, const cs_name *f);
+cs_node *cs_child_get(cs_trie *t, cs_node *n, lp_loc loc, const cs_name *f);
 /* A malloc'ed copy of n's children in key order (for loops that move
  * children); *cnt set. NULL on no memory (or no children: *cnt = 0). */
 cs_node **cs_kids_copy(cs_node *n, size_t *cnt);
@@ -89,13 +102,13 @@ void cs_detach(cs_node *n);
  * makes sure no sibling has the same key. -1 on no memory. */
 int cs_attach(cs_node *parent, cs_node *n, lp_loc loc);
 /* Free a detached node and its subtree (profiles stay in the trie list). */
-void cs_node_free(cs_node *n);
+void cs_node_free(cs_trie *t, cs_node *n);
 /* Free every child subtree of n, which stays. */
-void cs_node_free_kids(cs_node *n);
+void cs_node_free_kids(cs_trie *t, cs_node *n);
 /* A detached deep copy of n's subtree; the copies share n's profiles
  * (LLVM copies ContextTrieNode values, which hold FunctionSamples
  * pointers). NULL on no memory. */
-cs_node *cs_node_copy(const cs_node *n);
+cs_node *cs_node_copy(cs_trie *t, const cs_node *n);
 /* std::map iteration that survives insertions: the child with the
  * smallest key above `key` (the first child if `first`), or NULL. */
 cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first);

@@ -173,14 +173,12 @@ static int body_piece(gen *g, lp_fsamples *fs, const lp_addr_pair_count *r)
 /* populateBodySamplesForFunction */
 static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
 {
-    lp_addr_pair_count *r = NULL, *d = NULL;
-    long nr = lp_counters_ranges(c, &r), nd = -1, i;
+    const lp_addr_pair_count *r = NULL;
+    lp_addr_pair_count *d = NULL;
+    long nr = lp_counters_ranges_view(c, &r), nd, i;
     int rc = 0;
 
-    if (nr >= 0)
-        nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d);
-    free(r);
-    if (nd < 0)
+    if ((nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d)) < 0)
         return cs_oom(g->err);
     for (i = 0; i < nd && rc == 0; i++)
         if (d[i].count)
@@ -220,7 +218,7 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
         }
     }
     if (!(cn = cs_intern(g->t, callee, strlen(callee))) ||
-        !(child = cs_child_get(node, site, cn)) || !(p = cs_prof_get(g->t, child)))
+        !(child = cs_child_get(g->t, node, site, cn)) || !(p = cs_prof_get(g->t, child)))
         return cs_oom(g->err);
     p->fs.head = lp_sat_add(p->fs.head, br->count);
     return 0;
@@ -228,13 +226,12 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 
 static int boundary(gen *g, cs_node *node, const lp_counters *c)
 {
-    lp_addr_pair_count *br = NULL;
-    long n = lp_counters_branches(c, &br), i;
-    int rc = n < 0 ? cs_oom(g->err) : 0;
+    const lp_addr_pair_count *br = NULL;
+    long n = lp_counters_branches_view(c, &br), i;
+    int rc = 0;
 
     for (i = 0; i < n && rc == 0; i++)
         rc = boundary_one(g, node, &br[i]);
-    free(br);
     return rc;
 }
 

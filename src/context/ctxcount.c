@@ -36,6 +36,8 @@ struct lp_ctxcount {
     size_t n, cap;
     char *kbuf;                 /* key scratch: 4-byte bin, printed key */
     size_t kcap;
+    size_t *lens;               /* scratch: the frames' name lengths */
+    size_t lcap;
 };
 
 lp_ctxcount *lp_ctxcount_new(void)
@@ -66,6 +68,7 @@ void lp_ctxcount_clear(lp_ctxcount *cc)
     free(cc->v);
     free(cc->slots);
     free(cc->kbuf);
+    free(cc->lens);
     memset(cc, 0, sizeof *cc);
 }
 
@@ -90,9 +93,10 @@ static size_t put_u32(char *out, uint32_t v)
     return n;
 }
 
-static size_t put_frame(char *out, const lp_ctx_frame *f, bool leaf)
+static size_t put_frame(char *out, const lp_ctx_frame *f, size_t len,
+                        bool leaf)
 {
-    size_t o = strlen(f->func);
+    size_t o = len;
 
     memcpy(out, f->func, o);
     if (!leaf) {
@@ -106,17 +110,19 @@ static size_t put_frame(char *out, const lp_ctx_frame *f, bool leaf)
     return o;
 }
 
-static size_t key_room(const lp_ctx_frame *frames, size_t n)
+/* lens: the names' lengths (NULL: measured here) */
+static size_t key_room(const lp_ctx_frame *frames, const size_t *lens, size_t n)
 {
     size_t len = 1, i;
 
     for (i = 0; i < n; i++)
-        len += strlen(frames[i].func) + 3 + 2 * 11 + 2;
+        len += (lens ? lens[i] : strlen(frames[i].func)) + 3 + 2 * 11 + 2;
     return len;
 }
 
 /* The printed key into s (key_room bytes); returns its length. */
-static size_t print_key(char *s, const lp_ctx_frame *frames, size_t n)
+static size_t print_key(char *s, const lp_ctx_frame *frames, const size_t *lens,
+                        size_t n)
 {
     size_t i, o = 0;
 
@@ -125,7 +131,8 @@ static size_t print_key(char *s, const lp_ctx_frame *frames, size_t n)
             memcpy(s + o, " @ ", 3);
             o += 3;
         }
-        o += put_frame(s + o, &frames[i], i + 1 == n);
+        o += put_frame(s + o, &frames[i],
+                       lens ? lens[i] : strlen(frames[i].func), i + 1 == n);
     }
     s[o] = 0;
     return o;
@@ -133,10 +140,10 @@ static size_t print_key(char *s, const lp_ctx_frame *frames, size_t n)
 
 char *lp_ctx_key(const lp_ctx_frame *frames, size_t n)
 {
-    char *s = malloc(key_room(frames, n));
+    char *s = malloc(key_room(frames, NULL, n));
 
     if (s)
-        print_key(s, frames, n);
+        print_key(s, frames, NULL, n);
     return s;
 }
 
@@ -214,7 +221,18 @@ bad:
 static size_t scratch_key(lp_ctxcount *cc, int bin, const lp_ctx_frame *frames,
                           size_t n)
 {
-    size_t room = sizeof bin + key_room(frames, n);
+    size_t room, i;
+
+    if (n > cc->lcap) {
+        size_t *l = realloc(cc->lens, 2 * n * sizeof *l);
+        if (!l)
+            return 0;
+        cc->lens = l;
+        cc->lcap = 2 * n;
+    }
+    for (i = 0; i < n; i++)
+        cc->lens[i] = strlen(frames[i].func);
+    room = sizeof bin + key_room(frames, cc->lens, n);
 
     if (room > cc->kcap) {
         char *k = realloc(cc->kbuf, room * 2);
@@ -224,7 +242,7 @@ static size_t scratch_key(lp_ctxcount *cc, int bin, const lp_ctx_frame *frames,
         cc->kcap = room * 2;
     }
     memcpy(cc->kbuf, &bin, sizeof bin);
-    return sizeof bin + print_key(cc->kbuf + sizeof bin, frames, n);
+    return sizeof bin + print_key(cc->kbuf + sizeof bin, frames, cc->lens, n);
 }
 
 static ctx_slot *slot_of(const lp_ctxcount *cc, uint64_t h, const char *k,
@@ -293,7 +311,8 @@ lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
 
 /* The entry with its frames, key and names in one block. */
 static ctx_ent *make_ent(const char *hkey, size_t hlen,
-                         const lp_ctx_frame *frames, size_t n)
+                         const lp_ctx_frame *frames, const size_t *lens,
+                         size_t n)
 {
     size_t names = 0, i, o;
     ctx_ent *c;
@@ -301,7 +320,7 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
     int bin;
 
     for (i = 0; i < n; i++)
-        names += strlen(frames[i].func) + 1;
+        names += lens[i] + 1;
     c = calloc(1, sizeof *c + n * sizeof *frames + hlen + 1 + names);
     if (!c)
         return NULL;
@@ -313,7 +332,7 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
     c->hlen = hlen;
     p = c->hkey + c->hlen + 1;
     for (i = 0; i < n; i++) {
-        o = strlen(frames[i].func) + 1;
+        o = lens[i] + 1;
         memcpy(p, frames[i].func, o);
         c->frames[i] = (lp_ctx_frame){p, frames[i].loc};
         p += o;
@@ -335,7 +354,7 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
 
     if (c)
         return &c->e;
-    if (!len || reserve(cc) || !(c = make_ent(cc->kbuf, len, frames, n)) ||
+    if (!len || reserve(cc) || !(c = make_ent(cc->kbuf, len, frames, cc->lens, n)) ||
         !(c->e.counters = lp_counters_new())) {
         free(c);
         lp_error_set(err, LP_ENOMEM, "context table: out of memory");

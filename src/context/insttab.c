@@ -15,6 +15,9 @@
 struct cs_insts {
     lp_binary *bin;
     cs_itab *tabs;
+    cs_itab *last;              /* the last table asked for: a context's
+                                   pieces and branches mostly stay in one
+                                   function range */
 };
 
 cs_insts *cs_insts_new(lp_binary *bin)
@@ -98,9 +101,11 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
 {
     cs_itab *x;
 
+    if (t->last && t->last->fr == fr)
+        return t->last;
     HASH_FIND_PTR(t->tabs, &fr, x);
     if (x)
-        return x;
+        return t->last = x;
     if (!(x = calloc(1, sizeof *x)))
         return cs_oom(err), NULL;
     x->fr = fr;
@@ -111,7 +116,7 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
         return NULL;
     }
     HASH_ADD_PTR(t->tabs, fr, x);
-    return x;
+    return t->last = x;
 }
 
 /* first index with addr >= a */

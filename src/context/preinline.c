@@ -31,6 +31,7 @@ struct pcg_node {
     unsigned visit;             /* Tarjan visit number, ~0U when done */
     pcg_node *group;            /* union-find (member ordering) */
     uint32_t rank;
+    uint32_t name_rank;         /* position in name order among the nodes */
     bool in_scc, queued;
     size_t incoming;            /* incoming MST edges not yet walked */
     UT_hash_handle hh;          /* by name pointer */
@@ -106,14 +107,25 @@ static int edge_cmp(const void *x, const void *y)
     return name_cmp(a->dst->name, b->dst->name);
 }
 
-/* Sort a node's edges by target and fold repeated targets: the weights add
- * (or the largest stays); then drop edges of weight <= threshold. */
+/* edge_cmp through the targets' name ranks (one node per name: equal
+ * ranks are equal names) */
+static int edge_rank_cmp(const void *x, const void *y)
+{
+    const pcg_edge *a = x, *b = y;
+
+    return (a->dst->name_rank > b->dst->name_rank) -
+           (a->dst->name_rank < b->dst->name_rank);
+}
+
+/* Sort a node's edges by target (name ranks set) and fold repeated
+ * targets: the weights add (or the largest stays); then drop edges of
+ * weight <= threshold. */
 static void finish_edges(pcg_node *n, uint64_t threshold, bool sum, bool trim)
 {
     size_t i, k = 0;
 
     if (n->nedges > 1)
-        qsort(n->edges, n->nedges, sizeof *n->edges, edge_cmp);
+        qsort(n->edges, n->nedges, sizeof *n->edges, edge_rank_cmp);
     for (i = 0; i < n->nedges; i++) {
         if (k && n->edges[k - 1].dst == n->edges[i].dst) {
             pcg_edge *e = &n->edges[k - 1];
@@ -169,13 +181,17 @@ static int pcg_build(pcg *g, pre *P)
         }
     }
     free(q);
-    HASH_ITER(hh, g->nodes, n, tmp) {
-        finish_edges(n, P->cold, P->o->edge_weight_sum, true);
+    /* the root's edges (one per node) sorted by name give the name ranks
+     * the other edges are sorted by */
+    HASH_ITER(hh, g->nodes, n, tmp)
         if (add_edge(&g->root, n, 0))
             return -1;
-    }
     if (g->root.nedges > 1)
         qsort(g->root.edges, g->root.nedges, sizeof *g->root.edges, edge_cmp);
+    for (i = 0; i < g->root.nedges; i++)
+        g->root.edges[i].dst->name_rank = (uint32_t)i;
+    HASH_ITER(hh, g->nodes, n, tmp)
+        finish_edges(n, P->cold, P->o->edge_weight_sum, true);
     return 0;
 oom:
     free(q);
@@ -531,7 +547,7 @@ static void mark_moved(cs_node *n)
  * profiles merged into it meanwhile still reach the copy (shared). */
 static cs_node *move_copy(pre *P, cs_node *to_parent, lp_loc loc, cs_node *from)
 {
-    cs_node *c = cs_node_copy(from);
+    cs_node *c = cs_node_copy(P->t, from);
 
     if (!c) {
         P->oom = 1;
@@ -539,7 +555,7 @@ static cs_node *move_copy(pre *P, cs_node *to_parent, lp_loc loc, cs_node *from)
     }
     c->func = from->func;
     if (cs_attach(to_parent, c, loc)) {
-        cs_node_free(c);
+        cs_node_free(P->t, c);
         P->oom = 1;
         return NULL;
     }
@@ -600,11 +616,11 @@ static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent)
                 continue;
             promote(P, c, to);
         }
-        cs_node_free_kids(from);
+        cs_node_free_kids(P->t, from);
     }
     if (to_root && from_parent) {
         cs_detach(from);
-        cs_node_free(from);
+        cs_node_free(P->t, from);
     }
     return to;
 }

@@ -65,7 +65,7 @@ static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbin
                                 const lp_ctxcount *cc)
 {
     lp_ctx_entry **v = NULL;
-    lp_addr_pair_count *r;
+    const lp_addr_pair_count *r;
     long n = lp_ctxcount_all(cc, &v), i, k, m;
 
     if (n < 0)
@@ -74,22 +74,14 @@ static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbin
         lp_binary *b = (size_t)v[i]->bin < nbins ? bins[v[i]->bin] : NULL;
         if (!b)
             continue;
-        if ((m = lp_counters_ranges(v[i]->counters, &r)) < 0) {
-            s->oom = 1;
-            break;
-        }
+        m = lp_counters_ranges_view(v[i]->counters, &r);
         for (k = 0; k < m; k++)
             add_addr(s, b, v[i]->bin, r[k].a);
-        free(r);
-        if ((m = lp_counters_branches(v[i]->counters, &r)) < 0) {
-            s->oom = 1;
-            break;
-        }
+        m = lp_counters_branches_view(v[i]->counters, &r);
         for (k = 0; k < m; k++) {
             add_addr(s, b, v[i]->bin, r[k].a);
             add_addr(s, b, v[i]->bin, r[k].b);
         }
-        free(r);
     }
     free(v);
 }
@@ -150,7 +142,7 @@ static int add_inst(cs_trie *st, size_walk *w, const lp_frame *fr, size_t n,
             lp_loc loc = i + 1 == n ? (lp_loc){0, 0}
                                     : (lp_loc){fr[i].line_offset, fr[i].discriminator};
             if (!(nm = cs_intern(st, fr[i].func, strlen(fr[i].func))) ||
-                !(cur = cs_child_get(cur, loc, nm)))
+                !(cur = cs_child_get(st, cur, loc, nm)))
                 return -1;
         }
         *w = (size_walk){fr, n, cur};

@@ -10,6 +10,15 @@
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/hash.h"
+
+/* The interned names' table (the only uthash table here) hashes with XXH3:
+ * ~750k lookups of long linkage names on a large CS profile, where
+ * uthash's default byte-at-a-time hash was the cost. Iteration is in
+ * insertion order either way. */
+#undef HASH_FUNCTION
+#define HASH_FUNCTION(keyptr, keylen, hashv) \
+    ((hashv) = (unsigned)lp_hash_bytes((keyptr), (keylen)))
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -105,6 +114,55 @@ void cs_trie_init(cs_trie *t)
     memset(t, 0, sizeof *t);
 }
 
+/* ---- pools ------------------------------------------------------------------- */
+
+#define CS_POOL_CHUNK 1024      /* objects per chunk */
+
+struct cs_chunk {
+    cs_chunk *next;
+    _Alignas(16) unsigned char data[];
+};
+
+/* A zeroed object of `size` bytes (a multiple of 8, the same for every
+ * call on one pool); NULL on no memory. */
+static void *pool_get(cs_pool *p, size_t size)
+{
+    cs_chunk *c;
+    void *o;
+
+    if (p->free) {
+        o = p->free;
+        p->free = *(void **)o;
+    } else {
+        if (!p->chunks || p->used == CS_POOL_CHUNK) {
+            if (!(c = malloc(sizeof *c + CS_POOL_CHUNK * size)))
+                return NULL;
+            c->next = p->chunks;
+            p->chunks = c;
+            p->used = 0;
+        }
+        o = p->chunks->data + p->used++ * size;
+    }
+    return memset(o, 0, size);
+}
+
+static void pool_put(cs_pool *p, void *o)
+{
+    *(void **)o = p->free;
+    p->free = o;
+}
+
+static void pool_free(cs_pool *p)
+{
+    cs_chunk *c, *n;
+
+    for (c = p->chunks; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    memset(p, 0, sizeof *p);
+}
+
 const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
 {
     cs_name *n;
@@ -186,17 +244,17 @@ int cs_attach(cs_node *parent, cs_node *n, lp_loc loc)
     return 0;
 }
 
-cs_node *cs_child_get(cs_node *n, lp_loc loc, const cs_name *f)
+cs_node *cs_child_get(cs_trie *t, cs_node *n, lp_loc loc, const cs_name *f)
 {
     cs_node *c = cs_child(n, loc, f);
 
     if (c)
         return c;
-    if (!(c = calloc(1, sizeof *c)))
+    if (!(c = pool_get(&t->node_pool, sizeof *c)))
         return NULL;
     c->func = f;
     if (cs_attach(n, c, loc)) {
-        free(c);
+        pool_put(&t->node_pool, c);
         return NULL;
     }
     return c;
@@ -234,33 +292,43 @@ cs_node **cs_kids_copy(cs_node *n, size_t *cnt)
 }
 
 /* Free every child subtree of n (n keeps no children). */
-static void free_kids(cs_node *n)
+static void free_kids(cs_trie *t, cs_node *n)
 {
     uint32_t i;
 
     for (i = 0; i < n->nkids; i++)
-        cs_node_free(n->kids[i].n);
+        cs_node_free(t, n->kids[i].n);
     free(n->kids);
     n->kids = NULL;
     n->nkids = n->kids_cap = 0;
 }
 
-void cs_node_free(cs_node *n)
+void cs_node_free(cs_trie *t, cs_node *n)
 {
-    free_kids(n);
+    free_kids(t, n);
     if (n->prof && n->prof->node == n)
         n->prof->node = NULL; /* profiles may be shared by node copies */
-    free(n);
+    pool_put(&t->node_pool, n);
 }
 
-void cs_node_free_kids(cs_node *n)
+void cs_node_free_kids(cs_trie *t, cs_node *n)
 {
-    free_kids(n);
+    free_kids(t, n);
 }
 
-cs_node *cs_node_copy(const cs_node *n)
+/* The kids arrays of n's subtree (the nodes go with the pool). */
+static void free_kid_arrays(cs_node *n)
 {
-    cs_node *c = calloc(1, sizeof *c), *kc;
+    uint32_t i;
+
+    for (i = 0; i < n->nkids; i++)
+        free_kid_arrays(n->kids[i].n);
+    free(n->kids);
+}
+
+cs_node *cs_node_copy(cs_trie *t, const cs_node *n)
+{
+    cs_node *c = pool_get(&t->node_pool, sizeof *c), *kc;
     uint32_t i;
 
     if (!c)
@@ -272,13 +340,13 @@ cs_node *cs_node_copy(const cs_node *n)
     c->has_size = n->has_size;
     c->size = n->size;
     if (n->nkids && !(c->kids = malloc(n->nkids * sizeof *c->kids))) {
-        free(c);
+        pool_put(&t->node_pool, c);
         return NULL;
     }
     c->kids_cap = n->nkids;
     for (i = 0; i < n->nkids; i++) {
-        if (!(kc = cs_node_copy(n->kids[i].n))) {
-            cs_node_free(c);
+        if (!(kc = cs_node_copy(t, n->kids[i].n))) {
+            cs_node_free(t, c);
             return NULL;
         }
         kc->parent = c;
@@ -301,12 +369,13 @@ void cs_trie_free(cs_trie *t)
     cs_name *nm, *nt;
     cs_prof *p, *pn;
 
-    free_kids(&t->root);
+    free_kid_arrays(&t->root);
     for (p = t->profs; p; p = pn) {
         pn = p->next;
         lp_fs_clear(&p->fs);
         free(p);
     }
+    pool_free(&t->node_pool);
     HASH_ITER(hh, t->names, nm, nt) {
         HASH_DEL(t->names, nm);
         free(nm->s);
@@ -350,7 +419,7 @@ cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n)
     for (i = 0; i < n && node; i++) {
         if (!(f = cs_intern(t, frames[i].func, strlen(frames[i].func))))
             return NULL;
-        node = cs_child_get(node, loc, f);
+        node = cs_child_get(t, node, loc, f);
         loc = frames[i].loc;
     }
     return node;
@@ -373,7 +442,7 @@ cs_node *cs_path_key(cs_trie *t, const char *key)
         if (!(f = cs_intern(t, fr.func, strlen(fr.func))))
             node = NULL;
         else
-            node = cs_child_get(node, loc, f);
+            node = cs_child_get(t, node, loc, f);
         loc = fr.loc;
         if (!sep)
             break;

@@ -11,13 +11,16 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/sort.h"
 
 typedef struct pair_tab {
+    uint32_t *slot;             /* one block: the index, then the pairs */
     lp_addr_pair_count *v;      /* the pairs, in insertion order until a
                                    sorted view is asked for */
-    uint32_t n, cap;
-    uint32_t *slot;             /* index + 1 into v, 0 = empty */
-    uint32_t mask;              /* slots - 1 (a power of two), 0: none */
+    uint32_t n;
+    uint32_t mask;              /* slots - 1 (a power of two), 0: none;
+                                   the block has room for (mask + 1) / 2
+                                   pairs, as many as the index may hold */
     bool sorted;                /* v is in (a, b) order: views copy it
                                    without sorting again */
 } pair_tab;
@@ -34,7 +37,6 @@ lp_counters *lp_counters_new(void)
 
 static void tab_free(pair_tab *t)
 {
-    free(t->v);
     free(t->slot);
 }
 
@@ -68,40 +70,49 @@ static uint32_t *find_slot(const pair_tab *t, uint64_t a, uint64_t b)
     }
 }
 
-/* Keep the index at most half full. */
-static int grow_index(pair_tab *t)
+static void reindex(pair_tab *t)
 {
-    uint32_t nslots = t->mask ? (t->mask + 1) * 2 : 8, i, *old = t->slot;
+    uint32_t i;
 
-    if (!(t->slot = calloc(nslots, sizeof *t->slot))) {
-        t->slot = old;
-        return -1;
-    }
-    t->mask = nslots - 1;
+    memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
     for (i = 0; i < t->n; i++)
         *find_slot(t, t->v[i].a, t->v[i].b) = i + 1;
-    free(old);
+}
+
+/* Twice the slots and the room for pairs, in one new block (one
+ * allocation per growth: a CS profile has ~10^5 of these tables). */
+static int grow(pair_tab *t)
+{
+    size_t nslots = t->mask ? ((size_t)t->mask + 1) * 2 : 8;
+    uint32_t *blk = malloc(nslots * sizeof *blk +
+                           nslots / 2 * sizeof(lp_addr_pair_count));
+    lp_addr_pair_count *nv;
+
+    if (!blk || nslots - 1 > UINT32_MAX) {
+        free(blk);
+        return -1;
+    }
+    nv = (lp_addr_pair_count *)(blk + nslots);
+    if (t->n)
+        memcpy(nv, t->v, t->n * sizeof *nv);
+    free(t->slot);
+    t->slot = blk;
+    t->v = nv;
+    t->mask = (uint32_t)(nslots - 1);
+    reindex(t);
     return 0;
 }
 
 static int add(pair_tab *t, uint64_t a, uint64_t b, uint64_t n)
 {
-    lp_addr_pair_count *nv;
     uint32_t *s;
 
-    if ((t->n + 1) * 2 > t->mask + 1 && grow_index(t))
+    if ((t->n + 1) * 2 > t->mask + 1 && grow(t))
         return -1;
     s = find_slot(t, a, b);
     if (*s) {
         t->v[*s - 1].count = lp_sat_add(t->v[*s - 1].count, n);
         return 0;
-    }
-    if (t->n == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 2;
-        if (!(nv = realloc(t->v, cap * sizeof *nv)))
-            return -1;
-        t->v = nv;
-        t->cap = cap;
     }
     t->v[t->n] = (lp_addr_pair_count){a, b, n};
     *s = ++t->n;
@@ -134,17 +145,10 @@ static int pair_cmp(const void *x, const void *y)
  * more than once), and re-point the index at them. */
 static void sort_in_place(pair_tab *t)
 {
-    uint32_t i;
-
     if (t->sorted)
         return;
-    if (t->n > 1) /* v is NULL for an empty table */
-        qsort(t->v, t->n, sizeof *t->v, pair_cmp);
-    if (t->slot) {
-        memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
-        for (i = 0; i < t->n; i++)
-            *find_slot(t, t->v[i].a, t->v[i].b) = i + 1;
-    }
+    if (t->n > 1 && lp_sort(t->v, t->n, sizeof *t->v, pair_cmp))
+        reindex(t);
     t->sorted = true;
 }
 
@@ -159,6 +163,25 @@ static long sorted(const pair_tab *t, lp_addr_pair_count **out)
         memcpy(v, t->v, t->n * sizeof *v);
     *out = v;
     return (long)t->n;
+}
+
+static long view(const pair_tab *t, const lp_addr_pair_count **out)
+{
+    sort_in_place((pair_tab *)t);
+    *out = t->v;
+    return (long)t->n;
+}
+
+long lp_counters_ranges_view(const lp_counters *c,
+                             const lp_addr_pair_count **out)
+{
+    return view(&c->ranges, out);
+}
+
+long lp_counters_branches_view(const lp_counters *c,
+                               const lp_addr_pair_count **out)
+{
+    return view(&c->branches, out);
 }
 
 long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/sort.h"
 
 void lp_flat_opts_default(lp_flat_opts *o)
 {
@@ -130,30 +131,39 @@ static int pair_cmp(const void *x, const void *y)
 long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
                              lp_addr_pair_count **out)
 {
-    bevent *e = malloc((n ? 2 * n : 1) * sizeof *e);
+    bevent ebuf[64], *e = 2 * n <= 64 ? ebuf : malloc(2 * n * sizeof *e);
     djvec d = {0};
     size_t i, k = 0;
     int rc;
 
     if (!e)
         return -1;
+    /* each address of an event ends at most two ranges: room for all of
+     * them, so dj_set never reallocates */
+    if (!(d.v = malloc((n ? 4 * n : 1) * sizeof *d.v))) {
+        if (e != ebuf)
+            free(e);
+        return -1;
+    }
+    d.cap = n ? 4 * n : 1;
     for (i = 0; i < n; i++) {
         if (r[i].a > r[i].b)
             continue; /* not a range; LLVM asserts */
         e[k++] = (bevent){r[i].a, r[i].count, 0, r[i].count == 0};
         e[k++] = (bevent){r[i].b, r[i].count, 1, r[i].count == 0};
     }
-    qsort(e, k, sizeof *e, bevent_cmp);
+    lp_sort(e, k, sizeof *e, bevent_cmp);
     rc = sweep(e, k, &d);
-    free(e);
+    if (e != ebuf)
+        free(e);
     if (rc == 0 && d.n > 1)
-        qsort(d.v, d.n, sizeof *d.v, pair_cmp);
+        lp_sort(d.v, d.n, sizeof *d.v, pair_cmp);
     if (rc) {
         free(d.v);
         return -1;
     }
-    *out = d.v ? d.v : malloc(1);
-    return *out ? (long)d.n : -1;
+    *out = d.v;
+    return (long)d.n;
 }
 
 typedef struct rvec {           /* ranges to cut */

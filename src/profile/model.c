@@ -58,20 +58,27 @@ static int loc_cmp(lp_loc a, lp_loc b)
     return 0;
 }
 
-/* Grow an array of `size`-byte elements to hold n + 1. */
-static int reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
+/* Grow an array of `size`-byte elements to hold n + 1 (`first` slots at
+ * the first allocation). */
+static int reserve_from(void **v, uint32_t *cap, uint32_t n, size_t size,
+                        uint32_t first)
 {
     uint32_t nc;
     void *nv;
 
     if (n < *cap)
         return 0;
-    nc = *cap ? *cap * 2 : 2;
+    nc = *cap ? *cap * 2 : first;
     if (!(nv = realloc(*v, nc * size)))
         return -1;
     *v = nv;
     *cap = nc;
     return 0;
+}
+
+static int reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+    return reserve_from(v, cap, n, size, 2);
 }
 
 static void fs_clear(lp_fsamples *fs);
@@ -211,12 +218,16 @@ static uint32_t body_lower(const lp_fsamples *fs, lp_loc l)
 
 lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc)
 {
-    uint32_t i = body_lower(fs, loc);
+    /* records mostly come in location order: try the end first */
+    uint32_t i = fs->nr_body && loc_cmp(fs->body[fs->nr_body - 1].loc, loc) < 0
+                     ? fs->nr_body : body_lower(fs, loc);
     void *v = fs->body;
 
     if (i < fs->nr_body && loc_cmp(fs->body[i].loc, loc) == 0)
         return &fs->body[i];
-    if (reserve(&v, &fs->body_cap, fs->nr_body, sizeof *fs->body))
+    /* bodies grow to ~10 records: fewer reallocations (lp_fs_shrink
+     * gives the slack back) */
+    if (reserve_from(&v, &fs->body_cap, fs->nr_body, sizeof *fs->body, 8))
         return NULL;
     fs->body = v;
     memmove(&fs->body[i + 1], &fs->body[i], (fs->nr_body - i) * sizeof *fs->body);
@@ -543,17 +554,58 @@ static int merge_record(lp_body_rec *dst, const lp_body_rec *src)
     return 0;
 }
 
+/* Make room in dst's body for the locations of src's it lacks (both in
+ * location order): counted in one pass, inserted empty in one pass from
+ * the back. -1 on no memory. */
+static int body_union(lp_fsamples *dst, const lp_fsamples *src)
+{
+    uint32_t n = dst->nr_body, i = 0, j = 0, extra = 0;
+    int64_t a, b, k;
+    lp_body_rec *nv;
+    int c;
+
+    while (j < src->nr_body) {
+        c = i < n ? loc_cmp(dst->body[i].loc, src->body[j].loc) : 1;
+        extra += c > 0;
+        i += c <= 0;
+        j += c >= 0;
+    }
+    if (!extra)
+        return 0;
+    if (n + extra > dst->body_cap) {
+        if (!(nv = realloc(dst->body, (size_t)(n + extra) * sizeof *nv)))
+            return -1;
+        dst->body = nv;
+        dst->body_cap = n + extra;
+    }
+    for (a = (int64_t)n - 1, b = (int64_t)src->nr_body - 1, k = a + extra; b >= 0; k--) {
+        c = a >= 0 ? loc_cmp(dst->body[a].loc, src->body[b].loc) : -1;
+        if (c >= 0)
+            dst->body[k] = dst->body[a--];
+        else
+            dst->body[k] = (lp_body_rec){src->body[b].loc, 0, NULL, 0, 0};
+        b -= c <= 0;
+    }
+    dst->nr_body = n + extra;
+    return 0;
+}
+
 int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
 {
     lp_fsamples *callee;
-    lp_body_rec *d;
     uint32_t i, j;
 
     dst->total = lp_sat_add(dst->total, src->total);
     dst->head = lp_sat_add(dst->head, src->head);
-    for (i = 0; i < src->nr_body; i++)
-        if (!(d = lp_fs_body(dst, src->body[i].loc)) || merge_record(d, &src->body[i]))
+    if (body_union(dst, src))
+        return -1;
+    /* every src location is in dst now: merge in src's order */
+    for (i = 0, j = 0; i < src->nr_body; i++) {
+        while (loc_cmp(dst->body[j].loc, src->body[i].loc) < 0)
+            j++;
+        if (merge_record(&dst->body[j], &src->body[i]))
             return -1;
+    }
     for (i = 0; i < src->nr_callsites; i++)
         for (j = 0; j < src->callsites[i].n; j++) {
             const lp_fsamples *e = src->callsites[i].v[j];
@@ -709,9 +761,21 @@ size_t lp_context_split(const char *ctx, lp_context_frame *out, size_t max)
 int lp_context_cmp(const char *a, const char *b)
 {
     ctx_frame_view x, y;
-    size_t m;
+    size_t m, k = 0, pos = 0;
+    const char *sep;
     int c, ha, hb;
 
+    /* The frames inside the strings' common prefix compare equal: start
+     * both after the last separator the frame parse itself finds there
+     * (the same chain of first " @ " occurrences as next_frame's). */
+    while (a[k] && a[k] == b[k])
+        k++;
+    if (!a[k] && !b[k])
+        return 0;
+    while ((sep = strstr(a + pos, " @ ")) && (size_t)(sep - a) + 3 <= k)
+        pos = (size_t)(sep - a) + 3;
+    a += pos;
+    b += pos;
     for (;;) {
         ha = next_frame(&a, &x);
         hb = next_frame(&b, &y);

@@ -265,6 +265,8 @@ static const size_t um_buckets[] = {
     49969847,
 };
 
+#define UM_STACK 257           /* a bucket count: up to here, no malloc */
+
 typedef struct um_state {
     int32_t *next;              /* per child position: next in the list */
     int32_t *bkt;               /* per bucket: position before its first
@@ -336,6 +338,7 @@ static void um_rehash(um_state *s, const uint64_t *keys, size_t nb)
  * inserted). */
 int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
 {
+    int32_t nbuf[UM_STACK], bbuf[UM_STACK];   /* most nodes have few children */
     um_state s = {0};
     size_t i, g = 0, nb = 0, last = sizeof um_buckets / sizeof *um_buckets;
     int32_t p;
@@ -345,11 +348,13 @@ int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
             nb = um_buckets[i];
     if (!nb)
         return 1;
-    s.next = malloc(m * sizeof *s.next);
-    s.bkt = malloc(nb * sizeof *s.bkt);
+    s.next = m <= UM_STACK ? nbuf : malloc(m * sizeof *s.next);
+    s.bkt = nb <= UM_STACK ? bbuf : malloc(nb * sizeof *s.bkt);
     if (!s.next || !s.bkt) {
-        free(s.next);
-        free(s.bkt);
+        if (s.next != nbuf)
+            free(s.next);
+        if (s.bkt != bbuf)
+            free(s.bkt);
         return -1;
     }
     s.head = -1;
@@ -363,8 +368,10 @@ int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
     }
     for (i = 0, p = s.head; p >= 0; p = s.next[p])
         order[i++] = p;
-    free(s.next);
-    free(s.bkt);
+    if (s.next != nbuf)
+        free(s.next);
+    if (s.bkt != bbuf)
+        free(s.bkt);
     return 0;
 }
 

@@ -52,7 +52,8 @@ static int32_t new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
 {
     uw_node *n;
 
-    if (uw_grow((void **)&u->nodes, &u->nodes_cap, u->nnodes + 1,
+    if (u->nnodes >= u->nodes_cap &&
+        uw_grow((void **)&u->nodes, &u->nodes_cap, u->nnodes + 1,
                 sizeof *u->nodes))
         return -1;
     n = &u->nodes[u->nnodes];
@@ -167,7 +168,8 @@ static int record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b,
 
     if (!branch && a > b)
         return 0;
-    if (uw_grow((void **)&u->recs, &u->recs_cap, u->nrecs + 1, sizeof *u->recs))
+    if (u->nrecs >= u->recs_cap &&
+        uw_grow((void **)&u->recs, &u->recs_cap, u->nrecs + 1, sizeof *u->recs))
         return -1;
     i = (int32_t)u->nrecs++;
     r = &u->recs[i];
@@ -226,48 +228,54 @@ static int lose(lp_unwinder *u, uw_state *st, uint64_t addr, int kind,
 /* ---- cutting a range by inline context ------------------------------------- */
 
 /* inlineContextEqual: same inline stack apart from the leaf's location. */
-static int inline_equal(lp_unwinder *u, uint64_t a1, uint64_t a2,
-                        lp_error *err)
+static bool inline_equal(const lp_frame *f1, size_t n1, const lp_frame *f2,
+                         size_t n2)
 {
-    const lp_frame *f1, *f2;
-    size_t n1, n2, i;
+    size_t i;
 
-    if (lp_binary_symbolize(uw_bin(u, a1), uw_va(a1), &f1, &n1, err) ||
-        lp_binary_symbolize(uw_bin(u, a2), uw_va(a2), &f2, &n2, err))
-        return -1;
     if (n1 != n2 || n1 == 0)
-        return 0;
+        return false;
     for (i = 0; i + 1 < n1; i++)
         if (f1[i].line_offset != f2[i].line_offset ||
             f1[i].discriminator != f2[i].discriminator ||
             (f1[i].func != f2[i].func && strcmp(f1[i].func, f2[i].func)))
-            return 0;
-    return 1;
+            return false;
+    return true;
+}
+
+static int symbolize(lp_unwinder *u, uint64_t a, const lp_frame **f, size_t *n,
+                     lp_error *err)
+{
+    return lp_binary_symbolize(uw_bin(u, a), uw_va(a), f, n, err);
 }
 
 /* unwindLinear's walk from end back to target; an invalid range
- * (isValidFallThroughRange false) gets no piece. */
+ * (isValidFallThroughRange false) gets no piece. Each address is
+ * symbolized once (the binary's cache keeps the frames). */
 static const uw_split *make_split(lp_unwinder *u, uint64_t target,
                                   uint64_t end, lp_error *err)
 {
     uint64_t p = end, e = end, prev;
-    size_t n = 0;
+    const lp_frame *fp = NULL, *fq;
+    size_t n = 0, np = 0, nq;
     uw_split *s;
-    int eq, v;
+    int v;
 
     v = uw_bin_of(target) == uw_bin_of(end)
             ? lp_binary_valid_fallthrough(uw_bin(u, end), uw_va(target), uw_va(end), err)
             : 0;
     if (v < 0)
         return NULL;
+    if (v && p > target && symbolize(u, p, &fp, &np, err))
+        return NULL;
     while (v && p > target) {
         if (lp_binary_prev_inst(uw_bin(u, p), uw_va(p), &prev, err) != 1)
             prev = 0;
         else
             prev = uw_enc(uw_bin_of(p), prev);
-        if ((eq = inline_equal(u, p, prev, err)) < 0)
+        if (symbolize(u, prev, &fq, &nq, err))
             return NULL;
-        if (!eq) {
+        if (!inline_equal(fp, np, fq, nq)) {
             if (uw_grow((void **)&u->pieces, &u->pieces_cap, n + 2,
                         sizeof *u->pieces))
                 goto oom;
@@ -275,6 +283,8 @@ static const uw_split *make_split(lp_unwinder *u, uint64_t target,
             e = prev;
         }
         p = prev;
+        fp = fq;
+        np = nq;
     }
     if (uw_grow((void **)&u->pieces, &u->pieces_cap, n + 1, sizeof *u->pieces))
         goto oom;
@@ -287,7 +297,8 @@ static const uw_split *make_split(lp_unwinder *u, uint64_t target,
     s->key[1] = end;
     s->npieces = (uint32_t)n;
     memcpy(s->pieces, u->pieces, n * sizeof(uw_piece));
-    HASH_ADD(hh, u->splits, key, sizeof s->key, s);
+    if (uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s))
+        goto oom;
     return s;
 oom:
     lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
@@ -336,7 +347,7 @@ static int async_range(lp_unwinder *u, uw_state *st, uint64_t target)
 static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
                          lp_error *err)
 {
-    uint64_t end = st->ip, k[2] = {target, end};
+    uint64_t end = st->ip;
     bool repair = u->o.repair_frames;
     const uw_split *s;
     uint32_t i;
@@ -357,7 +368,7 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
         st->invalid = true;
         return 0;
     }
-    HASH_FIND(hh, u->splits, k, sizeof k, s);
+    s = (const uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
     if (!s && !(s = make_split(u, target, end, err)))
         return -1;
     if (s->npieces == 0) {

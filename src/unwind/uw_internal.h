@@ -86,7 +86,7 @@ typedef struct uw_ainfo {
     uint8_t leaf;               /* enum lp_uw_leaf + 1, 0 = not computed */
 } uw_ainfo;
 
-#define UW_AC_BITS 14
+#define UW_AC_BITS 16
 
 /* ---- aggregated samples -------------------------------------------------- */
 
@@ -133,7 +133,6 @@ typedef struct uw_piece {       /* one inline-context piece of a range */
 } uw_piece;
 
 typedef struct uw_split {       /* range [start, end] cut by inline context */
-    UT_hash_handle hh;
     uint64_t key[2];
     uint32_t npieces;
     uw_piece pieces[];          /* in the order unwindLinear records them */
@@ -263,7 +262,7 @@ struct lp_unwinder {
     uw_piece *pieces;           /* split scratch */
     size_t pieces_cap;
     /* caches */
-    uw_split *splits;
+    uw_map splits;              /* (start, end) -> uw_split * */
     uw_ctxcache ctxc;
     lp_ctx_entry **root_entries;/* the empty context, per binary */
     uw_arena cache_arena;

@@ -140,9 +140,15 @@ typedef struct fsum_tab {
 
 static fcount *fsum_slot(const fsum_tab *t, uint32_t id, lp_loc loc)
 {
-    uint64_t h = ((uint64_t)id << 40 ^ (uint64_t)loc.line << 16 ^ loc.disc) *
-                 0x9e3779b97f4a7c15ull;
-    size_t i = (size_t)(h ^ (h >> 31)) & t->mask;
+    /* every key bit reaches the low bits (the old multiplicative hash left
+     * the function id out of them: long probe runs) */
+    uint64_t h = (((uint64_t)id << 32) | loc.line) * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)loc.disc * 0xc2b2ae3d27d4eb4full;
+    size_t i;
+
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    i = (size_t)(h ^ (h >> 33)) & t->mask;
 
     while (t->v[i].id && (t->v[i].id != id + 1 || t->v[i].loc.line != loc.line ||
                           t->v[i].loc.disc != loc.disc))

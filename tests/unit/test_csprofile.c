@@ -342,6 +342,12 @@ static void test_context_order(void **state)
     assert_true(lp_context_cmp("main:1 @ foo", "main:1 @ foo:3 @ bar") < 0);
     assert_true(lp_context_cmp("main", "main:1 @ foo") < 0);
     assert_int_equal(lp_context_cmp("a:1 @ b", "a:1 @ b"), 0);
+    /* a long common prefix that ends inside a frame: still numeric */
+    assert_true(lp_context_cmp("main:1 @ foo:2 @ bar", "main:1 @ foo:10 @ bar") < 0);
+    assert_true(lp_context_cmp("main:1 @ foo:10 @ bar", "main:1 @ foo:2 @ bar") > 0);
+    assert_true(lp_context_cmp("main:1 @ foo:7.2 @ x", "main:1 @ foo:7.10 @ x") < 0);
+    assert_true(lp_context_cmp("main:1 @ fo:1 @ x", "main:1 @ foo:1 @ x") < 0);
+    assert_true(lp_context_cmp("main:1 @ foo:1 @ x", "main:1 @ foo") > 0);
 }
 
 static size_t write_ext(const lp_profile *p, uint8_t **buf)

@@ -179,6 +179,53 @@ static void test_read_text_errors(void **state)
     }
 }
 
+/* lp_fs_merge on interleaved, shared and disjoint locations: every
+ * record in location order, counts and targets added */
+static void test_merge_bodies(void **state)
+{
+    static const uint32_t dl[] = {2, 5, 9, 12}, sl[] = {1, 5, 7, 12, 20};
+    lp_fsamples d, s;
+    const lp_body_rec *b;
+    size_t i;
+    (void)state;
+
+    assert_int_equal(lp_fs_init(&d, "d"), 0);
+    assert_int_equal(lp_fs_init(&s, "s"), 0);
+    for (i = 0; i < 4; i++)
+        lp_body_add(lp_fs_body(&d, L(dl[i], 0)), 10 + dl[i]);
+    for (i = 0; i < 5; i++) {
+        lp_body_add(lp_fs_body(&s, L(sl[i], 0)), 100 + sl[i]);
+        assert_int_equal(lp_body_add_target(lp_fs_body(&s, L(sl[i], 0)), "t", 1), 0);
+    }
+    lp_body_add(lp_fs_body(&s, L(5, 1)), 3);
+    assert_int_equal(lp_fs_merge(&d, &s), 0);
+    assert_int_equal(lp_fs_nr_body(&d), 8);
+    {
+        static const uint32_t line[] = {1, 2, 5, 5, 7, 9, 12, 20};
+        static const uint64_t cnt[] = {101, 12, 120, 3, 107, 19, 134, 120};
+        for (i = 0; i < 8; i++) {
+            b = lp_fs_body_at(&d, i);
+            assert_int_equal(lp_body_loc(b).line, line[i]);
+            assert_int_equal(lp_body_count(b), cnt[i]);
+        }
+    }
+    assert_int_equal(lp_fs_target_count(&d, L(12, 0), "t"), 1);
+    assert_int_equal(lp_fs_target_count(&d, L(9, 0), "t"), 0);
+    /* merging again: no new locations, counts doubled from src */
+    assert_int_equal(lp_fs_merge(&d, &s), 0);
+    assert_int_equal(lp_fs_nr_body(&d), 8);
+    assert_int_equal(lp_body_count(lp_fs_body_at(&d, 0)), 202);
+    assert_int_equal(lp_fs_target_count(&d, L(20, 0), "t"), 2);
+    /* into an empty profile */
+    lp_fs_clear(&d);
+    assert_int_equal(lp_fs_init(&d, "d"), 0);
+    assert_int_equal(lp_fs_merge(&d, &s), 0);
+    assert_int_equal(lp_fs_nr_body(&d), 6);
+    assert_int_equal(lp_body_loc(lp_fs_body_at(&d, 5)).line, 20);
+    lp_fs_clear(&d);
+    lp_fs_clear(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_top_level_order),
         cmocka_unit_test(test_fixups),
         cmocka_unit_test(test_drop_callees),
+        cmocka_unit_test(test_merge_bodies),
         cmocka_unit_test(test_read_text),
         cmocka_unit_test(test_read_text_errors),
     };

@@ -1,5 +1,6 @@
 /*
- * test_util.c - unit tests for src/util: error formatting and atomic output.
+ * test_util.c - unit tests for src/util: error formatting, atomic output
+ * and the small-array sort.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include "lbr2prof/error.h"
 #include "lbr2prof/outfile.h"
+#include "util/sort.h"
 
 static void test_error_set_and_prefix(void **state)
 {
@@ -105,10 +107,46 @@ static void test_outfile_special_in_place(void **state)
     assert_int_equal(rmdir(dir), 0); /* no temporary file was left */
 }
 
+typedef struct kv {
+    int key, seq;
+} kv;
+
+static int kv_cmp(const void *x, const void *y)
+{
+    const kv *a = x, *b = y;
+
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+/* lp_sort is stable (equal keys keep their order, as glibc's merge-sort
+ * qsort keeps them) for short, long and already sorted arrays, and says
+ * whether anything moved */
+static void test_sort_stable(void **state)
+{
+    static const size_t sizes[] = {0, 1, 2, 5, 24, 25, 100};
+    kv v[100];
+    size_t k, i, n;
+    (void)state;
+
+    for (k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        n = sizes[k];
+        for (i = 0; i < n; i++)
+            v[i] = (kv){(int)((i * 7 + 3) % 5), (int)i};
+        assert_int_equal(lp_sort(v, n, sizeof *v, kv_cmp), n > 1);
+        for (i = 1; i < n; i++) {
+            assert_true(v[i - 1].key <= v[i].key);
+            if (v[i - 1].key == v[i].key)
+                assert_true(v[i - 1].seq < v[i].seq);
+        }
+        assert_int_equal(lp_sort(v, n, sizeof *v, kv_cmp), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_set_and_prefix),
+        cmocka_unit_test(test_sort_stable),
         cmocka_unit_test(test_outfile_commit_renames),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_outfile_bad_dir),
