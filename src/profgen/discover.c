@@ -169,20 +169,24 @@ static bool id_matches(const char *path, const file_hits *h)
     return ok;
 }
 
-/* perf's build-id cache: ~/.debug/.build-id/xx/yyyy.../elf */
+/* perf's build-id cache: DIR/.build-id/xx/yyyy.../elf, DIR as perf finds
+ * it: $PERF_BUILDID_DIR, else ~/.debug */
 static char *cache_path(const file_hits *h)
 {
-    const char *home = getenv("HOME");
+    const char *dir = getenv("PERF_BUILDID_DIR"), *home = getenv("HOME");
     char hex[41], *p;
     size_t i;
+    int r;
 
-    if (!h->build_id_size || !home)
+    if (!h->build_id_size || (!(dir && *dir) && !home))
         return NULL;
     for (i = 0; i < h->build_id_size; i++)
         sprintf(hex + 2 * i, "%02x", h->build_id[i]);
-    if (asprintf(&p, "%s/.debug/.build-id/%.2s/%s/elf", home, hex, hex + 2) < 0)
-        return NULL;
-    return p;
+    if (dir && *dir)
+        r = asprintf(&p, "%s/.build-id/%.2s/%s/elf", dir, hex, hex + 2);
+    else
+        r = asprintf(&p, "%s/.debug/.build-id/%.2s/%s/elf", home, hex, hex + 2);
+    return r < 0 ? NULL : p;
 }
 
 /* Where the recorded file is now: its recorded path, perf's build-id

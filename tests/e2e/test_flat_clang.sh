@@ -84,11 +84,18 @@ id=$(readelf -n prog | awk '/Build ID/ {print $3}')
 mkdir -p "home/.debug/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-)"
 mv run/prog "home/.debug/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-)/elf"
 cp other/prog data/prog
-HOME=$PWD/home "$LBR2PROF" data/perf.data --ignore-stack-samples --format=text \
+HOME=$PWD/home PERF_BUILDID_DIR= "$LBR2PROF" data/perf.data --ignore-stack-samples --format=text \
     -o bycache.txt 2> auto.err || { cat auto.err; fail "binary from the build-id cache"; }
 grep -q 'using binary .*\.build-id/.*/elf' auto.err || { cat auto.err; fail "not the cached binary"; }
 cmp -s byname.txt bycache.txt || fail "cached binary: different profile"
 echo "ok   no --binary: found by build-id in ~/.debug, not the same-named file next to the trace"
+# perf's PERF_BUILDID_DIR names the cache instead of ~/.debug
+mv home/.debug cachedir
+HOME=$PWD/home PERF_BUILDID_DIR=$PWD/cachedir "$LBR2PROF" data/perf.data --ignore-stack-samples \
+    --format=text -o byenv.txt 2> env.err || { cat env.err; fail "binary from PERF_BUILDID_DIR"; }
+grep -q 'using binary .*cachedir/\.build-id/.*/elf' env.err || { cat env.err; fail "not the PERF_BUILDID_DIR binary"; }
+cmp -s byname.txt byenv.txt || fail "PERF_BUILDID_DIR binary: different profile"
+echo "ok   PERF_BUILDID_DIR: the build-id cache perf was told to use"
 
 # the raw (unsymbolized) profile needs no DWARF (the counts may differ:
 # without DWARF functions no hybrid sample is found in a prolog)
