@@ -80,6 +80,9 @@ typedef struct lp_profgen_opts {
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */
     int64_t max_context_depth;  /* --csprof-max-context-depth, -1 unlimited */
     bool no_repair_frames;      /* --no-repair-frames */
+    bool script_fp_callchains;  /* --script-fp-callchains: perf script
+                                   text's callchains are kernel
+                                   frame-pointer walks (perf record -g) */
 
     /* generation: flat's summary/trim/density fields also apply to CS
      * profiles (one flag each in llvm-profgen); warn/info are set by the

@@ -97,7 +97,8 @@ static bool event_wanted(const lp_profgen_opts *a, const lp_sample *s)
 
 /* One sample: hybrid ones (with a call stack) to the unwinder unless the
  * stacks are ignored (then run->uw is NULL); run->markers: the callchain
- * is a perf.data one, with PERF_CONTEXT_* markers. */
+ * is a perf.data one, with PERF_CONTEXT_* markers, which only a kernel
+ * frame-pointer walk makes (text: only when the user says so). */
 static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
 {
     const lp_profgen_opts *a = run->o;
@@ -117,7 +118,8 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
     }
     if (s->callchain_nr > 0 && run->uw) {
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
-                              .markers = run->markers, .fp_walk = run->markers,
+                              .markers = run->markers,
+                              .fp_walk = run->markers || a->script_fp_callchains,
                               .br = s->branches, .nbr = s->branch_nr,
                               .pid = sample_pid(s), .repeat = n,
                               .dup_id = s->dup_id,

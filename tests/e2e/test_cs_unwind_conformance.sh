@@ -23,7 +23,8 @@
 #     say in ld.so at exit) are left out of both (of the perf.data by
 #     helpers/pdmerge.c --drop): which samples those are depends on where
 #     the sampling period happens to fall, which ASLR and the environment
-#     move.
+#     move. The script text with --script-fp-callchains repairs the same
+#     as the perf.data.
 set -u
 for t in llvm-profgen-19 clang-19 perl; do
     command -v $t >/dev/null 2>&1 || { echo "skip: $t not found"; exit 77; }
@@ -295,6 +296,16 @@ for w in "recursion 22" "inlining 3000" "qsort_cb 2500" "tailcall 3000"; do
         --output=$b.rep >/dev/null 2>$b.rep.err
     "$LBR2PROF" $b.known.data --binary=$b --skip-symbolization --compress-recursion=0 \
         --no-repair-frames --output=$b.norep >/dev/null 2>&1
+    # the same repair from the script text told its callchains are
+    # frame-pointer walks (text has no PERF_CONTEXT markers to show it)
+    "$LBR2PROF" $b.data --binary=$b --skip-symbolization --compress-recursion=0 \
+        --output=$b.repdata >/dev/null 2>&1
+    "$LBR2PROF" --perfscript=$b.script --binary=$b --skip-symbolization \
+        --compress-recursion=0 --script-fp-callchains --output=$b.reptext >/dev/null 2>&1
+    if ! [ -s $b.repdata ] || ! cmp -s $b.repdata $b.reptext; then
+        echo "FAIL $b: --script-fp-callchains on the script does not repair as from perf.data"
+        diff $b.repdata $b.reptext | head; fails=$((fails + 1))
+    fi
     if ! [ -s $b.true ] || ! cmp -s $b.true $b.rep; then
         echo "FAIL $b: repaired frame-pointer stacks do not give the true stacks' profile"
         diff $b.true $b.rep | head -20
