@@ -230,6 +230,22 @@ int lp_bin_load_elf(lp_binary *b, lp_error *err)
     return 0;
 }
 
+/* The index of the first of the n symbols (sorted by address) whose
+ * address is above addr; n if none. */
+static size_t first_after(const lp_sym *v, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static int sym_cmp(const void *pa, const void *pb)
 {
     const lp_sym *a = pa, *c = pb;
@@ -307,18 +323,12 @@ const char *lp_binary_symbol_name_perf(const lp_binary *b, uint64_t addr,
                                        uint64_t *sym_start)
 {
     const char *name = lp_binary_symbol_name(b, addr, sym_start);
-    size_t lo = 0, hi = b->nsyms, i;
+    size_t lo, i;
     uint64_t end;
 
     if (name)
         return name;
-    while (lo < hi) { /* first symbol with addr > addr */
-        size_t mid = lo + (hi - lo) / 2;
-        if (b->syms[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    lo = first_after(b->syms, b->nsyms, addr);
     for (i = lo; i-- > 0;) { /* the nearest function symbol at or before */
         const lp_sym *s = &b->syms[i];
         if (s->type != STT_FUNC)
@@ -555,14 +565,7 @@ uint64_t lp_binary_canon_addr(const lp_binary *b, uint64_t base_address,
 const char *lp_binary_symbol_name(const lp_binary *b, uint64_t addr,
                                   uint64_t *sym_start)
 {
-    size_t lo = 0, hi = b->nfsyms;
-    while (lo < hi) { /* first symbol with addr > addr */
-        size_t mid = lo + (hi - lo) / 2;
-        if (b->fsyms[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = first_after(b->fsyms, b->nfsyms, addr);
     while (lo > 0) {
         const lp_sym *s = &b->fsyms[--lo];
         if (addr - s->addr < s->size) {
