@@ -487,6 +487,7 @@ typedef struct frame_stack {
 
 static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
 {
+    size_t nr;
     lp_ctx_frame *nv;
     lp_fsamples *e;
     uint32_t i;
@@ -503,13 +504,13 @@ static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
     if (n->prof) {
         if (!(key = lp_ctx_key(st->v, depth + 1)))
             return -1;
-        if ((e = lp_profile_find(p, key))) {
-            rc = lp_fs_merge(e, &n->prof->fs);
-        } else if ((e = lp_profile_get(p, key, n->func->s))) {
-            lp_fs_move(e, &n->prof->fs);
-        } else {
+        nr = p->nr_funcs;       /* lp_profile_get counts the profiles it makes */
+        if (!(e = lp_profile_get(p, key, n->func->s)))
             rc = -1;
-        }
+        else if (p->nr_funcs == nr)
+            rc = lp_fs_merge(e, &n->prof->fs);
+        else
+            lp_fs_move(e, &n->prof->fs);
         free(key);
         n->prof->node = NULL;
         n->prof = NULL;

@@ -10,6 +10,15 @@
 #include <uthash.h>
 
 #include "lbr2prof/profile.h"
+#include "util/hash.h"
+
+/* The top-level table (the only uthash table here) hashes with XXH3: a
+ * flat CS profile's keys are whole contexts (84k of ~80 bytes on a large
+ * profile), where uthash's byte-at-a-time hash was the cost. Iteration is
+ * in insertion order either way. */
+#undef HASH_FUNCTION
+#define HASH_FUNCTION(keyptr, keylen, hashv) \
+    ((hashv) = (unsigned)lp_hash_bytes((keyptr), (keylen)))
 
 /* ---- data structures ------------------------------------------------ */
 
@@ -165,8 +174,11 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
                             const char *name)
 {
     struct lp_top *head = p->funcs, *t;
+    size_t len = strlen(context);
+    unsigned h;
 
-    HASH_FIND(hh, head, context, strlen(context), t);
+    HASH_VALUE(context, len, h);
+    HASH_FIND_BYHASHVALUE(hh, head, context, len, h, t);
     if (t)
         return &t->fs;
     t = calloc(1, sizeof *t);
@@ -179,7 +191,7 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
         free(t);
         return NULL;
     }
-    HASH_ADD_KEYPTR(hh, head, t->fs.context, strlen(t->fs.context), t);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, head, t->fs.context, len, h, t);
     p->funcs = head;
     p->nr_funcs++;
     return &t->fs;
