@@ -180,6 +180,21 @@ const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
     return n;
 }
 
+const cs_name *cs_intern_at(cs_trie *t, cs_pmemo *memo, const char *s)
+{
+    cs_pmemo *m;
+    const cs_name *n;
+
+    if (!memo)
+        return cs_intern(t, s, strlen(s));
+    m = &memo[((uintptr_t)s * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - CS_PMEMO_BITS)];
+    if (m->p == s)
+        return m->n;
+    if ((n = cs_intern(t, s, strlen(s))))
+        *m = (cs_pmemo){s, n};
+    return n;
+}
+
 uint64_t cs_callsite_hash(uint64_t name_md5, lp_loc loc)
 {
     uint64_t id = ((uint64_t)loc.disc << 32) | loc.line;
@@ -409,7 +424,8 @@ cs_prof *cs_prof_get(cs_trie *t, cs_node *n)
     return n->prof;
 }
 
-cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n)
+cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n,
+                 cs_pmemo *memo)
 {
     cs_node *node = &t->root;
     lp_loc loc = {0, 0};
@@ -417,7 +433,7 @@ cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n)
     size_t i;
 
     for (i = 0; i < n && node; i++) {
-        if (!(f = cs_intern(t, frames[i].func, strlen(frames[i].func))))
+        if (!(f = cs_intern_at(t, memo, frames[i].func)))
             return NULL;
         node = cs_child_get(t, node, loc, f);
         loc = frames[i].loc;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lbr2prof/csprofile.h"
+#include "context/cs_internal.h"
 
 #define BIN "tests/data/llvm-profgen-inputs/noinline-cs-noprobe.perfbin"
 #define BASE 0x400000u
@@ -415,6 +416,35 @@ static void test_bad_binary_index(void **state)
     lp_binary_close(b);
 }
 
+/* cs_intern_at: by address through the memo, the same interned names as
+ * cs_intern (equal texts at different addresses share one; many more
+ * addresses than slots, so slots are reused) */
+static void test_intern_memo(void **state)
+{
+    enum { N = 3 * (1 << CS_PMEMO_BITS) };
+    cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
+    char (*s)[16] = calloc(N, sizeof *s);
+    const cs_name *n;
+    cs_trie t;
+    int i, round;
+    (void)state;
+
+    cs_trie_init(&t);
+    for (i = 0; i < N; i++)
+        snprintf(s[i], sizeof s[i], "f%d", i % (N / 2));
+    for (round = 0; round < 2; round++)
+        for (i = 0; i < N; i++) {
+            n = cs_intern_at(&t, memo, s[i]);
+            assert_non_null(n);
+            assert_string_equal(n->s, s[i]);
+            assert_ptr_equal(n, cs_intern(&t, s[i], strlen(s[i])));
+            assert_ptr_equal(n, cs_intern_at(&t, NULL, s[(i + N / 2) % N]));
+        }
+    cs_trie_free(&t);
+    free(s);
+    free(memo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_context_order),
         cmocka_unit_test(test_extbinary_flags),
         cmocka_unit_test(test_bad_binary_index),
+        cmocka_unit_test(test_intern_memo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
