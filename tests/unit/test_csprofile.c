@@ -445,6 +445,38 @@ static void test_intern_memo(void **state)
     free(memo);
 }
 
+/* Flat CS profiles through the trie and back: the contexts printed
+ * frame by frame on the way down are the keys they came from (call-site
+ * lines and discriminators, siblings, a context and its callers') */
+static void test_trie_round_trip(void **state)
+{
+    static const char *ctx[] = {
+        "main", "main:3 @ foo", "main:3.2 @ foo", "main:3.2 @ foo:1 @ bar",
+        "main:12 @ foo:7.11 @ bar", "main:3 @ baz", "other:65535 @ x",
+    };
+    size_t n = sizeof ctx / sizeof *ctx, i;
+    lp_profile *p = lp_profile_new(), *q = lp_profile_new();
+    cs_trie t;
+    (void)state;
+
+    for (i = 0; i < n; i++)
+        lp_profile_get(p, ctx[i], NULL)->total = 10 + i;
+    cs_trie_init(&t);
+    assert_int_equal(cs_trie_from_profile(&t, p), 0);
+    assert_int_equal(p->nr_funcs, 0);
+    assert_int_equal(cs_trie_to_profile(&t, q), 0);
+    assert_int_equal(q->nr_funcs, n);
+    for (i = 0; i < n; i++) {
+        lp_fsamples *fs = lp_profile_find(q, ctx[i]);
+        if (!fs)
+            fail_msg("context '%s' lost", ctx[i]);
+        assert_int_equal(fs->total, 10 + i);
+    }
+    cs_trie_free(&t);
+    lp_profile_free(p);
+    lp_profile_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_extbinary_flags),
         cmocka_unit_test(test_bad_binary_index),
         cmocka_unit_test(test_intern_memo),
+        cmocka_unit_test(test_trie_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
