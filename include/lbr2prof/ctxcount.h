@@ -71,6 +71,10 @@ void lp_ctxcount_clear(lp_ctxcount *cc);
 lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
                               const lp_ctx_frame *frames, size_t n,
                               bool was_leaf_inlined, lp_error *err);
+/* From now on keep the frame names lp_ctxcount_get is given by pointer
+ * instead of copying them: the caller keeps them valid (and unchanged) as
+ * long as cc's entries (the unwinder's names are its binaries'). */
+void lp_ctxcount_borrow_names(lp_ctxcount *cc);
 /* Lookup by printed key; NULL if absent. */
 lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
                                const char *key);

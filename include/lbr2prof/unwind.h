@@ -166,7 +166,8 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,
 void lp_unwind_set_total_samples(lp_unwinder *u, uint64_t n);
 
 /* Unwind what is pending, emit the warning summaries, and hand over the
- * counters (the caller frees them with lp_ctxcount_free). NULL on error.
+ * counters (the caller frees them with lp_ctxcount_free; their frames'
+ * names are the binaries', valid until lp_binary_close). NULL on error.
  * Afterwards the unwinder can only be freed. */
 lp_ctxcount *lp_unwind_finish(lp_unwinder *u, lp_error *err);
 

@@ -201,6 +201,7 @@ struct lp_binary {
 
     lp_code_region *regions;    /* sorted, disjoint */
     size_t nregions;
+    size_t last_region;         /* the region found last (lookups repeat) */
 
     lp_func_entry *funcs_by_name;       /* uthash */
     const lp_function **funcs;          /* insertion (DWARF) order */

@@ -88,6 +88,18 @@ void cs_trie_init(cs_trie *t);
 void cs_trie_free(cs_trie *t);
 
 const cs_name *cs_intern(cs_trie *t, const char *s, size_t len);
+
+/* The interned names of strings by address: a direct-mapped memo in front
+ * of cs_intern for names that stay at one address with one text while the
+ * memo is used (the binaries' names, during generation: ~750k lookups of
+ * ~1,500 names on a large profile, each a hash of a long linkage name). */
+#define CS_PMEMO_BITS 12
+typedef struct cs_pmemo {
+    const char *p;
+    const cs_name *n;
+} cs_pmemo;
+/* memo: 1 << CS_PMEMO_BITS zeroed slots, or NULL (plain cs_intern) */
+const cs_name *cs_intern_at(cs_trie *t, cs_pmemo *memo, const char *s);
 uint64_t cs_callsite_hash(uint64_t name_md5, lp_loc loc);
 
 /* getChildContext / getOrCreateChildContext (NULL: none / no memory) */
@@ -121,7 +133,8 @@ cs_prof *cs_prof_new(cs_trie *t, const char *name);
 
 /* getOrCreateContextPath for a frame vector (root first; the leaf's
  * location is not used). NULL on no memory. */
-cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n);
+cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n,
+                 cs_pmemo *memo);
 
 /* Breadth-first list of every node, the root first (SampleContextTracker's
  * iterator). malloc'ed; *n set. NULL on no memory. */

@@ -47,6 +47,7 @@ typedef struct gen {
     bool fs;                    /* flow-sensitive discriminators */
     lp_error *err;
     const lp_func_range *last;  /* the last function range found */
+    cs_pmemo *memo;             /* interned names by address (binaries') */
 } gen;
 
 /* findFuncRange, remembering the last range (pieces and branches of one
@@ -217,7 +218,7 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
             site = leaf;
         }
     }
-    if (!(cn = cs_intern(g->t, callee, strlen(callee))) ||
+    if (!(cn = cs_intern_at(g->t, g->memo, callee)) ||
         !(child = cs_child_get(g->t, node, site, cn)) || !(p = cs_prof_get(g->t, child)))
         return cs_oom(g->err);
     p->fs.head = lp_sat_add(p->fs.head, br->count);
@@ -236,9 +237,10 @@ static int boundary(gen *g, cs_node *node, const lp_counters *c)
 }
 
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                     cs_insts **its, const lp_ctx_entry *e, lp_error *err)
+                     cs_insts **its, cs_pmemo *memo, const lp_ctx_entry *e,
+                     lp_error *err)
 {
-    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL};
+    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo};
     cs_node *node = &t->root;
     cs_prof *p;
 
@@ -251,7 +253,8 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
         return cs_oom(err);
     g.it = its[e->bin];
     if (e->nframes) {
-        if (!(node = cs_path(t, e->frames, e->nframes)) || !(p = cs_prof_get(t, node)))
+        if (!(node = cs_path(t, e->frames, e->nframes, memo)) ||
+            !(p = cs_prof_get(t, node)))
             return cs_oom(err);
         if (e->was_leaf_inlined)
             p->fs.attrs |= CS_WAS_INLINED;
@@ -316,11 +319,14 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_all(cc, &v), i;
     cs_insts **its = calloc(nbins ? nbins : 1, sizeof *its);
-    int rc = n < 0 || !its ? cs_oom(err) : 0;
+    /* every name given to it stays put until the loop ends: the entries'
+     * (freed after it) and the binaries' */
+    cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
+    int rc = n < 0 || !its || !memo ? cs_oom(err) : 0;
     size_t k;
 
     for (i = 0; i < n && rc == 0; i++) {
-        rc = add_entry(t, bins, nbins, its, v[i], err);
+        rc = add_entry(t, bins, nbins, its, memo, v[i], err);
         if (consume) {
             lp_counters_free(v[i]->counters);
             v[i]->counters = NULL;
@@ -329,6 +335,7 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     for (k = 0; its && k < nbins; k++)
         cs_insts_free(its[k]);
     free(its);
+    free(memo);
     free(v);
     if (consume)
         lp_ctxcount_clear(cc); /* the keys and frames too: the trie has its own */

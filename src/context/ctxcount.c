@@ -38,6 +38,7 @@ struct lp_ctxcount {
     size_t kcap;
     size_t *lens;               /* scratch: the frames' name lengths */
     size_t lcap;
+    bool borrow;                /* names kept by pointer, not copied */
 };
 
 lp_ctxcount *lp_ctxcount_new(void)
@@ -59,8 +60,14 @@ void lp_ctxcount_free(lp_ctxcount *cc)
     free(cc);
 }
 
+void lp_ctxcount_borrow_names(lp_ctxcount *cc)
+{
+    cc->borrow = true;
+}
+
 void lp_ctxcount_clear(lp_ctxcount *cc)
 {
+    bool borrow = cc->borrow;
     size_t i;
 
     for (i = 0; i < cc->n; i++)
@@ -70,6 +77,7 @@ void lp_ctxcount_clear(lp_ctxcount *cc)
     free(cc->kbuf);
     free(cc->lens);
     memset(cc, 0, sizeof *cc);
+    cc->borrow = borrow;
 }
 
 size_t lp_ctxcount_size(const lp_ctxcount *cc)
@@ -309,17 +317,18 @@ lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
     return c ? &c->e : NULL;
 }
 
-/* The entry with its frames, key and names in one block. */
+/* The entry with its frames, key and names (unless borrowed) in one
+ * block. */
 static ctx_ent *make_ent(const char *hkey, size_t hlen,
                          const lp_ctx_frame *frames, const size_t *lens,
-                         size_t n)
+                         size_t n, bool borrow)
 {
     size_t names = 0, i, o;
     ctx_ent *c;
     char *p;
     int bin;
 
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n && !borrow; i++)
         names += lens[i] + 1;
     c = calloc(1, sizeof *c + n * sizeof *frames + hlen + 1 + names);
     if (!c)
@@ -332,6 +341,10 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
     c->hlen = hlen;
     p = c->hkey + c->hlen + 1;
     for (i = 0; i < n; i++) {
+        if (borrow) {
+            c->frames[i] = frames[i];
+            continue;
+        }
         o = lens[i] + 1;
         memcpy(p, frames[i].func, o);
         c->frames[i] = (lp_ctx_frame){p, frames[i].loc};
@@ -354,7 +367,7 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
 
     if (c)
         return &c->e;
-    if (!len || reserve(cc) || !(c = make_ent(cc->kbuf, len, frames, cc->lens, n)) ||
+    if (!len || reserve(cc) || !(c = make_ent(cc->kbuf, len, frames, cc->lens, n, cc->borrow)) ||
         !(c->e.counters = lp_counters_new())) {
         free(c);
         lp_error_set(err, LP_ENOMEM, "context table: out of memory");

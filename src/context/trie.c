@@ -6,6 +6,7 @@
  * the profiles attached to them; not what is computed on them.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +178,21 @@ const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
     n->len = len;
     n->md5 = lp_md5_hash64(s, len);
     HASH_ADD_KEYPTR(hh, t->names, n->s, n->len, n);
+    return n;
+}
+
+const cs_name *cs_intern_at(cs_trie *t, cs_pmemo *memo, const char *s)
+{
+    cs_pmemo *m;
+    const cs_name *n;
+
+    if (!memo)
+        return cs_intern(t, s, strlen(s));
+    m = &memo[((uintptr_t)s * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - CS_PMEMO_BITS)];
+    if (m->p == s)
+        return m->n;
+    if ((n = cs_intern(t, s, strlen(s))))
+        *m = (cs_pmemo){s, n};
     return n;
 }
 
@@ -409,7 +425,8 @@ cs_prof *cs_prof_get(cs_trie *t, cs_node *n)
     return n->prof;
 }
 
-cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n)
+cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n,
+                 cs_pmemo *memo)
 {
     cs_node *node = &t->root;
     lp_loc loc = {0, 0};
@@ -417,7 +434,7 @@ cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n)
     size_t i;
 
     for (i = 0; i < n && node; i++) {
-        if (!(f = cs_intern(t, frames[i].func, strlen(frames[i].func))))
+        if (!(f = cs_intern_at(t, memo, frames[i].func)))
             return NULL;
         node = cs_child_get(t, node, loc, f);
         loc = frames[i].loc;
@@ -480,56 +497,83 @@ cs_node **cs_bfs(cs_trie *t, size_t *n)
 
 /* ---- conversion to and from flat CS profiles ------------------------------------ */
 
-typedef struct frame_stack {
-    lp_ctx_frame *v;
-    size_t cap;
-} frame_stack;
+/* The printed context of the node being emitted (lp_ctx_key's format),
+ * built frame by frame as the walk goes down instead of printed whole per
+ * profile: the callers' frames with their call sites, " @ " after each. */
+typedef struct key_stack {
+    char *b;
+    size_t len, cap;
+} key_stack;
 
-static int emit(cs_node *n, frame_stack *st, size_t depth, lp_profile *p)
+/* Append s[0..n) and keep the text NUL-terminated. 0 or -1. */
+static int ks_put(key_stack *k, const char *s, size_t n)
 {
-    lp_ctx_frame *nv;
+    char *nb;
+    size_t nc;
+
+    if (k->len + n + 1 > k->cap) {
+        for (nc = k->cap ? k->cap * 2 : 256; nc < k->len + n + 1; nc *= 2)
+            ;
+        if (!(nb = realloc(k->b, nc)))
+            return -1;
+        k->b = nb;
+        k->cap = nc;
+    }
+    memcpy(k->b + k->len, s, n);
+    k->len += n;
+    k->b[k->len] = 0;
+    return 0;
+}
+
+/* ":line[.disc] @ " of a call site */
+static int ks_put_site(key_stack *k, lp_loc loc)
+{
+    char t[32];
+    int n = loc.disc ? snprintf(t, sizeof t, ":%u.%u @ ", loc.line, loc.disc)
+                     : snprintf(t, sizeof t, ":%u @ ", loc.line);
+
+    return ks_put(k, t, (size_t)n);
+}
+
+static int emit(cs_node *n, key_stack *ks, lp_profile *p)
+{
+    size_t base = ks->len, named, nr;
     lp_fsamples *e;
     uint32_t i;
-    char *key;
     int rc = 0;
 
-    if (depth + 1 > st->cap) {
-        st->cap = st->cap ? st->cap * 2 : 16;
-        if (!(nv = realloc(st->v, st->cap * sizeof *nv)))
-            return -1;
-        st->v = nv;
-    }
-    st->v[depth] = (lp_ctx_frame){n->func->s, {0, 0}};
+    if (ks_put(ks, n->func->s, n->func->len))
+        return -1;
+    named = ks->len;
     if (n->prof) {
-        if (!(key = lp_ctx_key(st->v, depth + 1)))
-            return -1;
-        if ((e = lp_profile_find(p, key))) {
-            rc = lp_fs_merge(e, &n->prof->fs);
-        } else if ((e = lp_profile_get(p, key, n->func->s))) {
-            lp_fs_move(e, &n->prof->fs);
-        } else {
+        nr = p->nr_funcs;       /* lp_profile_get counts the profiles it makes */
+        if (!(e = lp_profile_get(p, ks->b, n->func->s)))
             rc = -1;
-        }
-        free(key);
+        else if (p->nr_funcs == nr)
+            rc = lp_fs_merge(e, &n->prof->fs);
+        else
+            lp_fs_move(e, &n->prof->fs);
         n->prof->node = NULL;
         n->prof = NULL;
     }
     for (i = 0; i < n->nkids && rc == 0; i++) {
-        st->v[depth] = (lp_ctx_frame){n->func->s, n->kids[i].n->callsite};
-        rc = emit(n->kids[i].n, st, depth + 1, p);
+        ks->len = named;
+        rc = ks_put_site(ks, n->kids[i].n->callsite) ? -1
+                                                     : emit(n->kids[i].n, ks, p);
     }
+    ks->len = base;
     return rc;
 }
 
 int cs_trie_to_profile(cs_trie *t, lp_profile *p)
 {
-    frame_stack st = {0};
+    key_stack ks = {0};
     uint32_t i;
     int rc = 0;
 
     for (i = 0; i < t->root.nkids && rc == 0; i++)
-        rc = emit(t->root.kids[i].n, &st, 0, p);
-    free(st.v);
+        rc = emit(t->root.kids[i].n, &ks, p);
+    free(ks.b);
     p->is_cs = 1;
     return rc;
 }

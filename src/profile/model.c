@@ -10,6 +10,15 @@
 #include <uthash.h>
 
 #include "lbr2prof/profile.h"
+#include "util/hash.h"
+
+/* The top-level table (the only uthash table here) hashes with XXH3: a
+ * flat CS profile's keys are whole contexts (84k of ~80 bytes on a large
+ * profile), where uthash's byte-at-a-time hash was the cost. Iteration is
+ * in insertion order either way. */
+#undef HASH_FUNCTION
+#define HASH_FUNCTION(keyptr, keylen, hashv) \
+    ((hashv) = (unsigned)lp_hash_bytes((keyptr), (keylen)))
 
 /* ---- data structures ------------------------------------------------ */
 
@@ -165,8 +174,11 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
                             const char *name)
 {
     struct lp_top *head = p->funcs, *t;
+    size_t len = strlen(context);
+    unsigned h;
 
-    HASH_FIND(hh, head, context, strlen(context), t);
+    HASH_VALUE(context, len, h);
+    HASH_FIND_BYHASHVALUE(hh, head, context, len, h, t);
     if (t)
         return &t->fs;
     t = calloc(1, sizeof *t);
@@ -179,7 +191,7 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
         free(t);
         return NULL;
     }
-    HASH_ADD_KEYPTR(hh, head, t->fs.context, strlen(t->fs.context), t);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, head, t->fs.context, len, h, t);
     p->funcs = head;
     p->nr_funcs++;
     return &t->fs;
@@ -449,16 +461,6 @@ static int top_cmp(const void *a, const void *b)
     return strcmp(x->context, y->context);
 }
 
-static int top_cs_cmp(const void *a, const void *b)
-{
-    const lp_fsamples *x = *(lp_fsamples *const *)a;
-    const lp_fsamples *y = *(lp_fsamples *const *)b;
-
-    if (x->total != y->total)
-        return x->total > y->total ? -1 : 1;
-    return lp_context_cmp(x->context, y->context);
-}
-
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
 {
     const struct lp_top *t;
@@ -473,12 +475,110 @@ size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
     return i;
 }
 
+/* Top-level CS profiles of one total, ordered by context: each context
+ * as a byte key whose memcmp order is lp_context_cmp's (see
+ * ctx_key_append). */
+typedef struct cs_sort_item {
+    const unsigned char *key;
+    size_t len;
+    lp_fsamples *fs;
+} cs_sort_item;
+
+static int cs_item_cmp(const void *a, const void *b)
+{
+    const cs_sort_item *x = a, *y = b;
+    size_t m = x->len < y->len ? x->len : y->len;
+    int c;
+
+    if ((c = memcmp(x->key, y->key, m)) != 0)
+        return c;
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static int total_desc_cmp(const void *a, const void *b)
+{
+    const lp_fsamples *x = *(lp_fsamples *const *)a;
+    const lp_fsamples *y = *(lp_fsamples *const *)b;
+
+    return x->total != y->total ? (x->total > y->total ? -1 : 1) : 0;
+}
+
+typedef struct key_buf {
+    unsigned char *b;
+    size_t n, cap;
+} key_buf;
+
+static int ctx_key_append(key_buf *k, const char *ctx);
+
+/* Sort v[0..n) (one total) by context; it has room for n items. The
+ * keys share one buffer; their offsets become pointers once it stops
+ * moving. */
+static int sort_tied(lp_fsamples **v, size_t n, cs_sort_item *it, key_buf *k)
+{
+    size_t i, o;
+
+    k->n = 0;
+    for (i = 0; i < n; i++) {
+        o = k->n;
+        if (ctx_key_append(k, v[i]->context))
+            return -1;
+        it[i] = (cs_sort_item){(const unsigned char *)(uintptr_t)o, k->n - o, v[i]};
+    }
+    for (i = 0; i < n; i++)
+        it[i].key = k->b + (uintptr_t)it[i].key;
+    qsort(it, n, sizeof *it, cs_item_cmp);
+    for (i = 0; i < n; i++)
+        v[i] = it[i].fs;
+    return 0;
+}
+
+/* By total (descending), then each run of one total by context: the
+ * contexts are parsed once into keys instead of once per comparison
+ * (84k contexts: lp_context_cmp was 8% of a flat CS text run), and only
+ * one run's keys exist at a time (the largest run of the 84k-context
+ * bench is 7% of the profiles). Both sorts are stable, as one sort with
+ * lp_context_cmp after the total was. */
+static int sort_cs(lp_fsamples **v, size_t n)
+{
+    cs_sort_item *it = NULL, *nit;
+    size_t i, j, cap = 0;
+    key_buf k = {0};
+    int rc = 0;
+
+    qsort(v, n, sizeof *v, total_desc_cmp);
+    for (i = 0; i < n && rc == 0; i = j) {
+        for (j = i + 1; j < n && v[j]->total == v[i]->total; j++)
+            ;
+        if (j - i < 2)
+            continue;
+        if (j - i > cap) {
+            if (!(nit = realloc(it, (j - i) * sizeof *it))) {
+                rc = -1;
+                break;
+            }
+            it = nit;
+            cap = j - i;
+        }
+        rc = sort_tied(v + i, j - i, it, &k);
+    }
+    free(k.b);
+    free(it);
+    return rc;
+}
+
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 {
     size_t n = lp_profile_all(p, out);
 
-    if (n != (size_t)-1)
-        qsort(*out, n, sizeof **out, p->is_cs ? top_cs_cmp : top_cmp);
+    if (n == (size_t)-1)
+        return n;
+    if (!p->is_cs)
+        qsort(*out, n, sizeof **out, top_cmp);
+    else if (sort_cs(*out, n)) {
+        free(*out);
+        *out = NULL;
+        return (size_t)-1;
+    }
     return n;
 }
 
@@ -756,6 +856,44 @@ size_t lp_context_split(const char *ctx, lp_context_frame *out, size_t max)
         n++;
     }
     return n;
+}
+
+static unsigned char *put_be32(unsigned char *o, uint32_t v)
+{
+    o[0] = (unsigned char)(v >> 24);
+    o[1] = (unsigned char)(v >> 16);
+    o[2] = (unsigned char)(v >> 8);
+    o[3] = (unsigned char)v;
+    return o + 4;
+}
+
+/* Byte key of a context whose memcmp order (then the shorter first) is
+ * lp_context_cmp's: per frame its name and a NUL (names hold none: a name
+ * that is a prefix of the other comes first), then line and discriminator
+ * as 4 big-endian bytes each. A context whose key is a prefix of the
+ * other's has fewer frames, the same ones. */
+static int ctx_key_append(key_buf *k, const char *ctx)
+{
+    ctx_frame_view f;
+    unsigned char *o, *nb;
+    size_t nc;
+
+    while (next_frame(&ctx, &f)) {
+        if (k->n + f.len + 9 > k->cap) {
+            for (nc = k->cap ? k->cap * 2 : 4096; nc < k->n + f.len + 9; nc *= 2)
+                ;
+            if (!(nb = realloc(k->b, nc)))
+                return -1;
+            k->b = nb;
+            k->cap = nc;
+        }
+        o = k->b + k->n;
+        memcpy(o, f.name, f.len);
+        o[f.len] = 0;
+        put_be32(put_be32(o + f.len + 1, f.line), f.disc);
+        k->n += f.len + 9;
+    }
+    return 0;
 }
 
 int lp_context_cmp(const char *a, const char *b)

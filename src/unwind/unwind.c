@@ -327,6 +327,7 @@ lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return NULL;
     }
+    lp_ctxcount_borrow_names(u->cc);    /* frames' names are the binaries' */
     memcpy(u->bins, bins, nbins * sizeof *bins);
     u->nbins = nbins;
     u->bin = bins[0];

@@ -1244,6 +1244,57 @@ static void test_lazy_disassembly(void **state)
     lp_binary_close(b);
 }
 
+/* lp_binary_inst at every byte of the code, forwards then from the end
+ * (the region found last is tried first): found exactly at the
+ * instruction starts the walk gives, with that address; not found in
+ * between, in gaps between regions or outside the code */
+static void check_inst_at(lp_binary *b, uint64_t x, const uint64_t *starts,
+                          size_t n)
+{
+    size_t lo = 0, hi = n, mid;
+    lp_error e = {0};
+    lp_inst in;
+    int r = lp_binary_inst(b, x, &in, &e);
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (starts[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (r != (lo < n && starts[lo] == x))
+        fail_msg("%#" PRIx64 ": %d", x, r);
+    if (r == 1 && in.addr != x)
+        fail_msg("%#" PRIx64 ": instruction at %#" PRIx64, x, in.addr);
+}
+
+static void test_inst_lookup_every_byte(void **state)
+{
+    (void)state;
+    lp_binary *b = open_ok("tests/data/autofdo/test.binary", NULL);
+    lp_error e = {0};
+    uint64_t a, x, *starts = NULL;
+    size_t n = 0, cap = 0;
+
+    assert_int_equal(lp_binary_inst_at_or_after(b, 0, &a, &e), 1);
+    do {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            starts = realloc(starts, cap * sizeof *starts);
+            assert_non_null(starts);
+        }
+        starts[n++] = a;
+    } while (lp_binary_next_inst(b, a, &a, &e) == 1);
+    assert_true(n > 1000);
+    for (x = starts[0] - 70; x < starts[n - 1] + 70; x++)
+        check_inst_at(b, x, starts, n);
+    for (x = starts[n - 1] + 70; x > starts[0] - 70; x--)
+        check_inst_at(b, x, starts, n);
+    free(starts);
+    lp_binary_close(b);
+}
+
 /* Prolog/epilog: range starts and the next instruction, rets and the
  * instruction before, as llvm-profgen's PrologEpilogTracker. */
 static void test_prolog_epilog(void **state)
@@ -1436,6 +1487,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_disasm_matches_profgen),
+        cmocka_unit_test(test_inst_lookup_every_byte),
         cmocka_unit_test(test_symbolize_matches_profgen),
         cmocka_unit_test(test_self_matches_profgen),
         cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),

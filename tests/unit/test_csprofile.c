@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lbr2prof/csprofile.h"
+#include "context/cs_internal.h"
 
 #define BIN "tests/data/llvm-profgen-inputs/noinline-cs-noprobe.perfbin"
 #define BASE 0x400000u
@@ -415,6 +416,67 @@ static void test_bad_binary_index(void **state)
     lp_binary_close(b);
 }
 
+/* cs_intern_at: by address through the memo, the same interned names as
+ * cs_intern (equal texts at different addresses share one; many more
+ * addresses than slots, so slots are reused) */
+static void test_intern_memo(void **state)
+{
+    enum { N = 3 * (1 << CS_PMEMO_BITS) };
+    cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
+    char (*s)[16] = calloc(N, sizeof *s);
+    const cs_name *n;
+    cs_trie t;
+    int i, round;
+    (void)state;
+
+    cs_trie_init(&t);
+    for (i = 0; i < N; i++)
+        snprintf(s[i], sizeof s[i], "f%d", i % (N / 2));
+    for (round = 0; round < 2; round++)
+        for (i = 0; i < N; i++) {
+            n = cs_intern_at(&t, memo, s[i]);
+            assert_non_null(n);
+            assert_string_equal(n->s, s[i]);
+            assert_ptr_equal(n, cs_intern(&t, s[i], strlen(s[i])));
+            assert_ptr_equal(n, cs_intern_at(&t, NULL, s[(i + N / 2) % N]));
+        }
+    cs_trie_free(&t);
+    free(s);
+    free(memo);
+}
+
+/* Flat CS profiles through the trie and back: the contexts printed
+ * frame by frame on the way down are the keys they came from (call-site
+ * lines and discriminators, siblings, a context and its callers') */
+static void test_trie_round_trip(void **state)
+{
+    static const char *ctx[] = {
+        "main", "main:3 @ foo", "main:3.2 @ foo", "main:3.2 @ foo:1 @ bar",
+        "main:12 @ foo:7.11 @ bar", "main:3 @ baz", "other:65535 @ x",
+    };
+    size_t n = sizeof ctx / sizeof *ctx, i;
+    lp_profile *p = lp_profile_new(), *q = lp_profile_new();
+    cs_trie t;
+    (void)state;
+
+    for (i = 0; i < n; i++)
+        lp_profile_get(p, ctx[i], NULL)->total = 10 + i;
+    cs_trie_init(&t);
+    assert_int_equal(cs_trie_from_profile(&t, p), 0);
+    assert_int_equal(p->nr_funcs, 0);
+    assert_int_equal(cs_trie_to_profile(&t, q), 0);
+    assert_int_equal(q->nr_funcs, n);
+    for (i = 0; i < n; i++) {
+        lp_fsamples *fs = lp_profile_find(q, ctx[i]);
+        if (!fs)
+            fail_msg("context '%s' lost", ctx[i]);
+        assert_int_equal(fs->total, 10 + i);
+    }
+    cs_trie_free(&t);
+    lp_profile_free(p);
+    lp_profile_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +491,8 @@ int main(void)
         cmocka_unit_test(test_context_order),
         cmocka_unit_test(test_extbinary_flags),
         cmocka_unit_test(test_bad_binary_index),
+        cmocka_unit_test(test_intern_memo),
+        cmocka_unit_test(test_trie_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,37 @@ static void test_clear(void **state)
     lp_ctxcount_free(cc);
 }
 
+/* lp_ctxcount_borrow_names: the frames keep the caller's name pointers
+ * (copied otherwise); keys and lookups are the same; clear keeps the mode */
+static void test_borrowed_names(void **state)
+{
+    char main_s[] = "main", foo_s[] = "foo";
+    lp_ctx_frame a[2] = {{main_s, {1, 0}}, {foo_s, {0, 0}}};
+    lp_ctxcount *cc = lp_ctxcount_new(), *copy = lp_ctxcount_new();
+    lp_ctx_entry *e, *c;
+    (void)state;
+
+    lp_ctxcount_borrow_names(cc);
+    e = lp_ctxcount_get(cc, 0, a, 2, false, NULL);
+    c = lp_ctxcount_get(copy, 0, a, 2, false, NULL);
+    assert_non_null(e);
+    assert_non_null(c);
+    assert_ptr_equal(e->frames[0].func, main_s);
+    assert_ptr_equal(e->frames[1].func, foo_s);
+    assert_ptr_not_equal(c->frames[0].func, main_s);
+    assert_string_equal(c->frames[1].func, "foo");
+    assert_string_equal(e->key, "main:1 @ foo");
+    assert_string_equal(c->key, e->key);
+    assert_int_equal(e->frames[0].loc.line, 1);
+    assert_ptr_equal(lp_ctxcount_get(cc, 0, a, 2, false, NULL), e);
+    assert_ptr_equal(lp_ctxcount_find(cc, 0, "main:1 @ foo"), e);
+    lp_ctxcount_clear(cc);
+    e = lp_ctxcount_get(cc, 0, a, 2, false, NULL);
+    assert_ptr_equal(e->frames[0].func, main_s);
+    lp_ctxcount_free(cc);
+    lp_ctxcount_free(copy);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,6 +145,7 @@ int main(void)
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_table_and_raw),
         cmocka_unit_test(test_clear),
+        cmocka_unit_test(test_borrowed_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

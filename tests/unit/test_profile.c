@@ -78,6 +78,54 @@ static void test_top_level_order(void **state)
     lp_profile_free(p);
 }
 
+/* CS top-level order: equal totals in lp_context_cmp order (the sort
+ * compares precomputed keys; names that prefix each other, numeric lines
+ * and discriminators, shorter contexts, bytes above 0x7f; ".0" is never
+ * printed, so no two contexts compare equal). */
+static void test_cs_top_level_order(void **state)
+{
+    static const char *names[] = {"f", "fo", "foo", "foo.bar", "f\xc3\xa9", "g"};
+    lp_profile *p = lp_profile_new();
+    lp_fsamples **v;
+    char ctx[256];
+    unsigned seed = 7;
+    size_t n, i, made = 0;
+    int d, k, len;
+    (void)state;
+
+    p->is_cs = 1;
+    for (i = 0; i < 600; i++) {
+        len = 0;
+        d = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 3;
+        for (k = 0; k < d; k++) {
+            seed = seed * 1103515245u + 12345u;
+            len += snprintf(ctx + len, sizeof ctx - (size_t)len, "%s%s",
+                            k ? " @ " : "", names[(seed >> 16) % 6]);
+            if (k + 1 < d) {
+                seed = seed * 1103515245u + 12345u;
+                len += snprintf(ctx + len, sizeof ctx - (size_t)len, ":%u",
+                                (seed >> 16) % 12);
+                if ((seed >> 8) & 1)
+                    len += snprintf(ctx + len, sizeof ctx - (size_t)len, ".%u",
+                                    1 + (seed >> 20) % 11);
+            }
+        }
+        if (!lp_profile_find(p, ctx))
+            made++;
+        lp_profile_get(p, ctx, NULL)->total = i % 50 == 0 ? 100 + i : 1 + (i % 3 == 0);
+    }
+    n = lp_profile_sorted(p, &v);
+    assert_int_equal(n, made);
+    assert_true(n > 200);
+    for (i = 1; i < n; i++) {
+        assert_true(v[i - 1]->total >= v[i]->total);
+        if (v[i - 1]->total == v[i]->total)
+            assert_true(lp_context_cmp(v[i - 1]->context, v[i]->context) < 0);
+    }
+    free(v);
+    lp_profile_free(p);
+}
+
 static void test_fixups(void **state)
 {
     lp_profile *p = lp_profile_new();
@@ -232,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_saturating_add),
         cmocka_unit_test(test_body_and_targets_sorted),
         cmocka_unit_test(test_top_level_order),
+        cmocka_unit_test(test_cs_top_level_order),
         cmocka_unit_test(test_fixups),
         cmocka_unit_test(test_drop_callees),
         cmocka_unit_test(test_merge_bodies),
