@@ -92,6 +92,11 @@ long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out);
  * OOM. */
 char *lp_ctx_key(const lp_ctx_frame *frames, size_t n);
 
+/* A caller frame's call site as lp_ctx_key prints it, ":line[.disc]",
+ * into out (LP_CTX_SITE_ROOM bytes, not NUL-terminated); its length. */
+#define LP_CTX_SITE_ROOM 22
+size_t lp_ctx_site_print(char *out, lp_loc loc);
+
 /* Parse a printed key into frames (func pointers into *buf, which the
  * caller frees; *frames malloc'ed, caller frees). -1 if malformed. */
 int lp_ctx_parse_key(const char *key, lp_ctx_frame **frames, size_t *n,

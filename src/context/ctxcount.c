@@ -101,21 +101,24 @@ static size_t put_u32(char *out, uint32_t v)
     return n;
 }
 
+size_t lp_ctx_site_print(char *out, lp_loc loc)
+{
+    size_t o = 0;
+
+    out[o++] = ':';
+    o += put_u32(out + o, loc.line);
+    if (loc.disc) {
+        out[o++] = '.';
+        o += put_u32(out + o, loc.disc);
+    }
+    return o;
+}
+
 static size_t put_frame(char *out, const lp_ctx_frame *f, size_t len,
                         bool leaf)
 {
-    size_t o = len;
-
-    memcpy(out, f->func, o);
-    if (!leaf) {
-        out[o++] = ':';
-        o += put_u32(out + o, f->loc.line);
-        if (f->loc.disc) {
-            out[o++] = '.';
-            o += put_u32(out + o, f->loc.disc);
-        }
-    }
-    return o;
+    memcpy(out, f->func, len);
+    return leaf ? len : len + lp_ctx_site_print(out + len, f->loc);
 }
 
 /* lens: the names' lengths (NULL: measured here) */

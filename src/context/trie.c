@@ -528,11 +528,11 @@ static int ks_put(key_stack *k, const char *s, size_t n)
 /* ":line[.disc] @ " of a call site */
 static int ks_put_site(key_stack *k, lp_loc loc)
 {
-    char t[32];
-    int n = loc.disc ? snprintf(t, sizeof t, ":%u.%u @ ", loc.line, loc.disc)
-                     : snprintf(t, sizeof t, ":%u @ ", loc.line);
+    char t[LP_CTX_SITE_ROOM + 3];
+    size_t n = lp_ctx_site_print(t, loc);
 
-    return ks_put(k, t, (size_t)n);
+    memcpy(t + n, " @ ", 3);
+    return ks_put(k, t, n + 3);
 }
 
 static int emit(cs_node *n, key_stack *ks, lp_profile *p)
