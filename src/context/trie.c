@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/grow.h"
 #include "util/hash.h"
 
 /* The interned names' table (the only uthash table here) hashes with XXH3:
@@ -508,17 +509,8 @@ typedef struct key_stack {
 /* Append s[0..n) and keep the text NUL-terminated. 0 or -1. */
 static int ks_put(key_stack *k, const char *s, size_t n)
 {
-    char *nb;
-    size_t nc;
-
-    if (k->len + n + 1 > k->cap) {
-        for (nc = k->cap ? k->cap * 2 : 256; nc < k->len + n + 1; nc *= 2)
-            ;
-        if (!(nb = realloc(k->b, nc)))
-            return -1;
-        k->b = nb;
-        k->cap = nc;
-    }
+    if (lp_grow_bytes((void **)&k->b, &k->cap, k->len + n + 1, 256))
+        return -1;
     memcpy(k->b + k->len, s, n);
     k->len += n;
     k->b[k->len] = 0;

@@ -10,6 +10,7 @@
 #include <uthash.h>
 
 #include "lbr2prof/profile.h"
+#include "util/grow.h"
 #include "util/hash.h"
 
 /* The top-level table (the only uthash table here) hashes with XXH3: a
@@ -479,8 +480,8 @@ size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
  * as a byte key whose memcmp order is lp_context_cmp's (see
  * ctx_key_append). */
 typedef struct cs_sort_item {
-    const unsigned char *key;
-    size_t len;
+    const unsigned char *key;   /* set once every key is in the buffer */
+    size_t off, len;            /* the key in the keys' buffer */
     lp_fsamples *fs;
 } cs_sort_item;
 
@@ -522,10 +523,10 @@ static int sort_tied(lp_fsamples **v, size_t n, cs_sort_item *it, key_buf *k)
         o = k->n;
         if (ctx_key_append(k, v[i]->context))
             return -1;
-        it[i] = (cs_sort_item){(const unsigned char *)(uintptr_t)o, k->n - o, v[i]};
+        it[i] = (cs_sort_item){NULL, o, k->n - o, v[i]};
     }
     for (i = 0; i < n; i++)
-        it[i].key = k->b + (uintptr_t)it[i].key;
+        it[i].key = k->b + it[i].off;
     qsort(it, n, sizeof *it, cs_item_cmp);
     for (i = 0; i < n; i++)
         v[i] = it[i].fs;
@@ -875,18 +876,11 @@ static unsigned char *put_be32(unsigned char *o, uint32_t v)
 static int ctx_key_append(key_buf *k, const char *ctx)
 {
     ctx_frame_view f;
-    unsigned char *o, *nb;
-    size_t nc;
+    unsigned char *o;
 
     while (next_frame(&ctx, &f)) {
-        if (k->n + f.len + 9 > k->cap) {
-            for (nc = k->cap ? k->cap * 2 : 4096; nc < k->n + f.len + 9; nc *= 2)
-                ;
-            if (!(nb = realloc(k->b, nc)))
-                return -1;
-            k->b = nb;
-            k->cap = nc;
-        }
+        if (lp_grow_bytes((void **)&k->b, &k->cap, k->n + f.len + 9, 4096))
+            return -1;
         o = k->b + k->n;
         memcpy(o, f.name, f.len);
         o[f.len] = 0;

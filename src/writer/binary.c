@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lbr2prof/profile.h"
+#include "util/grow.h"
 #include "writer/writer.h"
 
 enum {
@@ -40,22 +41,11 @@ enum {
 
 void lp_buf_put(lp_buf *b, const void *p, size_t n)
 {
-    uint8_t *nd;
-    size_t cap;
-
     if (b->oom)
         return;
-    if (b->n + n > b->cap) {
-        cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n)
-            cap *= 2;
-        nd = realloc(b->d, cap);
-        if (!nd) {
-            b->oom = 1;
-            return;
-        }
-        b->d = nd;
-        b->cap = cap;
+    if (lp_grow_bytes((void **)&b->d, &b->cap, b->n + n, 4096)) {
+        b->oom = 1;
+        return;
     }
     memcpy(b->d + b->n, p, n);
     b->n += n;
