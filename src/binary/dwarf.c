@@ -10,9 +10,12 @@
 #ifndef DW_AT_GNU_discriminator
 #define DW_AT_GNU_discriminator 0x2136
 #endif
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "binary/binary_internal.h"
 
@@ -313,17 +316,28 @@ static int build_map(lp_binary *b)
 /* The package, if any: --dwp must be one; <debug file>.dwp is used when
  * it is one (llvm falls back to .dwo files when it cannot open it as an
  * object file; a package with a bad index is an error either way). */
+/* Whether the file at path starts with the ELF magic. */
+static bool is_elf_file(const char *path)
+{
+    unsigned char m[SELFMAG];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && read(fd, m, SELFMAG) == SELFMAG && memcmp(m, ELFMAG, SELFMAG) == 0;
+
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 static int open_dwp(lp_binary *b, lp_error *err)
 {
     struct stat st;
     if (!b->dwp_path || (!b->dwp_given && (stat(b->dwp_path, &st) != 0 ||
-                                           !S_ISREG(st.st_mode))))
-        return 0;
+                                           !S_ISREG(st.st_mode) ||
+                                           !is_elf_file(b->dwp_path))))
+        return 0; /* an implicit <debug file>.dwp that is no ELF: silently, as llvm */
     lp_error e = {0};
     if (lp_dwp_open(b->dwp_path, &b->dwp, &e) == 0)
         return 0;
-    if (!b->dwp_given && e.code == LP_EFORMAT && strstr(e.msg, "not an ELF"))
-        return 0; /* silently, as llvm */
     if (err)
         *err = e;
     return -1;

@@ -335,9 +335,9 @@ const char *lp_binary_symbol_name_perf(const lp_binary *b, uint64_t addr,
             continue;
         if (s->size) /* a sized function ends before addr */
             return NULL;
-        end = lo < b->nsyms ? b->syms[lo].addr : UINT64_MAX;
-        if (section_end(b, s->shndx) < end)
-            end = section_end(b, s->shndx);
+        end = section_end(b, s->shndx);
+        if (lo < b->nsyms && b->syms[lo].addr < end)
+            end = b->syms[lo].addr;
         if (addr >= end)
             return NULL;
         if (sym_start)

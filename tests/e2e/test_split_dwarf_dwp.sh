@@ -104,6 +104,13 @@ one() { # name dwp-tool cc cflags...
     same dwp.flat def.flat "$name: prog.dwp is not used by default"
     same wantdef.flat def.flat "$name: default package: differs from llvm-profgen-19"
     rm prog.dwp
+    # a default package that is no ELF file is passed over silently (as
+    # llvm): the .dwo files are used
+    printf 'not an ELF file\n' > prog.dwp && mv dwo/*.dwo . || fail "$name: junk prog.dwp"
+    prof junk.flat --ignore-stack-samples
+    same dwo.flat junk.flat "$name: a non-ELF prog.dwp is not passed over for the .dwo files"
+    grep -q "dwp" junk.flat.log && { cat junk.flat.log; fail "$name: a non-ELF prog.dwp: not silent"; }
+    rm prog.dwp && mv ./*.dwo dwo/ || fail "$name: mv"
     # neither: llvm-profgen's warning, and no stacks
     rm -f none.flat
     "$LBR2PROF" --perfscript=trace.txt --binary=prog -o none.flat > none.log 2>&1
