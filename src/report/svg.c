@@ -204,18 +204,22 @@ static void put_info(svg_state *s, const lp_report_node *n, const char *name)
     }
 }
 
-static void put_frame(svg_state *s, const lp_report_node *n, double x,
-                      double w, size_t d)
+/* c is the frame's start in counts from the left edge; the script decides
+ * zooming on (c, total), exact integers, so that rounding the pixel
+ * geometry never hides a descendant or shows a stranger. */
+static void put_frame(svg_state *s, const lp_report_node *n, uint64_t c,
+                      size_t d)
 {
     const char *name = n->func ? rp_name(n->func, s->o) : "all";
+    double x = PAD + (double)c * s->scale, w = (double)n->total * s->scale;
     double y = TOP + (double)(s->max_depth - d) * FRAME_H;
     char fill[32];
 
     colour(n, name, fill, sizeof fill);
     fprintf(s->f, "<g class=\"f\" id=\"f%zu\" data-d=\"%zu\" data-x=\"%.2f\" "
-                  "data-w=\"%.2f\" data-t=\"%" PRIu64 "\" data-s=\"%" PRIu64
-                  "\" data-n=\"",
-            s->next_id++, d, x, w, n->total, n->self);
+                  "data-w=\"%.2f\" data-c=\"%" PRIu64 "\" data-t=\"%" PRIu64
+                  "\" data-s=\"%" PRIu64 "\" data-n=\"",
+            s->next_id++, d, x, w, c, n->total, n->self);
     xml_put(s->f, name, 0);
     fputs("\" data-i=\"", s->f);
     put_info(s, n, name);
@@ -229,13 +233,13 @@ static void put_frame(svg_state *s, const lp_report_node *n, double x,
     fputs("</text></g>\n", s->f);
 }
 
-static void layout(svg_state *s, const lp_report_node *n, double x, size_t d)
+static void layout(svg_state *s, const lp_report_node *n, uint64_t c, size_t d)
 {
     const lp_report_node **kids;
-    double w = (double)n->total * s->scale, cx = x;
+    uint64_t cc = c;
     size_t i;
 
-    put_frame(s, n, x, w, d);
+    put_frame(s, n, c, d);
     if (!n->nchildren)
         return;
     if (!(kids = malloc(n->nchildren * sizeof *kids))) {
@@ -245,10 +249,9 @@ static void layout(svg_state *s, const lp_report_node *n, double x, size_t d)
     memcpy(kids, n->children, n->nchildren * sizeof *kids);
     qsort(kids, n->nchildren, sizeof *kids, by_name);
     for (i = 0; i < n->nchildren; i++) {
-        double cw = (double)kids[i]->total * s->scale;
-        if (cw >= MIN_W)
-            layout(s, kids[i], cx, d + 1);
-        cx += cw;
+        if ((double)kids[i]->total * s->scale >= MIN_W)
+            layout(s, kids[i], cc, d + 1);
+        cc += kids[i]->total;
     }
     free(kids);
 }
@@ -284,17 +287,17 @@ static const char script[] =
     "  return null;\n"
     "}\n"
     "function zoom(z) {\n"
-    "  var eps = 0.001, ratio = (W - 2 * PAD) / z.w;\n"
+    "  var ratio = (W - 2 * PAD) / z.t;\n"
     "  frames.forEach(function (f) {\n"
     "    var on;\n"
     "    if (f.d < z.d) {\n"
-    "      on = f.x <= z.x + eps && f.x + f.w >= z.x + z.w - eps;\n"
+    "      on = f.c <= z.c && f.c + f.t >= z.c + z.t;\n"
     "      f.parent = on;\n"
     "      if (on) place(f, PAD, W - 2 * PAD);\n"
     "    } else {\n"
-    "      on = f.x >= z.x - eps && f.x + f.w <= z.x + z.w + eps;\n"
+    "      on = f.c >= z.c && f.c + f.t <= z.c + z.t;\n"
     "      f.parent = false;\n"
-    "      if (on) place(f, PAD + (f.x - z.x) * ratio, f.w * ratio);\n"
+    "      if (on) place(f, PAD + (f.c - z.c) * ratio, f.t * ratio);\n"
     "    }\n"
     "    show(f, on);\n"
     "    restyle(f);\n"
@@ -317,9 +320,9 @@ static const char script[] =
     "    if (f.match) { count++; hits.push(f); }\n"
     "    restyle(f);\n"
     "  });\n"
-    "  hits.sort(function (a, b) { return a.x - b.x || b.w - a.w || a.d - b.d; });\n"
+    "  hits.sort(function (a, b) { return a.c - b.c || b.t - a.t || a.d - b.d; });\n"
     "  hits.forEach(function (f) {\n"
-    "    if (f.x >= end - 0.001) { sum += f.t; end = f.x + f.w; }\n"
+    "    if (f.c >= end) { sum += f.t; end = f.c + f.t; }\n"
     "  });\n"
     "  var pct = TOTAL > 0 ? 100 * sum / TOTAL : 0;\n"
     "  matched.textContent = 'Matched: ' + pct.toFixed(2) + '% (' + sum + ' of ' + TOTAL + ' ' + UNIT + ')';\n"
@@ -360,6 +363,7 @@ static const char script[] =
     "    var f = { g: g, rect: r, text: g.querySelector('text'), fill: r.getAttribute('fill'),\n"
     "              x: parseFloat(g.getAttribute('data-x')), w: parseFloat(g.getAttribute('data-w')),\n"
     "              d: parseInt(g.getAttribute('data-d'), 10), t: parseFloat(g.getAttribute('data-t')),\n"
+    "              c: parseFloat(g.getAttribute('data-c')),\n"
     "              name: g.getAttribute('data-n'), info: g.getAttribute('data-i'),\n"
     "              parent: false, match: false };\n"
     "    g.lpFrame = f;\n"
@@ -466,7 +470,7 @@ int rp_write_svg(FILE *f, const lp_report *r, const lp_report_write_opts *o,
     put_head(&s, width, height, title);
     fputs("<g id=\"frames\">\n", f);
     if (s.total)
-        layout(&s, &r->root.n, PAD, 0);
+        layout(&s, &r->root.n, 0, 0);
     fputs("</g>\n</svg>\n", f);
     return s.oom ? lp_error_set(err, LP_ENOMEM, "report: out of memory") : 0;
 }

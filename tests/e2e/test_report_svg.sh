@@ -48,10 +48,10 @@ clang-19 -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -o fg fg.c
 import re
 svg = open("fg.svg").read()
 frames = re.findall(r'<g class="f" id="(f\d+)" data-d="(\d+)" data-x="([\d.]+)" data-w="([\d.]+)" '
-                    r'data-t="(\d+)" data-s="(\d+)" data-n="([^"]*)"', svg)
+                    r'data-c="(\d+)" data-t="(\d+)" data-s="(\d+)" data-n="([^"]*)"', svg)
 # zoom: a frame of depth >= 2 with a child and a sibling (so that the zoom
 # both rescales and hides frames)
-for i, (fid, d, x, w, t, s, name) in enumerate(frames):
+for i, (fid, d, x, w, c, t, s, name) in enumerate(frames):
     kids = frames[i + 1:i + 2]
     sib = [f for f in frames if f[1] == d and f[0] != fid]
     if int(d) >= 2 and kids and int(kids[0][1]) == int(d) + 1 and sib:
@@ -71,11 +71,37 @@ import re, sys, json
 zid, term = sys.argv[1], sys.argv[2]
 svg = open("fg.svg").read()
 pat = re.compile(r'<g class="f" id="(f\d+)" data-d="(\d+)" data-x="([\d.]+)" data-w="([\d.]+)" '
-                 r'data-t="(\d+)" data-s="(\d+)" data-n="([^"]*)"')
-frames = {m.group(1): dict(d=int(m.group(2)), x=float(m.group(3)), w=float(m.group(4)),
-                           t=int(m.group(5)), n=m.group(7)) for m in pat.finditer(svg)}
+                 r'data-c="(\d+)" data-t="(\d+)" data-s="(\d+)" data-n="([^"]*)"')
+frames, order = {}, []
+for m in pat.finditer(svg):
+    frames[m.group(1)] = dict(d=int(m.group(2)), x=float(m.group(3)), w=float(m.group(4)),
+                              c=int(m.group(5)), t=int(m.group(6)), n=m.group(8))
+    order.append(m.group(1))
 doc = json.load(open("fg.json"))
 assert frames and frames["f0"]["t"] == doc["total"], (len(frames), doc["total"])
+
+# The tree from the file's order alone (frames are written depth first): a
+# frame's parent is the closest earlier frame one level up. Zooming must
+# follow this tree, whatever rounding did to the pixel geometry.
+stack = []
+for fid in order:
+    f = frames[fid]
+    del stack[f["d"]:]
+    f["p"] = stack[-1] if stack else None
+    stack.append(fid)
+scale = 1180.0 / frames["f0"]["t"]
+for fid, f in frames.items():
+    assert abs(f["x"] - (10 + f["c"] * scale)) < 0.006 and abs(f["w"] - f["t"] * scale) < 0.006, (fid, f)
+    if f["p"]:
+        p = frames[f["p"]]
+        assert p["c"] <= f["c"] and f["c"] + f["t"] <= p["c"] + p["t"], (fid, f, p)
+
+def chain(fid):
+    out = []
+    while fid:
+        out.append(fid)
+        fid = frames[fid]["p"]
+    return out
 
 def root_attrs(html):
     m = re.search(r"<svg[^>]*>", html)
@@ -109,21 +135,21 @@ assert a.get("data-ready") == "1" and a.get("data-zoom") == zid, a
 zd = dom_frames(zoom)
 z = frames[zid]
 assert zd[zid]["r"]["x"] == "10.00" and zd[zid]["r"]["width"] == "1180.00", zd[zid]["r"]
-eps = 0.01
+ancestors = set(chain(frames[zid]["p"]))
 shown = hidden = parents = 0
 for fid, f in frames.items():
     g = zd[fid]
     if f["d"] < z["d"]:
-        anc = f["x"] <= z["x"] + eps and f["x"] + f["w"] >= z["x"] + z["w"] - eps
-        assert anc == ("display" not in g["g"]), fid
+        anc = fid in ancestors
+        assert anc == ("display" not in g["g"]), (fid, "ancestor" if anc else "not an ancestor")
         if anc:
             assert "parent" in g["g"]["class"] and g["r"]["width"] == "1180.00", (fid, g)
             parents += 1
     else:
-        inside = f["x"] >= z["x"] - eps and f["x"] + f["w"] <= z["x"] + z["w"] + eps
-        assert inside == ("display" not in g["g"]), fid
+        inside = zid in chain(fid)
+        assert inside == ("display" not in g["g"]), (fid, "inside" if inside else "outside")
         if inside:
-            want = f["w"] * 1180.0 / z["w"]
+            want = f["t"] * 1180.0 / z["t"]
             assert abs(float(g["r"]["width"]) - want) < 0.02, (fid, g["r"], want)
             shown += 1
         else:
@@ -134,12 +160,10 @@ rx = re.compile(term)
 match = sorted(fid for fid, f in frames.items() if f["d"] > 0 and rx.search(f["n"]))
 got = sorted(fid for fid, g in zd.items() if "match" in g["g"]["class"].split())
 assert got == match and match, (got, match)
-hits = sorted((frames[f] for f in match), key=lambda f: (f["x"], -f["w"], f["d"]))
-end, total = -1.0, 0
-for f in hits:
-    if f["x"] >= end - 0.001:
-        total += f["t"]
-        end = f["x"] + f["w"]
+# nested matches count once: a match is counted unless a matching frame
+# is among its ancestors
+total = sum(frames[f]["t"] for f in match
+            if not any(a in match for a in chain(frames[f]["p"])))
 pct = "%.2f" % (100.0 * total / frames["f0"]["t"])
 assert a["data-matches"] == str(len(match)) and a["data-matched"] == pct, (a, pct)
 assert all(zd[f]["r"]["fill"] == "rgb(230,0,230)" for f in match)

@@ -485,7 +485,7 @@ static void test_svg(void **state)
 
     /* "all" + 8 nodes, every one wide enough at 1200 px */
     assert_int_equal(count(out, "<g class=\"f\""), 9);
-    assert_non_null(strstr(out, "id=\"f0\" data-d=\"0\" data-x=\"10.00\" data-w=\"1180.00\""));
+    assert_non_null(strstr(out, "id=\"f0\" data-d=\"0\" data-x=\"10.00\" data-w=\"1180.00\" data-c=\"0\""));
     assert_non_null(strstr(out, "<title>main [a.c:10] - total 16 samples (88.89%), "
                                 "self 0 (0.00%)</title>"));
     assert_non_null(strstr(out, "<title>leaf [a.c:33] - total 7 samples (38.89%), "
