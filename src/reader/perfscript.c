@@ -783,10 +783,14 @@ static int read_frames(lp_pscript *p, lp_error *err)
 static size_t block_at(const lp_pscript *p, const char **lbr)
 {
     const char *s = p->cur.s, *e = p->buf + p->end, *q, *nl;
+    uint64_t a;
 
     if ((size_t)(e - s) > PS_CACHE_MAX_BLOCK + 1)
         e = s + PS_CACHE_MAX_BLOCK + 1;     /* a longer block is not cached */
-    if (starts_with(p->cur, " 0x"))
+    /* only a block that starts with a frame line can parse (and be
+     * cached); perf script's blank line between samples is not one, and
+     * digesting the block behind it would be wasted */
+    if (!is_frame_line(p->cur, &a))
         return 0;
     for (q = s; (q = memchr(q, '\n', (size_t)(e - q))) && e - q >= 4; q++)
         if (q[1] == ' ' && q[2] == '0' && q[3] == 'x')

@@ -18,7 +18,11 @@
 
 #include "reader/prefetch.h"
 
-#define PF_NBATCH 3
+/* 8 batches (1 MB of arenas): with 3 the parser stalled whenever the
+ * consumer paused on first-touch work (disassembly, DWARF) and the
+ * consumer then starved; counting (a) of scripts/bench.sh went from
+ * ~118 to ~100 ms. */
+#define PF_NBATCH 8
 #define PF_EVENTS 256
 #define PF_BYTES (128u << 10)
 
