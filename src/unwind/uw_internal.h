@@ -184,7 +184,7 @@ typedef struct uw_ctxcache {
  * once and replayed: what it added to the statistics and the aggregated
  * sample it counted in (NULL: dropped). Valid while `gen` is the
  * unwinder's memo_gen (a flush or an mmap event starts a new one). */
-#define UW_MEMO_BITS 14
+#define UW_MEMO_BITS 13
 #define UW_MEMO_DELTAS 6
 typedef struct uw_memo {
     uint64_t id, id2;           /* dup_id and 0, or the sample's digest */
