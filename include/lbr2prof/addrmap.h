@@ -81,6 +81,11 @@ int lp_addrmap_add_build_ids(lp_addrmap *m, const lp_build_id *ids, size_t n,
  * llvm-profgen's fatal segment errors (LP_EFORMAT). */
 int lp_addrmap_event(lp_addrmap *m, const lp_event *ev, lp_error *err);
 
+/* A count of the calls that may have changed the map (build-ids added,
+ * MMAP, COMM exec and FORK events): what a caller derived from earlier
+ * resolutions holds while it stays the same. */
+uint64_t lp_addrmap_changes(const lp_addrmap *m);
+
 /* After the last event: warns once for each binary no mmap matched. */
 void lp_addrmap_finish(lp_addrmap *m);
 

@@ -152,9 +152,6 @@ void lp_unwind_free(lp_unwinder *u);
 /* An mmap event (llvm-profgen's single-base rule, updateBinaryAddress):
  * -1 on its fatal segment errors. */
 int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err);
-/* The address map of the options (opts->map) changed: what the unwinder
- * remembered of earlier samples' intake no longer holds. */
-void lp_unwind_map_changed(lp_unwinder *u);
 
 /* One hybrid sample. -1 only on allocation or binary decoding errors. */
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,

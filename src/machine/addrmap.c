@@ -64,6 +64,7 @@ struct lp_addrmap {
     mt_proc *procs;             /* the mappings of known binaries */
     am_file *files;
     am_warned *warned;
+    uint64_t changes;           /* lp_addrmap_changes */
 };
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -419,6 +420,7 @@ int lp_addrmap_add_build_ids(lp_addrmap *m, const lp_build_id *ids, size_t n,
 {
     size_t i;
 
+    m->changes += n > 0;
     for (i = 0; i < n; i++)
         if (ids[i].size > 0 && add_one_build_id(m, &ids[i]))
             return lp_error_set(err, LP_ENOMEM, "address map: out of memory");
@@ -428,11 +430,16 @@ int lp_addrmap_add_build_ids(lp_addrmap *m, const lp_build_id *ids, size_t n,
 int lp_addrmap_event(lp_addrmap *m, const lp_event *ev, lp_error *err)
 {
     switch (ev->kind) {
-    case LP_EV_MMAP: return on_mmap(m, ev, err);
-    case LP_EV_COMM: on_exec(m, &ev->u.comm); return 0;
-    case LP_EV_FORK: return on_fork(m, &ev->u.task, err);
+    case LP_EV_MMAP: m->changes++; return on_mmap(m, ev, err);
+    case LP_EV_COMM: m->changes++; on_exec(m, &ev->u.comm); return 0;
+    case LP_EV_FORK: m->changes++; return on_fork(m, &ev->u.task, err);
     default: return 0; /* EXIT keeps the maps: see the header */
     }
+}
+
+uint64_t lp_addrmap_changes(const lp_addrmap *m)
+{
+    return m->changes;
 }
 
 void lp_addrmap_finish(lp_addrmap *m)

@@ -166,15 +166,11 @@ static int trace_event(pg_run *run, const lp_file_info *info, size_t *nids,
         if (lp_addrmap_add_build_ids(run->map, info->build_ids + *nids,
                                      info->nr_build_ids - *nids, err))
             return -1;
-        if (run->uw)
-            lp_unwind_map_changed(run->uw);
     }
     *nids = info->nr_build_ids;
     if (run->map && changes_map(ev)) {
         if (lp_lbr_agg_flush(run->agg, err) || lp_addrmap_event(run->map, ev, err))
             return -1;
-        if (run->uw)
-            lp_unwind_map_changed(run->uw);
     }
     if (ev->kind == LP_EV_MMAP)
         return mmap_event(run, &ev->u.mmap, err);

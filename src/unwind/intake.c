@@ -678,6 +678,11 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     lp_unwind_stats before;
     uw_memo *m;
 
+    if (u->o.map && lp_addrmap_changes(u->o.map) != u->map_changes) {
+        u->map_changes = lp_addrmap_changes(u->o.map);
+        u->memo_gen++;          /* addresses may resolve differently */
+        gen = u->memo_gen;
+    }
     if (!key.id && !key.id2)
         return take(u, s, err);
     if (!u->memo && !(u->memo = calloc((size_t)1 << UW_MEMO_BITS, sizeof *u->memo)))

@@ -529,11 +529,6 @@ static int check_other_segment(lp_unwinder *u, const lp_mmap_event *m,
     return 0;
 }
 
-void lp_unwind_map_changed(lp_unwinder *u)
-{
-    u->memo_gen++;
-}
-
 int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
 {
     u->memo_gen++;              /* addresses may canonicalize differently */

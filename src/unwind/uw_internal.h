@@ -246,6 +246,8 @@ struct lp_unwinder {
     /* intakes done once per dup_id (1 << UW_MEMO_BITS slots, lazily) */
     uw_memo *memo;
     uint64_t memo_gen;
+    uint64_t map_changes;       /* lp_addrmap_changes(o.map) at the last
+                                   sample: a new value starts a new memo */
     uint64_t intake_notes;      /* detailed-warning notes the intake added */
     uint64_t *dig;              /* perf.data samples: digest input scratch */
     size_t dig_cap;

@@ -248,6 +248,47 @@ static void test_fork_exec(void **state)
     lp_binary_close(b);
 }
 
+/* lp_addrmap_changes grows with every call that can change what an
+ * address resolves to (mmap, exec, fork, build-ids), and not with lookups
+ * or events that change nothing (exit, samples). */
+static void test_changes(void **state)
+{
+    lp_binary *b = open_bin(IN "symbolize.perfbin");
+    lp_addrmap *m = lp_addrmap_new(&b, 1, NULL, NULL);
+    lp_build_id id = {0};
+    lp_event other;
+    lp_error e = {0};
+    uint64_t c;
+    (void)state;
+
+    c = lp_addrmap_changes(m);
+    feed(m, mmap_ev(1, 0x10000, 0x1000, 0, "symbolize.perfbin"));
+    assert_true(lp_addrmap_changes(m) > c);
+    c = lp_addrmap_changes(m);
+    expect(m, 1, 0x10000 + 0x6a0, 0, 0x6a0);
+    memset(&other, 0, sizeof other);
+    other.kind = LP_EV_EXIT;
+    feed(m, other);
+    other.kind = LP_EV_SAMPLE;
+    feed(m, other);
+    assert_int_equal(lp_addrmap_changes(m), c);
+    feed(m, fork_ev(2, 1, 2));
+    assert_true(lp_addrmap_changes(m) > c);
+    c = lp_addrmap_changes(m);
+    feed(m, exec_ev(2));
+    assert_true(lp_addrmap_changes(m) > c);
+    c = lp_addrmap_changes(m);
+    assert_int_equal(lp_addrmap_add_build_ids(m, &id, 0, &e), 0);
+    assert_int_equal(lp_addrmap_changes(m), c);
+    id.pid = 1;
+    id.size = 20;
+    id.filename = "/lib/libc.so.6";
+    assert_int_equal(lp_addrmap_add_build_ids(m, &id, 1, &e), 0);
+    assert_true(lp_addrmap_changes(m) > c);
+    lp_addrmap_free(m);
+    lp_binary_close(b);
+}
+
 /* Several binaries at once; kernel mmaps are never matched; a binary that
  * nothing mapped is reported by lp_addrmap_finish. */
 static void test_several_binaries(void **state)
@@ -392,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_single_base_pid_filter),
         cmocka_unit_test(test_nonzero_pgoff),
         cmocka_unit_test(test_fork_exec),
+        cmocka_unit_test(test_changes),
         cmocka_unit_test(test_several_binaries),
         cmocka_unit_test_setup_teardown(test_build_ids, make_progs, remove_progs),
     };
