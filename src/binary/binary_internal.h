@@ -82,6 +82,16 @@ typedef struct lp_line_cache {
     UT_hash_handle hh;
 } lp_line_cache;
 
+/* The n (<= 8) little-endian bytes at p, which the caller has checked to
+ * be there (host order does not matter). */
+static inline uint64_t lp_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
 /* A bounds-checked little-endian reader (lines.c): past the end, reads
  * give 0 and set bad. */
 typedef struct lp_rd {
@@ -237,6 +247,9 @@ struct lp_binary {
 /* elf.c. lp_bin_open_elf: read-only, every extent checked to be inside
  * the file (truncation is an error naming the offset). */
 Elf *lp_bin_open_elf(const char *path, int *fdp, lp_error *err);
+/* The data of section s (header sh), decompressed in place first if it is
+ * SHF_COMPRESSED; NULL for SHT_NOBITS, a failed decompression or no data. */
+Elf_Data *lp_bin_scn_data(Elf_Scn *s, const GElf_Shdr *sh);
 int lp_bin_load_elf(lp_binary *b, lp_error *err);
 int lp_bin_load_symbols(lp_binary *b, lp_error *err);
 void lp_bin_warn(lp_binary *b, const char *fmt, ...)

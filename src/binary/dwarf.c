@@ -165,10 +165,8 @@ static const uint8_t *dbg_section(lp_binary *b, const char *name, size_t *size)
             !(nm = elf_strptr(b->dbg_elf, shstrndx, sh.sh_name)) ||
             strcmp(nm, name) != 0)
             continue;
-        if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
-            return NULL;
-        Elf_Data *d = elf_getdata(s, NULL);
-        if (!d || !d->d_buf)
+        Elf_Data *d = lp_bin_scn_data(s, &sh);
+        if (!d)
             return NULL;
         *size = d->d_size;
         return d->d_buf;

@@ -77,31 +77,6 @@ struct lp_dwp {
     size_t nopen;
 };
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return le32toh(v);
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return le64toh(v);
-}
-
-/* The (decompressed) data of a section, or NULL. */
-static Elf_Data *sec_data(Elf_Scn *s, const GElf_Shdr *sh)
-{
-    if (sh->sh_type == SHT_NOBITS)
-        return NULL;
-    if ((sh->sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
-        return NULL;
-    Elf_Data *d = elf_getdata(s, NULL);
-    return d && d->d_buf ? d : NULL;
-}
-
 static int find_sections(lp_dwp *d, lp_error *err)
 {
     size_t shstrndx;
@@ -115,7 +90,7 @@ static int find_sections(lp_dwp *d, lp_error *err)
             !(nm = elf_strptr(d->elf, shstrndx, sh.sh_name)))
             continue;
         if (strcmp(nm, ".debug_cu_index") == 0) {
-            Elf_Data *x = sec_data(s, &sh);
+            Elf_Data *x = lp_bin_scn_data(s, &sh);
             d->idx = x ? x->d_buf : NULL;
             d->idx_size = x ? x->d_size : 0;
             d->idx_off = sh.sh_offset;
@@ -123,7 +98,7 @@ static int find_sections(lp_dwp *d, lp_error *err)
         }
         for (int i = 0; i < S_COUNT; i++)
             if (strcmp(nm, sec_names[i]) == 0)
-                d->sec[i] = sec_data(s, &sh);
+                d->sec[i] = lp_bin_scn_data(s, &sh);
     }
     if (!d->idx)
         return lp_error_set(err, LP_EFORMAT, "%s: no .debug_cu_index section "
@@ -146,10 +121,10 @@ static int parse_index(lp_dwp *d, lp_error *err)
 {
     if (d->idx_size < 16)
         return bad_index(d, 0, "truncated header (expected 16 bytes)", err);
-    d->version = rd32(d->idx);
-    d->ncols = rd32(d->idx + 4);
-    d->nunits = rd32(d->idx + 8);
-    d->nslots = rd32(d->idx + 12);
+    d->version = lp_le(d->idx, 4);
+    d->ncols = lp_le(d->idx + 4, 4);
+    d->nunits = lp_le(d->idx + 8, 4);
+    d->nslots = lp_le(d->idx + 12, 4);
     if (d->version != 2 && d->version != 5)
         return bad_index(d, 0, "version is not 2 (GNU, DWARF 4) nor 5", err);
     if (d->ncols == 0 || d->ncols > MAX_COLS)
@@ -165,7 +140,7 @@ static int parse_index(lp_dwp *d, lp_error *err)
     const uint8_t *ids = d->idx + 16 + 12 * (size_t)d->nslots;
     bool info = false;
     for (uint32_t c = 0; c < d->ncols; c++) {
-        uint32_t id = rd32(ids + 4 * c);
+        uint32_t id = lp_le(ids + 4 * c, 4);
         int s = d->version == 5 ? sect_v5(id) : sect_v2(id);
         d->col_sec[c] = s;
         info |= s == S_INFO;
@@ -224,10 +199,10 @@ static int64_t find_row(const lp_dwp *d, uint64_t id, lp_error *err)
     uint32_t mask = d->nslots - 1;
     uint32_t h = (uint32_t)id & mask, step = ((uint32_t)(id >> 32) & mask) | 1;
     for (uint32_t i = 0; i < d->nslots; i++, h = (h + step) & mask) {
-        uint32_t r = rd32(row + 4 * (size_t)h);
+        uint32_t r = lp_le(row + 4 * (size_t)h, 4);
         if (r == 0)
             return 0;
-        if (rd64(sig + 8 * (size_t)h) != id)
+        if (lp_le(sig + 8 * (size_t)h, 8) != id)
             continue;
         if (r > d->nunits)
             return bad_index(d, 16 + 8 * (uint64_t)d->nslots + 4 * h,
@@ -290,7 +265,7 @@ static int unit_slices(const lp_dwp *d, uint32_t r, const uint8_t **buf,
         int s = d->col_sec[c];
         if (s < 0)
             continue;
-        uint64_t o = rd32(offs + 4 * c), n = rd32(sizes + 4 * c);
+        uint64_t o = lp_le(offs + 4 * c, 4), n = lp_le(sizes + 4 * c, 4);
         const Elf_Data *sd = d->sec[s];
         if (o > sd->d_size || n > sd->d_size - o)
             return bad_index(d, (size_t)(offs - d->idx) + 4 * c,

@@ -1,9 +1,9 @@
 /*
  * elf.c - opens the binary (and the --debug-binary file) with libelf:
  * validation against truncation, PT_LOAD segments, preferred base, build-id,
- * symbol table, file offset <-> vaddr conversion, warnings, interned
- * strings, and lp_binary_open/close. Does not disassemble (disasm.c) nor
- * read DWARF (dwarf.c).
+ * symbol table, a section's (decompressed) data, file offset <-> vaddr
+ * conversion, warnings, interned strings, and lp_binary_open/close. Does
+ * not disassemble (disasm.c) nor read DWARF (dwarf.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -192,6 +192,16 @@ static int take_build_id(lp_binary *b, Elf_Data *d)
         }
     }
     return 0;
+}
+
+Elf_Data *lp_bin_scn_data(Elf_Scn *s, const GElf_Shdr *sh)
+{
+    if (sh->sh_type == SHT_NOBITS)
+        return NULL;
+    if ((sh->sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
+        return NULL;
+    Elf_Data *d = elf_getdata(s, NULL);
+    return d && d->d_buf ? d : NULL;
 }
 
 static int load_build_id(lp_binary *b, lp_error *err)

@@ -14,14 +14,12 @@
 
 uint64_t lp_rd_n(lp_rd *r, int n)
 {
-    uint64_t v = 0;
     if (r->end - r->p < n) {
         r->bad = true;
         r->p = r->end;
         return 0;
     }
-    for (int i = 0; i < n; i++) /* little-endian only (x86-64, AArch64) */
-        v |= (uint64_t)r->p[i] << (8 * i);
+    uint64_t v = lp_le(r->p, n);
     r->p += n;
     return v;
 }

@@ -121,19 +121,22 @@ static const unsigned char hex1[256] = {
 
 /* Hex digits from s up to the first other character or e, into *out
  * (64 bits; leading zeros are fine). Returns the stop position, NULL on
- * overflow (which needs more than 16 digits). */
+ * overflow: a nonzero digit before the last 16. The loop does not check
+ * for overflow (it is hot; addresses have 12 digits): a longer run is
+ * checked after it. */
 static const char *hex_run(const char *s, const char *e, uint64_t *out)
 {
-    const char *fast = e - s > 16 ? s + 16 : e;
+    const char *b = s;
     uint64_t v = 0;
     unsigned d;
 
-    for (; s < fast && (d = hex1[(unsigned char)*s]) != 0; s++)
+    for (; s < e && (d = hex1[(unsigned char)*s]) != 0; s++)
         v = (v << 4) | (d - 1);
-    for (; s == fast && s < e && (d = hex1[(unsigned char)*s]) != 0; fast = ++s) {
-        if (v >> 60)
+    if (s - b > 16) {               /* the digits shifted out: zeros? */
+        while (b < s - 16 && *b == '0')
+            b++;
+        if (b < s - 16)
             return NULL;
-        v = (v << 4) | (d - 1);
     }
     *out = v;
     return s;

@@ -52,8 +52,7 @@ static int32_t new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
 {
     uw_node *n;
 
-    if (u->nnodes >= u->nodes_cap &&
-        uw_grow((void **)&u->nodes, &u->nodes_cap, u->nnodes + 1,
+    if (uw_grow((void **)&u->nodes, &u->nodes_cap, u->nnodes + 1,
                 sizeof *u->nodes))
         return -1;
     n = &u->nodes[u->nnodes];
@@ -168,8 +167,7 @@ static int record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b,
 
     if (!branch && a > b)
         return 0;
-    if (u->nrecs >= u->recs_cap &&
-        uw_grow((void **)&u->recs, &u->recs_cap, u->nrecs + 1, sizeof *u->recs))
+    if (uw_grow((void **)&u->recs, &u->recs_cap, u->nrecs + 1, sizeof *u->recs))
         return -1;
     i = (int32_t)u->nrecs++;
     r = &u->recs[i];

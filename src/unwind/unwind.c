@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "unwind/uw_internal.h"
+#include "util/grow.h"
 
 void lp_unwind_opts_default(lp_unwind_opts *o)
 {
@@ -62,20 +63,13 @@ void uw_arena_free(uw_arena *a)
     a->bytes = 0;
 }
 
-int uw_grow(void **v, size_t *cap, size_t n, size_t elem)
+int uw_grow_slow(void **v, size_t *cap, size_t n, size_t elem)
 {
-    size_t nc;
-    void *nv;
+    size_t bytes = *cap * elem;
 
-    if (n <= *cap)
-        return 0;
-    nc = *cap ? *cap : 64;
-    while (nc < n)
-        nc *= 2;
-    if (!(nv = realloc(*v, nc * elem)))
+    if (lp_grow_bytes(v, &bytes, n * elem, 64 * elem))
         return -1;
-    *v = nv;
-    *cap = nc;
+    *cap = bytes / elem;
     return 0;
 }
 

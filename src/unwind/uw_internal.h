@@ -67,8 +67,15 @@ typedef struct uw_arena {
 void *uw_arena_alloc(uw_arena *a, size_t n);
 void uw_arena_free(uw_arena *a);
 
-/* Grow a malloc'ed vector to hold n elements. 0 or -1. */
-int uw_grow(void **v, size_t *cap, size_t n, size_t elem);
+/* Grow a malloc'ed vector of *cap elements of elem bytes to hold n
+ * elements (doubling, from 64). 0 or -1. The check is inline: callers
+ * call it before every append. */
+int uw_grow_slow(void **v, size_t *cap, size_t n, size_t elem);
+
+static inline int uw_grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+    return n <= *cap ? 0 : uw_grow_slow(v, cap, n, elem);
+}
 
 /* ---- per-address facts about the profiled binary (direct-mapped cache) -- */
 

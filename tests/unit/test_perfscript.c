@@ -334,6 +334,41 @@ static void test_quirks(void **state)
     close_text(&m);
 }
 
+/* Hex addresses (the leading IP, and a branch's from and to past their two
+ * dropped characters) hold 64 bits: 16 significant digits are read, a 17th
+ * is an overflow, leading zeros do not count, and no digits is an error.
+ * A bad leading IP drops the line; a bad branch token ends the entries. */
+static void test_hex_widths(void **state)
+{
+    mem_input m = open_text(
+        "  ffffffffffffffff 0xfedcba9876543210/0x0000000000000000000000020\n"
+        "  1ffffffffffffffff 0x10/0x20\n"
+        "  00001234567890abcdef 0x10/0x20 0x1ffffffffffffffff/0x40 0x5/0x6\n"
+        "  400 0x10/0x20 0x/0x40\n"
+        "  400 0x10/0x20 0x30/0x\n"
+        "  400 0x10/0x20 0x30/0x10000000000000000\n");
+    const lp_event *ev;
+    lp_error e;
+    (void)state;
+
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    assert_true(ev->u.sample.ip == UINT64_MAX);
+    assert_int_equal(ev->u.sample.branch_nr, 1);
+    assert_true(ev->u.sample.branches[0].from == 0xfedcba9876543210u);
+    assert_int_equal(ev->u.sample.branches[0].to, 0x20);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1); /* line 2 dropped */
+    assert_true(ev->u.sample.ip == 0x1234567890abcdefu);
+    assert_int_equal(ev->u.sample.branch_nr, 1);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+        assert_int_equal(ev->u.sample.ip, 0x400);
+        assert_int_equal(ev->u.sample.branch_nr, 1);
+    }
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
+    assert_int_equal(lp_pscript_stats_get(m.p)->bad_lbr_lines, 5);
+    close_text(&m);
+}
+
 static void test_error_no_lbr_line(void **state)
 {
     /* One entry without a leading IP is not an LBR line for detection. */
@@ -465,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_and_counts),
         cmocka_unit_test(test_block_cache),
         cmocka_unit_test(test_quirks),
+        cmocka_unit_test(test_hex_widths),
         cmocka_unit_test(test_error_no_lbr_line),
         cmocka_unit_test(test_error_hybrid_eof),
         cmocka_unit_test(test_empty_input),
