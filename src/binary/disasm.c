@@ -28,7 +28,10 @@ static void classify_x86(const cs_insn *in, lp_inst *o)
         o->kind = LP_INST_CALL;
     else if (has_group(in, CS_GRP_RET) || has_group(in, CS_GRP_IRET))
         o->kind = LP_INST_RET;
-    else if (has_group(in, CS_GRP_JUMP))
+    else if (has_group(in, CS_GRP_JUMP) || in->id == X86_INS_LOOP ||
+             in->id == X86_INS_LOOPE || in->id == X86_INS_LOOPNE)
+        /* capstone 4 leaves loop* out of its jump group; LLVM (and so
+         * llvm-profgen) calls them conditional branches */
         o->kind = (in->id == X86_INS_JMP || in->id == X86_INS_LJMP)
                       ? LP_INST_UNCOND_BR : LP_INST_COND_BR;
     else

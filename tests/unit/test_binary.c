@@ -713,8 +713,13 @@ static const char *make_lld_pie(void)
     FILE *f = fopen(src, "w");
     fputs("static int __attribute__((noinline)) sq(int x) { return x * x; }\n"
           "static inline int add(int a, int b) { return sq(a) + b; }\n"
+          /* the branches compilers rarely emit (LLVM: isBranch) */
+          "static long __attribute__((noinline)) spin(long c) {\n"
+          "  __asm__ volatile(\"1: loop 1b\\n2: loope 2b\\n3: loopne 3b\\n\"\n"
+          "                   \"jrcxz 4f\\njecxz 4f\\n4:\" : \"+c\"(c));\n"
+          "  return c;\n}\n"
           "int main(int argc, char **argv) {\n"
-          "  int s = 0;\n  for (int i = 0; i < argc * 1000; i++)\n"
+          "  int s = (int)spin(argc);\n  for (int i = 0; i < argc * 1000; i++)\n"
           "    s += add(i, argc);\n  (void)argv;\n  return s & 1;\n}\n", f);
     fclose(f);
     if (sh("clang-19 -O2 -g -fdebug-info-for-profiling -funroll-loops "
