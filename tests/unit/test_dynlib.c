@@ -40,12 +40,20 @@ static int mapped(const char *lib)
     return found;
 }
 
+/* The AddressSanitizer runtime (make check's second build) itself needs
+ * libstdc++, so only without it can libstdc++'s absence be checked. */
+static int stdcxx_expected(void)
+{
+    return mapped("libasan.so");
+}
+
 static void test_not_loaded_at_start(void **state)
 {
     (void)state;
     assert_false(mapped("libpfm.so"));
     assert_false(mapped("libmicrohttpd.so"));
-    assert_false(mapped("libstdc++.so"));
+    if (!stdcxx_expected())
+        assert_false(mapped("libstdc++.so"));
 }
 
 static void test_resolves_and_calls(void **state)
@@ -98,7 +106,8 @@ static void test_demangle_loads_at_first_name(void **state)
     lp_demangler d = {0};
     char *s;
     (void)state;
-    assert_false(mapped("libstdc++.so"));
+    if (!stdcxx_expected())
+        assert_false(mapped("libstdc++.so"));
     s = lp_demangle(&d, "_ZN2ns3fooEi");
     assert_non_null(s);
     assert_string_equal(s, "ns::foo(int)");
