@@ -18,7 +18,10 @@ OPT     ?= -O2
 PKGS_CFLAGS := $(shell pkg-config --cflags capstone libdw libelf libzstd 2>/dev/null)
 CFLAGS_ALL  = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
               -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) $(SANFLAGS) $(CFLAGS)
-LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -lpfm -ljansson -lmicrohttpd -lxxhash -lstdc++ -lz -lpthread -lm $(LDLIBS)
+# libpfm4, libmicrohttpd and libstdc++ are not linked: record, serve and
+# the demangler dlopen them at first use (src/util/dynlib.h,
+# docs/dependencies.md), so the other commands do not load them.
+LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -ljansson -lxxhash -lz -lpthread -lm $(LDLIBS)
 
 ifeq ($(SAN),1)
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

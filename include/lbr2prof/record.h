@@ -64,11 +64,18 @@ typedef struct lp_pfm_event {
     char fstr[256];                 /* fully qualified libpfm4 name */
 } lp_pfm_event;
 
+/* libpfm4, loaded (libpfm.so.4) and initialised; only `record` needs it,
+ * so no other command loads it. NULL with a message naming the library
+ * and its Debian package when it is not installed. */
+typedef struct lp_pfm lp_pfm;
+lp_pfm *lp_pfm_open(lp_error *err);
+void lp_pfm_close(lp_pfm *p);
+
 /* The default taken-branch event of the first active libpfm4 PMU, or NULL
- * when none is known (no core PMU visible). */
-const char *lp_pfm_default_event(lp_error *err);
+ * when none is known (no core PMU visible). A static string. */
+const char *lp_pfm_default_event(lp_pfm *p, lp_error *err);
 /* Encode `name` for user-space-only counting. */
-int lp_pfm_encode(const char *name, lp_pfm_event *ev, lp_error *err);
+int lp_pfm_encode(lp_pfm *p, const char *name, lp_pfm_event *ev, lp_error *err);
 
 #ifdef __cplusplus
 }

@@ -19,9 +19,7 @@
 
 #include "lbr2prof/adjust.h"
 #include "lbr2prof/breakpad.h"
-
-/* C++ names: the Itanium demangler of the C++ runtime (C linkage). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+#include "util/demangle.h"
 
 /* A string -> number table (FILE and INLINE_ORIGIN numbering). */
 typedef struct name_num {
@@ -57,6 +55,7 @@ typedef struct dump_ctx {
     Dwarf_Files *cu_files;
     size_t cu_nfiles;
     const char *comp_dir;  /* current CU's DW_AT_comp_dir, or NULL */
+    lp_demangler dm;       /* C++ names (libstdc++ loaded at the first) */
     lp_error *err;
 } dump_ctx;
 
@@ -250,18 +249,17 @@ int lp_bp_elf_identify(const char *path, lp_bp_elf_id *id, lp_error *err)
  * abstract_origin/specification: the linkage name, demangled when it is an
  * Itanium name (kept as is otherwise, e.g. "bar.__uniq.123", which profiles
  * need), else DW_AT_name. *owned is set when the result must be freed. */
-static const char *die_name(Dwarf_Die *die, char **owned)
+static const char *die_name(dump_ctx *c, Dwarf_Die *die, char **owned)
 {
     Dwarf_Attribute a;
     const char *ln = NULL, *n;
-    int st = -1;
     char *d;
 
     *owned = NULL;
     if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
         dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
         ln = dwarf_formstring(&a);
-    if (ln && !strncmp(ln, "_Z", 2) && (d = __cxa_demangle(ln, NULL, NULL, &st)) && st == 0)
+    if (ln && !strncmp(ln, "_Z", 2) && (d = lp_demangle(&c->dm, ln)))
         return *owned = d;
     if (ln)
         return ln;
@@ -396,7 +394,7 @@ static int add_inline(dump_ctx *c, Dwarf_Die *die, uint32_t depth)
     Dwarf_Addr base, lo, hi;
     ptrdiff_t off = 0;
     char *owned;
-    const char *name = die_name(die, &owned);
+    const char *name = die_name(c, die, &owned);
     int r = intern(c, &c->origins, &c->norigins, name, 0, &in.origin);
 
     free(owned);
@@ -451,7 +449,7 @@ static int add_subprogram(dump_ctx *c, Dwarf_Die *die)
     while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
         if (!is_code(c, lo, hi))
             continue;
-        name = die_name(die, &owned);
+        name = die_name(c, die, &owned);
         r = lp_bp_add_func(c->m, lo - c->base, hi - lo, 0, name, 0, c->err);
         free(owned);
         if (r < 0 || add_lines(c, lo - c->base, hi - c->base) < 0 ||
@@ -547,16 +545,15 @@ static int add_cands(dump_ctx *c, const pub_cand *cand, size_t n)
 {
     size_t i;
     char *dm;
-    int st, r;
+    int r;
 
     for (i = 0; i < n; i++) {
         if (i && cand[i].addr == cand[i - 1].addr) {
             c->m->publics[c->m->npublics - 1].multiple = 1; /* aliases */
             continue;
         }
-        st = -1;
-        dm = __cxa_demangle(cand[i].name, NULL, NULL, &st);
-        r = lp_bp_add_public(c->m, cand[i].addr, 0, dm && st == 0 ? dm : cand[i].name,
+        dm = lp_demangle(&c->dm, cand[i].name);
+        r = lp_bp_add_public(c->m, cand[i].addr, 0, dm ? dm : cand[i].name,
                              0, c->err);
         free(dm);
         if (r < 0)
@@ -586,12 +583,12 @@ static void mark_multiple(dump_ctx *c, uint64_t addr, const char *sym)
 {
     lp_bp_func *f = func_at(c->m, addr);
     char *dm;
-    int st = -1, same;
+    int same;
 
     if (!f || f->multiple)
         return;
-    dm = __cxa_demangle(sym, NULL, NULL, &st);
-    same = !strcmp(f->name, dm && st == 0 ? dm : sym);
+    dm = lp_demangle(&c->dm, sym);
+    same = !strcmp(f->name, dm ? dm : sym);
     free(dm);
     if (!same)
         f->multiple = 1;
@@ -682,6 +679,7 @@ out:
     free_table(&c.files);
     free_table(&c.origins);
     free(c.lr);
+    lp_demangler_close(&c.dm);
     elf_end(e);
     close(fd);
     if (ok < 0) {

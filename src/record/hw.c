@@ -374,6 +374,29 @@ static int targets(const lp_record_opts *o, pid_t *child, int *go,
     return 0;
 }
 
+/* *name (the default taken-branch event when NULL) encoded by libpfm4,
+ * which is loaded for this and closed again. A library that is not
+ * installed is said as such, not as a PMU that cannot sample. */
+static int encode_event(const char **name, lp_pfm_event *ev, lp_error *err)
+{
+    lp_pfm *pf = lp_pfm_open(err);
+    char why[LP_ERRMSG_MAX];
+    int rc = -1;
+
+    if (!pf) {
+        snprintf(why, sizeof why, "%s", err ? err->msg : "libpfm4");
+        return lp_error_set(err, LP_EUNSUPP, "%s%s", why, hint);
+    }
+    if (*name || (*name = lp_pfm_default_event(pf, err)))
+        rc = lp_pfm_encode(pf, *name, ev, err);
+    lp_pfm_close(pf);
+    if (rc < 0) {
+        snprintf(why, sizeof why, "%s", err ? err->msg : "libpfm4");
+        return no_branch_sampling(err, why);
+    }
+    return 0;
+}
+
 int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
 {
     hw h;
@@ -388,12 +411,8 @@ int lp_hw_record(const lp_record_opts *o, lp_record_stats *st, lp_error *err)
     memset(st, 0, sizeof *st);
     h.o = o;
     h.st = st;
-    if ((!name && !(name = lp_pfm_default_event(err))) ||
-        lp_pfm_encode(name, &ev, err)) {
-        char why[LP_ERRMSG_MAX];
-        snprintf(why, sizeof why, "%s", err ? err->msg : "libpfm4");
-        return no_branch_sampling(err, why);
-    }
+    if (encode_event(&name, &ev, err) < 0)
+        return -1;
     fill_attr(o, &ev, &a, o->pid != 0);
     rc = targets(o, &child, &go, &tids, &ntids, err);
     if (rc == 0)

@@ -9,6 +9,7 @@
 #include <uthash.h>
 
 #include "lbr2prof/report.h"
+#include "util/demangle.h"
 
 typedef struct rp_line {
     lp_report_line l;           /* l.loc is the hash key */
@@ -48,6 +49,7 @@ struct lp_report {
     bool finished;
     const lp_report_func **sorted;  /* functions, report order */
     size_t nfuncs;
+    lp_demangler dm;            /* display names of C++ functions */
 };
 
 /* Writers (one file each). */

@@ -11,10 +11,6 @@
 
 #include "report/internal.h"
 
-/* The C++ runtime's Itanium demangler (C linkage; linked with -lstdc++). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
-                            int *status);
-
 /* ---- lifetime ------------------------------------------------------------ */
 
 lp_report *lp_report_new(lp_report_unit unit, lp_error *err)
@@ -85,6 +81,7 @@ void lp_report_free(lp_report *r)
     }
     free(r->sorted);
     free_source(r);
+    lp_demangler_close(&r->dm);
     free(r);
 }
 
@@ -126,19 +123,12 @@ bool lp_report_is_cs(const lp_report *r) { return r->cs; }
 
 /* ---- building --------------------------------------------------------------- */
 
-static char *demangle(const char *name)
+/* libstdc++ is loaded at the first C++ name (util/demangle.h). */
+static char *demangle(lp_report *r, const char *name)
 {
-    int st = -1;
-    char *d;
-
     if (strncmp(name, "_Z", 2) != 0)
         return NULL;
-    d = __cxa_demangle(name, NULL, NULL, &st);
-    if (st != 0) {
-        free(d);
-        return NULL;
-    }
-    return d;
+    return lp_demangle(&r->dm, name);
 }
 
 static rp_func *intern(lp_report *r, const lp_report_frame *fr)
@@ -152,7 +142,7 @@ static rp_func *intern(lp_report *r, const lp_report_frame *fr)
             free(f);
             return NULL;
         }
-        d = demangle(fr->func);
+        d = demangle(r, fr->func);
         f->f.display = d ? d : f->f.name;
         f->f.external = fr->external;
         HASH_ADD_KEYPTR(hh, r->funcs, f->f.name, strlen(f->f.name), f);

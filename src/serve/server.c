@@ -1,7 +1,9 @@
 /*
  * server.c - HTTP front end of the Symbolication API, on libmicrohttpd.
  * Owns routing, body accumulation with its size bound, status codes and
- * headers. The symbolication itself is src/symbolicate's.
+ * headers. The symbolication itself is src/symbolicate's. libmicrohttpd
+ * (with its TLS chain) is loaded at lp_server_start (util/dynlib.h), so
+ * that only `serve` pays for loading it.
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -13,11 +15,37 @@
 #include <jansson.h>
 
 #include "lbr2prof/serve.h"
+#include "util/dynlib.h"
+
+/* The libmicrohttpd functions used, typed from its header. */
+typedef struct mhd_api {
+    __typeof__(MHD_start_daemon) *start_daemon;
+    __typeof__(MHD_stop_daemon) *stop_daemon;
+    __typeof__(MHD_get_daemon_info) *get_daemon_info;
+    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__(MHD_add_response_header) *add_response_header;
+    __typeof__(MHD_queue_response) *queue_response;
+    __typeof__(MHD_destroy_response) *destroy_response;
+    __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+} mhd_api;
+
+static const lp_dynsym mhd_syms[] = {
+    LP_DYNSYM(mhd_api, start_daemon, MHD_start_daemon),
+    LP_DYNSYM(mhd_api, stop_daemon, MHD_stop_daemon),
+    LP_DYNSYM(mhd_api, get_daemon_info, MHD_get_daemon_info),
+    LP_DYNSYM(mhd_api, create_response_from_buffer, MHD_create_response_from_buffer),
+    LP_DYNSYM(mhd_api, add_response_header, MHD_add_response_header),
+    LP_DYNSYM(mhd_api, queue_response, MHD_queue_response),
+    LP_DYNSYM(mhd_api, destroy_response, MHD_destroy_response),
+    LP_DYNSYM(mhd_api, lookup_connection_value, MHD_lookup_connection_value),
+};
 
 struct lp_server {
     struct MHD_Daemon *d;
     lp_sym_store *store;
     lp_server_opts opts;
+    void *lib;                  /* libmicrohttpd.so.12 */
+    mhd_api mhd;
 };
 
 /* One request in flight. */
@@ -27,31 +55,31 @@ typedef struct req_ctx {
     int too_big;
 } req_ctx;
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status,
-                                 char *text, const char *ctype)
+static enum MHD_Result send_text(const mhd_api *m, struct MHD_Connection *c,
+                                 unsigned status, char *text, const char *ctype)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        m->create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     enum MHD_Result ret;
 
     if (!r) {
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(r, "Content-Type", ctype);
-    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
-    MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST");
-    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type, Debug");
+    m->add_response_header(r, "Content-Type", ctype);
+    m->add_response_header(r, "Access-Control-Allow-Origin", "*");
+    m->add_response_header(r, "Access-Control-Allow-Methods", "POST");
+    m->add_response_header(r, "Access-Control-Allow-Headers", "Content-Type, Debug");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, "Allow", "POST");
-    ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+        m->add_response_header(r, "Allow", "POST");
+    ret = m->queue_response(c, status, r);
+    m->destroy_response(r);
     return ret;
 }
 
 /* {"title": msg} with the given status (the service's error body). */
-static enum MHD_Result send_title(struct MHD_Connection *c, unsigned status,
-                                  const char *msg)
+static enum MHD_Result send_title(const mhd_api *m, struct MHD_Connection *c,
+                                  unsigned status, const char *msg)
 {
     json_t *o = json_pack("{s:s}", "title", msg);
     char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -59,7 +87,7 @@ static enum MHD_Result send_title(struct MHD_Connection *c, unsigned status,
     json_decref(o);
     if (!t)
         return MHD_NO;
-    return send_text(c, status, t, "application/json");
+    return send_text(m, c, status, t, "application/json");
 }
 
 static int body_append(req_ctx *r, const char *data, size_t n, size_t max)
@@ -90,16 +118,16 @@ static enum MHD_Result finish(lp_server *s, struct MHD_Connection *c, req_ctx *r
     lp_error err;
     char *resp;
     lp_sym_opts o = s->opts.sym;
-    const char *dbg = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Debug");
+    const char *dbg = s->mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Debug");
 
     if (r->too_big)
-        return send_title(c, MHD_HTTP_CONTENT_TOO_LARGE, "Payload Too Large");
+        return send_title(&s->mhd, c, MHD_HTTP_CONTENT_TOO_LARGE, "Payload Too Large");
     o.debug = dbg && *dbg; /* any value, as the service's truthiness test */
     resp = v4 ? lp_symbolicate_v4(s->store, r->body ? r->body : "", r->len, &o, &err)
               : lp_symbolicate_v5(s->store, r->body ? r->body : "", r->len, &o, &err);
     if (resp)
-        return send_text(c, MHD_HTTP_OK, resp, "application/json");
-    return send_title(c, err.code == LP_EFORMAT ? MHD_HTTP_BAD_REQUEST
+        return send_text(&s->mhd, c, MHD_HTTP_OK, resp, "application/json");
+    return send_title(&s->mhd, c, err.code == LP_EFORMAT ? MHD_HTTP_BAD_REQUEST
                                                 : MHD_HTTP_INTERNAL_SERVER_ERROR,
                       err.code == LP_EFORMAT ? err.msg : "Internal Server Error");
 }
@@ -112,20 +140,20 @@ static int first_call(lp_server *s, struct MHD_Connection *c, const char *method
     const char *cl;
 
     if (!route) {
-        *ret = send_title(c, MHD_HTTP_NOT_FOUND, "404 Not Found");
+        *ret = send_title(&s->mhd, c, MHD_HTTP_NOT_FOUND, "404 Not Found");
         return 1;
     }
     if (!strcmp(method, "OPTIONS")) {
-        *ret = send_text(c, MHD_HTTP_OK, strdup(""), "text/plain");
+        *ret = send_text(&s->mhd, c, MHD_HTTP_OK, strdup(""), "text/plain");
         return 1;
     }
     if (strcmp(method, "POST") != 0) {
-        *ret = send_title(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 Method Not Allowed");
+        *ret = send_title(&s->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 Method Not Allowed");
         return 1;
     }
-    cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    cl = s->mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > s->opts.max_body) {
-        *ret = send_title(c, MHD_HTTP_CONTENT_TOO_LARGE, "Payload Too Large");
+        *ret = send_title(&s->mhd, c, MHD_HTTP_CONTENT_TOO_LARGE, "Payload Too Large");
         return 1;
     }
     return 0;
@@ -188,20 +216,25 @@ lp_server *lp_server_start(const lp_server_opts *opts, lp_sym_store *store, lp_e
     sa.sin_family = AF_INET;
     sa.sin_port = htons(opts->port);
     if (inet_pton(AF_INET, opts->host, &sa.sin_addr) != 1) {
-        free(s);
+        lp_server_stop(s);
         lp_error_set(err, LP_EUSAGE, "serve: '%s' is not an IPv4 address", opts->host);
         return NULL;
     }
-    s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD,
-                            opts->port, NULL, NULL, handler, s,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->threads ? opts->threads : 1),
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)(opts->max_connections ? opts->max_connections : 64),
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(opts->timeout_s ? opts->timeout_s : 30),
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                            MHD_OPTION_END);
+    if (!(s->lib = lp_dynlib_open("libmicrohttpd.so.12", "libmicrohttpd12", mhd_syms,
+                                  sizeof mhd_syms / sizeof mhd_syms[0], &s->mhd, err))) {
+        lp_server_stop(s);
+        return NULL;
+    }
+    s->d = s->mhd.start_daemon(MHD_USE_AUTO_INTERNAL_THREAD,
+                               opts->port, NULL, NULL, handler, s,
+                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                               MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->threads ? opts->threads : 1),
+                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)(opts->max_connections ? opts->max_connections : 64),
+                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(opts->timeout_s ? opts->timeout_s : 30),
+                               MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+                               MHD_OPTION_END);
     if (!s->d) {
-        free(s);
+        lp_server_stop(s);
         lp_error_set(err, LP_EIO, "serve: cannot listen on %s:%u", opts->host, opts->port);
         return NULL;
     }
@@ -210,7 +243,7 @@ lp_server *lp_server_start(const lp_server_opts *opts, lp_sym_store *store, lp_e
 
 uint16_t lp_server_port(const lp_server *s)
 {
-    const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *i = s->mhd.get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 
     return i ? i->port : s->opts.port;
 }
@@ -219,7 +252,9 @@ void lp_server_stop(lp_server *s)
 {
     if (!s)
         return;
-    MHD_stop_daemon(s->d);
+    if (s->d)
+        s->mhd.stop_daemon(s->d);
+    lp_dynlib_close(s->lib);
     free(s);
 }
 

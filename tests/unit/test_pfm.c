@@ -31,9 +31,8 @@ static void test_skylake_near_taken(void **state)
 {
     lp_pfm_event ev;
     lp_error err;
-    (void)state;
     force("skl");
-    assert_int_equal(lp_pfm_encode("BR_INST_RETIRED:NEAR_TAKEN", &ev, &err), 0);
+    assert_int_equal(lp_pfm_encode(*state, "BR_INST_RETIRED:NEAR_TAKEN", &ev, &err), 0);
     assert_int_equal(ev.type, 4); /* PERF_TYPE_RAW */
     assert_int_equal(ev.config & 0xffff, 0x20c4);
     assert_int_equal(ev.exclude_kernel, 1); /* user space only */
@@ -46,9 +45,8 @@ static void test_skylake_default_is_near_taken(void **state)
 {
     lp_error err;
     const char *d;
-    (void)state;
     force("skl");
-    d = lp_pfm_default_event(&err);
+    d = lp_pfm_default_event(*state, &err);
     assert_non_null(d);
     assert_string_equal(d, "BR_INST_RETIRED:NEAR_TAKEN");
 }
@@ -57,9 +55,8 @@ static void test_icelake_same_code(void **state)
 {
     lp_pfm_event ev;
     lp_error err;
-    (void)state;
     force("icl");
-    assert_int_equal(lp_pfm_encode("BR_INST_RETIRED:NEAR_TAKEN", &ev, &err), 0);
+    assert_int_equal(lp_pfm_encode(*state, "BR_INST_RETIRED:NEAR_TAKEN", &ev, &err), 0);
     assert_int_equal(ev.config & 0xffff, 0x20c4);
     assert_string_equal(ev.pmu, "icl");
 }
@@ -69,12 +66,11 @@ static void test_amd_zen_default(void **state)
     lp_pfm_event ev;
     lp_error err;
     const char *d;
-    (void)state;
     force("amd64_fam17h");
-    d = lp_pfm_default_event(&err);
+    d = lp_pfm_default_event(*state, &err);
     assert_non_null(d);
     assert_string_equal(d, "RETIRED_TAKEN_BRANCH_INSTRUCTIONS");
-    assert_int_equal(lp_pfm_encode(d, &ev, &err), 0);
+    assert_int_equal(lp_pfm_encode(*state, d, &ev, &err), 0);
     assert_int_equal(ev.config & 0xff, 0xc4);
     assert_int_equal(ev.exclude_kernel, 1);
 }
@@ -83,12 +79,30 @@ static void test_unknown_event(void **state)
 {
     lp_pfm_event ev;
     lp_error err;
-    (void)state;
     force("skl");
-    assert_int_equal(lp_pfm_encode("NO_SUCH_EVENT:AT_ALL", &ev, &err), -1);
+    assert_int_equal(lp_pfm_encode(*state, "NO_SUCH_EVENT:AT_ALL", &ev, &err), -1);
     assert_int_equal(err.code, LP_EUNSUPP);
     assert_non_null(strstr(err.msg, "NO_SUCH_EVENT"));
 }
+
+/* Each test loads libpfm4 (lp_pfm_open) afresh. */
+static int open_pfm(void **state)
+{
+    lp_error err;
+
+    *state = lp_pfm_open(&err);
+    if (!*state)
+        print_error("%s\n", err.msg);
+    return *state ? 0 : -1;
+}
+
+static int close_pfm(void **state)
+{
+    lp_pfm_close(*state);
+    return 0;
+}
+
+#define pfm_test(f) cmocka_unit_test_setup_teardown(f, open_pfm, close_pfm)
 
 static int run_group(const char *pmu, const struct CMUnitTest *t, size_t n)
 {
@@ -107,15 +121,15 @@ static int run_group(const char *pmu, const struct CMUnitTest *t, size_t n)
 int main(void)
 {
     const struct CMUnitTest skl[] = {
-        cmocka_unit_test(test_skylake_near_taken),
-        cmocka_unit_test(test_skylake_default_is_near_taken),
-        cmocka_unit_test(test_unknown_event),
+        pfm_test(test_skylake_near_taken),
+        pfm_test(test_skylake_default_is_near_taken),
+        pfm_test(test_unknown_event),
     };
     const struct CMUnitTest icl[] = {
-        cmocka_unit_test(test_icelake_same_code),
+        pfm_test(test_icelake_same_code),
     };
     const struct CMUnitTest zen[] = {
-        cmocka_unit_test(test_amd_zen_default),
+        pfm_test(test_amd_zen_default),
     };
     int bad = 0;
 
