@@ -259,7 +259,7 @@ static const char *die_name(dump_ctx *c, Dwarf_Die *die, char **owned)
     if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
         dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
         ln = dwarf_formstring(&a);
-    if (ln && !strncmp(ln, "_Z", 2) && (d = lp_demangle(&c->dm, ln)))
+    if (ln && (d = lp_demangle(&c->dm, ln)))
         return *owned = d;
     if (ln)
         return ln;

@@ -126,8 +126,6 @@ bool lp_report_is_cs(const lp_report *r) { return r->cs; }
 /* libstdc++ is loaded at the first C++ name (util/demangle.h). */
 static char *demangle(lp_report *r, const char *name)
 {
-    if (strncmp(name, "_Z", 2) != 0)
-        return NULL;
     return lp_demangle(&r->dm, name);
 }
 

@@ -1,9 +1,10 @@
 /*
  * demangle.c - __cxa_demangle through a lazily loaded libstdc++.so.6
- * (see demangle.h for the fallback when it is missing). Owns the loading
- * and the status check; which names to demangle is the callers'.
+ * (see demangle.h for the fallback when it is missing). Owns the loading,
+ * the status check and which names are symbols to demangle.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/demangle.h"
 #include "util/dynlib.h"
@@ -17,6 +18,10 @@ char *lp_demangle(lp_demangler *d, const char *name)
     int st = -1;
     char *r;
 
+    /* Only symbols: __cxa_demangle also decodes bare type encodings, so a
+     * C function named f or i would come back as "float" or "int". */
+    if (strncmp(name, "_Z", 2) != 0)
+        return NULL;
     if (d->state == 0)
         d->state = (d->lib = lp_dynlib_open("libstdc++.so.6", "libstdc++6", syms,
                                             1, d, &d->err)) ? 1 : -1;

@@ -28,8 +28,9 @@ typedef struct lp_demangler {
     lp_error err;                       /* why loading failed (state -1) */
 } lp_demangler;
 
-/* `name` demangled (malloc'ed), or NULL when it is not a name the
- * demangler accepts or libstdc++ is missing. Zero-initialise d first. */
+/* `name` demangled (malloc'ed), or NULL when it is not a mangled symbol
+ * name (_Z...) the demangler accepts, or libstdc++ is missing. Names
+ * that are not symbols never load libstdc++. Zero-initialise d first. */
 char *lp_demangle(lp_demangler *d, const char *name);
 void lp_demangler_close(lp_demangler *d);
 

@@ -108,12 +108,15 @@ static void test_demangle_loads_at_first_name(void **state)
     (void)state;
     if (!stdcxx_expected())
         assert_false(mapped("libstdc++.so"));
+    assert_null(lp_demangle(&d, "f"));          /* a C function, not "float" */
+    assert_int_equal(d.state, 0);               /* and nothing loaded for it */
     s = lp_demangle(&d, "_ZN2ns3fooEi");
     assert_non_null(s);
     assert_string_equal(s, "ns::foo(int)");
     free(s);
     assert_true(mapped("libstdc++.so"));
     assert_null(lp_demangle(&d, "main"));       /* not a mangled name */
+    assert_null(lp_demangle(&d, "i"));          /* not "int" */
     assert_null(lp_demangle(&d, "_Z"));         /* malformed */
     s = lp_demangle(&d, "_ZNSt6vectorIiSaIiEE9push_backERKi");
     assert_non_null(s);
