@@ -311,9 +311,6 @@ static int build_map(lp_binary *b)
     return 0;
 }
 
-/* The package, if any: --dwp must be one; <debug file>.dwp is used when
- * it is one (llvm falls back to .dwo files when it cannot open it as an
- * object file; a package with a bad index is an error either way). */
 /* Whether the file at path starts with the ELF magic. */
 static bool is_elf_file(const char *path)
 {
@@ -326,6 +323,9 @@ static bool is_elf_file(const char *path)
     return ok;
 }
 
+/* The package, if any: --dwp must be one; <debug file>.dwp is used when
+ * it is one (llvm falls back to .dwo files when it cannot open it as an
+ * object file; a package with a bad index is an error either way). */
 static int open_dwp(lp_binary *b, lp_error *err)
 {
     struct stat st;

@@ -123,12 +123,6 @@ bool lp_report_is_cs(const lp_report *r) { return r->cs; }
 
 /* ---- building --------------------------------------------------------------- */
 
-/* libstdc++ is loaded at the first C++ name (util/demangle.h). */
-static char *demangle(lp_report *r, const char *name)
-{
-    return lp_demangle(&r->dm, name);
-}
-
 static rp_func *intern(lp_report *r, const lp_report_frame *fr)
 {
     rp_func *f;
@@ -140,7 +134,7 @@ static rp_func *intern(lp_report *r, const lp_report_frame *fr)
             free(f);
             return NULL;
         }
-        d = demangle(r, fr->func);
+        d = lp_demangle(&r->dm, fr->func); /* libstdc++ at the first _Z name */
         f->f.display = d ? d : f->f.name;
         f->f.external = fr->external;
         HASH_ADD_KEYPTR(hh, r->funcs, f->f.name, strlen(f->f.name), f);

@@ -673,16 +673,17 @@ static void memo_record(lp_unwinder *u, uw_memo *m, memo_key key,
 
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
 {
-    uint64_t n = s->repeat ? s->repeat : 1, gen = u->memo_gen, notes;
+    uint64_t n = s->repeat ? s->repeat : 1, gen, notes;
+    uint64_t changes = u->o.map ? lp_addrmap_changes(u->o.map) : 0;
     memo_key key = memo_key_of(u, s);
     lp_unwind_stats before;
     uw_memo *m;
 
-    if (u->o.map && lp_addrmap_changes(u->o.map) != u->map_changes) {
-        u->map_changes = lp_addrmap_changes(u->o.map);
+    if (changes != u->map_changes) {
+        u->map_changes = changes;
         u->memo_gen++;          /* addresses may resolve differently */
-        gen = u->memo_gen;
     }
+    gen = u->memo_gen;
     if (!key.id && !key.id2)
         return take(u, s, err);
     if (!u->memo && !(u->memo = calloc((size_t)1 << UW_MEMO_BITS, sizeof *u->memo)))

@@ -291,8 +291,6 @@ static const uw_split *make_split(lp_unwinder *u, uint64_t target,
     if (!(s = uw_arena_alloc(&u->cache_arena, sizeof *s + n * sizeof(uw_piece))))
         goto oom;
     memset(s, 0, sizeof *s);
-    s->key[0] = target;
-    s->key[1] = end;
     s->npieces = (uint32_t)n;
     memcpy(s->pieces, u->pieces, n * sizeof(uw_piece));
     if (uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s))

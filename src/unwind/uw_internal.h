@@ -139,8 +139,8 @@ typedef struct uw_piece {       /* one inline-context piece of a range */
     uint64_t frame, start, end;
 } uw_piece;
 
-typedef struct uw_split {       /* range [start, end] cut by inline context */
-    uint64_t key[2];
+typedef struct uw_split {       /* a range cut by inline context (u->splits
+                                   maps (start, end) to it) */
     uint32_t npieces;
     uw_piece pieces[];          /* in the order unwindLinear records them */
 } uw_split;
