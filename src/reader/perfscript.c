@@ -51,7 +51,9 @@ typedef struct ps_line {
  * two different blocks would need a 128-bit collision to be taken for one
  * another (about 2^-128 per pair: below 10^-26 for a billion distinct
  * blocks). Direct-mapped, at most PS_CACHE_BYTES of results: memory does
- * not grow with the input. */
+ * not grow with the input. A block that collides with a cached one takes
+ * its place (and its bytes, when they are enough); once the store is used
+ * up, other new blocks are not cached. */
 #define PS_CACHE_SLOTS 65536u
 #define PS_CACHE_BYTES (8u << 20)
 #define PS_CACHE_MAX_BLOCK 16384u
@@ -59,7 +61,7 @@ typedef struct ps_line {
 typedef struct ps_block {
     lp_digest dig;
     uint64_t id;                /* lp_sample.dup_id of this text */
-    size_t len, bytes;          /* text length; everything allocated */
+    size_t len, cap;            /* text length; bytes of store it owns */
     uint64_t nlines;            /* call-stack lines */
     const lp_attr *attr;
     uint64_t sample_type, ip;
@@ -105,7 +107,8 @@ struct lp_pscript {
     lp_pscript_stats stats;
     lp_event ev;
     ps_block **cache;           /* PS_CACHE_SLOTS, lazily */
-    size_t cache_bytes;
+    unsigned char *store;       /* PS_CACHE_BYTES the blocks live in */
+    size_t store_used;
     uint64_t last_id;           /* ids are never reused */
 };
 
@@ -812,28 +815,60 @@ static ps_block **cache_slot(lp_pscript *p, const lp_digest *d)
     return &p->cache[d->lo & (PS_CACHE_SLOTS - 1)];
 }
 
-/* Remember a block that parsed cleanly into p->ev (no allocation: skip);
- * the event gets the block's id. */
+/* The cache's memory, made on first use: the slots and one store of
+ * PS_CACHE_BYTES that blocks are carved from. One allocation, not one per
+ * block: this runs on the prefetch thread, whose malloc arena grows a page
+ * (and a system call) at a time. Both are written before they are read
+ * (see the unwinder's address table for why). */
+static int cache_init(lp_pscript *p)
+{
+    if (p->cache)
+        return 0;
+    if (!(p->cache = malloc(PS_CACHE_SLOTS * sizeof *p->cache)) ||
+        !(p->store = malloc(PS_CACHE_BYTES))) {
+        free(p->cache);
+        p->cache = NULL;
+        return -1;
+    }
+    memset(p->cache, 0, PS_CACHE_SLOTS * sizeof *p->cache);
+    return 0;
+}
+
+/* Room for a block of `bytes` in `slot`: the slot's block if it is big
+ * enough, else new space from the store; NULL once the store is used up
+ * (the cache then keeps what it has). */
+static ps_block *cache_room(lp_pscript *p, ps_block *old, size_t bytes)
+{
+    ps_block *b;
+
+    if (old && old->cap >= bytes)
+        return old;
+    if (PS_CACHE_BYTES - p->store_used < bytes)
+        return NULL;
+    b = (ps_block *)(p->store + p->store_used);
+    p->store_used += bytes;
+    b->cap = bytes;
+    return b;
+}
+
+/* Remember a block that parsed cleanly into p->ev (no room: skip); the
+ * event gets the block's id. */
 static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
                       uint64_t nlines)
 {
     const lp_sample *s = &p->ev.u.sample;
-    size_t bytes = sizeof(ps_block) + s->callchain_nr * sizeof(uint64_t) +
-                   s->branch_nr * sizeof(lp_branch_entry);
+    size_t bytes = (sizeof(ps_block) + s->callchain_nr * sizeof(uint64_t) +
+                    s->branch_nr * sizeof(lp_branch_entry) + 7) & ~(size_t)7;
     ps_block **slot, *b;
+    size_t cap;
 
-    if (!p->cache && !(p->cache = calloc(PS_CACHE_SLOTS, sizeof *p->cache)))
+    if (cache_init(p))
         return;
     slot = cache_slot(p, d);
-    if (p->cache_bytes - (*slot ? (*slot)->bytes : 0) + bytes > PS_CACHE_BYTES)
+    if (!(b = cache_room(p, *slot, bytes)))
         return;
-    if (!(b = malloc(bytes)))
-        return;
-    if (*slot) {
-        p->cache_bytes -= (*slot)->bytes;
-        free(*slot);
-    }
-    *b = (ps_block){*d, ++p->last_id, len, bytes, nlines, s->attr,
+    cap = b->cap;
+    *b = (ps_block){*d, ++p->last_id, len, cap, nlines, s->attr,
                     s->sample_type, s->ip, s->callchain_nr, s->branch_nr,
                     NULL, NULL};
     p->ev.u.sample.dup_id = b->id;
@@ -842,7 +877,6 @@ static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
     memcpy(b->frames, s->callchain, b->nframes * sizeof *b->frames);
     memcpy(b->br, s->branches, b->nbr * sizeof *b->br);
     *slot = b;
-    p->cache_bytes += bytes;
 }
 
 static const ps_block *cache_get(lp_pscript *p, size_t len,
@@ -1047,12 +1081,8 @@ void lp_pscript_close(lp_pscript *p)
     free(p->frames);
     free(p->br);
     free(p->fname);
-    if (p->cache) {
-        size_t i;
-        for (i = 0; i < PS_CACHE_SLOTS; i++)
-            free(p->cache[i]);
-        free(p->cache);
-    }
+    free(p->cache);
+    free(p->store);
     free(p);
 }
 

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "reader/prefetch.h"
 
@@ -25,6 +26,13 @@
 #define PF_NBATCH 8
 #define PF_EVENTS 256
 #define PF_BYTES (128u << 10)
+
+/* A side that finds the ring empty (consumer) or full (producer) polls
+ * for up to PF_SPIN_NS before it sleeps on the condition variable. A batch
+ * takes the parser ~0.2 ms, so most waits end within the spin; a sleeping
+ * side costs the other one a futex wake per batch (about 10% of the
+ * parser's time on bench (a) before the spin). */
+#define PF_SPIN_NS 400000L
 
 /* One batch: n events, then how the producer stopped (end_rc: 1 more
  * batches follow, 0 end of input, -1 error in end_err). */
@@ -47,7 +55,8 @@ struct lp_pfetch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pf_batch b[PF_NBATCH];
-    size_t head, tail, nfull;   /* ring: consumer at head, producer at tail */
+    size_t head, tail;          /* ring: consumer at head, producer at tail */
+    size_t nfull;               /* changed under mu, atomically: also polled */
     int stop;
     /* producer only: an event parsed when its batch was full, owed to the
      * next batch (still valid: the parser is not called in between) */
@@ -57,6 +66,51 @@ struct lp_pfetch {
     pf_batch *cur;
     size_t i;
 };
+
+/* ---- the hand-off --------------------------------------------------------- */
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static long now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static size_t nfull_get(lp_pfetch *f)
+{
+    return __atomic_load_n(&f->nfull, __ATOMIC_ACQUIRE);
+}
+
+/* Poll until nfull != avoid (or stop), for at most PF_SPIN_NS; the caller
+ * then waits under the lock as usual. */
+static void spin_while(lp_pfetch *f, size_t avoid)
+{
+    long until = 0;
+    unsigned k;
+
+    for (k = 0;; k++) {
+        if (nfull_get(f) != avoid || __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE))
+            return;
+        if ((k & 63) == 0) {
+            long t = now_ns();
+            if (!until)
+                until = t + PF_SPIN_NS;
+            else if (t >= until)
+                return;
+        }
+        cpu_relax();
+    }
+}
 
 /* ---- producer --------------------------------------------------------- */
 
@@ -159,6 +213,7 @@ static void *producer(void *arg)
         pf_batch *b;
         int end;
 
+        spin_while(f, PF_NBATCH);
         pthread_mutex_lock(&f->mu);
         while (f->nfull == PF_NBATCH && !f->stop)
             pthread_cond_wait(&f->cv, &f->mu);
@@ -174,7 +229,7 @@ static void *producer(void *arg)
 
         pthread_mutex_lock(&f->mu);
         f->tail = (f->tail + 1) % PF_NBATCH;
-        f->nfull++;
+        __atomic_add_fetch(&f->nfull, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
         if (end)
@@ -233,6 +288,7 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         return next_inline(f, ev, seen, err);
     for (;;) {
         if (!f->cur) {
+            spin_while(f, 0);
             pthread_mutex_lock(&f->mu);
             while (f->nfull == 0)
                 pthread_cond_wait(&f->cv, &f->mu);
@@ -253,7 +309,7 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         }
         pthread_mutex_lock(&f->mu);
         f->head = (f->head + 1) % PF_NBATCH;
-        f->nfull--;
+        __atomic_sub_fetch(&f->nfull, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
         f->cur = NULL;
@@ -268,7 +324,7 @@ void lp_pfetch_free(lp_pfetch *f)
         return;
     if (f->started == 1) {
         pthread_mutex_lock(&f->mu);
-        f->stop = 1;
+        __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
         pthread_join(f->th, NULL);

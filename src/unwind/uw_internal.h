@@ -94,6 +94,7 @@ typedef struct uw_ainfo {
 } uw_ainfo;
 
 #define UW_AC_BITS 16
+#define UW_AC_SIZE (((size_t)1 << UW_AC_BITS) * sizeof(uw_ainfo))
 
 /* ---- aggregated samples -------------------------------------------------- */
 

@@ -309,6 +309,69 @@ static void test_block_cache(void **state)
     close_text(&m);
 }
 
+/* One block of test_block_cache_full: distinct per k, 64 LBR entries. */
+static size_t full_block(char *out, unsigned k)
+{
+    size_t n = (size_t)sprintf(out, "\t%x\n", 0x500000 + k);
+    unsigned i;
+
+    for (i = 0; i < 64; i++)
+        n += (size_t)sprintf(out + n, " 0x%x/0x%x/P/-/-/0", 0x400000 + k,
+                             0x410000 + i);
+    out[n++] = '\n';
+    return n;
+}
+
+static void check_full_block(const lp_event *ev, unsigned k)
+{
+    assert_int_equal(ev->u.sample.callchain_nr, 1);
+    assert_int_equal(ev->u.sample.callchain[0], 0x500000 + k);
+    assert_int_equal(ev->u.sample.branch_nr, 64);
+    assert_int_equal(ev->u.sample.branches[0].from, 0x400000 + k);
+    assert_int_equal(ev->u.sample.branches[63].to, 0x410000 + 63);
+}
+
+/* More distinct blocks than the cache's store holds (8 MB of results, a
+ * block of 64 entries is ~1.6 KB): the blocks cached first stay cached
+ * (block 0 again has its id), later ones are parsed each time, right, and
+ * carry no id. */
+#define FULL_N 6000u
+static void test_block_cache_full(void **state)
+{
+    char *text = malloc((FULL_N + 2) * 2048), *t = text;
+    const lp_event *ev;
+    uint64_t id0 = 0;
+    mem_input m;
+    unsigned k;
+    lp_error e;
+    (void)state;
+
+    assert_non_null(text);
+    for (k = 0; k < FULL_N; k++)
+        t += full_block(t, k);
+    t += full_block(t, 0);
+    t += full_block(t, FULL_N - 1);
+    *t = 0;
+    m = open_text(text);
+    for (k = 0; k < FULL_N; k++) {
+        assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+        check_full_block(ev, k);
+        if (k == 0)
+            id0 = ev->u.sample.dup_id;
+    }
+    assert_int_not_equal(id0, 0);
+    assert_int_equal(ev->u.sample.dup_id, 0);   /* the last: no room */
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    check_full_block(ev, 0);
+    assert_int_equal(ev->u.sample.dup_id, id0);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    check_full_block(ev, FULL_N - 1);
+    assert_int_equal(ev->u.sample.dup_id, 0);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
+    close_text(&m);
+    free(text);
+}
+
 /* llvm-profgen quirks: substr(2) on addresses, stop at a broken token,
  * a decimal frame line at column 0 is a count, count 0 is kept. */
 static void test_quirks(void **state)
@@ -499,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_mmap_lines),
         cmocka_unit_test(test_hybrid_and_counts),
         cmocka_unit_test(test_block_cache),
+        cmocka_unit_test(test_block_cache_full),
         cmocka_unit_test(test_quirks),
         cmocka_unit_test(test_hex_widths),
         cmocka_unit_test(test_error_no_lbr_line),
