@@ -52,8 +52,8 @@ typedef struct ps_line {
  * another (about 2^-128 per pair: below 10^-26 for a billion distinct
  * blocks). Direct-mapped, at most PS_CACHE_BYTES of results: memory does
  * not grow with the input. A block that collides with a cached one takes
- * its place (and its bytes, when they are enough); once the store is used
- * up, other new blocks are not cached. */
+ * its slot (the old one's bytes stay, unused: events may point there);
+ * once the store is used up, other new blocks are not cached. */
 #define PS_CACHE_SLOTS 65536u
 #define PS_CACHE_BYTES (8u << 20)
 #define PS_CACHE_MAX_BLOCK 16384u
@@ -834,15 +834,13 @@ static int cache_init(lp_pscript *p)
     return 0;
 }
 
-/* Room for a block of `bytes` in `slot`: the slot's block if it is big
- * enough, else new space from the store; NULL once the store is used up
- * (the cache then keeps what it has). */
-static ps_block *cache_room(lp_pscript *p, ps_block *old, size_t bytes)
+/* New space for a block of `bytes` from the store; NULL once the store is
+ * used up (the cache then keeps what it has). Never the space of a block
+ * it replaces: events still point there (lp_pscript_next's promise). */
+static ps_block *cache_room(lp_pscript *p, size_t bytes)
 {
     ps_block *b;
 
-    if (old && old->cap >= bytes)
-        return old;
     if (PS_CACHE_BYTES - p->store_used < bytes)
         return NULL;
     b = (ps_block *)(p->store + p->store_used);
@@ -865,7 +863,7 @@ static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
     if (cache_init(p))
         return;
     slot = cache_slot(p, d);
-    if (!(b = cache_room(p, *slot, bytes)))
+    if (!(b = cache_room(p, bytes)))
         return;
     cap = b->cap;
     *b = (ps_block){*d, ++p->last_id, len, cap, nlines, s->attr,
@@ -876,6 +874,8 @@ static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
     b->br = (lp_branch_entry *)(b->frames + b->nframes);
     memcpy(b->frames, s->callchain, b->nframes * sizeof *b->frames);
     memcpy(b->br, s->branches, b->nbr * sizeof *b->br);
+    p->ev.u.sample.callchain = b->frames;
+    p->ev.u.sample.branches = b->br;
     *slot = b;
 }
 

@@ -24,7 +24,10 @@ typedef struct lp_pscript lp_pscript;
  * caller already consumed from `f` while sniffing the format (may be 0). */
 lp_pscript *lp_pscript_open(FILE *f, const void *prefix, size_t prefix_len,
                             const char *name, lp_error *err);
-/* Same contract as lp_reader_next(); `ev` is owned by the backend. */
+/* Same contract as lp_reader_next(); `ev` is owned by the backend. One
+ * promise more: a sample with a nonzero dup_id has its call chain and
+ * branches in the block cache, where they stay, unchanged, until
+ * lp_pscript_close() (the prefetcher hands them over without a copy). */
 int lp_pscript_next(lp_pscript *p, const lp_event **ev, lp_error *err);
 void lp_pscript_close(lp_pscript *p);
 

@@ -7,10 +7,12 @@
  * Owns the batches and the hand-off between the two threads. Does not own
  * parsing: the consumer sees the same events, in the same order, with the
  * same contents, and an error at the same place as without the thread.
- * Each batch holds deep copies (call chain, branches, MMAP file name) of
- * up to PF_EVENTS events in one arena; a batch is refilled only once the
- * consumer has moved past it, so an event stays valid until the next call,
- * as lp_reader_next() promises. Memory: PF_NBATCH arenas of PF_BYTES.
+ * Each batch holds up to PF_EVENTS events, with deep copies (call chain,
+ * branches, MMAP file name) in one arena - except for samples from the
+ * parser's block cache, whose arrays stay put anyway (lp_pscript_next); a
+ * batch is refilled only once the consumer has moved past it, so an event
+ * stays valid until the next call, as lp_reader_next() promises. Memory:
+ * PF_NBATCH arenas of PF_BYTES and PF_NBATCH x PF_EVENTS events.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,13 +21,14 @@
 
 #include "reader/prefetch.h"
 
-/* 8 batches (1 MB of arenas): with 3 the parser stalled whenever the
- * consumer paused on first-touch work (disassembly, DWARF) and the
- * consumer then starved; counting (a) of scripts/bench.sh went from
- * ~118 to ~100 ms. */
-#define PF_NBATCH 8
+/* 32 batches (8 Ki events, ~6 ms of parsing; 2 MB of arenas, 2.5 MB of
+ * events): the consumer does its first-touch work (disassembly, DWARF,
+ * uw_warm) in bursts, mostly early, and the parser must be able to run
+ * ahead meanwhile; with 3 batches, then 8, it stalled and the consumer
+ * later starved. */
+#define PF_NBATCH 32
 #define PF_EVENTS 256
-#define PF_BYTES (128u << 10)
+#define PF_BYTES (64u << 10)
 
 /* A side that finds the ring empty (consumer) or full (producer) polls
  * for up to PF_SPIN_NS before it sleeps on the condition variable. A batch
@@ -123,9 +126,18 @@ static void *arena_copy(pf_batch *b, const void *src, size_t n)
     return d;
 }
 
+/* A sample from the parser's block cache: its arrays stay put until the
+ * parser is closed (lp_pscript_next), so the batch keeps the pointers. */
+static int stays(const lp_event *e)
+{
+    return e->kind == LP_EV_SAMPLE && e->u.sample.dup_id != 0;
+}
+
 /* Bytes the deep copy of `e` takes in the arena. */
 static size_t copy_size(const lp_event *e)
 {
+    if (stays(e))
+        return 0;
     if (e->kind == LP_EV_SAMPLE)
         return ((e->u.sample.callchain_nr * sizeof(uint64_t) + 7) & ~7ul) +
                ((e->u.sample.branch_nr * sizeof(lp_branch_entry) + 7) & ~7ul);
@@ -153,7 +165,7 @@ static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen)
     }
     d = &b->ev[b->n];
     *d = *e;
-    if (e->kind == LP_EV_SAMPLE) {
+    if (e->kind == LP_EV_SAMPLE && !stays(e)) {
         lp_sample *s = &d->u.sample;
         s->callchain = s->callchain_nr
             ? arena_copy(b, s->callchain, s->callchain_nr * sizeof(uint64_t))
