@@ -308,6 +308,11 @@ typedef struct lp_reader lp_reader;
  */
 lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
                           lp_error *err);
+/* Start reading ahead now rather than at the first lp_reader_next():
+ * perf script text is parsed on a thread of its own, which can then work
+ * while the caller does something else (e.g. opens the binaries). A no-op
+ * for perf.data. */
+void lp_reader_start(lp_reader *r);
 
 /* Read from an open FILE (pipe mode or text; no seeking). `name` is used in
  * messages. The stream is not closed by lp_reader_close(). */

@@ -104,6 +104,7 @@ void lp_profgen_result_free(lp_profgen_result *r)
     if (r->priv) {
         lp_lbr_agg_free(r->priv->agg);
         lp_counters_free(r->priv->own);
+        lp_reader_close(r->priv->early);
         free(r->priv);
     }
     for (i = 0; i < r->nbins; i++) {
@@ -230,7 +231,10 @@ int lp_profgen_run(const lp_profgen_opts *o, lp_profgen_result *r,
     r->failed = LP_PROFGEN_BINARY;
     if (!(r->priv = calloc(1, sizeof *r->priv)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
-    if (choose_binaries(o, r, err) || open_binaries(o, r, err))
+    if (choose_binaries(o, r, err))
+        return -1;
+    pg_open_early(o, r);
+    if (open_binaries(o, r, err))
         return -1;
     if (pg_generate(o, r, err))
         return -1;

@@ -181,13 +181,33 @@ static int trace_event(pg_run *run, const lp_file_info *info, size_t *nids,
     return 0;
 }
 
+static void reader_opts(const lp_profgen_opts *a, bool unwinding,
+                        lp_reader_opts *ro)
+{
+    memset(ro, 0, sizeof *ro);
+    ro->force_text = a->perfscript != NULL;
+    ro->skip_payloads = !unwinding; /* the unwinder reads user registers and stacks */
+}
+
+void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
+{
+    lp_reader_opts ro;
+    lp_error ignored;
+
+    if (!o->perfscript || o->unsym || o->llvm_prof)
+        return;
+    reader_opts(o, !o->ignore_stack_samples && !o->leading_ip_only, &ro);
+    if ((r->priv->early = lp_reader_open(pg_trace_path(o), &ro, &ignored)))
+        lp_reader_start(r->priv->early);
+}
+
 /* One pass over the trace. perf.data: every event goes to the per-process
  * address map run->map (NULL for perf script text, where the aggregator's
  * own single-base map follows the mmaps). */
 int pg_read_trace(pg_run *run, lp_error *err)
 {
     const lp_profgen_opts *a = run->o;
-    lp_reader_opts ro = {0};
+    lp_reader_opts ro;
     const lp_reader_stats *rs;
     const lp_file_info *info;
     const lp_event *ev;
@@ -196,9 +216,10 @@ int pg_read_trace(pg_run *run, lp_error *err)
     bool text;
     int k;
 
-    ro.force_text = a->perfscript != NULL;
-    ro.skip_payloads = !run->uw; /* the unwinder reads user registers and stacks */
-    if (!(r = lp_reader_open(pg_trace_path(a), &ro, err)))
+    reader_opts(a, run->uw != NULL, &ro);
+    r = run->r->priv->early;
+    run->r->priv->early = NULL;
+    if (!r && !(r = lp_reader_open(pg_trace_path(a), &ro, err)))
         return -1;
     info = lp_reader_info(r);
     text = ro.force_text || info->format == LP_FMT_PERF_SCRIPT;

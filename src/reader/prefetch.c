@@ -291,11 +291,16 @@ static int next_inline(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
     return rc;
 }
 
-int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
-                   lp_error *err)
+void lp_pfetch_start(lp_pfetch *f)
 {
     if (f->started == 0)
         f->started = pthread_create(&f->th, NULL, producer, f) == 0 ? 1 : 2;
+}
+
+int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
+                   lp_error *err)
+{
+    lp_pfetch_start(f);
     if (f->started == 2)
         return next_inline(f, ev, seen, err);
     for (;;) {

@@ -17,6 +17,8 @@ typedef struct lp_pfetch lp_pfetch;
  * lp_pfetch_next has returned 0 or -1. The thread starts at the first
  * lp_pfetch_next (inline parsing if it cannot be started). */
 lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err);
+/* Start the thread now (else at the first lp_pfetch_next). */
+void lp_pfetch_start(lp_pfetch *f);
 /* As lp_pscript_next; *seen = the parser's samples_seen at that event. */
 int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                    lp_error *err);

@@ -310,6 +310,12 @@ static lp_reader *open_regular(lp_reader *r, const char *path, lp_error *err)
     return open_text(r, tf, NULL, 0, path, err);
 }
 
+void lp_reader_start(lp_reader *r)
+{
+    if (r && r->pf)
+        lp_pfetch_start(r->pf);
+}
+
 lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
                           lp_error *err)
 {
