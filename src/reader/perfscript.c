@@ -25,6 +25,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "reader/perfscript.h"
 #include "util/hash.h"
@@ -114,6 +117,10 @@ struct lp_pscript {
 
 /* ---- small parsers ------------------------------------------------------ */
 
+/* The per-token code of LBR lines: inlined, so the hot loop has no calls
+ * and the general-code switch of the test entry points folds away. */
+#define PS_INLINE static inline __attribute__((always_inline))
+
 /* Hex digit value + 1; 0 for anything else. */
 static const unsigned char hex1[256] = {
     ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
@@ -124,10 +131,10 @@ static const unsigned char hex1[256] = {
 
 /* Hex digits from s up to the first other character or e, into *out
  * (64 bits; leading zeros are fine). Returns the stop position, NULL on
- * overflow: a nonzero digit before the last 16. The loop does not check
- * for overflow (it is hot; addresses have 12 digits): a longer run is
- * checked after it. */
-static const char *hex_run(const char *s, const char *e, uint64_t *out)
+ * overflow: a nonzero digit before the last 16. The general code, a byte
+ * at a time: hex_run's fallback and the reference its tests compare with.
+ * The loop does not check for overflow: a longer run is checked after it. */
+static const char *hex_run_bytes(const char *s, const char *e, uint64_t *out)
 {
     const char *b = s;
     uint64_t v = 0;
@@ -143,6 +150,120 @@ static const char *hex_run(const char *s, const char *e, uint64_t *out)
     }
     *out = v;
     return s;
+}
+
+/* hex_run eight bytes at a time (SWAR): portable C, no byte after e read. */
+#define BYTES(x) (0x0101010101010101ull * (x))
+
+/* Up to 8 bytes of [s, e) as a little-endian word, zero past e. */
+static uint64_t load8(const char *s, const char *e)
+{
+    uint64_t w = 0;
+    unsigned i;
+
+    if (e - s >= 8) {
+        memcpy(&w, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+#endif
+        return w;
+    }
+    for (i = 0; s + i < e; i++)
+        w |= (uint64_t)(unsigned char)s[i] << 8 * i;
+    return w;
+}
+
+/* Bit 7 of each byte of w that is not a hex digit. Each byte is tested on
+ * its low 7 bits (sums stay below 0x100: no carry into the next byte),
+ * then bytes with bit 7 set are excluded. */
+static uint64_t non_hex(uint64_t w)
+{
+    uint64_t t = w & BYTES(0x7f), l = t | BYTES(0x20);  /* l: 'A' -> 'a' */
+    uint64_t digit = (t + BYTES(0x80 - '0')) & ~(t + BYTES(0x7f - '9'));
+    uint64_t alpha = (l + BYTES(0x80 - 'a')) & ~(l + BYTES(0x7f - 'f'));
+
+    return ~((digit | alpha) & ~w) & BYTES(0x80);
+}
+
+/* The value of 8 hex digits, the first in w's low byte. */
+static uint64_t hex8_value(uint64_t w)
+{
+    uint64_t n = (w & BYTES(0x0f)) + ((w >> 6) & BYTES(1)) * 9; /* nibbles */
+
+    n = ((n << 4) | (n >> 8)) & 0x00ff00ff00ff00ffull;      /* byte pairs */
+    n = ((n << 8) | (n >> 16)) & 0x0000ffff0000ffffull;
+    return ((n << 16) | (n >> 32)) & 0xffffffffull;
+}
+
+/* The value of the first k (1..8) hex digits of w. */
+static uint64_t hex_prefix_value(uint64_t w, unsigned k)
+{
+    return hex8_value(w << (64 - 8 * k));   /* later bytes shifted out */
+}
+
+/* hex_run_bytes' result for runs of up to 15 digits, without a loop;
+ * longer runs (rare) are left to it. */
+static const char *hex_run_swar(const char *s, const char *e, uint64_t *out)
+{
+    uint64_t w0 = load8(s, e), m0 = non_hex(w0), w1, m1;
+    unsigned k;
+
+    if (m0) {                       /* 0..7 digits */
+        k = (unsigned)__builtin_ctzll(m0) / 8;
+        *out = k ? hex_prefix_value(w0, k) : 0;
+        return s + k;
+    }
+    w1 = load8(s + 8, e);           /* e - s >= 8: a short load had a 0 */
+    m1 = non_hex(w1);
+    if (!m1)
+        return hex_run_bytes(s, e, out);
+    k = (unsigned)__builtin_ctzll(m1) / 8;
+    *out = k ? hex8_value(w0) << 4 * k | hex_prefix_value(w1, k)
+             : hex8_value(w0);
+    return s + 8 + k;
+}
+
+#ifdef __SSE2__
+/* hex_run_swar's result from 16 bytes at s (all readable), with SSE2:
+ * a mask of the hex digits gives the run's length, the 16 bytes' nibbles
+ * packed two to a byte its value (the bytes after the run shifted out). */
+PS_INLINE const char *hex_run_sse2(const char *s, const char *e, uint64_t *out)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
+    __m128i l = _mm_or_si128(x, _mm_set1_epi8(0x20));   /* 'A' -> 'a' */
+    /* unsigned c - lo < n, as signed (c - lo - 128) < n - 128 */
+    __m128i dig = _mm_cmplt_epi8(_mm_sub_epi8(x, _mm_set1_epi8((char)('0' + 128))),
+                                 _mm_set1_epi8(-128 + 10));
+    __m128i alp = _mm_cmplt_epi8(_mm_sub_epi8(l, _mm_set1_epi8((char)('a' + 128))),
+                                 _mm_set1_epi8(-128 + 6));
+    __m128i hex = _mm_or_si128(dig, alp), b6, n;
+    unsigned k = (unsigned)__builtin_ctz(~(unsigned)_mm_movemask_epi8(hex));
+    uint64_t v;
+
+    if (k >= 16)
+        return hex_run_bytes(s, e, out);
+    /* each digit's value, 0 for other bytes (they must not spill into
+     * their neighbours' nibbles); then two to a byte, first digit high */
+    b6 = _mm_srli_epi16(_mm_and_si128(x, _mm_set1_epi8(0x40)), 6);
+    n = _mm_add_epi8(_mm_and_si128(x, _mm_set1_epi8(0x0f)),
+                     _mm_add_epi8(_mm_slli_epi16(b6, 3), b6));  /* + 9 */
+    n = _mm_and_si128(n, hex);
+    n = _mm_and_si128(_mm_or_si128(_mm_slli_epi16(n, 4), _mm_srli_epi16(n, 8)),
+                      _mm_set1_epi16(0x00ff));
+    v = __builtin_bswap64((uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(n, n)));
+    *out = (v >> 1) >> (63 - 4 * k);    /* the first k digits; 0 if none */
+    return s + k;
+}
+#endif
+
+/* hex_run_bytes' result, a word at a time. */
+PS_INLINE const char *hex_run(const char *s, const char *e, uint64_t *out)
+{
+#ifdef __SSE2__
+    if (e - s >= 16)
+        return hex_run_sse2(s, e, out);
+#endif
+    return hex_run_swar(s, e, out);
 }
 
 /* StringRef::getAsInteger(16): the whole of [s, s+n) is hex digits, no
@@ -649,36 +770,112 @@ static uint64_t parse_br_flags(ps_line rest)
     return fl;
 }
 
+/* For br_flags_fast: the flag bit each character stands for (M and P in
+ * the first field, X in the second, A in the third), and 16 for the two
+ * characters a one-character field cannot be. */
+static const unsigned char flag_bits[256] = {
+    ['M'] = 1, ['P'] = 2, ['X'] = 4, ['A'] = 8, ['/'] = 16, [' '] = 16,
+};
+
+/* parse_br_flags' result for the usual shape of the flags, three fields
+ * of one character (neither '/' nor ' '), then cycles (up to 9 digits or
+ * none) at the token's end or before a '/'. s: after the '/' that follows
+ * to; le: the line's end. Returns the token's end, NULL for any other
+ * shape (parse_br_flags decides those). */
+PS_INLINE const char *br_flags_fast(const char *s, const char *le, uint64_t *fl)
+{
+    const char *q = s + 6, *t;
+    unsigned f0, f1, f2;
+    uint64_t v = 0;
+
+    if (le - s < 6 || s[1] != '/' || s[3] != '/' || s[5] != '/')
+        return NULL;
+    f0 = flag_bits[(unsigned char)s[0]];
+    f1 = flag_bits[(unsigned char)s[2]];
+    f2 = flag_bits[(unsigned char)s[4]];
+    if ((f0 | f1 | f2) & 16)
+        return NULL;
+    for (; q < le && q < s + 15 && *q >= '0' && *q <= '9'; q++)
+        v = v * 10 + (uint64_t)(*q - '0');
+    if (q < le && *q != '/' && *q != ' ')
+        return NULL;                        /* not a number, or 10 digits */
+    *fl = (f0 & 3) | (f1 & 4) | (f2 & 8);
+    if (q > s + 6)
+        *fl |= (v > 0xffff ? 0xffff : v) << 4;
+    if (q < le && *q == '/') {              /* the type, then the rest */
+        for (t = ++q; q < le && *q != '/' && *q != ' '; q++)
+            ;
+        if (q > t)
+            *fl |= br_type_flag((ps_line){t, (size_t)(q - t)});
+        while (q < le && *q != ' ')
+            q++;
+    }
+    return q;
+}
+
+/* The flags of the token from s (after to's '/') into *fl; returns the
+ * token's end. general: parse_br_flags only (tests compare the two). */
+PS_INLINE const char *br_flags(const char *s, const char *le, int general,
+                            uint64_t *fl)
+{
+    const char *te = general ? NULL : br_flags_fast(s, le, fl);
+
+    if (!te) {
+        for (te = s; te < le && *te != ' '; te++)
+            ;
+        *fl = parse_br_flags((ps_line){s, (size_t)(te - s)});
+    }
+    return te;
+}
+
+/* hex_run, or with general set the byte-at-a-time code it stands for. */
+PS_INLINE const char *hex_run_in(int general, const char *s, const char *e,
+                              uint64_t *out)
+{
+    return general ? hex_run_bytes(s, e, out) : hex_run(s, e, out);
+}
+
 /* One `0xFROM/0xTO[/flags]` token starting at s (not a space), in a line
  * ending at le; tokens end at a space. The first two characters of from
  * and to are dropped unchecked, as llvm-profgen's substr(2) does: from is
  * the text before the token's first '/' (at least 3 characters), to the
  * text up to its second '/' or its end (the same), each past those two
- * all hex digits. 0 and *end = the token's end, or -1. */
-static int parse_br_token(const char *s, const char *le, lp_branch_entry *b,
-                          const char **end)
+ * all hex digits. 0 and *end = the token's end, or -1. general: only the
+ * general (byte-at-a-time) code, for tests. */
+PS_INLINE int parse_br_token(const char *s, const char *le, int general,
+                          lp_branch_entry *b, const char **end)
 {
     const char *q, *r, *te;
 
     if (le - s < 3 || s[0] == '/' || s[1] == '/' || s[1] == ' ')
         return -1;
-    q = hex_run(s + 2, le, &b->from);
+    q = hex_run_in(general, s + 2, le, &b->from);
     if (!q || q == s + 2 || q == le || *q != '/')
         return -1;
     if (le - q < 4 || q[1] == '/' || q[1] == ' ' || q[2] == '/' || q[2] == ' ')
         return -1;
-    r = hex_run(q + 3, le, &b->to);
+    r = hex_run_in(general, q + 3, le, &b->to);
     if (!r || r == q + 3 || (r < le && *r != '/' && *r != ' '))
         return -1;
     b->flags = 0;
     te = r;
-    if (r < le && *r == '/') {
-        for (te = r + 1; te < le && *te != ' '; te++)
-            ;
-        b->flags = parse_br_flags((ps_line){r + 1, (size_t)(te - r - 1)});
-    }
+    if (r < le && *r == '/')
+        te = br_flags(r + 1, le, general, &b->flags);
     *end = te;
     return 0;
+}
+
+const char *lp_pscript_hex_run(const char *s, const char *e, int impl,
+                               uint64_t *out)
+{
+    return impl == 1 ? hex_run_bytes(s, e, out)
+         : impl == 2 ? hex_run_swar(s, e, out) : hex_run(s, e, out);
+}
+
+int lp_pscript_br_token(const char *s, const char *le, int general,
+                        lp_branch_entry *b, const char **end)
+{
+    return parse_br_token(s, le, general, b, end);
 }
 
 static const lp_attr *attr_for_event(lp_pscript *p, ps_line name)
@@ -730,7 +927,7 @@ static int parse_lbr_line(lp_pscript *p, lp_sample *s)
             if (p->nbr == p->br_cap &&
                 grow((void **)&p->br, &p->br_cap, p->nbr + 1, sizeof *p->br))
                 return -1;
-            if (parse_br_token(q, le, &p->br[p->nbr], &q)) {
+            if (parse_br_token(q, le, 0, &p->br[p->nbr], &q)) {
                 p->stats.bad_lbr_lines++;
                 break;
             }

@@ -49,4 +49,15 @@ int lp_pscript_is_hybrid(const lp_pscript *p);
  * than anything else we know (used for error messages). */
 int lp_pscript_sniff(const void *buf, size_t len);
 
+/* For tests, which compare the fast code with the general code it stands
+ * for. The hex digit run at s (before e): impl 0 as the parser runs it,
+ * 1 a byte at a time, 2 a word at a time. Returns the stop position, NULL
+ * on overflow. */
+const char *lp_pscript_hex_run(const char *s, const char *e, int impl,
+                               uint64_t *out);
+/* One LBR entry token at s (not a space) in a line ending at le; general:
+ * the byte-at-a-time code only. 0 and *end = the token's end, or -1. */
+int lp_pscript_br_token(const char *s, const char *le, int general,
+                        lp_branch_entry *b, const char **end);
+
 #endif

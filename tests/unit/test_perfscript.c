@@ -554,6 +554,210 @@ static void test_sniff(void **state)
     assert_false(lp_pscript_sniff("", 0));
 }
 
+/* ---- the fast LBR-token code against the general code ------------------ */
+
+/* A deterministic generator for the differential tests. */
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* The text in a buffer of exactly its size (ASan sees any read past it). */
+static char *exact_copy(const char *text, size_t n)
+{
+    char *b = malloc(n ? n : 1);
+
+    assert_non_null(b);
+    memcpy(b, text, n);
+    return b;
+}
+
+/* hex_run as the parser runs it (0) and word at a time (2) against the
+ * byte-at-a-time code (1) on [s, s+n): same stop, same value. */
+static void check_hex(const char *text, size_t n)
+{
+    char *b = exact_copy(text, n);
+    uint64_t v[3] = {1, 2, 3};
+    const char *r[3];
+
+    for (int impl = 0; impl < 3; impl++)
+        r[impl] = lp_pscript_hex_run(b, b + n, impl, &v[impl]);
+    assert_ptr_equal(r[0], r[1]);
+    assert_ptr_equal(r[2], r[1]);
+    if (r[1]) {
+        assert_true(v[0] == v[1]);
+        assert_true(v[2] == v[1]);
+    }
+    free(b);
+}
+
+/* Runs of 0..20 digits of every case, with leading zeros or not, stopped
+ * by each kind of byte or by the buffer's end, with more text behind. */
+static void test_hex_run_fast(void **state)
+{
+    static const char digits[] = "0123456789abcdefABCDEF";
+    static const char stops[] = "/ gG:@`\xff\x80\t\0";
+    char buf[64];
+    uint64_t x = 88172645463325252u;
+    (void)state;
+
+    for (size_t len = 0; len <= 20; len++) {
+        for (int round = 0; round < 200; round++) {
+            for (size_t i = 0; i < len; i++)
+                buf[i] = digits[rnd(&x) % (sizeof digits - 1)];
+            if (round % 4 == 1)                 /* leading zeros */
+                memset(buf, '0', len > 4 ? len - 4 : len);
+            if (round % 4 == 2 && len)          /* all zeros but one */
+                memset(buf, '0', len - 1);
+            for (size_t k = 0; k < sizeof stops; k++) {
+                buf[len] = stops[k];
+                for (size_t t = len + 1; t < sizeof buf; t++)
+                    buf[t] = digits[rnd(&x) % (sizeof digits - 1)];
+                check_hex(buf, len);            /* ends at the buffer end */
+                check_hex(buf, len + 1);
+                check_hex(buf, len + 1 + rnd(&x) % 30);
+            }
+        }
+    }
+    /* every byte value at every place of a 16-byte window */
+    for (int c = 0; c < 256; c++)
+        for (size_t at = 0; at < 18; at++) {
+            memset(buf, '7', sizeof buf);
+            buf[at] = (char)c;
+            check_hex(buf, 18);
+            check_hex(buf, at + 1);
+            check_hex(buf, sizeof buf);
+        }
+}
+
+/* A token through the fast and the general code: same result, end and
+ * entry. Returns the fast code's result. */
+static int check_token(const char *text, size_t n, lp_branch_entry *out)
+{
+    char *b = exact_copy(text, n);
+    lp_branch_entry e[2];
+    const char *end[2] = {NULL, NULL};
+    int r[2];
+
+    memset(e, 0xa5, sizeof e);
+    for (int g = 0; g < 2; g++)
+        r[g] = lp_pscript_br_token(b, b + n, g, &e[g], &end[g]);
+    assert_int_equal(r[0], r[1]);
+    if (r[0] == 0) {
+        assert_ptr_equal(end[0], end[1]);
+        assert_true(e[0].from == e[1].from);
+        assert_true(e[0].to == e[1].to);
+        assert_true(e[0].flags == e[1].flags);
+        if (out)
+            *out = e[0];
+    }
+    free(b);
+    return r[0];
+}
+
+static int token(const char *text, lp_branch_entry *out)
+{
+    return check_token(text, strlen(text), out);
+}
+
+/* Tokens with known results: the fast code and the general code agree on
+ * each, and on the values llvm-profgen's rules give. */
+static void test_br_token_fixed(void **state)
+{
+    lp_branch_entry b;
+    (void)state;
+
+    assert_int_equal(token("0x55d8f2a1b2c3/0x55d8f2a1b300/P/-/-/0", &b), 0);
+    assert_true(b.from == 0x55d8f2a1b2c3u && b.to == 0x55d8f2a1b300u);
+    assert_true(b.flags == 2);
+    assert_int_equal(token("0x10/0x20/M/X/A/65536/COND", &b), 0);
+    assert_true(b.flags == (1 | 4 | 8 | 0xffffu << 4 | 1u << 20));
+    assert_int_equal(token("0x10/0x20/M/X/A/1234567890/RET/x", &b), 0);
+    assert_true(b.flags == (1 | 4 | 8 | 0xffffu << 4 | 6u << 20));
+    assert_int_equal(token("0x10/0x20/-/-/-/99999999999999999999", &b), 0);
+    assert_true(b.flags == 0);                  /* cycles overflow: none */
+    assert_int_equal(token("0x10/0x20/P/-/-/7 0x30/0x40", &b), 0);
+    assert_true(b.flags == (2 | 7u << 4));
+    assert_int_equal(token("0x10/0x20/P/-/-/", &b), 0);
+    assert_true(b.flags == 2);
+    assert_int_equal(token("0x10/0x20/P/-/", &b), 0);
+    assert_true(b.flags == 2);
+    assert_int_equal(token("0x10/0x20/PP/X/A/3", &b), 0);
+    assert_true(b.flags == (4 | 8 | 3u << 4));
+    assert_int_equal(token("0x10/0x20//X/A/3", &b), 0);
+    assert_true(b.flags == (4 | 8 | 3u << 4));  /* an empty first field */
+    assert_int_equal(token("0x10/0x20/M/X/A/3x/CALL", &b), 0);
+    assert_true(b.flags == (1 | 4 | 8 | 4u << 20));
+    assert_int_equal(token("0x10/0x20/M/X/A/\t3", &b), 0);
+    assert_true(b.flags == (1 | 4 | 8));
+    assert_int_equal(token("zz00000000000000000000abc/ZZdef", &b), 0);
+    assert_true(b.from == 0xabc && b.to == 0xdef && b.flags == 0);
+    assert_int_equal(token("0x1ffffffffffffffff/0x1", NULL), -1);
+    assert_int_equal(token("0x10/0x2g/P/-/-/0", NULL), -1);
+    assert_int_equal(token("0x10/0x\t2/P", NULL), -1);
+    assert_int_equal(token("0x10/0x", NULL), -1);
+    assert_int_equal(token("0x10", NULL), -1);
+}
+
+/* Tokens built from pieces of the usual shape, then mutated: a byte
+ * replaced, inserted or dropped, or the text cut short. */
+static size_t make_token(char *t, uint64_t *x)
+{
+    static const char *const flags[] = {
+        "P", "M", "-", "X", "A", "", "PM", "/", " ", "\t", "0",
+    };
+    static const char *const types[] = {
+        "", "COND", "CALL", "RET", "IND_CALL", "NO_TX", "SERROR", "CONDX",
+        "x", "//",
+    };
+    static const char alphabet[] = "0123456789abcdefxX/ -PMXA\t:gG\xff";
+    size_t n = 0, k;
+
+    n += (size_t)sprintf(t + n, "0x%.*llx", (int)(rnd(x) % 20),
+                         (unsigned long long)rnd(x));
+    n += (size_t)sprintf(t + n, "/0X%llX", (unsigned long long)(rnd(x) >> rnd(x) % 64));
+    if (rnd(x) % 4) {
+        for (k = 0; k < 3; k++)
+            n += (size_t)sprintf(t + n, "/%s", flags[rnd(x) % 11 < 6 ? k + (rnd(x) % 2) * 2 % 3 : rnd(x) % 11]);
+        if (rnd(x) % 5)
+            n += (size_t)sprintf(t + n, "/%llu", (unsigned long long)(rnd(x) >> rnd(x) % 64));
+        if (rnd(x) % 2)
+            n += (size_t)sprintf(t + n, "/%s", types[rnd(x) % 10]);
+    }
+    if (rnd(x) % 2)
+        n += (size_t)sprintf(t + n, "  0x1/0x2/P/-/-/0");
+    for (k = rnd(x) % 4; k > 0 && n > 0; k--) {
+        size_t at = rnd(x) % n;
+        char c = alphabet[rnd(x) % (sizeof alphabet - 1)];
+        switch (rnd(x) % 4) {
+        case 0: t[at] = c; break;
+        case 1: memmove(t + at + 1, t + at, n++ - at); t[at] = c; break;
+        case 2: memmove(t + at, t + at + 1, --n - at); break;
+        default: n = at; break;
+        }
+    }
+    return n;
+}
+
+static void test_br_token_differential(void **state)
+{
+    char t[512];
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    unsigned ok = 0;
+    (void)state;
+
+    for (int i = 0; i < 300000; i++) {
+        size_t n = make_token(t, &x);
+        if (n == 0 || t[0] == ' ')
+            continue;                           /* tokens start at no space */
+        ok += check_token(t, n, NULL) == 0;
+    }
+    assert_true(ok > 100000);                   /* most tokens parse */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -572,6 +776,9 @@ int main(void)
         cmocka_unit_test(test_prefix_and_streaming),
         cmocka_unit_test(test_via_reader),
         cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_hex_run_fast),
+        cmocka_unit_test(test_br_token_fixed),
+        cmocka_unit_test(test_br_token_differential),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
