@@ -138,7 +138,26 @@ typedef struct walker {
     lp_die_unit u;              /* u.end NULL: ends not known, libdw only */
     lp_die_visit visit;
     void *arg;
+    Dwarf_Abbrev *abbrev[128];  /* by one-byte abbreviation code */
 } walker;
+
+/* Give d the abbreviation libdw found for an earlier DIE of the unit with
+ * the same code: libdw's lookup (a locked hash table) is half of what
+ * dwarf_tag costs, and libdw keeps its result in Dwarf_Die.abbrev. */
+static void abbrev_of(walker *w, Dwarf_Die *d)
+{
+    unsigned code = *(const unsigned char *)d->addr;
+    if (d->abbrev || code == 0 || code >= 128 ||
+        (const unsigned char *)d->addr >= w->u.end)
+        return;
+    if (w->abbrev[code]) {
+        d->abbrev = w->abbrev[code];
+        return;
+    }
+    if (dwarf_tag(d) != DW_TAG_invalid && d->abbrev &&
+        d->abbrev != (Dwarf_Abbrev *)-1l)
+        w->abbrev[code] = d->abbrev;
+}
 
 /* Where the DIE after a subtree ending (children list included) at `end`
  * is: 0 and *next, 1 if its list ended at end (*list_end set), -1 not
@@ -172,6 +191,7 @@ static int walk_list(walker *w, Dwarf_Die *first, int depth,
     Dwarf_Die d = *first, c, n;
     *list_end = NULL;
     for (;;) {
+        abbrev_of(w, &d);
         int r = w->visit(&d, w->arg);
         if (r)
             return r;
