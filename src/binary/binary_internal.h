@@ -270,6 +270,24 @@ const char *lp_bin_die_name(Dwarf_Die *die);
 ptrdiff_t lp_bin_ranges(lp_binary *b, Dwarf_Die *die, ptrdiff_t off,
                         Dwarf_Addr *basep, Dwarf_Addr *lo, Dwarf_Addr *hi);
 
+/* dies.c. A unit's layout: where it ends (exclusive) and the sizes its
+ * forms need. lp_bin_die_unit: 0, or -1 if libdw cannot tell. */
+typedef struct lp_die_unit {
+    const unsigned char *end;
+    Dwarf *dbg;
+    Dwarf_Half version;
+    uint8_t addr_size, offset_size;
+} lp_die_unit;
+int lp_bin_die_unit(Dwarf_Die *unit, lp_die_unit *u);
+/* Just past the DIE's attributes (its first child or the next entry), or
+ * NULL if not known. */
+const unsigned char *lp_bin_die_attrs_end(const lp_die_unit *u,
+                                          Dwarf_Die *die);
+/* Call visit on every DIE under unit (not unit itself), pre-order, as far
+ * as 256 levels down; stops at, and returns, visit's first non-zero. */
+typedef int (*lp_die_visit)(Dwarf_Die *die, void *arg);
+int lp_bin_walk_dies(Dwarf_Die *unit, lp_die_visit visit, void *arg);
+
 /* dwp.c. lp_dwp_unit: 1 and *split = the unit's split CU DIE (valid
  * until lp_dwp_close), 0 if the package has no such unit, -1 error. */
 int lp_dwp_open(const char *path, lp_dwp **out, lp_error *err);

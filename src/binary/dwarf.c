@@ -133,22 +133,24 @@ static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
     return 0;
 }
 
-/* Pre-order walk of every DIE under `die` (llvm's CU.dies() order). */
-static int walk(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
-                Dwarf_Die *linecu, int depth)
+typedef struct unit_walk {
+    lp_binary *b;
+    Dwarf_Die *cudie, *linecu;
+} unit_walk;
+
+static int visit(Dwarf_Die *die, void *arg)
 {
-    Dwarf_Die child;
-    if (depth > 256 || dwarf_child(die, &child) != 0)
+    unit_walk *uw = arg;
+    if (dwarf_tag(die) != DW_TAG_subprogram)
         return 0;
-    do {
-        if (dwarf_tag(&child) == DW_TAG_subprogram &&
-            subprogram(b, &child, cudie, linecu) != 0)
-            return -1;
-        if (dwarf_haschildren(&child) &&
-            walk(b, &child, cudie, linecu, depth + 1))
-            return -1;
-    } while (dwarf_siblingof(&child, &child) == 0);
-    return 0;
+    return subprogram(uw->b, die, uw->cudie, uw->linecu) != 0 ? -1 : 0;
+}
+
+/* Every subprogram under `cudie`, in llvm's CU.dies() order (dies.c). */
+static int walk(lp_binary *b, Dwarf_Die *cudie, Dwarf_Die *linecu)
+{
+    unit_walk uw = {b, cudie, linecu};
+    return lp_bin_walk_dies(cudie, visit, &uw);
 }
 
 /* The data of a section of the DWARF file, or NULL. */
@@ -231,14 +233,14 @@ static int load_units(lp_binary *b, lp_error *err)
             if (ut != DW_UT_compile && ut != DW_UT_skeleton)
                 continue;
             if (pass == 0) {
-                r = walk(b, &cudie, &cudie, &cudie, 0);
+                r = walk(b, &cudie, &cudie);
             } else if (ut == DW_UT_skeleton) {
                 int got = b->dwp ? dwp_split(b, cu, &cudie, &subdie, err)
                                  : dwarf_tag(&subdie) == DW_TAG_compile_unit;
                 if (got < 0)
                     return -1;
                 if (got)
-                    r = walk(b, &subdie, &subdie, &cudie, 0);
+                    r = walk(b, &subdie, &cudie);
                 else
                     missing++;
             }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dwarf.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "lbr2prof/binary.h"
+#include "binary/binary_internal.h"
 
 #define IN "tests/data/llvm-profgen-inputs/"
 
@@ -1513,6 +1516,154 @@ static void test_fs_discriminator_detected(void **state)
     }
 }
 
+/* ---- the DIE walk (dies.c) against the plain libdw walk ------------------ */
+
+typedef struct die_offs {
+    Dwarf_Off *v;
+    size_t n, cap, stop_at;
+} die_offs;
+
+static int offs_visit(Dwarf_Die *die, void *arg)
+{
+    die_offs *o = arg;
+    if (o->n == o->cap) {
+        o->cap = o->cap * 2 + 256;
+        assert_non_null(o->v = realloc(o->v, o->cap * sizeof *o->v));
+    }
+    o->v[o->n++] = dwarf_dieoffset(die);
+    return o->n == o->stop_at ? 7 : 0;
+}
+
+/* The walk dies.c replaces: dwarf_child + dwarf_siblingof, 256 deep. */
+static void plain_walk(Dwarf_Die *die, die_offs *o, int depth)
+{
+    Dwarf_Die c;
+    if (depth > 256 || dwarf_child(die, &c) != 0)
+        return;
+    do {
+        offs_visit(&c, o);
+        if (dwarf_haschildren(&c))
+            plain_walk(&c, o, depth + 1);
+    } while (dwarf_siblingof(&c, &c) == 0);
+}
+
+/* Every DIE's attribute end against where libdw puts its first child, or
+ * the next sibling of a childless DIE (without DW_AT_sibling). */
+static size_t check_attr_ends(const lp_die_unit *u, Dwarf_Die *die)
+{
+    Dwarf_Die c, n;
+    size_t checked = 0;
+    if (dwarf_child(die, &c) != 0)
+        return 0;
+    do {
+        const unsigned char *end = lp_bin_die_attrs_end(u, &c);
+        if (dwarf_haschildren(&c)) {
+            if (dwarf_child(&c, &n) == 0) {
+                assert_ptr_equal(end, n.addr);
+                checked++;
+            }
+            checked += check_attr_ends(u, &c);
+        } else if (dwarf_siblingof(&c, &n) == 0 &&
+                   !dwarf_hasattr(&c, DW_AT_sibling)) {
+            assert_ptr_equal(end, n.addr);
+            checked++;
+        }
+    } while (dwarf_siblingof(&c, &c) == 0);
+    return checked;
+}
+
+/* One unit: the same DIEs in the same order; returns how many. */
+static size_t check_unit_walk(Dwarf_Die *unit, size_t *ends)
+{
+    die_offs want = {0}, got = {0};
+    lp_die_unit u;
+    plain_walk(unit, &want, 0);
+    assert_int_equal(lp_bin_walk_dies(unit, offs_visit, &got), 0);
+    assert_int_equal(got.n, want.n);
+    for (size_t i = 0; i < want.n; i++)
+        if (got.v[i] != want.v[i])
+            fail_msg("DIE %zu: walked 0x%" PRIx64 ", libdw 0x%" PRIx64, i,
+                     (uint64_t)got.v[i], (uint64_t)want.v[i]);
+    assert_int_equal(lp_bin_die_unit(unit, &u), 0);
+    *ends += check_attr_ends(&u, unit);
+    if (want.n > 2) {           /* a non-zero visit stops the walk */
+        die_offs stop = {.stop_at = want.n / 2};
+        assert_int_equal(lp_bin_walk_dies(unit, offs_visit, &stop), 7);
+        assert_int_equal(stop.n, want.n / 2);
+        free(stop.v);
+    }
+    free(want.v);
+    free(got.v);
+    return want.n;
+}
+
+/* Every unit of a file, the split units libdw finds included. */
+static size_t check_file_walk(const char *path, size_t *ends)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
+    assert_non_null(dw);
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die cudie, subdie;
+    uint8_t ut;
+    size_t n = 0;
+    while (dwarf_get_units(dw, cu, &cu, NULL, &ut, &cudie, &subdie) == 0) {
+        n += check_unit_walk(&cudie, ends);
+        if (ut == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit)
+            n += check_unit_walk(&subdie, ends);
+    }
+    dwarf_end(dw);
+    close(fd);
+    return n;
+}
+
+/* The function table's walk (dies.c) visits every DIE once, in the order
+ * of the plain dwarf_child/dwarf_siblingof walk (llvm's CU.dies()): the
+ * test binaries, gcc builds (DW_AT_sibling, implicit_const, C nested
+ * functions, blocks nested past the 256-level limit), g++ and clang-19
+ * DWARF 4/5 and split DWARF. */
+static void test_die_walk(void **state)
+{
+    (void)state;
+    char dir[128], path[192];
+    size_t ends = 0;
+    for (size_t i = 0; i < sizeof bins / sizeof *bins; i++)
+        assert_true(check_file_walk(bins[i], &ends) > 0);
+    snprintf(dir, sizeof dir, "%s/walk", scratch);
+    assert_int_equal(sh("mkdir -p %s && cd %s && "
+        "printf 'int g(int x) {\\n  int outer(int y) {\\n"
+        "    int inner(int z) { return z * x; }\\n"
+        "    { int k = y + 1; return inner(k) + inner(y); }\\n  }\\n"
+        "  struct e {} e; (void)e;\\n  return outer(x + 1);\\n}\\n"
+        "int main(int c, char **v) { (void)v; return g(c) & 1; }\\n' > n.c && "
+        "{ echo 'int deep(int a) {'; i=0; while [ $i -lt 300 ]; do "
+        "echo \"{ volatile int v$i = a; a += v$i;\"; i=$((i+1)); done; "
+        "i=0; while [ $i -lt 300 ]; do echo '}'; i=$((i+1)); done; "
+        "echo 'return a; }'; } > d.c && "
+        "printf '#include <vector>\\nnamespace ns { template <class T> struct S "
+        "{ T t; int f() const { return (int)t.size(); } }; }\\n"
+        "int h(int n) { ns::S<std::vector<int>> s; s.t.resize(n); "
+        "return s.f(); }\\nint main() { return h(3); }\\n' > p.cc && "
+        "gcc -O1 -g -o n n.c && gcc -O0 -g -c -o d.o d.c && "
+        "g++ -O1 -g -o p p.cc", dir, dir), 0);
+    const char *mine[] = {"n", "d.o", "p"};
+    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, mine[i]);
+        assert_true(check_file_walk(path, &ends) > 0);
+    }
+    if (have_tool("clang-19")) {
+        assert_int_equal(sh("cd %s && clang-19 -O2 -g -gdwarf-4 -c -o c4.o "
+                            "-x c++ p.cc && clang-19 -O2 -g -gdwarf-5 "
+                            "-gsplit-dwarf -o s5 -x c++ p.cc -lstdc++", dir), 0);
+        for (int i = 0; i < 2; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, i ? "s5" : "c4.o");
+            assert_true(check_file_walk(path, &ends) > 0);
+        }
+    }
+    assert_true(ends > 1000);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1553,6 +1704,7 @@ int main(void)
         cmocka_unit_test(test_canonical_names),
         cmocka_unit_test(test_discriminators),
         cmocka_unit_test(test_fs_discriminator_detected),
+        cmocka_unit_test(test_die_walk),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
