@@ -283,11 +283,6 @@ typedef struct lp_frame {
  * same address is a hash lookup. */
 int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
                         size_t *n, lp_error *err);
-/* Symbolizes (into the cache above) every instruction in [start, end):
- * work done ahead of time, e.g. while another thread is the bottleneck.
- * 0, or -1 on error. */
-int lp_binary_warm(lp_binary *b, uint64_t start, uint64_t end,
-                   lp_error *err);
 
 /* For callers that need stacks (profile generation): 0 if the binary has
  * DWARF functions, else -1 with an LP_EFORMAT message naming the file and

@@ -54,13 +54,6 @@ typedef struct lp_unwind_opts {
                                    (perf script text) */
     bool no_memo;               /* take every sample in from scratch, even
                                    one equal to an earlier sample (tests) */
-    bool warm_ahead;            /* fill caches for each new distinct sample
-                                   as it comes (range pieces, symbolization)
-                                   instead of at the end: worth it when the
-                                   caller waits on another thread anyway
-                                   (perf script text); it costs memory at
-                                   the peak (the caches then live alongside
-                                   the reader's). Results are the same. */
 } lp_unwind_opts;
 
 void lp_unwind_opts_default(lp_unwind_opts *o);

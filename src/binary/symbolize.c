@@ -308,19 +308,6 @@ int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
     return 0;
 }
 
-int lp_binary_warm(lp_binary *b, uint64_t start, uint64_t end, lp_error *err)
-{
-    const lp_frame *f;
-    uint64_t ip;
-    size_t n;
-    int k = lp_binary_inst_at_or_after(b, start, &ip, err);
-
-    for (; k == 1 && ip < end; k = lp_binary_next_inst(b, ip, &ip, err))
-        if (lp_binary_symbolize(b, ip, &f, &n, err))
-            return -1;
-    return k < 0 ? -1 : 0;
-}
-
 void lp_bin_free_symbolizer(lp_binary *b)
 {
     lp_sym_chunk *k, *knext;

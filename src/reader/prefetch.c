@@ -23,7 +23,7 @@
 
 /* 32 batches (8 Ki events, ~6 ms of parsing; 2 MB of arenas, 2.5 MB of
  * events): the consumer does its first-touch work (disassembly, DWARF,
- * uw_warm) in bursts, mostly early, and the parser must be able to run
+ * symbolization) in bursts, mostly early, and the parser must be able to run
  * ahead meanwhile; with 3 batches, then 8, it stalled and the consumer
  * later starved. */
 #define PF_NBATCH 32

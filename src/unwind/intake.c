@@ -530,8 +530,6 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
         g->djb = djb2(u->cs, ncs, u->lbr, nlbr);
         memcpy(g->key, u->enc, len);
         HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->agg, g->key, len, h, g);
-        if (u->o.warm_ahead)
-            uw_warm(u, u->cs, ncs, u->lbr, nlbr);
     }
     g->repeat += n;
     u->st.aggregated += n;

@@ -311,57 +311,6 @@ static const uw_split *split_of(lp_unwinder *u, uint64_t target, uint64_t end,
     return s ? s : make_split(u, target, end, err);
 }
 
-/* Symbolizes, once, every instruction of the function range holding a,
- * as the CS generator will (context/insttab.c). */
-static void warm_function(lp_unwinder *u, uint64_t a)
-{
-    const lp_func_range *fr = uw_func_range(u, a);
-    uint64_t key;
-    lp_error err;
-
-    if (!fr)
-        return;
-    key = uw_enc(uw_bin_of(a), fr->start);
-    if (uw_map_get(&u->warmed, key, 0) || uw_map_put(&u->warmed, key, 0, 1))
-        return;
-    (void)lp_binary_warm(uw_bin(u, a), fr->start, fr->end, &err);
-}
-
-/* Does ahead of time, for a new distinct sample, the part of its
- * unwinding and of the profile's generation that only fills caches: each
- * LBR range's pieces (and with them the disassembly and symbolization of
- * every address in it), every instruction of the functions its branches
- * touch (the generator's tables), and the symbolization of the call
- * stack. The unwinding itself must wait for the sample's final count and
- * llvm-profgen's order (uw_flush); this runs while the consumer would
- * otherwise wait for the parser thread, and leaves less for the end.
- * Nothing here changes a result; an error is left for the unwinding to
- * meet and report. */
-void uw_warm(lp_unwinder *u, const uint64_t *cs, size_t ncs,
-             const uw_lbr *lbr, size_t nlbr)
-{
-    const lp_frame *f;
-    lp_error err;
-    size_t i, n;
-
-    for (i = 1; i < nlbr; i++) {
-        uint64_t t = lbr[i].dst, e = lbr[i - 1].src;
-        if (t > UW_LAST_SENTINEL && e > UW_LAST_SENTINEL && t != UW_EXT &&
-            e != UW_EXT)
-            (void)split_of(u, t, e, &err);
-    }
-    for (i = 0; i < nlbr; i++) {
-        if (lbr[i].src > UW_LAST_SENTINEL && lbr[i].src != UW_EXT)
-            warm_function(u, lbr[i].src);
-        if (lbr[i].dst > UW_LAST_SENTINEL && lbr[i].dst != UW_EXT)
-            warm_function(u, lbr[i].dst);
-    }
-    for (i = 0; i < ncs; i++)
-        if (cs[i] > UW_LAST_SENTINEL && cs[i] != UW_EXT &&
-            uw_bin_of(cs[i]) < u->nbins)
-            (void)symbolize(u, cs[i], &f, &n, &err);
-}
-
 /* ---- the four operations ---------------------------------------------------- */
 
 /* With the repair, a range that is no fall-through: code entered

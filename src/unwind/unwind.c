@@ -351,7 +351,6 @@ void lp_unwind_free(lp_unwinder *u)
     lp_leaf_cache_free(u->leaves);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     free(u->splits.s);          /* the splits live in the cache arena */
-    free(u->warmed.s);
     free(u->ctxc.pfx.s);
     free(u->ctxc.leaf.s);
     free(u->ctxc.dedup.s);

@@ -273,7 +273,6 @@ struct lp_unwinder {
     size_t pieces_cap;
     /* caches */
     uw_map splits;              /* (start, end) -> uw_split * */
-    uw_map warmed;              /* (function range start, 0) -> 1: uw_warm */
     uw_ctxcache ctxc;
     lp_ctx_entry **root_entries;/* the empty context, per binary */
     uw_arena cache_arena;
@@ -352,8 +351,6 @@ size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2]);
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);
 /* Unwind one distinct sample into u->cc. */
-void uw_warm(lp_unwinder *u, const uint64_t *cs, size_t ncs,
-             const uw_lbr *lbr, size_t nlbr);
 int uw_unwind_one(lp_unwinder *u, const uint64_t *cs, size_t ncs,
                   const uw_lbr *lbr, size_t nlbr, uint64_t repeat,
                   lp_error *err);

@@ -1277,44 +1277,6 @@ static void check_inst_at(lp_binary *b, uint64_t x, const uint64_t *starts,
         fail_msg("%#" PRIx64 ": instruction at %#" PRIx64, x, in.addr);
 }
 
-/* lp_binary_warm symbolizes a range ahead of time: it decodes the code
- * and leaves every instruction's frames as a cold binary gives them. */
-static void test_warm(void **state)
-{
-    (void)state;
-    const char *bin = "tests/data/autofdo/test.binary";
-    lp_binary *w = open_ok(bin, NULL), *c = open_ok(bin, NULL);
-    const lp_function *f = lp_binary_function(w, "main");
-    lp_error e = {0};
-    uint64_t a, start, end;
-    size_t n = 0;
-    assert_non_null(f);
-    start = f->ranges[0]->start;
-    end = f->ranges[0]->end;
-    assert_int_equal(lp_binary_decoded_regions(w, NULL), 0);
-    assert_int_equal(lp_binary_warm(w, start, end, &e), 0);
-    assert_true(lp_binary_decoded_regions(w, NULL) >= 1);
-    for (int k = lp_binary_inst_at_or_after(c, start, &a, &e); k == 1 && a < end;
-         k = lp_binary_next_inst(c, a, &a, &e), n++) {
-        const lp_frame *fw, *fc;
-        size_t nw, nc;
-        assert_int_equal(lp_binary_symbolize(w, a, &fw, &nw, &e), 0);
-        assert_int_equal(lp_binary_symbolize(c, a, &fc, &nc, &e), 0);
-        assert_int_equal(nw, nc);
-        for (size_t i = 0; i < nw; i++) {
-            assert_string_equal(fw[i].func, fc[i].func);
-            assert_int_equal(fw[i].line_offset, fc[i].line_offset);
-            assert_int_equal(fw[i].discriminator, fc[i].discriminator);
-        }
-    }
-    assert_true(n > 3);
-    /* an empty or codeless range is no error */
-    assert_int_equal(lp_binary_warm(w, end, end, &e), 0);
-    assert_int_equal(lp_binary_warm(w, 0, 1, &e), 0);
-    lp_binary_close(w);
-    lp_binary_close(c);
-}
-
 static void test_inst_lookup_every_byte(void **state)
 {
     (void)state;
@@ -1698,7 +1660,6 @@ int main(void)
         cmocka_unit_test(test_dwp_corrupt),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_lazy_disassembly),
-        cmocka_unit_test(test_warm),
         cmocka_unit_test(test_prolog_epilog),
         cmocka_unit_test(test_corrupt_sections),
         cmocka_unit_test(test_canonical_names),

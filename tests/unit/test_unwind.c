@@ -630,8 +630,7 @@ static void test_003_7_cet_mov(void **state)
  * 62f->5b0 x4, 637->645 x3, 645->5ff x3; main:1 @ foo:3 @ bar 5b0-5c8 x1,
  * 5b0-5d7 x2, 5dc-5e9 x1, 5e5-5e9 x2, 5c8->5dc x1, 5d7->5e5 x2, 5e9->634 x3
  * (on top of the first sample's, Example C of the reference). */
-static char *run_script_opts(const char *script, const char *bin, bool repair,
-                             bool warm, lp_unwind_stats *st)
+static char *run_script(const char *script, const char *bin, bool repair)
 {
     lp_binary *b = open_bin(bin);
     lp_reader_opts ro = {0};
@@ -646,7 +645,6 @@ static char *run_script_opts(const char *script, const char *bin, bool repair,
 
     lp_unwind_opts_default(&o);
     o.repair_frames = repair;
-    o.warm_ahead = warm;
     ro.force_text = 1;
     assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
     assert_non_null(r = lp_reader_open(script, &ro, &e));
@@ -666,48 +664,10 @@ static char *run_script_opts(const char *script, const char *bin, bool repair,
     lp_reader_close(r);
     assert_non_null(cc = lp_unwind_finish(u, &e));
     out = raw_string(cc, lp_binary_preferred_base(b));
-    if (st)
-        *st = *lp_unwind_stats_get(u);
     lp_ctxcount_free(cc);
     lp_unwind_free(u);
     lp_binary_close(b);
     return out;
-}
-
-static char *run_script(const char *script, const char *bin, bool repair)
-{
-    return run_script_opts(script, bin, repair, false, NULL);
-}
-
-/* warm_ahead (uw_warm: caches filled as distinct samples arrive) changes
- * no context, count or statistic, with or without the repair. */
-static void test_warm_ahead_same(void **state)
-{
-    static const char *const names[] = {
-        "noinline-cs-noprobe", "inline-cs-noprobe", "callback-external-addr",
-        "recursion-compression-noprobe", "cs-preinline-cost", "func-split",
-        "multi-load-segs", "unique-linkage-name-dwarf",
-    };
-    char script[256], bin[256];
-    size_t i, nonempty = 0;
-    int rep;
-
-    (void)state;
-    for (i = 0; i < sizeof names / sizeof *names; i++)
-        for (rep = 0; rep < 2; rep++) {
-            lp_unwind_stats s0, s1;
-            char *cold, *warm;
-            snprintf(script, sizeof script, IN "%s.perfscript", names[i]);
-            snprintf(bin, sizeof bin, IN "%s.perfbin", names[i]);
-            cold = run_script_opts(script, bin, rep, false, &s0);
-            warm = run_script_opts(script, bin, rep, true, &s1);
-            assert_string_equal(warm, cold);
-            assert_memory_equal(&s0, &s1, sizeof s0);
-            nonempty += cold[0] != 0;
-            free(cold);
-            free(warm);
-        }
-    assert_true(nonempty >= 10); /* the repair drops some inputs' only sample */
 }
 
 static void test_repair_noinline_cs(void **state)
@@ -1346,7 +1306,6 @@ int main(void)
         cmocka_unit_test(test_003_unprovable_dropped),
         cmocka_unit_test(test_003_7_cet_mov),
         cmocka_unit_test(test_repair_noinline_cs),
-        cmocka_unit_test(test_warm_ahead_same),
         cmocka_unit_test(test_signal_handler_sampled),
         cmocka_unit_test(test_signal_in_frameless),
         cmocka_unit_test(test_sigreturn),
