@@ -127,6 +127,12 @@ typedef struct lp_inl_tree {
     uint32_t decl_line;
     lp_inl_node *nodes;
     size_t n, cap;
+    /* its unit's line table and file names, looked up at the first
+     * address symbolized in it (not once per address) */
+    bool cu_done;
+    const lp_line_table *lines;
+    Dwarf_Files *files;
+    size_t nfiles;
     UT_hash_handle hh;
 } lp_inl_tree;
 

@@ -158,13 +158,24 @@ static const lp_line_table *cu_lines(lp_binary *b, Dwarf_Die *linecu)
     return c->ok ? &c->t : NULL;
 }
 
-static const char *file_name(Dwarf_Die *cudie, uint32_t idx)
+/* The tree's unit facts, once: line table and file names. */
+static void tree_unit(lp_binary *b, lp_inl_tree *t, Dwarf_Die *linecu)
 {
-    Dwarf_Files *files;
-    size_t nf;
-    if (dwarf_getsrcfiles(cudie, &files, &nf) != 0 || idx >= nf)
-        return "";
-    const char *s = dwarf_filesrc(files, idx, NULL, NULL);
+    if (t->cu_done)
+        return;
+    t->cu_done = true;
+    t->lines = cu_lines(b, linecu);
+    if (dwarf_getsrcfiles(linecu, &t->files, &t->nfiles) != 0) {
+        t->files = NULL;
+        t->nfiles = 0;
+    }
+}
+
+static const char *file_name(const lp_inl_tree *t, uint32_t idx)
+{
+    const char *s = t->files && idx < t->nfiles
+                        ? dwarf_filesrc(t->files, idx, NULL, NULL)
+                        : NULL;
     return s ? s : "";
 }
 
@@ -190,7 +201,7 @@ static int32_t deepest(const lp_inl_tree *t, uint64_t addr)
 
 /* Frames outermost first; cut at the first frame without a name. */
 static size_t make_frames(lp_binary *b, const lp_die_range *dr,
-                          const lp_inl_tree *t, uint64_t addr, lp_frame *out)
+                          lp_inl_tree *t, uint64_t addr, lp_frame *out)
 {
     int32_t chain[MAX_CHAIN];
     size_t n = 0;
@@ -199,6 +210,7 @@ static size_t make_frames(lp_binary *b, const lp_die_range *dr,
         chain[n++] = i;
     Dwarf_Die lcu = dr->linecu;
     size_t k = 0;
+    tree_unit(b, t, &lcu);
     for (size_t d = 0; d <= n; d++) { /* d = 0: the subprogram itself */
         const lp_inl_node *self = d ? &t->nodes[chain[n - d]] : NULL;
         const lp_inl_node *inner = d < n ? &t->nodes[chain[n - d - 1]] : NULL;
@@ -211,16 +223,16 @@ static size_t make_frames(lp_binary *b, const lp_die_range *dr,
             f->line = inner->call_line;
             f->column = inner->call_col;
             f->discriminator = inner->call_disc;
-            f->file = file_name(&lcu, inner->call_file);
+            f->file = file_name(t, inner->call_file);
         } else {
-            const lp_line_table *lt = cu_lines(b, &lcu);
-            const lp_line_row *row = lt ? lp_line_table_lookup(lt, addr) : NULL;
+            const lp_line_row *row =
+                t->lines ? lp_line_table_lookup(t->lines, addr) : NULL;
             f->file = "";
             if (row) {
                 f->line = row->line;
                 f->column = row->col;
                 f->discriminator = row->disc;
-                f->file = file_name(&lcu, row->file);
+                f->file = file_name(t, row->file);
             }
         }
         f->line_offset = (f->line - f->start_line) & 0xffff;
