@@ -218,6 +218,8 @@ struct lp_binary {
     lp_code_region *regions;    /* sorted, disjoint */
     size_t nregions;
     size_t last_region;         /* the region found last (lookups repeat) */
+    size_t last_inst;           /* the instruction found last in it (walks
+                                   go to the one after or before) */
 
     lp_func_entry *funcs_by_name;       /* uthash */
     const lp_function **funcs;          /* insertion (DWARF) order */

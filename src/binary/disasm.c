@@ -262,10 +262,21 @@ static int ensure(lp_binary *b, size_t ri, lp_error *err)
     return b->regions[ri].decoded ? 0 : decode_region(b, &b->regions[ri], err);
 }
 
-/* Index of the instruction at addr in region ri, or -1. */
-static ptrdiff_t find_inst(const lp_code_region *r, uint64_t addr)
+/* Index of the instruction at addr in region r, or -1. Walks over the
+ * instructions (next_inst, prev_inst: the generator's tables, the
+ * unwinder's range splits) ask for a neighbour of the last one found: `k`
+ * is that one, tried with its neighbours before the binary search. */
+static ptrdiff_t find_inst(const lp_code_region *r, uint64_t addr, size_t k)
 {
     size_t lo = 0, hi = r->ninsts;
+    if (k < hi) {
+        if (r->insts[k].addr == addr)
+            return (ptrdiff_t)k;
+        if (k + 1 < hi && r->insts[k + 1].addr == addr)
+            return (ptrdiff_t)k + 1;
+        if (k > 0 && r->insts[k - 1].addr == addr)
+            return (ptrdiff_t)k - 1;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (r->insts[mid].addr < addr)
@@ -280,14 +291,17 @@ static ptrdiff_t find_inst(const lp_code_region *r, uint64_t addr)
 static int locate(lp_binary *b, uint64_t addr, size_t *ri, size_t *ii,
                   lp_error *err)
 {
+    size_t prev = b->last_region; /* find_region moves it */
     ptrdiff_t r = find_region(b, addr);
     if (r < 0)
         return 0;
     if (ensure(b, (size_t)r, err) != 0)
         return -1;
-    ptrdiff_t i = find_inst(&b->regions[r], addr);
+    ptrdiff_t i = find_inst(&b->regions[r], addr,
+                            (size_t)r == prev ? b->last_inst : SIZE_MAX);
     if (i < 0)
         return 0;
+    b->last_inst = (size_t)i;
     *ri = (size_t)r;
     *ii = (size_t)i;
     return 1;
