@@ -15,6 +15,7 @@
  * PF_NBATCH arenas of PF_BYTES and PF_NBATCH x PF_EVENTS events.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,7 +36,8 @@
  * for up to PF_SPIN_NS before it sleeps on the condition variable. A batch
  * takes the parser ~0.2 ms, so most waits end within the spin; a sleeping
  * side costs the other one a futex wake per batch (about 10% of the
- * parser's time on bench (a) before the spin). */
+ * parser's time on bench (a) before the spin). Only with two CPUs or
+ * more: on one, polling would keep the other side from running. */
 #define PF_SPIN_NS 400000L
 
 /* One batch: n events, then how the producer stopped (end_rc: 1 more
@@ -62,6 +64,7 @@ struct lp_pfetch {
     size_t head, tail;          /* ring: consumer at head, producer at tail */
     size_t nfull;               /* changed under mu, atomically: also polled */
     int stop;
+    long spin_ns;               /* PF_SPIN_NS, or 0 on a single CPU */
     /* producer only: an event parsed when its batch was full, owed to the
      * next batch (still valid: the parser is not called in between) */
     const lp_event *owed;
@@ -108,7 +111,7 @@ static void spin_while(lp_pfetch *f, size_t avoid)
         if ((k & 63) == 0) {
             long t = now_ns();
             if (!until)
-                until = t + PF_SPIN_NS;
+                until = t + f->spin_ns;
             else if (t >= until)
                 return;
         }
@@ -252,6 +255,14 @@ static void *producer(void *arg)
 
 /* ---- consumer --------------------------------------------------------- */
 
+/* CPUs this process may run on (1 if unknown). */
+static int cpus(void)
+{
+    cpu_set_t set;
+
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
 lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err)
 {
     lp_pfetch *f = calloc(1, sizeof *f);
@@ -260,6 +271,7 @@ lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err)
     if (!f)
         goto oom;
     f->p = p;
+    f->spin_ns = cpus() > 1 ? PF_SPIN_NS : 0;
     for (k = 0; k < PF_NBATCH; k++) {
         pf_batch *b = &f->b[k];
         b->ev = malloc(PF_EVENTS * sizeof *b->ev);
