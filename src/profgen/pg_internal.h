@@ -56,11 +56,12 @@ char *pg_find_binary(const char *trace, bool text, lp_error *err);
 int pg_trace_binaries(const char *trace, bool text, char *const *skip,
                       size_t nskip, char ***out, size_t *n, lp_error *err);
 
-/* trace.c: the trace -> r->agg / r->uw counters; 0 or -1. */
-/* perf script text: open the trace and start parsing it now, on the
- * reader's thread, so that it overlaps opening the binaries. Any failure
- * is left for pg_read_trace to meet again and report in its place. */
+/* trace.c, perf script text: open the trace and start parsing it now, on
+ * the reader's thread, so that it overlaps opening the binaries. Any
+ * failure is left for pg_read_trace to meet again and report in its
+ * place. */
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r);
+/* trace.c: the trace -> r->agg / r->uw counters; 0 or -1. */
 int pg_read_trace(pg_run *run, lp_error *err);
 /* trace.c: counters of the run: flat (raw_flat) or per context (raw_cs). */
 int pg_count_trace(pg_run *run, lp_error *err);
