@@ -31,6 +31,7 @@
 
 #include "reader/perfscript.h"
 #include "util/hash.h"
+#include "util/zalloc.h"
 
 #define LP_PSCRIPT_MAX_PREAMBLE (64u << 20)
 #define LP_PSCRIPT_MAX_LINE (256u << 20)
@@ -64,7 +65,7 @@ typedef struct ps_line {
 typedef struct ps_block {
     lp_digest dig;
     uint64_t id;                /* lp_sample.dup_id of this text */
-    size_t len, cap;            /* text length; bytes of store it owns */
+    size_t len;                 /* text length */
     uint64_t nlines;            /* call-stack lines */
     const lp_attr *attr;
     uint64_t sample_type, ip;
@@ -1012,22 +1013,21 @@ static ps_block **cache_slot(lp_pscript *p, const lp_digest *d)
     return &p->cache[d->lo & (PS_CACHE_SLOTS - 1)];
 }
 
-/* The cache's memory, made on first use: the slots and one store of
- * PS_CACHE_BYTES that blocks are carved from. One allocation, not one per
- * block: this runs on the prefetch thread, whose malloc arena grows a page
- * (and a system call) at a time. Both are written before they are read
- * (see the unwinder's address table for why). */
+/* The cache's memory, made on first use: the slots (lp_zalloc_written:
+ * probed before written) and one store of PS_CACHE_BYTES that blocks are
+ * carved from. One allocation, not one per block: this runs on the
+ * prefetch thread, whose malloc arena grows a page (and a system call) at
+ * a time. */
 static int cache_init(lp_pscript *p)
 {
     if (p->cache)
         return 0;
-    if (!(p->cache = malloc(PS_CACHE_SLOTS * sizeof *p->cache)) ||
+    if (!(p->cache = lp_zalloc_written(PS_CACHE_SLOTS * sizeof *p->cache)) ||
         !(p->store = malloc(PS_CACHE_BYTES))) {
         free(p->cache);
         p->cache = NULL;
         return -1;
     }
-    memset(p->cache, 0, PS_CACHE_SLOTS * sizeof *p->cache);
     return 0;
 }
 
@@ -1042,7 +1042,6 @@ static ps_block *cache_room(lp_pscript *p, size_t bytes)
         return NULL;
     b = (ps_block *)(p->store + p->store_used);
     p->store_used += bytes;
-    b->cap = bytes;
     return b;
 }
 
@@ -1055,15 +1054,13 @@ static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
     size_t bytes = (sizeof(ps_block) + s->callchain_nr * sizeof(uint64_t) +
                     s->branch_nr * sizeof(lp_branch_entry) + 7) & ~(size_t)7;
     ps_block **slot, *b;
-    size_t cap;
 
     if (cache_init(p))
         return;
     slot = cache_slot(p, d);
     if (!(b = cache_room(p, bytes)))
         return;
-    cap = b->cap;
-    *b = (ps_block){*d, ++p->last_id, len, cap, nlines, s->attr,
+    *b = (ps_block){*d, ++p->last_id, len, nlines, s->attr,
                     s->sample_type, s->ip, s->callchain_nr, s->branch_nr,
                     NULL, NULL};
     p->ev.u.sample.dup_id = b->id;

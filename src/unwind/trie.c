@@ -301,16 +301,6 @@ oom:
     return NULL;
 }
 
-/* The pieces of the range target..end, from the cache or made now. */
-static const uw_split *split_of(lp_unwinder *u, uint64_t target, uint64_t end,
-                                lp_error *err)
-{
-    const uw_split *s =
-        (const uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
-
-    return s ? s : make_split(u, target, end, err);
-}
-
 /* ---- the four operations ---------------------------------------------------- */
 
 /* With the repair, a range that is no fall-through: code entered
@@ -374,7 +364,8 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
         st->invalid = true;
         return 0;
     }
-    if (!(s = split_of(u, target, end, err)))
+    s = (const uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
+    if (!s && !(s = make_split(u, target, end, err)))
         return -1;
     if (s->npieces == 0) {
         if (repair)

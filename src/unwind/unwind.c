@@ -16,6 +16,7 @@
 
 #include "unwind/uw_internal.h"
 #include "util/grow.h"
+#include "util/zalloc.h"
 
 void lp_unwind_opts_default(lp_unwind_opts *o)
 {
@@ -314,18 +315,13 @@ lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
     }
     if (!(u = calloc(1, sizeof *u)) ||
         !(u->bins = malloc(nbins * sizeof *u->bins)) ||
-        !(u->ainfo = malloc(UW_AC_SIZE)) ||
+        !(u->ainfo = lp_zalloc_written(UW_AC_SIZE)) ||
         !(u->root_entries = calloc(nbins, sizeof *u->root_entries)) ||
         !(u->cc = lp_ctxcount_new())) {
         lp_unwind_free(u);
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return NULL;
     }
-    /* Written now, not calloc'd: the kernel maps untouched calloc memory to
-     * the shared zero page on a read, and the first write into each page
-     * then needs a TLB shoot-down on every core the process runs on - 370
-     * interrupts of the parser thread per run on bench (a). */
-    memset(u->ainfo, 0, UW_AC_SIZE);
     lp_ctxcount_borrow_names(u->cc);    /* frames' names are the binaries' */
     memcpy(u->bins, bins, nbins * sizeof *bins);
     u->nbins = nbins;
