@@ -18,7 +18,12 @@ static inline void *lp_zalloc_written(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
 
-    return p ? memset(p, 0, bytes) : NULL;
+    if (!p)
+        return NULL;
+    /* GCC turns malloc + memset(0) into calloc; the empty asm, which may
+     * read the memory, keeps the two calls apart */
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return memset(p, 0, bytes);
 }
 
 #endif
