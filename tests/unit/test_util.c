@@ -1,6 +1,6 @@
 /*
  * test_util.c - unit tests for src/util: error formatting, atomic output
- * and the small-array sort.
+ * the small-array sort and the written-zero allocation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lbr2prof/error.h"
 #include "lbr2prof/outfile.h"
 #include "util/sort.h"
+#include "util/zalloc.h"
 
 static void test_error_set_and_prefix(void **state)
 {
@@ -142,6 +144,32 @@ static void test_sort_stable(void **state)
     }
 }
 
+/* lp_zalloc_written's memory is written when made: every page of it is
+ * resident at once. Were the malloc + memset pair turned into calloc (GCC
+ * does this unless kept apart), the fresh pages of a large block would
+ * not be, and the first write into each would need a TLB shoot-down. */
+static void test_zalloc_written_is_resident(void **state)
+{
+    size_t bytes = 4u << 20, page = (size_t)sysconf(_SC_PAGESIZE), i, n;
+    unsigned char *p = lp_zalloc_written(bytes), *vec;
+    uintptr_t lo, hi;
+    (void)state;
+
+    assert_non_null(p);
+    lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    hi = ((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1);
+    n = (hi - lo) / page;
+    vec = malloc(n);
+    assert_non_null(vec);
+    assert_int_equal(mincore((void *)lo, hi - lo, vec), 0);
+    for (i = 0; i < n; i++)
+        assert_true(vec[i] & 1);
+    for (i = 0; i < bytes; i += 512)   /* read only after mincore */
+        assert_int_equal(p[i], 0);
+    free(vec);
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_outfile_bad_dir),
         cmocka_unit_test(test_outfile_special_in_place),
+        cmocka_unit_test(test_zalloc_written_is_resident),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
