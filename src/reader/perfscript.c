@@ -63,10 +63,7 @@ typedef struct ps_line {
 #define PS_CACHE_MAX_BLOCK 16384u
 
 typedef struct ps_block {
-    lp_digest dig;
     uint64_t id;                /* lp_sample.dup_id of this text */
-    size_t len;                 /* text length */
-    uint64_t nlines;            /* call-stack lines */
     const lp_attr *attr;
     uint64_t sample_type, ip;
     size_t nframes, nbr;
@@ -74,6 +71,16 @@ typedef struct ps_block {
     lp_branch_entry *br;
     uint64_t data[];            /* frames, then branches */
 } ps_block;
+
+/* A cache slot holds what a lookup checks - the digest and the length -
+ * beside the block, so a hit reads one cache line: the block itself (a
+ * second, dependent miss) is then read only by whoever makes the event
+ * (lp_pscript_event_of, on the consumer's thread when prefetching). */
+typedef struct ps_slot {
+    const ps_block *b;
+    uint64_t hi;
+    uint64_t lo_len;            /* digest.lo ^ len: both checked at once */
+} ps_slot;
 
 /* One distinct `event:` name seen in front of LBR lines. */
 typedef struct ps_named_attr {
@@ -110,10 +117,12 @@ struct lp_pscript {
     ps_named_attr *named;
     lp_pscript_stats stats;
     lp_event ev;
-    ps_block **cache;           /* PS_CACHE_SLOTS, lazily */
+    ps_slot *cache;             /* PS_CACHE_SLOTS, lazily */
     unsigned char *store;       /* PS_CACHE_BYTES the blocks live in */
     size_t store_used;
     uint64_t last_id;           /* ids are never reused */
+    int refs;                   /* lp_pscript_next_ref: cached samples as refs */
+    lp_pscript_ref ref;         /* the last one */
 };
 
 /* ---- small parsers ------------------------------------------------------ */
@@ -983,8 +992,9 @@ static int read_frames(lp_pscript *p, lp_error *err)
 /* ---- the sample-block cache -------------------------------------------- */
 
 /* The block starting at cur: up to the end of the first line that starts
- * with " 0x", if it is all in the buffer. 0 if not. */
-static size_t block_at(const lp_pscript *p, const char **lbr)
+ * with " 0x", if it is all in the buffer. 0 if not; else *nlines = its
+ * call-stack lines. */
+static size_t block_at(const lp_pscript *p, const char **lbr, uint64_t *nlines)
 {
     const char *s = p->cur.s, *e = p->buf + p->end, *q, *nl;
     uint64_t a;
@@ -996,9 +1006,12 @@ static size_t block_at(const lp_pscript *p, const char **lbr)
      * digesting the block behind it would be wasted */
     if (!is_frame_line(p->cur, &a))
         return 0;
-    for (q = s; (q = memchr(q, '\n', (size_t)(e - q))) && e - q >= 4; q++)
+    *nlines = 0;
+    for (q = s; (q = memchr(q, '\n', (size_t)(e - q))) && e - q >= 4; q++) {
+        ++*nlines;
         if (q[1] == ' ' && q[2] == '0' && q[3] == 'x')
             break;                      /* the LBR line follows */
+    }
     if (!q || e - q < 4)
         return 0;
     if (!(nl = memchr(q + 1, '\n', (size_t)(e - q - 1))) ||
@@ -1008,7 +1021,7 @@ static size_t block_at(const lp_pscript *p, const char **lbr)
     return (size_t)(nl - s);
 }
 
-static ps_block **cache_slot(lp_pscript *p, const lp_digest *d)
+static ps_slot *cache_slot(lp_pscript *p, const lp_digest *d)
 {
     return &p->cache[d->lo & (PS_CACHE_SLOTS - 1)];
 }
@@ -1047,22 +1060,21 @@ static ps_block *cache_room(lp_pscript *p, size_t bytes)
 
 /* Remember a block that parsed cleanly into p->ev (no room: skip); the
  * event gets the block's id. */
-static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
-                      uint64_t nlines)
+static void cache_put(lp_pscript *p, size_t len, const lp_digest *d)
 {
     const lp_sample *s = &p->ev.u.sample;
     size_t bytes = (sizeof(ps_block) + s->callchain_nr * sizeof(uint64_t) +
                     s->branch_nr * sizeof(lp_branch_entry) + 7) & ~(size_t)7;
-    ps_block **slot, *b;
+    ps_slot *slot;
+    ps_block *b;
 
     if (cache_init(p))
         return;
     slot = cache_slot(p, d);
     if (!(b = cache_room(p, bytes)))
         return;
-    *b = (ps_block){*d, ++p->last_id, len, nlines, s->attr,
-                    s->sample_type, s->ip, s->callchain_nr, s->branch_nr,
-                    NULL, NULL};
+    *b = (ps_block){++p->last_id, s->attr, s->sample_type, s->ip,
+                    s->callchain_nr, s->branch_nr, NULL, NULL};
     p->ev.u.sample.dup_id = b->id;
     b->frames = b->data;
     b->br = (lp_branch_entry *)(b->frames + b->nframes);
@@ -1070,17 +1082,39 @@ static void cache_put(lp_pscript *p, size_t len, const lp_digest *d,
     memcpy(b->br, s->branches, b->nbr * sizeof *b->br);
     p->ev.u.sample.callchain = b->frames;
     p->ev.u.sample.branches = b->br;
-    *slot = b;
+    *slot = (ps_slot){b, d->hi, d->lo ^ len};
 }
 
 static const ps_block *cache_get(lp_pscript *p, size_t len,
                                  const lp_digest *d)
 {
-    const ps_block *b = p->cache ? *cache_slot(p, d) : NULL;
+    const ps_slot *sl = p->cache ? cache_slot(p, d) : NULL;
 
-    return b && b->len == len && b->dig.lo == d->lo && b->dig.hi == d->hi
-               ? b
+    return sl && sl->b && sl->hi == d->hi && sl->lo_len == (d->lo ^ len)
+               ? sl->b
                : NULL;
+}
+
+/* A cached block's sample as an event: what hybrid_sample would make. */
+static void block_event(const lp_pscript *p, const ps_block *b,
+                        uint64_t count, uint64_t offset, lp_event *ev)
+{
+    lp_sample *s = &ev->u.sample;
+
+    memset(ev, 0, sizeof *ev);
+    ev->kind = LP_EV_SAMPLE;
+    ev->type = 9;
+    ev->source = p->name;
+    ev->offset = offset;
+    s->repeat = count;
+    s->attr = b->attr;
+    s->sample_type = b->sample_type;
+    s->ip = b->ip;
+    s->callchain = b->frames;
+    s->callchain_nr = b->nframes;
+    s->branches = b->br;
+    s->branch_nr = b->nbr;
+    s->dup_id = b->id;
 }
 
 /* HybridPerfReader::parseSample. 1: sample ready; 0: nothing; -1 error.
@@ -1090,8 +1124,8 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
 {
     lp_sample *s = &p->ev.u.sample;
     const char *start = p->cur.s, *lbr = NULL;
-    size_t blen = block_at(p, &lbr);
-    uint64_t line0 = p->lineno, bad0 = p->stats.bad_lbr_lines;
+    uint64_t bad0 = p->stats.bad_lbr_lines, nlines = 0;
+    size_t blen = block_at(p, &lbr, &nlines);
     lp_digest d = {0, 0};
     const ps_block *b = NULL;
     int r;
@@ -1101,16 +1135,11 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
         b = cache_get(p, blen, &d);
     }
     if (b) {
-        sample_init(p, count);
-        s->attr = b->attr;
-        s->sample_type = b->sample_type;
-        s->ip = b->ip;
-        s->callchain = b->frames;
-        s->callchain_nr = b->nframes;
-        s->branches = b->br;
-        s->branch_nr = b->nbr;
-        s->dup_id = b->id;
-        p->lineno += b->nlines;
+        if (p->refs)
+            p->ref = (lp_pscript_ref){b, count, 0};
+        else
+            block_event(p, b, count, 0, &p->ev);
+        p->lineno += nlines;
         p->cur.s = lbr;
         p->cur.len = (size_t)(start + blen - lbr);
         return advance(p, err) < 0 ? -1 : 1;
@@ -1147,7 +1176,7 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
          * ends) and cleanly: remember it */
         if (blen && p->cur.s == lbr && p->cur.s + p->cur.len == start + blen &&
             p->stats.bad_lbr_lines == bad0)
-            cache_put(p, blen, &d, p->lineno - line0);
+            cache_put(p, blen, &d);
     }
     if (advance(p, err) < 0)
         return -1;
@@ -1224,17 +1253,27 @@ oom:
     return NULL;
 }
 
-int lp_pscript_next(lp_pscript *p, const lp_event **ev, lp_error *err)
+/* lp_pscript_next, and with refs lp_pscript_next_ref. */
+static int next_event(lp_pscript *p, int refs, const lp_event **ev,
+                      lp_pscript_ref *ref, lp_error *err)
 {
     if (p->failed)
         return lp_error_set(err, LP_EFORMAT, "%s: reader already failed",
                             p->name);
     if (p->mode == PS_UNKNOWN && detect_mode(p, err) < 0)
         goto fail;
+    p->refs = refs;
     while (p->have_cur) {
-        int r = step(p, err);
-        if (r < 0)
+        int r;
+        p->ref.blk = NULL;
+        if ((r = step(p, err)) < 0)
             goto fail;
+        if (r > 0 && p->ref.blk) {
+            p->stats.samples++;
+            *ref = p->ref;
+            ref->offset = p->start_off;
+            return 2;
+        }
         if (r > 0) {
             p->ev.offset = p->start_off;
             if (p->ev.kind == LP_EV_SAMPLE)
@@ -1247,6 +1286,23 @@ int lp_pscript_next(lp_pscript *p, const lp_event **ev, lp_error *err)
 fail:
     p->failed = 1;
     return -1;
+}
+
+int lp_pscript_next(lp_pscript *p, const lp_event **ev, lp_error *err)
+{
+    return next_event(p, 0, ev, NULL, err);
+}
+
+int lp_pscript_next_ref(lp_pscript *p, const lp_event **ev,
+                        lp_pscript_ref *ref, lp_error *err)
+{
+    return next_event(p, 1, ev, ref, err);
+}
+
+void lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
+                         lp_event *out)
+{
+    block_event(p, ref->blk, ref->repeat, ref->offset, out);
 }
 
 const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p)

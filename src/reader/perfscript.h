@@ -42,6 +42,25 @@ typedef struct lp_pscript_stats {
 } lp_pscript_stats;
 
 const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p);
+
+/* A sample from the block cache, not made into an event yet. */
+typedef struct lp_pscript_ref {
+    const void *blk;
+    uint64_t repeat, offset;
+} lp_pscript_ref;
+
+/* As lp_pscript_next, except that a sample from the block cache comes
+ * back as *ref, with 2 (and *ev untouched): making its event - a large
+ * struct written, and the cached block read, likely from memory - is
+ * left to lp_pscript_event_of, which another thread may do while this
+ * one parses on (prefetch.c). */
+int lp_pscript_next_ref(lp_pscript *p, const lp_event **ev,
+                        lp_pscript_ref *ref, lp_error *err);
+/* The event lp_pscript_next would have returned for ref. Reads only what
+ * stays unchanged until lp_pscript_close (the name, the cached block), so
+ * any thread may call it while another one parses. */
+void lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
+                         lp_event *out);
 /* After the first lp_pscript_next(): 1 if samples carry call stacks. */
 int lp_pscript_is_hybrid(const lp_pscript *p);
 

@@ -4,7 +4,8 @@
  * equal those of the parser called directly on the same bytes through a
  * memory stream - contents, order, offsets, the samples-seen count at each
  * event, and the error at the end - across batch boundaries, arena
- * overflow and an event larger than a whole arena; stopping early joins.
+ * overflow, an event larger than a whole arena, and cached samples the
+ * consumer makes from references; stopping early joins.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,7 +85,9 @@ static int expect_same(const lp_event *a, const lp_event *b)
     const lp_sample *x = &a->u.sample, *y = &b->u.sample;
 
     assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->type, b->type);
     assert_int_equal(a->offset, b->offset);
+    assert_string_equal(a->source, b->source);
     if (a->kind == LP_EV_MMAP) {
         assert_string_equal(a->u.mmap.filename, b->u.mmap.filename);
         assert_int_equal(a->u.mmap.len, b->u.mmap.len);
@@ -92,6 +95,11 @@ static int expect_same(const lp_event *a, const lp_event *b)
         return 0;
     }
     assert_int_equal(x->repeat, y->repeat);
+    assert_int_equal(x->dup_id, y->dup_id);
+    assert_true((x->attr == NULL) == (y->attr == NULL));
+    if (x->attr)
+        assert_int_equal(x->attr->branch_sample_type,
+                         y->attr->branch_sample_type);
     assert_int_equal(x->ip, y->ip);
     assert_int_equal(x->sample_type, y->sample_type);
     assert_int_equal(x->callchain_nr, y->callchain_nr);
@@ -126,7 +134,7 @@ static void test_same_events(void **state)
     lp_pscript *fromfile = lp_pscript_open(ff, NULL, 0, "x.txt", &e2);
     lp_pfetch *pf = lp_pfetch_new(fromfile, &e2);
     const lp_event *a, *b;
-    uint64_t seen, n = 0, mmaps = 0, maxbr = 0;
+    uint64_t seen, n = 0, mmaps = 0, maxbr = 0, cached = 0;
     int r1, r2;
     (void)state;
 
@@ -141,6 +149,8 @@ static void test_same_events(void **state)
         int br = expect_same(a, b);
         maxbr = (uint64_t)br > maxbr ? (uint64_t)br : maxbr;
         mmaps += a->kind == LP_EV_MMAP;
+        cached += a->kind == LP_EV_SAMPLE && a->u.sample.dup_id != 0 &&
+                  n > 100; /* later repeats: references */
         assert_int_equal(seen, lp_pscript_stats_get(direct)->samples_seen);
         n++;
     }
@@ -152,6 +162,7 @@ static void test_same_events(void **state)
     assert_int_equal(n, 3000 + 5);
     assert_int_equal(mmaps, 5);
     assert_int_equal(maxbr, 20000);
+    assert_true(cached >= 50);
     /* the end is sticky */
     assert_int_equal(lp_pfetch_next(pf, &b, &seen, &e2), -1);
     lp_pfetch_free(pf);
