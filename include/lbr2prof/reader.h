@@ -314,6 +314,15 @@ lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
  * for perf.data. */
 void lp_reader_start(lp_reader *r);
 
+/* Work for the caller's idle time. When the next event of perf script
+ * text is not parsed yet, lp_reader_next calls fn(ctx) before it waits,
+ * and again while fn returns nonzero and the event is still not ready.
+ * fn must not call the reader; it should return within tens of
+ * microseconds. NULL: none. For perf.data, read on the caller's own
+ * thread, fn is never called. */
+typedef int (*lp_reader_idle_fn)(void *ctx);
+void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx);
+
 /* Read from an open FILE (pipe mode or text; no seeking). `name` is used in
  * messages. The stream is not closed by lp_reader_close(). */
 lp_reader *lp_reader_open_stream(FILE *f, const char *name,

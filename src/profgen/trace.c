@@ -201,6 +201,13 @@ void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
         lp_reader_start(r->priv->early);
 }
 
+/* The consumer's idle time, while the perf script parser's thread is
+ * behind: the unwinder's caches for the distinct samples so far. */
+static int warm_unwinder(void *uw)
+{
+    return lp_unwind_warm_next(uw);
+}
+
 /* One pass over the trace. perf.data: every event goes to the per-process
  * address map run->map (NULL for perf script text, where the aggregator's
  * own single-base map follows the mmaps). */
@@ -224,6 +231,8 @@ int pg_read_trace(pg_run *run, lp_error *err)
     info = lp_reader_info(r);
     text = ro.force_text || info->format == LP_FMT_PERF_SCRIPT;
     run->markers = !text;
+    if (run->uw)
+        lp_reader_set_idle(r, warm_unwinder, run->uw);
     while ((k = lp_reader_next(r, &ev, err)) == 1)
         if (trace_event(run, info, &nids, ev, err))
             break;

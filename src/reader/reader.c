@@ -316,6 +316,12 @@ void lp_reader_start(lp_reader *r)
         lp_pfetch_start(r->pf);
 }
 
+void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx)
+{
+    if (r && r->pf)
+        lp_pfetch_set_idle(r->pf, fn, ctx);
+}
+
 lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
                           lp_error *err)
 {

@@ -301,6 +301,30 @@ oom:
     return NULL;
 }
 
+/* For lp_unwind_warm_next: what unwinding this sample will look up - the
+ * pieces of each range between two LBR entries (unwind_linear), each
+ * address of them symbolized on the way, and the call stack's frames.
+ * Results are what the unwinding would compute; errors are ignored here
+ * and met again there. */
+void uw_warm(lp_unwinder *u, const uint64_t *cs, size_t ncs,
+             const uw_lbr *lbr, size_t nlbr)
+{
+    const lp_frame *f;
+    lp_error err;
+    size_t i, n;
+
+    for (i = 1; i < nlbr; i++) {
+        uint64_t t = lbr[i].dst, e = lbr[i - 1].src;
+        if (t > UW_LAST_SENTINEL && e > UW_LAST_SENTINEL && t != UW_EXT &&
+            e != UW_EXT && !uw_map_get(&u->splits, t, e))
+            (void)make_split(u, t, e, &err);
+    }
+    for (i = 0; i < ncs; i++)
+        if (cs[i] > UW_LAST_SENTINEL && cs[i] != UW_EXT &&
+            uw_bin_of(cs[i]) < u->nbins)
+            (void)symbolize(u, cs[i], &f, &n, &err);
+}
+
 /* ---- the four operations ---------------------------------------------------- */
 
 /* With the repair, a range that is no fall-through: code entered

@@ -612,9 +612,23 @@ int uw_flush(lp_unwinder *u, lp_error *err)
     if (rc)
         return -1;
     HASH_CLEAR(hh, u->agg);
+    u->warmed = NULL;
     uw_arena_free(&u->agg_arena);
     u->memo_gen++;              /* the memo's aggregated samples are gone */
     return 0;
+}
+
+int lp_unwind_warm_next(lp_unwinder *u)
+{
+    uw_agg *g = u->warmed ? u->warmed->hh.next : u->agg;
+    size_t ncs, nlbr;
+
+    if (u->finished || !g)
+        return 0;
+    uw_decode(u, g, &ncs, &nlbr);   /* the intake's scratch: free between samples */
+    uw_warm(u, u->cs, ncs, u->lbr, nlbr);
+    u->warmed = g;
+    return 1;
 }
 
 lp_ctxcount *lp_unwind_finish(lp_unwinder *u, lp_error *err)

@@ -260,6 +260,7 @@ struct lp_unwinder {
     uint64_t *dig;              /* perf.data samples: digest input scratch */
     size_t dig_cap;
     uw_agg *last_agg;           /* where the last intake counted, or NULL */
+    uw_agg *warmed;             /* the last of agg lp_unwind_warm_next did */
     /* unwinding scratch */
     uw_node *nodes;
     size_t nnodes, nodes_cap;
@@ -350,6 +351,9 @@ size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2]);
 
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);
+/* Fill the caches uw_unwind_one will use for this sample. */
+void uw_warm(lp_unwinder *u, const uint64_t *cs, size_t ncs,
+             const uw_lbr *lbr, size_t nlbr);
 /* Unwind one distinct sample into u->cc. */
 int uw_unwind_one(lp_unwinder *u, const uint64_t *cs, size_t ncs,
                   const uw_lbr *lbr, size_t nlbr, uint64_t repeat,

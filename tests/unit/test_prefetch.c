@@ -5,7 +5,8 @@
  * memory stream - contents, order, offsets, the samples-seen count at each
  * event, and the error at the end - across batch boundaries, arena
  * overflow, an event larger than a whole arena, and cached samples the
- * consumer makes from references; stopping early joins.
+ * consumer makes from references; stopping early joins; the consumer's
+ * idle function runs while it waits.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,9 +14,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reader/prefetch.h"
@@ -226,12 +229,97 @@ static void test_via_reader_file(void **state)
     free(t.s);
 }
 
+/* The idle function runs on the consumer's thread while no batch is
+ * ready: the parser reads a pipe that a writer thread fills only once the
+ * idle function has run, so the first event cannot come before it (the
+ * writer gives up waiting after 5 s, and the test then fails instead of
+ * hanging). */
+typedef struct idle_ctx {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fd, calls, go;
+    text t;
+} idle_ctx;
+
+static int on_idle(void *arg)
+{
+    idle_ctx *c = arg;
+
+    pthread_mutex_lock(&c->mu);
+    c->calls++;
+    c->go = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return c->calls < 3;        /* a few calls, then "nothing left" */
+}
+
+static void *writer(void *arg)
+{
+    idle_ctx *c = arg;
+    struct timespec until;
+    size_t off = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&c->mu);
+    while (!c->go &&
+           pthread_cond_timedwait(&c->cv, &c->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&c->mu);
+    while (off < c->t.len) {
+        ssize_t w = write(c->fd, c->t.s + off, c->t.len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    close(c->fd);
+    return NULL;
+}
+
+static void test_idle_runs_while_waiting(void **state)
+{
+    idle_ctx c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, -1, 0,
+                  0, make_input()};
+    int fds[2], calls;
+    pthread_t wr;
+    FILE *rf;
+    lp_error e;
+    lp_pscript *p;
+    lp_pfetch *pf;
+    const lp_event *ev;
+    uint64_t seen, n = 0;
+    int rc;
+    (void)state;
+
+    assert_int_equal(pipe(fds), 0);
+    c.fd = fds[1];
+    assert_non_null(rf = fdopen(fds[0], "r"));
+    assert_non_null(p = lp_pscript_open(rf, NULL, 0, "pipe", &e));
+    assert_non_null(pf = lp_pfetch_new(p, &e));
+    lp_pfetch_set_idle(pf, on_idle, &c);
+    assert_int_equal(pthread_create(&wr, NULL, writer, &c), 0);
+    while ((rc = lp_pfetch_next(pf, &ev, &seen, &e)) == 1)
+        n++;
+    pthread_join(wr, NULL);
+    pthread_mutex_lock(&c.mu);
+    calls = c.calls;
+    pthread_mutex_unlock(&c.mu);
+    assert_int_equal(rc, -1);   /* make_input ends with a broken sample */
+    assert_int_equal(n, 3000 + 5);
+    assert_true(calls >= 1);
+    lp_pfetch_free(pf);
+    lp_pscript_close(p);
+    fclose(rf);
+    free(c.t.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_events),
         cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_via_reader_file),
+        cmocka_unit_test(test_idle_runs_while_waiting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -630,7 +630,10 @@ static void test_003_7_cet_mov(void **state)
  * 62f->5b0 x4, 637->645 x3, 645->5ff x3; main:1 @ foo:3 @ bar 5b0-5c8 x1,
  * 5b0-5d7 x2, 5dc-5e9 x1, 5e5-5e9 x2, 5c8->5dc x1, 5d7->5e5 x2, 5e9->634 x3
  * (on top of the first sample's, Example C of the reference). */
-static char *run_script(const char *script, const char *bin, bool repair)
+/* With warm > 0, lp_unwind_warm_next is called up to `warm` times after
+ * each sample, as the reader's idle hook would; *st gets the statistics. */
+static char *run_script_warm(const char *script, const char *bin, bool repair,
+                             int warm, lp_unwind_stats *st, size_t *warmed)
 {
     lp_binary *b = open_bin(bin);
     lp_reader_opts ro = {0};
@@ -658,16 +661,67 @@ static char *run_script(const char *script, const char *bin, bool repair)
                                   .br = s->branches, .nbr = s->branch_nr,
                                   .repeat = s->repeat};
             assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
+            for (int w = 0; w < warm && lp_unwind_warm_next(u); w++)
+                ++*warmed;
         }
     }
     assert_int_equal(k, 0);
     lp_reader_close(r);
     assert_non_null(cc = lp_unwind_finish(u, &e));
+    assert_int_equal(lp_unwind_warm_next(u), 0); /* finished: nothing */
     out = raw_string(cc, lp_binary_preferred_base(b));
+    if (st)
+        *st = *lp_unwind_stats_get(u);
     lp_ctxcount_free(cc);
     lp_unwind_free(u);
     lp_binary_close(b);
     return out;
+}
+
+static char *run_script(const char *script, const char *bin, bool repair)
+{
+    size_t warmed = 0;
+
+    return run_script_warm(script, bin, repair, 0, NULL, &warmed);
+}
+
+/* lp_unwind_warm_next (the consumer's idle work) changes no context, count
+ * or statistic, with or without the repair, whether it keeps up with the
+ * samples (8 per sample) or lags behind them (1 per sample). */
+static void test_warm_next_same(void **state)
+{
+    static const char *const names[] = {
+        "noinline-cs-noprobe", "inline-cs-noprobe", "callback-external-addr",
+        "recursion-compression-noprobe", "cs-preinline-cost", "func-split",
+        "multi-load-segs", "unique-linkage-name-dwarf",
+    };
+    char script[256], bin[256];
+    size_t i, nonempty = 0, warmed = 0;
+    int rep, w;
+
+    (void)state;
+    for (i = 0; i < sizeof names / sizeof *names; i++)
+        for (rep = 0; rep < 2; rep++)
+            for (w = 1; w <= 8; w += 7) {
+                lp_unwind_stats s0, s1;
+                char *cold, *warm;
+                size_t n = 0;
+                snprintf(script, sizeof script, IN "%s.perfscript", names[i]);
+                snprintf(bin, sizeof bin, IN "%s.perfbin", names[i]);
+                cold = run_script_warm(script, bin, rep, 0, &s0, &n);
+                assert_int_equal(n, 0);
+                warm = run_script_warm(script, bin, rep, w, &s1, &n);
+                assert_string_equal(warm, cold);
+                assert_memory_equal(&s0, &s1, sizeof s0);
+                if (w == 8)     /* kept up: every distinct sample warmed */
+                    assert_int_equal(n, s1.distinct);
+                warmed += n;
+                nonempty += cold[0] != 0;
+                free(cold);
+                free(warm);
+            }
+    assert_true(nonempty >= 20); /* the repair drops some inputs' only sample */
+    assert_true(warmed >= 40);   /* and the warming did happen */
 }
 
 static void test_repair_noinline_cs(void **state)
@@ -1305,6 +1359,7 @@ int main(void)
         cmocka_unit_test(test_003_exit_balanced),
         cmocka_unit_test(test_003_unprovable_dropped),
         cmocka_unit_test(test_003_7_cet_mov),
+        cmocka_unit_test(test_warm_next_same),
         cmocka_unit_test(test_repair_noinline_cs),
         cmocka_unit_test(test_signal_handler_sampled),
         cmocka_unit_test(test_signal_in_frameless),
