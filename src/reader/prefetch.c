@@ -27,17 +27,17 @@
 
 #include "reader/prefetch.h"
 
-/* 64 batches (64 Ki items of which up to 8 Ki events; at most 2 MB of
- * arenas, 2.5 MB of events and 2 MB of items): the parser starts while
+/* 32 batches (32 Ki items of which up to 4 Ki events; at most 1 MB of
+ * arenas, 1.3 MB of events and 1 MB of items): the parser starts while
  * the binaries are opened (lp_reader_start) and should not stall before
  * they are; the consumer also does its first-touch work (disassembly,
  * DWARF) in bursts. With 3 batches, then 8, the parser stalled and the
- * consumer later starved; 64 against 32 measured ~3 ms less on bench (a)
- * for 2.8 MB more. Since cached samples travel as 32-byte items, a batch
- * holds 1,024 of them: the parser can run far ahead of a consumer that is
- * busy early (binaries, decoding) and idle later. 128 events and 32 KB of
- * arena per batch (were 256 and 64 KB) measured the same, 0.5 MB less. */
-#define PF_NBATCH 64
+ * consumer later starved. Cached samples travel as 32-byte items, 1,024
+ * to a batch, so the parser can run far ahead of a consumer that is busy
+ * early (binaries, decoding) and idle later: 64 batches measured no
+ * faster on bench (a) than 32 and took 2.2 MB more; 128 events and 32 KB
+ * of arena per batch measured the same as 256 and 64 KB, 0.5 MB less. */
+#define PF_NBATCH 32
 #define PF_ITEMS 1024
 #define PF_EVENTS 128
 #define PF_BYTES (32u << 10)
