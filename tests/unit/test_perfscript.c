@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "reader/perfscript.h"
+#include "util/hash.h"
 
 typedef struct counts {
     uint64_t samples, mmaps, branches, frames, repeat;
@@ -369,6 +370,56 @@ static void test_block_cache_full(void **state)
     assert_int_equal(ev->u.sample.dup_id, 0);
     assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
     close_text(&m);
+    free(text);
+}
+
+/* Two blocks whose digests fall in the same set of the cache both stay
+ * cached, each keeping its id, when they alternate (direct-mapped, each
+ * took the slot from the other and every sample was parsed anew). */
+static void test_block_cache_two_ways(void **state)
+{
+    char *a = malloc(2048), *b = malloc(2048), *text = malloc(5 * 2048), *t;
+    size_t na = full_block(a, 0), nb = 0;
+    uint64_t set = lp_digest_bytes(a, na - 1).lo & 32767, ida, idb;
+    const lp_event *ev;
+    mem_input m;
+    unsigned k;
+    lp_error e;
+    (void)state;
+
+    assert_non_null(text);
+    for (k = 1; k < 100000; k++) {      /* one in 32 Ki: found in ~33 Ki */
+        nb = full_block(b, k);
+        if ((lp_digest_bytes(b, nb - 1).lo & 32767) == set)
+            break;
+    }
+    assert_true(k < 100000);
+    t = text;
+    memcpy(t, a, na), t += na;
+    memcpy(t, b, nb), t += nb;
+    memcpy(t, a, na), t += na;
+    memcpy(t, b, nb), t += nb;
+    *t = 0;
+    m = open_text(text);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    check_full_block(ev, 0);
+    ida = ev->u.sample.dup_id;
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    check_full_block(ev, k);
+    idb = ev->u.sample.dup_id;
+    assert_int_not_equal(ida, 0);
+    assert_int_not_equal(idb, 0);
+    assert_int_not_equal(ida, idb);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    check_full_block(ev, 0);
+    assert_int_equal(ev->u.sample.dup_id, ida);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 1);
+    check_full_block(ev, k);
+    assert_int_equal(ev->u.sample.dup_id, idb);
+    assert_int_equal(lp_pscript_next(m.p, &ev, &e), 0);
+    close_text(&m);
+    free(a);
+    free(b);
     free(text);
 }
 
@@ -767,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_and_counts),
         cmocka_unit_test(test_block_cache),
         cmocka_unit_test(test_block_cache_full),
+        cmocka_unit_test(test_block_cache_two_ways),
         cmocka_unit_test(test_quirks),
         cmocka_unit_test(test_hex_widths),
         cmocka_unit_test(test_error_no_lbr_line),
