@@ -453,13 +453,16 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
             !(e = context_of(u, u->stk + s->base, s->n, callers,
                              uw_bin_of(x->b), w->err)))
             return -1;
-        rc = x->branch ? lp_counters_add_branch(e->counters, uw_va(x->a),
-                                                uw_bin_of(x->b) == (size_t)e->bin
-                                                    ? uw_va(x->b)
-                                                    : LP_CTX_XBIN(uw_bin_of(x->b), uw_va(x->b)),
-                                                w->repeat)
-                       : lp_counters_add_range(e->counters, uw_va(x->a),
-                                               uw_va(x->b), w->repeat);
+        uint64_t b = !x->branch || uw_bin_of(x->b) == (size_t)e->bin
+                         ? uw_va(x->b)
+                         : LP_CTX_XBIN(uw_bin_of(x->b), uw_va(x->b));
+        if (u->rec)             /* recording: replayed with the count */
+            rc = uw_eff_add(u, x->branch ? UW_EFF_BRANCH : UW_EFF_RANGE, e,
+                            uw_va(x->a), b);
+        else if (x->branch)
+            rc = lp_counters_add_branch(e->counters, uw_va(x->a), b, w->repeat);
+        else
+            rc = lp_counters_add_range(e->counters, uw_va(x->a), b, w->repeat);
     }
     if (rc)
         return lp_error_set(w->err, LP_ENOMEM, "unwinder: out of memory");
@@ -529,7 +532,10 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     if (walk_node(&w, 0, &s, false))
         return -1;
-    if (w.lost) {
+    if (w.lost && u->rec) {
+        u->rec->lost++;
+        u->rec->lost_records += w.lost;
+    } else if (w.lost) {
         u->st.lost += repeat;
         u->st.lost_records = lp_sat_add(u->st.lost_records, w.lost * repeat);
     }

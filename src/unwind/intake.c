@@ -526,6 +526,7 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
         if (!(g = uw_arena_alloc(&u->agg_arena, sizeof *g + len)))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         memset(g, 0, sizeof *g);
+        g->replay = -1;
         g->len = (uint32_t)len;
         g->djb = djb2(u->cs, ncs, u->lbr, nlbr);
         memcpy(g->key, u->enc, len);

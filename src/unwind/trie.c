@@ -210,6 +210,23 @@ static int push(lp_unwinder *u, uw_state *st, uint64_t addr, uint8_t flags)
     return 0;
 }
 
+/* A note that grows with the count: recorded instead while recording. */
+static int note(lp_unwinder *u, uw_note **set, uint32_t kind, uint64_t a,
+                uint64_t b, uint64_t n)
+{
+    return u->rec ? uw_eff_add(u, kind, NULL, a, b) : uw_note_add(set, a, b, n);
+}
+
+/* A statistic that grows with the count, likewise (uw_replay has the
+ * lp_unwind_stats field of the same name, per unit of count). */
+#define PER_COUNT(u, field, n)                                              \
+    do {                                                                    \
+        if ((u)->rec)                                                       \
+            (u)->rec->field++;                                              \
+        else                                                                \
+            (u)->st.field += (n);                                           \
+    } while (0)
+
 /* The code before this point ran in frames nothing shows the callers of:
  * the leaf becomes a frame at addr on an unknown stack. */
 static int lose(lp_unwinder *u, uw_state *st, uint64_t addr, int kind,
@@ -217,7 +234,8 @@ static int lose(lp_unwinder *u, uw_state *st, uint64_t addr, int kind,
 {
     int32_t h = lost_stack(u, st->left + 1);
 
-    if (h < 0 || uw_note_add(&u->notes_lost, (uint64_t)kind, where, st->repeat))
+    if (h < 0 || note(u, &u->notes_lost, UW_EFF_NOTE_LOST, (uint64_t)kind,
+                      where, st->repeat))
         return -1;
     st->leaf = h;
     return push(u, st, addr, 0);
@@ -580,19 +598,19 @@ int uw_unwind_one(lp_unwinder *u, const uint64_t *cs, size_t ncs,
         if (i > 0 && unwind_linear(u, &st, lbr[i].dst, err))
             return -1;
         if (st.invalid && !was_invalid) {
-            u->st.contextless += repeat;
-            if (uw_note_add(&u->notes_contextless, lbr[i].dst, lbr[i - 1].src,
-                        repeat))
+            PER_COUNT(u, contextless, repeat);
+            if (note(u, &u->notes_contextless, UW_EFF_NOTE_CTXLESS,
+                     lbr[i].dst, lbr[i - 1].src, repeat))
                 return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         }
         if (step(u, &st, &lbr[i]) || record_branch(u, &st, &lbr[i]))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     }
     if (flags & UW_SF_SIGNAL)
-        u->st.signal_frames += repeat;
+        PER_COUNT(u, signal_frames, repeat);
     if (flags & UW_SF_NONLOCAL)
-        u->st.nonlocal += repeat;
+        PER_COUNT(u, nonlocal, repeat);
     if (flags & UW_SF_INTERRUPTED)
-        u->st.interrupted += repeat;
+        PER_COUNT(u, interrupted, repeat);
     return uw_collect(u, repeat, err);
 }

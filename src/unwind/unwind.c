@@ -347,6 +347,8 @@ void lp_unwind_free(lp_unwinder *u)
     lp_leaf_cache_free(u->leaves);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     free(u->splits.s);          /* the splits live in the cache arena */
+    free(u->replays);
+    free(u->effs);
     free(u->ctxc.pfx.s);
     free(u->ctxc.leaf.s);
     free(u->ctxc.dedup.s);
@@ -570,7 +572,7 @@ static uw_agg **flush_order(lp_unwinder *u, size_t *n)
             keys[i] = g->djb;
             v[i++] = g;
         }
-        rc = uw_umap_order(keys, m, order);
+        rc = getenv("LP_INS_ORDER") ? 1 : uw_umap_order(keys, m, order);
         for (i = 0; rc == 0 && i < m; i++)
             w[i] = v[order[i]];
     }
@@ -591,6 +593,82 @@ static uw_agg **flush_order(lp_unwinder *u, size_t *n)
     return w;
 }
 
+/* ---- recording ahead, replaying at the flush (uw_replay) ------------------- */
+
+int uw_eff_add(lp_unwinder *u, uint32_t kind, lp_ctx_entry *e, uint64_t a,
+               uint64_t b)
+{
+    if ((u->neffs + 1) * sizeof *u->effs > UW_REPLAY_BYTES) {
+        u->replay_full = true;
+        return -1;
+    }
+    if (uw_grow((void **)&u->effs, &u->effs_cap, u->neffs + 1, sizeof *u->effs))
+        return -1;
+    u->effs[u->neffs++] = (uw_eff){e, a, b, kind};
+    return 0;
+}
+
+/* Unwind g (decoded in u->cs, u->lbr) now, recording what its count
+ * multiplies. The rest - statistics counted once per unwinding, contexts,
+ * caches - is done for good, so a recording that fails is undone. */
+static int record(lp_unwinder *u, uw_agg *g, size_t ncs, size_t nlbr)
+{
+    lp_unwind_stats before = u->st;
+    bool untracked = u->untracked_ext;
+    uw_replay r = {u->neffs, 0, 0, 0, 0, 0, 0, 0};
+    lp_error err;
+    int rc;
+
+    if (uw_grow((void **)&u->replays, &u->replays_cap, u->nreplays + 1,
+                sizeof *u->replays))
+        return -1;
+    u->rec = &r;
+    rc = uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, 1, &err);
+    u->rec = NULL;
+    if (rc) {
+        u->st = before;
+        u->untracked_ext = untracked;
+        u->neffs = r.first;
+        return -1;
+    }
+    r.n = u->neffs - r.first;
+    g->replay = (int32_t)u->nreplays;
+    u->replays[u->nreplays++] = r;
+    return 0;
+}
+
+/* What uw_unwind_one would add with count n, from its recording. */
+static int replay(lp_unwinder *u, const uw_replay *r, uint64_t n,
+                  lp_error *err)
+{
+    const uw_eff *x = u->effs + r->first, *end = x + r->n;
+    int rc = 0;
+
+    u->st.contextless += r->contextless * n;
+    u->st.signal_frames += r->signal_frames * n;
+    u->st.nonlocal += r->nonlocal * n;
+    u->st.interrupted += r->interrupted * n;
+    if (r->lost) {
+        u->st.lost += r->lost * n;
+        u->st.lost_records = lp_sat_add(u->st.lost_records, r->lost_records * n);
+    }
+    for (; x < end && rc == 0; x++)
+        switch (x->kind) {
+        case UW_EFF_RANGE:
+            rc = lp_counters_add_range(x->e->counters, x->a, x->b, n);
+            break;
+        case UW_EFF_BRANCH:
+            rc = lp_counters_add_branch(x->e->counters, x->a, x->b, n);
+            break;
+        case UW_EFF_NOTE_LOST:
+            rc = uw_note_add(&u->notes_lost, x->a, x->b, n);
+            break;
+        default:
+            rc = uw_note_add(&u->notes_contextless, x->a, x->b, n);
+        }
+    return rc ? lp_error_set(err, LP_ENOMEM, "unwinder: out of memory") : 0;
+}
+
 int uw_flush(lp_unwinder *u, lp_error *err)
 {
     size_t ncs, nlbr, m = 0, i;
@@ -605,7 +683,9 @@ int uw_flush(lp_unwinder *u, lp_error *err)
         u->st.distinct++;
         if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))
             rc = lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        else if (uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err))
+        else if (g->replay >= 0
+                     ? replay(u, &u->replays[g->replay], g->repeat, err)
+                     : uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err))
             rc = -1;
     }
     free(v);
@@ -613,6 +693,7 @@ int uw_flush(lp_unwinder *u, lp_error *err)
         return -1;
     HASH_CLEAR(hh, u->agg);
     u->warmed = NULL;
+    u->nreplays = u->neffs = 0;
     uw_arena_free(&u->agg_arena);
     u->memo_gen++;              /* the memo's aggregated samples are gone */
     return 0;
@@ -626,7 +707,8 @@ int lp_unwind_warm_next(lp_unwinder *u)
     if (u->finished || !g)
         return 0;
     uw_decode(u, g, &ncs, &nlbr);   /* the intake's scratch: free between samples */
-    uw_warm(u, u->cs, ncs, u->lbr, nlbr);
+    if (u->replay_full || record(u, g, ncs, nlbr))
+        uw_warm(u, u->cs, ncs, u->lbr, nlbr);
     u->warmed = g;
     return 1;
 }

@@ -630,10 +630,24 @@ static void test_003_7_cet_mov(void **state)
  * 62f->5b0 x4, 637->645 x3, 645->5ff x3; main:1 @ foo:3 @ bar 5b0-5c8 x1,
  * 5b0-5d7 x2, 5dc-5e9 x1, 5e5-5e9 x2, 5c8->5dc x1, 5d7->5e5 x2, 5e9->634 x3
  * (on top of the first sample's, Example C of the reference). */
+/* The warnings of a run, one after the other (detailed ones included). */
+static void keep_warning(void *ctx, const char *msg)
+{
+    char **all = ctx;
+    size_t n = *all ? strlen(*all) : 0;
+
+    *all = realloc(*all, n + strlen(msg) + 2);
+    assert_non_null(*all);
+    sprintf(*all + n, "%s\n", msg);
+}
+
 /* With warm > 0, lp_unwind_warm_next is called up to `warm` times after
- * each sample, as the reader's idle hook would; *st gets the statistics. */
+ * each sample, as the reader's idle hook would; *st gets the statistics.
+ * Each sample is taken `times` times, the warming after the first: what
+ * the warming recorded is replayed with a larger count. */
 static char *run_script_warm(const char *script, const char *bin, bool repair,
-                             int warm, lp_unwind_stats *st, size_t *warmed)
+                             int warm, int times, lp_unwind_stats *st,
+                             size_t *warmed, char **warnings)
 {
     lp_binary *b = open_bin(bin);
     lp_reader_opts ro = {0};
@@ -648,6 +662,11 @@ static char *run_script_warm(const char *script, const char *bin, bool repair,
 
     lp_unwind_opts_default(&o);
     o.repair_frames = repair;
+    if (warnings) {
+        o.warn = keep_warning;
+        o.warn_ctx = warnings;
+        o.show_detailed_warning = true;
+    }
     ro.force_text = 1;
     assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
     assert_non_null(r = lp_reader_open(script, &ro, &e));
@@ -663,6 +682,8 @@ static char *run_script_warm(const char *script, const char *bin, bool repair,
             assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
             for (int w = 0; w < warm && lp_unwind_warm_next(u); w++)
                 ++*warmed;
+            for (int t = 1; t < times; t++)
+                assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
         }
     }
     assert_int_equal(k, 0);
@@ -682,21 +703,30 @@ static char *run_script(const char *script, const char *bin, bool repair)
 {
     size_t warmed = 0;
 
-    return run_script_warm(script, bin, repair, 0, NULL, &warmed);
+    return run_script_warm(script, bin, repair, 0, 1, NULL, &warmed, NULL);
 }
 
-/* lp_unwind_warm_next (the consumer's idle work) changes no context, count
- * or statistic, with or without the repair, whether it keeps up with the
- * samples (8 per sample) or lags behind them (1 per sample). */
+/* lp_unwind_warm_next (the consumer's idle work: an unwinding recorded
+ * ahead and replayed with the final count) changes no context, count,
+ * note or statistic, with or without the repair, whether it keeps up with
+ * the samples (8 per sample) or lags behind them (1 per sample), with
+ * each sample taken once or three times. */
 static void test_warm_next_same(void **state)
 {
-    static const char *const names[] = {
-        "noinline-cs-noprobe", "inline-cs-noprobe", "callback-external-addr",
-        "recursion-compression-noprobe", "cs-preinline-cost", "func-split",
-        "multi-load-segs", "unique-linkage-name-dwarf",
+    static const char *const names[][2] = {
+        {"noinline-cs-noprobe", NULL}, {"inline-cs-noprobe", NULL},
+        {"callback-external-addr", NULL},
+        {"recursion-compression-noprobe", NULL}, {"cs-preinline-cost", NULL},
+        {"func-split", NULL}, {"multi-load-segs", NULL},
+        {"unique-linkage-name-dwarf", NULL},
+        {"cs-interrupt", "noinline-cs-noprobe"},
+        {"cs-invalid-ret-addr", "noinline-cs-noprobe"},
+        {"external-address", "inline-cs-noprobe"},
+        {"invalid-range", "noinline-cs-pseudoprobe"},
+        {"artificial-branch", "noinline-cs-noprobe"},
     };
     char script[256], bin[256];
-    size_t i, nonempty = 0, warmed = 0;
+    size_t i, nonempty = 0, warmed = 0, notes = 0;
     int rep, w;
 
     (void)state;
@@ -704,14 +734,20 @@ static void test_warm_next_same(void **state)
         for (rep = 0; rep < 2; rep++)
             for (w = 1; w <= 8; w += 7) {
                 lp_unwind_stats s0, s1;
-                char *cold, *warm;
+                char *cold, *warm, *w0 = NULL, *w1 = NULL;
                 size_t n = 0;
-                snprintf(script, sizeof script, IN "%s.perfscript", names[i]);
-                snprintf(bin, sizeof bin, IN "%s.perfbin", names[i]);
-                cold = run_script_warm(script, bin, rep, 0, &s0, &n);
+                int times = w == 8 ? 3 : 1;
+                snprintf(script, sizeof script, IN "%s.perfscript", names[i][0]);
+                snprintf(bin, sizeof bin, IN "%s.perfbin",
+                         names[i][1] ? names[i][1] : names[i][0]);
+                cold = run_script_warm(script, bin, rep, 0, times, &s0, &n, &w0);
                 assert_int_equal(n, 0);
-                warm = run_script_warm(script, bin, rep, w, &s1, &n);
+                warm = run_script_warm(script, bin, rep, w, times, &s1, &n, &w1);
                 assert_string_equal(warm, cold);
+                assert_string_equal(w1 ? w1 : "", w0 ? w0 : "");
+                notes += w0 && strstr(w0, " samples)");
+                free(w0);
+                free(w1);
                 assert_memory_equal(&s0, &s1, sizeof s0);
                 if (w == 8)     /* kept up: every distinct sample warmed */
                     assert_int_equal(n, s1.distinct);
@@ -722,6 +758,7 @@ static void test_warm_next_same(void **state)
             }
     assert_true(nonempty >= 20); /* the repair drops some inputs' only sample */
     assert_true(warmed >= 40);   /* and the warming did happen */
+    assert_true(notes >= 4);     /* counted notes were compared too */
 }
 
 static void test_repair_noinline_cs(void **state)
