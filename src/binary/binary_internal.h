@@ -36,15 +36,38 @@ typedef struct lp_code_region {
     bool decoded;
 } lp_code_region;
 
-/* Per-arch disassembler settings and instruction classification. */
+/* Per-arch disassembler settings and instruction classification.
+ * classify needs the instruction decoded with CS_OPT_DETAIL. branch_id:
+ * true for every capstone id classify may give a kind other than
+ * LP_INST_OTHER (a superset is fine). may_branch: a cheap look at the
+ * bytes, true for every encoding that can decode to a branch_id
+ * instruction (a superset; a miss costs a second decode, not a result). */
 typedef struct lp_arch_ops {
     enum lp_arch arch;
     cs_arch cs_arch;
     cs_mode cs_mode;
     void (*classify)(const cs_insn *insn, lp_inst *out);
+    bool (*branch_id)(unsigned id);
+    bool (*may_branch)(const uint8_t *code, size_t n);
 } lp_arch_ops;
 
 const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch);
+
+/* Two capstone handles: fast without CS_OPT_DETAIL (size and id only),
+ * full with it (classification), each with its reusable cs_insn. */
+typedef struct lp_decoder {
+    const lp_arch_ops *ops;
+    csh fast, full;
+    cs_insn *fi, *di;
+    bool fast_open, full_open;
+} lp_decoder;
+
+int lp_decoder_open(lp_decoder *d, const lp_arch_ops *ops);
+void lp_decoder_close(lp_decoder *d);
+/* Decode the instruction at code (left bytes, at addr) into *o (addr,
+ * size, kind, indirect, target); false if the bytes do not decode. */
+bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
+                     uint64_t addr, lp_inst *o);
 
 /* A range of a subprogram DIE, to find the DIE of an address quickly. */
 typedef struct lp_die_range {
@@ -197,8 +220,7 @@ struct lp_binary {
     Dwarf *dw;                  /* NULL: no DWARF */
     enum lp_arch arch;
     const lp_arch_ops *ops;
-    csh cs;
-    bool cs_open;
+    lp_decoder dec;
     bool is_pie;
     bool fs_disc;
 

@@ -4,6 +4,13 @@
  * a region the first time one of its addresses is asked about, classifies
  * instructions through a per-arch ops table, and answers the instruction
  * queries of binary.h. Does not know about DWARF or functions.
+ *
+ * Decoding: capstone's detail (groups, operands) is what classification
+ * reads, but filling it is ~20% of capstone's cost and only branches need
+ * it. An instruction whose bytes may be a branch (ops->may_branch) is
+ * decoded with the detail handle; any other with the plain one, and again
+ * with detail if its id still can be a branch (ops->branch_id), so the
+ * result is the detail path's whatever the byte screen says.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +50,63 @@ static void classify_x86(const cs_insn *in, lp_inst *o)
         o->target = (uint64_t)x->operands[0].imm;
 }
 
+/* Every id capstone 4 puts in CS_GRP_CALL/RET/IRET/JUMP in 64-bit mode
+ * (test_binary enumerates the opcode space to check), JCXZ besides. */
+static bool branch_id_x86(unsigned id)
+{
+    switch (id) {
+    case X86_INS_CALL: case X86_INS_LCALL: case X86_INS_JMP:
+    case X86_INS_LJMP: case X86_INS_RET: case X86_INS_RETF:
+    case X86_INS_RETFQ: case X86_INS_IRET: case X86_INS_IRETD:
+    case X86_INS_IRETQ: case X86_INS_SYSRET: case X86_INS_SYSEXIT:
+    case X86_INS_XBEGIN: case X86_INS_JCXZ: case X86_INS_JECXZ:
+    case X86_INS_JRCXZ: case X86_INS_JO: case X86_INS_JNO: case X86_INS_JB:
+    case X86_INS_JAE: case X86_INS_JE: case X86_INS_JNE: case X86_INS_JBE:
+    case X86_INS_JA: case X86_INS_JS: case X86_INS_JNS: case X86_INS_JP:
+    case X86_INS_JNP: case X86_INS_JL: case X86_INS_JGE: case X86_INS_JLE:
+    case X86_INS_JG:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Legacy prefixes (26 2e 36 3e 64-67 f0 f2 f3) and REX (40-4f), one bit
+ * per byte value. */
+static bool is_x86_prefix(uint8_t c)
+{
+    static const uint64_t set[4] = {
+        1ull << 0x26 | 1ull << 0x2e | 1ull << 0x36 | 1ull << 0x3e,
+        0xffffull | 0xfull << (0x64 - 0x40),
+        0,
+        1ull << (0xf0 - 0xc0) | 1ull << (0xf2 - 0xc0) | 1ull << (0xf3 - 0xc0),
+    };
+    return set[c >> 6] >> (c & 63) & 1;
+}
+
+/* The opcode after legacy/REX prefixes: jcc (7x, 0f 8x), loop/jrcxz
+ * (e0-e3), call/jmp (e8, e9, eb, 9a, ea, ff /2-/5), ret/iret (c2, c3, ca,
+ * cb, cf), sysret/sysexit (0f 07, 0f 35), xbegin (c7 f8). */
+static bool may_branch_x86(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_x86_prefix(p[i]))
+        i++;
+    if (i + 1 >= n)
+        return true;
+    uint8_t o = p[i], m = p[i + 1], reg = (m >> 3) & 7;
+    switch (o) {
+    case 0x0f: return (m & 0xf0) == 0x80 || m == 0x07 || m == 0x35;
+    case 0xff: return reg >= 2 && reg <= 5;
+    case 0xc7: return m == 0xf8;
+    case 0x9a: case 0xc2: case 0xc3: case 0xca: case 0xcb: case 0xcf:
+    case 0xe8: case 0xe9: case 0xea: case 0xeb:
+        return true;
+    default:
+        return (o & 0xf0) == 0x70 || (o >= 0xe0 && o <= 0xe3);
+    }
+}
+
 static void classify_arm64(const cs_insn *in, lp_inst *o)
 {
     const cs_arm64 *a = &in->detail->arm64;
@@ -74,9 +138,31 @@ static void classify_arm64(const cs_insn *in, lp_inst *o)
             o->target = (uint64_t)a->operands[i].imm;
 }
 
+/* Exactly the ids classify_arm64 handles. */
+static bool branch_id_arm64(unsigned id)
+{
+    switch (id) {
+    case ARM64_INS_BL: case ARM64_INS_BLR: case ARM64_INS_RET:
+    case ARM64_INS_B: case ARM64_INS_BR: case ARM64_INS_CBZ:
+    case ARM64_INS_CBNZ: case ARM64_INS_TBZ: case ARM64_INS_TBNZ:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The encoding group "branches, exception generation and system
+ * instructions": op0 (bits 28:26) == 0b101. */
+static bool may_branch_arm64(const uint8_t *p, size_t n)
+{
+    return n < 4 || ((p[3] >> 2) & 7) == 5;
+}
+
 static const lp_arch_ops arch_ops[] = {
-    {LP_ARCH_X86_64, CS_ARCH_X86, CS_MODE_64, classify_x86},
-    {LP_ARCH_AARCH64, CS_ARCH_ARM64, CS_MODE_ARM, classify_arm64},
+    {LP_ARCH_X86_64, CS_ARCH_X86, CS_MODE_64, classify_x86, branch_id_x86,
+     may_branch_x86},
+    {LP_ARCH_AARCH64, CS_ARCH_ARM64, CS_MODE_ARM, classify_arm64,
+     branch_id_arm64, may_branch_arm64},
 };
 
 const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch)
@@ -87,13 +173,63 @@ const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch)
     return NULL;
 }
 
+/* ---- decoder --------------------------------------------------------------- */
+
+int lp_decoder_open(lp_decoder *d, const lp_arch_ops *ops)
+{
+    memset(d, 0, sizeof *d);
+    d->ops = ops;
+    d->fast_open = cs_open(ops->cs_arch, ops->cs_mode, &d->fast) == CS_ERR_OK;
+    d->full_open = cs_open(ops->cs_arch, ops->cs_mode, &d->full) == CS_ERR_OK;
+    if (!d->fast_open || !d->full_open ||
+        cs_option(d->full, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK)
+        return -1;
+    d->fi = cs_malloc(d->fast);
+    d->di = cs_malloc(d->full);
+    return d->fi && d->di ? 0 : -1;
+}
+
+void lp_decoder_close(lp_decoder *d)
+{
+    if (d->fi)
+        cs_free(d->fi, 1);
+    if (d->di)
+        cs_free(d->di, 1);
+    if (d->fast_open)
+        cs_close(&d->fast);
+    if (d->full_open)
+        cs_close(&d->full);
+    memset(d, 0, sizeof *d);
+}
+
+bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
+                     uint64_t addr, lp_inst *o)
+{
+    const uint8_t *c = code;
+    size_t n = left;
+    uint64_t a = addr;
+    memset(o, 0, sizeof *o);
+    o->addr = addr;
+    if (!d->ops->may_branch(code, left)) {
+        if (!cs_disasm_iter(d->fast, &c, &n, &a, d->fi))
+            return false;
+        o->size = (uint8_t)d->fi->size;
+        if (!d->ops->branch_id(d->fi->id))
+            return true;
+        c = code, n = left, a = addr;
+    }
+    if (!cs_disasm_iter(d->full, &c, &n, &a, d->di))
+        return false;
+    o->size = (uint8_t)d->di->size;
+    d->ops->classify(d->di, o);
+    return true;
+}
+
 int lp_bin_open_disasm(lp_binary *b, lp_error *err)
 {
-    if (cs_open(b->ops->cs_arch, b->ops->cs_mode, &b->cs) != CS_ERR_OK)
+    if (lp_decoder_open(&b->dec, b->ops) != 0)
         return lp_error_set(err, LP_EUNSUPP, "%s: capstone cannot open the "
                             "disassembler", b->path);
-    b->cs_open = true;
-    cs_option(b->cs, CS_OPT_DETAIL, CS_OPT_ON);
     return 0;
 }
 
@@ -198,40 +334,31 @@ void lp_bin_free_regions(lp_binary *b)
 }
 
 /* Decode one region: from its start while the address is below its end,
- * bytes available up to the section end; undecodable bytes skip 1. */
+ * bytes available up to the section end; undecodable bytes skip 1. Not
+ * inlined, so that ensure's test stays inlined in every lookup. */
+__attribute__((noinline))
 static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
 {
-    cs_insn *in = cs_malloc(b->cs);
-    if (!in)
-        return lp_error_set(err, LP_ENOMEM, "capstone: out of memory");
     size_t cap = 0;
     uint64_t addr = r->start;
     while (addr < r->end) {
         uint64_t off = addr - r->sec_addr;
-        const uint8_t *code = r->sec_bytes + off;
-        size_t left = r->sec_size - off;
-        uint64_t a = addr;
-        if (!cs_disasm_iter(b->cs, &code, &left, &a, in)) {
-            addr++;
-            continue;
-        }
         if (r->ninsts == cap) {
             cap = cap ? 2 * cap : 64;
             lp_inst *ni = realloc(r->insts, cap * sizeof *ni);
-            if (!ni) {
-                cs_free(in, 1);
+            if (!ni)
                 return lp_error_set(err, LP_ENOMEM, "out of memory");
-            }
             r->insts = ni;
         }
-        lp_inst *o = &r->insts[r->ninsts++];
-        memset(o, 0, sizeof *o);
-        o->addr = addr;
-        o->size = (uint8_t)in->size;
-        b->ops->classify(in, o);
-        addr += in->size;
+        lp_inst *o = &r->insts[r->ninsts];
+        if (!lp_decoder_inst(&b->dec, r->sec_bytes + off, r->sec_size - off,
+                             addr, o)) {
+            addr++;
+            continue;
+        }
+        r->ninsts++;
+        addr += o->size;
     }
-    cs_free(in, 1);
     r->decoded = true;
     return 0;
 }

@@ -438,8 +438,7 @@ void lp_binary_close(lp_binary *b)
         return;
     lp_bin_free_dwarf(b);
     lp_bin_free_regions(b);
-    if (b->cs_open)
-        cs_close(&b->cs);
+    lp_decoder_close(&b->dec);
     lp_str *s, *tmp;
     HASH_ITER(hh, b->strs, s, tmp) {
         HASH_DEL(b->strs, s);
