@@ -51,7 +51,9 @@ static void classify_x86(const cs_insn *in, lp_inst *o)
 }
 
 /* Every id capstone 4 puts in CS_GRP_CALL/RET/IRET/JUMP in 64-bit mode
- * (test_binary enumerates the opcode space to check), JCXZ besides. */
+ * (test_disasm enumerates the opcode space to check), JCXZ besides, and
+ * loop/loope/loopne, which classify_x86 takes for conditional branches
+ * (LLVM's view) though capstone 4 has them in no group. */
 static bool branch_id_x86(unsigned id)
 {
     switch (id) {
@@ -64,7 +66,8 @@ static bool branch_id_x86(unsigned id)
     case X86_INS_JAE: case X86_INS_JE: case X86_INS_JNE: case X86_INS_JBE:
     case X86_INS_JA: case X86_INS_JS: case X86_INS_JNS: case X86_INS_JP:
     case X86_INS_JNP: case X86_INS_JL: case X86_INS_JGE: case X86_INS_JLE:
-    case X86_INS_JG:
+    case X86_INS_JG: case X86_INS_LOOP: case X86_INS_LOOPE:
+    case X86_INS_LOOPNE:
         return true;
     default:
         return false;
