@@ -1213,6 +1213,20 @@ static int step(lp_pscript *p, lp_error *err)
     uint64_t count = 1;
 
     p->start_off = p->base + (uint64_t)(p->cur.s - p->buf);
+    if (p->cur.len == 0 && p->mode == PS_HYBRID) {
+        /* perf script's blank line between samples, as hybrid_sample
+         * takes it: the start of a sample whose call stack ends at once
+         * (the line skipped), and an LBR line right after it goes too */
+        p->stats.samples_seen++;
+        p->stats.skipped_lines++;
+        if (advance(p, err) < 0)
+            return -1;
+        if (p->have_cur && starts_with(p->cur, " 0x")) {
+            p->stats.skipped_lines++;
+            return advance(p, err) < 0 ? -1 : 0;
+        }
+        return 0;
+    }
     if (is_mmap_line(p->cur)) {
         int r;
         memset(&p->ev, 0, sizeof p->ev);

@@ -815,6 +815,36 @@ static void test_br_token_differential(void **state)
     assert_true(ok > 100000);                   /* most tokens parse */
 }
 
+/* llvm-profgen's count of sample starts (the denominator of its
+ * leaf-external warning) around perf script's blank lines: a blank line
+ * starts a sample whose call stack ends at once, and an LBR line right
+ * after it (a sample without call-stack lines) goes with it; a blank line
+ * before a call-stack line is a start of its own. */
+static void test_blank_line_sample_starts(void **state)
+{
+    static const char text[] =
+        "\t4005dc\n 0x4005b0/0x4005c0/P/-/-/0 0x4005c8/0x4005d0/P/-/-/0\n"
+        "\n"
+        " 0x1/0x2/P/-/-/0 0x3/0x4/P/-/-/0\n"
+        "\n"
+        "\t4005dc\n 0x4005b0/0x4005c0/P/-/-/0 0x4005c8/0x4005d0/P/-/-/0\n"
+        "\n";
+    mem_input m = open_text(text);
+    const lp_pscript_stats *st;
+    const lp_event *ev;
+    lp_error e;
+    int n = 0;
+    (void)state;
+
+    while (lp_pscript_next(m.p, &ev, &e) == 1)
+        n++;
+    st = lp_pscript_stats_get(m.p);
+    assert_int_equal(n, 2);
+    assert_int_equal(st->samples_seen, 5);
+    assert_int_equal(st->skipped_lines, 4);
+    close_text(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -825,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_block_cache),
         cmocka_unit_test(test_block_cache_full),
         cmocka_unit_test(test_block_cache_two_ways),
+        cmocka_unit_test(test_blank_line_sample_starts),
         cmocka_unit_test(test_quirks),
         cmocka_unit_test(test_hex_widths),
         cmocka_unit_test(test_error_no_lbr_line),
