@@ -10,6 +10,7 @@
  * pop), as in llvm-profgen. Children are visited in the order of
  * llvm-profgen 19's std::unordered_map (libstdc++), which decides what that
  * extra pop removes. Address stacks are mapped to contexts once (cached).
+ * While a recording is made (u->rec), the counts go to it instead.
  * Frames above a hole (the repair's unknown frames) have no known context:
  * their records are dropped and counted; a signal frame cuts like an
  * external one. Each address is symbolized with its own binary; a

@@ -4,7 +4,8 @@
  * with their binary), mmap events under llvm-profgen's single-base rule and
  * every mapping of the trace (to read code bytes: is a return address a
  * signal restorer, is it mapped at all), and batches of pending distinct
- * samples.
+ * samples - unwound at the flush, or recorded ahead in idle time
+ * (lp_unwind_warm_next) and replayed there with their final counts.
  * Does not own sample parsing (intake.c), unwinding (trie.c), contexts
  * (collect.c) or warnings (warn.c).
  */
