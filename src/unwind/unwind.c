@@ -573,7 +573,7 @@ static uw_agg **flush_order(lp_unwinder *u, size_t *n)
             keys[i] = g->djb;
             v[i++] = g;
         }
-        rc = getenv("LP_INS_ORDER") ? 1 : uw_umap_order(keys, m, order);
+        rc = uw_umap_order(keys, m, order);
         for (i = 0; rc == 0 && i < m; i++)
             w[i] = v[order[i]];
     }
