@@ -956,17 +956,24 @@ static int parse_lbr_line(lp_pscript *p, lp_sample *s)
 
 /* ---- samples ----------------------------------------------------------------- */
 
+/* A sample event with nothing in it yet but its count. Reads only p's
+ * name, so lp_pscript_event_of may call it on another thread. */
+static void sample_event(const lp_pscript *p, lp_event *ev, uint64_t count)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->kind = LP_EV_SAMPLE;
+    ev->type = 9;
+    ev->source = p->name;
+    ev->u.sample.repeat = count;
+}
+
 static void sample_init(lp_pscript *p, uint64_t count)
 {
     lp_sample *s = &p->ev.u.sample;
 
-    memset(&p->ev, 0, sizeof p->ev);
-    p->ev.kind = LP_EV_SAMPLE;
-    p->ev.type = 9;
-    p->ev.source = p->name;
+    sample_event(p, &p->ev, count);
     s->attr = &p->attr_lbr;
     s->sample_type = LP_SAMPLE_BRANCH_STACK;
-    s->repeat = count;
 }
 
 /* extractCallstack: frame lines up to the " 0x" line. 1: frames read and
@@ -1109,12 +1116,8 @@ static void block_event(const lp_pscript *p, const ps_block *b,
 {
     lp_sample *s = &ev->u.sample;
 
-    memset(ev, 0, sizeof *ev);
-    ev->kind = LP_EV_SAMPLE;
-    ev->type = 9;
-    ev->source = p->name;
+    sample_event(p, ev, count);
     ev->offset = offset;
-    s->repeat = count;
     s->attr = b->attr;
     s->sample_type = b->sample_type;
     s->ip = b->ip;
