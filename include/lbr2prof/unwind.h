@@ -158,11 +158,12 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,
                      lp_error *err);
 
 /* Work ahead of lp_unwind_finish, for the caller's idle time (e.g. as
- * lp_reader_set_idle's function): fills the caches the unwinding of one
- * more distinct sample will use - its LBR ranges cut where the inline
- * context changes, its call stack symbolized. Changes no result; an error
- * is left for the unwinding to meet. 1 if a sample was done, 0 if none
- * is left (more may come with later samples). */
+ * lp_reader_set_idle's function): unwinds one more distinct sample now,
+ * recording what its final count multiplies, so that the finish replays
+ * the recording instead of unwinding it (past a memory bound of 4 MB of
+ * recordings, only the caches that unwinding will use are filled).
+ * Changes no result; an error is left for the finish to meet. 1 if a
+ * sample was done, 0 if none is left (more may come with later samples). */
 int lp_unwind_warm_next(lp_unwinder *u);
 
 /* llvm-profgen's NumTotalSample, the denominator of the leaf-external

@@ -202,7 +202,7 @@ void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
 }
 
 /* The consumer's idle time, while the perf script parser's thread is
- * behind: the unwinder's caches for the distinct samples so far. */
+ * behind: the distinct samples so far unwound ahead (lp_unwind_warm_next). */
 static int warm_unwinder(void *uw)
 {
     return lp_unwind_warm_next(uw);

@@ -91,7 +91,7 @@ struct lp_pfetch {
     pf_batch *cur;
     size_t i, j;
     lp_event made;
-    int (*idle)(void *);        /* lp_pfetch_set_idle */
+    lp_reader_idle_fn idle;     /* lp_pfetch_set_idle */
     void *idle_ctx;
 };
 
@@ -331,7 +331,7 @@ static int next_inline(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
     return rc;
 }
 
-void lp_pfetch_set_idle(lp_pfetch *f, int (*fn)(void *), void *ctx)
+void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx)
 {
     f->idle = fn;
     f->idle_ctx = ctx;

@@ -21,7 +21,7 @@ lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err);
 void lp_pfetch_start(lp_pfetch *f);
 /* The consumer's idle work (lp_reader_set_idle): called on the
  * consumer's thread while no batch is ready, until it returns 0. */
-void lp_pfetch_set_idle(lp_pfetch *f, int (*fn)(void *), void *ctx);
+void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx);
 /* As lp_pscript_next; *seen = the parser's samples_seen at that event. */
 int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                    lp_error *err);
