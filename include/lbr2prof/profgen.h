@@ -80,6 +80,9 @@ typedef struct lp_profgen_opts {
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */
     int64_t max_context_depth;  /* --csprof-max-context-depth, -1 unlimited */
     bool no_repair_frames;      /* --no-repair-frames */
+    bool drop_unknown_callers;  /* --drop-unknown-callers: drop (and count)
+                                   code whose callers are not known instead
+                                   of keeping it in truncated contexts */
     bool script_fp_callchains;  /* --script-fp-callchains: perf script
                                    text's callchains are kernel
                                    frame-pointer walks (perf record -g) */

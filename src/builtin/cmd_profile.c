@@ -74,6 +74,7 @@ static const opt_def opt_defs[] = {
     {"compress-recursion", O_I64, A(compress_recursion)},
     {"csprof-max-context-depth", O_I64, A(max_context_depth)},
     {"no-repair-frames", O_BOOL, A(no_repair_frames)},
+    {"drop-unknown-callers", O_BOOL, A(drop_unknown_callers)}, /* lbr2prof's */
     {"script-fp-callchains", O_BOOL, A(script_fp_callchains)},
     {"csprof-merge-cold-context", O_TRI, A(cs.merge_cold_context)},
     {"csprof-max-cold-context-depth", O_U32, A(cs.max_cold_context_depth)},
@@ -121,6 +122,8 @@ static const char usage_text[] =
     "hybrid samples (call stacks + LBR): --compress-recursion=N,\n"
     "  --csprof-max-context-depth=N, --no-repair-frames (do not put back the\n"
     "  caller a frame-pointer walk misses at function entry/exit),\n"
+    "  --drop-unknown-callers (drop code whose callers are not known instead of\n"
+    "  keeping it in contexts truncated at the unknown frame),\n"
     "  --script-fp-callchains (perf script text whose callchains are frame-pointer\n"
     "  walks, perf record -g: repairs what a perf.data's markers would allow)\n"
     "Without --binary, the most sampled user-space file of the trace is used, found\n"

@@ -275,6 +275,7 @@ static int new_unwinder(pg_run *run, lp_error *err)
                            : a->max_context_depth > INT32_MAX ? INT32_MAX
                                                               : (int)a->max_context_depth;
     uo.repair_frames = !a->no_repair_frames;
+    uo.drop_unknown = a->drop_unknown_callers;
     uo.map = run->map;
     run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
     return run->uw ? 0 : -1;
