@@ -283,6 +283,49 @@ static void insert_caller(lp_unwinder *u, size_t *ncs, uint64_t caller)
     *ncs += k;
 }
 
+/* Whether function f has a direct call to itself. */
+static bool calls_itself_directly(lp_binary *b, const lp_function *f)
+{
+    const lp_func_range *t;
+    uint64_t a, next;
+    lp_inst in;
+    size_t i;
+
+    for (i = 0; i < f->nranges; i++)
+        for (a = f->ranges[i]->start; a < f->ranges[i]->end; a = next) {
+            if (lp_binary_inst(b, a, &in, NULL) == 1 && in.kind == LP_INST_CALL &&
+                !in.indirect && (t = lp_binary_func_range(b, in.target)) &&
+                t->func == f)
+                return true;
+            if (lp_binary_next_inst(b, a, &next, NULL) != 1)
+                break;
+        }
+    return false;
+}
+
+/* A chain not known to be a kernel frame-pointer walk (perf script text:
+ * it may come from a DWARF or LBR call graph) whose frame 1 is a direct
+ * call to the leaf's function: that is the caller, as llvm-profgen takes
+ * it. A frame-pointer walk could only show such a site for a grandparent
+ * that called the leaf's function too: recursion, so not when the
+ * function calls itself directly. */
+static bool chain_has_caller(lp_unwinder *u, size_t ncs, uint64_t leaf)
+{
+    const lp_func_range *fr = uw_func_range(u, leaf), *tr;
+    uint64_t c = ncs > 1 ? u->cs[1] : 0;
+    lp_binary *b;
+    lp_inst in;
+
+    if (!fr || c <= UW_LAST_SENTINEL || c == UW_EXT || uw_bin_of(c) != uw_bin_of(leaf))
+        return false;
+    b = uw_bin(u, c);
+    if (lp_binary_inst(b, uw_va(c), &in, NULL) != 1 || in.kind != LP_INST_CALL ||
+        in.indirect || !(tr = lp_binary_func_range(b, in.target)))
+        return false;
+    return tr->func == fr->func && tr->is_entry && tr->start == in.target &&
+           !calls_itself_directly(b, fr->func);
+}
+
 /* A leaf whose caller the walk may lack and nothing shows (why: 0 not
  * known, 1 entry, 2 exit, 3 frameless). A hole the unwinding fills in if
  * it gets to the call (past a signal handler, say); what stays above it is
@@ -342,6 +385,10 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
         u->st.repaired_stack += n;
         intake_note(u, &u->notes_repaired, leaf, caller, n);
         insert_caller(u, ncs, caller);
+        return KEEP;
+    }
+    if (!caller && !fp_walk && chain_has_caller(u, *ncs, leaf)) {
+        u->st.already_right += n;
         return KEEP;
     }
     if (!caller)

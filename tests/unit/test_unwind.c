@@ -634,6 +634,39 @@ static void test_003_unprovable_dropped(void **state)
     free(got);
 }
 
+/* Perf script text, no proof in the LBR: a frame 1 that is a direct call
+ * to the leaf's function is its caller (the chain may come from a DWARF
+ * unwinder; a frame-pointer walk could show such a site only for a
+ * recursive grandparent). foo's ret, main's call to foo: kept as is. fib's
+ * ret, fib27's call to fib: fib calls itself, so the grandparent is as
+ * likely - a hole, the context truncated at it. */
+static void test_003_text_chain_caller(void **state)
+{
+    static const smp foo_exit = {
+        {0x40107f, 0x401025}, {{0x401058, 0x401060}}, 1};
+    static const smp fib_exit = {
+        {0x40113f, 0x401155}, {{0x40113f, 0x401135}}, 1};
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    got = run(&foo_exit, 1, REPAIR, &st);
+    expect(got, "[main:1 @ foo]\n  0\n  1\n  401058->401060:1\n");
+    assert_int_equal(st.already_right, 1);
+    assert_int_equal(st.caller_hole, 0);
+    free(got);
+    got = run(&fib_exit, 1, REPAIR, &st);
+    expect(got, "[fib:1 @ fib]\n  0\n  1\n  40113f->401135:1\n");
+    assert_int_equal(st.already_right, 0);
+    assert_int_equal(st.caller_hole, 1);
+    free(got);
+    /* a recorded kernel walk certainly lacks the caller: a hole for foo */
+    got = run(&foo_exit, 1, REPAIR_FP, &st);
+    expect(got, "[foo]\n  0\n  1\n  401058->401060:1\n");
+    assert_int_equal(st.caller_hole, 1);
+    free(got);
+}
+
 /* CET: `mov %rsp,%rbp` after endbr64 + push is not in llvm-profgen's set, so
  * it keeps the sample and its unwinder fills the caller on the call
  * (counted as a prolog/epilog mismatch); the repair gives the same
@@ -1455,6 +1488,7 @@ int main(void)
         cmocka_unit_test(test_003_recursive_entry),
         cmocka_unit_test(test_003_exit_balanced),
         cmocka_unit_test(test_003_unprovable_dropped),
+        cmocka_unit_test(test_003_text_chain_caller),
         cmocka_unit_test(test_003_7_cet_mov),
         cmocka_unit_test(test_warm_next_same),
         cmocka_unit_test(test_repair_noinline_cs),
