@@ -144,8 +144,12 @@ typedef struct lp_profgen_stats {
                                    unwinder, or counted by the flat
                                    aggregator */
     uint64_t dropped;           /* samples - used */
-    uint64_t repaired;          /* caller frame put back from the LBR */
-    uint64_t truncated;         /* stack cut at an invalid return address */
+    uint64_t repaired;          /* caller frame put back from the LBR or
+                                   the user stack */
+    uint64_t truncated;         /* kept with part of their code in contexts
+                                   truncated at an unknown caller, or with
+                                   the stack cut at an invalid return
+                                   address */
     uint64_t external;          /* leaf outside binaries[0] */
     uint64_t contextless;       /* no calling context: unwinding reached an
                                    invalid state (CS), or every used sample
