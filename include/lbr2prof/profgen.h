@@ -106,6 +106,10 @@ typedef struct lp_profgen_opts {
     lp_prof_format format;      /* --format (extbinary) */
     bool use_md5;               /* --use-md5 (extbinary only) */
     bool populate_symbol_list;  /* --populate-profile-symbol-list */
+    int summary_contextless;    /* --profile-summary-contextless: -1 not
+                                   given; 0: the binary summary of a CS
+                                   profile that is not nested is taken per
+                                   context, not merged by function */
     const char *output;         /* --output/-o; "-" = standard output */
 
     /* messages */

@@ -30,7 +30,7 @@ typedef struct prof_args {
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT, O_BINARY,
-                O_INT, O_TRI, O_U32_OPT, O_IGNORED, O_UNSUPP };
+                O_INT, O_TRI, O_U32_OPT, O_UNSUPP };
 
 typedef struct opt_def {
     const char *name;
@@ -93,7 +93,7 @@ static const opt_def opt_defs[] = {
     {"sample-profile-inline-growth-limit", O_INT, A(cs.inline_growth_limit)},
     {"sort-profiled-scc-member", O_BOOL, A(cs.sort_scc_members)},
     {"cs-fold-recursion", O_BOOL, A(cs.fold_recursion)}, /* lbr2prof's */
-    {"profile-summary-contextless", O_IGNORED, 0},
+    {"profile-summary-contextless", O_TRI, A(summary_contextless)},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     /* not implemented: refuse rather than silently ignore */
     {"leading-ip-only", O_BOOL, A(leading_ip_only)},
@@ -231,7 +231,7 @@ static int parse_one(prof_args *a, int argc, char **argv, int i)
         return bad_usage("Unknown command line argument '%s'", arg);
     if (d->kind == O_UNSUPP)
         return bad_usage("option '%s' is not supported yet", arg);
-    if (d->kind == O_BOOL || d->kind == O_TRI || (d->kind == O_IGNORED && !eq)) {
+    if (d->kind == O_BOOL || d->kind == O_TRI) {
         if (set_opt(a, d, eq ? eq + 1 : NULL))
             return bad_usage("'%s': expected true or false", arg);
         return 1;

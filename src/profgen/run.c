@@ -52,6 +52,7 @@ void lp_profgen_opts_default(lp_profgen_opts *o)
     o->compress_recursion = o->max_context_depth = -1;
     o->infer_missing_frames = -1;
     o->max_search_depth = -1;
+    o->summary_contextless = -1;
     o->format = LP_PROF_EXTBINARY;
     lp_flat_opts_default(&o->flat);
     lp_cs_opts_default(&o->cs);
