@@ -164,6 +164,14 @@ typedef struct lp_inst {
  * (error in err, e.g. capstone failure). */
 int lp_binary_inst(lp_binary *b, uint64_t addr, lp_inst *out, lp_error *err);
 
+/* The disassembly unit holding addr: [*start, *end) from a symbol's
+ * address to the next symbol's or the section end, as llvm-profgen's
+ * dissassembleSymbol walks it (its facts about a symbol's code, e.g. the
+ * function a call is recorded for, come from the unit's start). 1, or 0
+ * if addr is in no unit (not in disassembled code). */
+int lp_binary_code_unit(lp_binary *b, uint64_t addr, uint64_t *start,
+                        uint64_t *end);
+
 /* Convenience predicates (false when addr is not an instruction start or
  * on error). is_uncond_branch is llvm-profgen's UncondBranchAddrSet: calls,
  * returns and direct unconditional jumps (an indirect jmp is not in it:

@@ -87,6 +87,14 @@ typedef struct lp_profgen_opts {
                                    text's callchains are kernel
                                    frame-pointer walks (perf record -g) */
 
+    /* missing tail-call frames (include/lbr2prof/tailcall.h): llvm-profgen
+     * 22 infers them in context-sensitive pseudo-probe profiles only; a run
+     * that makes another kind of profile warns when they were asked for */
+    int infer_missing_frames;   /* --infer-missing-frames: 1 or 0; -1 not
+                                   given (on, llvm-profgen's default) */
+    int64_t max_search_depth;   /* --max-search-depth: 0..UINT32_MAX; -1 not
+                                   given (LP_TC_DEFAULT_MAX_DEPTH) */
+
     /* generation: flat's summary/trim/density fields also apply to CS
      * profiles (one flag each in llvm-profgen); warn/info are set by the
      * driver */
@@ -101,6 +109,10 @@ typedef struct lp_profgen_opts {
     lp_prof_format format;      /* --format (extbinary) */
     bool use_md5;               /* --use-md5 (extbinary only) */
     bool populate_symbol_list;  /* --populate-profile-symbol-list */
+    int summary_contextless;    /* --profile-summary-contextless: -1 not
+                                   given; 0: the binary summary of a CS
+                                   profile that is not nested is taken per
+                                   context, not merged by function */
     const char *output;         /* --output/-o; "-" = standard output */
 
     /* messages */
@@ -174,6 +186,8 @@ typedef struct lp_profgen_result {
     size_t nbins;
     bool discovered;            /* bins[0] was found from the trace */
     lp_profgen_stats stats;
+    bool missing_frames_inferred; /* the contexts went through the tail-call
+                                   inferrer (lp_tailcall_infer_context) */
     lp_profgen_stage failed;    /* after an error: which step failed */
     lp_profgen_priv *priv;      /* what the counters belong to */
 } lp_profgen_result;

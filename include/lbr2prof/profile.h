@@ -184,6 +184,9 @@ typedef struct lp_write_opts {
     int fs_discriminator;   /* extbinary: flag the summary section "fs" */
     const char *const *symbol_list; /* extbinary ProfileSymbolList, or NULL */
     size_t nr_symbols;
+    int context_summary;    /* a CS profile's summary per context, not
+                               merged by function (llvm's
+                               --profile-summary-contextless=false) */
 } lp_write_opts;
 
 int lp_profile_write(FILE *f, const lp_profile *p, const lp_write_opts *o,
@@ -205,6 +208,9 @@ typedef struct lp_summary {
 /* For a CS profile (is_cs), the summary of its context-less flattening
  * (contexts merged by function), as LLVM's writers compute it. */
 int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err);
+/* The summary of every profile of p as it is, contexts not merged. */
+int lp_profile_summary_unmerged(const lp_profile *p, lp_summary *s,
+                                lp_error *err);
 /* The summary of profiles v[0..n) merged by function name (LLVM's
  * context-less summary of CS profiles); none may have inlinees. */
 int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,

@@ -446,6 +446,17 @@ int lp_binary_inst(lp_binary *b, uint64_t addr, lp_inst *out, lp_error *err)
     return r;
 }
 
+int lp_binary_code_unit(lp_binary *b, uint64_t addr, uint64_t *start,
+                        uint64_t *end)
+{
+    ptrdiff_t r = find_region(b, addr);
+    if (r < 0)
+        return 0;
+    *start = b->regions[r].start;
+    *end = b->regions[r].end;
+    return 1;
+}
+
 static bool kind_is(lp_binary *b, uint64_t addr, int what)
 {
     lp_inst in;

@@ -30,7 +30,7 @@ typedef struct prof_args {
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT, O_BINARY,
-                O_INT, O_TRI, O_IGNORED, O_UNSUPP };
+                O_INT, O_TRI, O_U32_OPT, O_UNSUPP };
 
 typedef struct opt_def {
     const char *name;
@@ -80,7 +80,8 @@ static const opt_def opt_defs[] = {
     {"csprof-max-cold-context-depth", O_U32, A(cs.max_cold_context_depth)},
     {"gen-cs-nested-profile", O_BOOL, A(cs.gen_nested)},
     {"generate-merged-base-profiles", O_BOOL, A(cs.merged_base_profiles)},
-    {"infer-missing-frames", O_IGNORED, 0}, {"max-search-depth", O_IGNORED, 0},
+    {"infer-missing-frames", O_TRI, A(infer_missing_frames)},
+    {"max-search-depth", O_U32_OPT, A(max_search_depth)},
     {"csspgo-preinliner", O_BOOL, A(cs.preinliner)},
     {"use-context-cost-for-preinliner", O_BOOL, A(cs.use_context_cost)},
     {"csspgo-replay-preinline", O_BOOL, A(cs.replay_preinline)},
@@ -93,7 +94,7 @@ static const opt_def opt_defs[] = {
     {"sample-profile-inline-growth-limit", O_INT, A(cs.inline_growth_limit)},
     {"sort-profiled-scc-member", O_BOOL, A(cs.sort_scc_members)},
     {"cs-fold-recursion", O_BOOL, A(cs.fold_recursion)}, /* lbr2prof's */
-    {"profile-summary-contextless", O_IGNORED, 0},
+    {"profile-summary-contextless", O_TRI, A(summary_contextless)},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     /* not implemented: refuse rather than silently ignore */
     {"leading-ip-only", O_BOOL, A(leading_ip_only)},
@@ -178,7 +179,16 @@ static int set_opt(prof_args *a, const opt_def *d, const char *v)
     case O_STR: *(const char **)base = v; return 0;
     case O_BOOL: return parse_bool(v, (bool *)base);
     case O_I64: *(int64_t *)base = strtoll(v, &e, 10); return *e || !*v ? -1 : 0;
-    case O_U32: *(uint32_t *)base = (uint32_t)strtoul(v, &e, 10); return *e || !*v ? -1 : 0;
+    case O_U32: case O_U32_OPT: {  /* cl::opt<uint32_t>: no sign, <= 2^32-1 */
+        unsigned long long x = strtoull(v, &e, 10);
+        if (*e || !*v || v[0] == '-' || x > UINT32_MAX)
+            return -1;
+        if (d->kind == O_U32)
+            *(uint32_t *)base = (uint32_t)x;
+        else
+            *(int64_t *)base = (int64_t)x;
+        return 0;
+    }
     case O_U64:
         *(uint64_t *)base = strtoull(v, &e, 10);
         a->o.have_sample_period = true;
@@ -224,7 +234,7 @@ static int parse_one(prof_args *a, int argc, char **argv, int i)
         return bad_usage("Unknown command line argument '%s'", arg);
     if (d->kind == O_UNSUPP)
         return bad_usage("option '%s' is not supported yet", arg);
-    if (d->kind == O_BOOL || d->kind == O_TRI || (d->kind == O_IGNORED && !eq)) {
+    if (d->kind == O_BOOL || d->kind == O_TRI) {
         if (set_opt(a, d, eq ? eq + 1 : NULL))
             return bad_usage("'%s': expected true or false", arg);
         return 1;

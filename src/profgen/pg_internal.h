@@ -7,6 +7,7 @@
 
 #include "lbr2prof/addrmap.h"
 #include "lbr2prof/profgen.h"
+#include "lbr2prof/tailcall.h"
 
 /* Address map warnings, held until we know whether binaries[0] was found:
  * if not, its build-id mismatch is the error message. */
@@ -71,5 +72,9 @@ void pg_run_free(pg_run *run);
 int pg_generate(const lp_profgen_opts *o, lp_profgen_result *r,
                 lp_error *err);
 void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co);
+/* run.c: whether to infer missing tail-call frames, and how (a CS route
+ * that uses them sets r->missing_frames_inferred). */
+void pg_tailcall_opts(const lp_profgen_opts *o, bool *infer,
+                      lp_tailcall_opts *to);
 
 #endif

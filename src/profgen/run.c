@@ -50,6 +50,9 @@ void lp_profgen_opts_default(lp_profgen_opts *o)
     o->use_offset = true;
     o->pid = -1;
     o->compress_recursion = o->max_context_depth = -1;
+    o->infer_missing_frames = -1;
+    o->max_search_depth = -1;
+    o->summary_contextless = -1;
     o->format = LP_PROF_EXTBINARY;
     lp_flat_opts_default(&o->flat);
     lp_cs_opts_default(&o->cs);
@@ -224,11 +227,46 @@ static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     return 0;
 }
 
+void pg_tailcall_opts(const lp_profgen_opts *o, bool *infer,
+                      lp_tailcall_opts *to)
+{
+    *infer = o->infer_missing_frames != 0;
+    lp_tailcall_opts_default(to);
+    if (o->max_search_depth >= 0)
+        to->max_depth = (uint32_t)o->max_search_depth;
+}
+
+/* --infer-missing-frames / --max-search-depth asked for, and the profile
+ * made cannot have them: say so, and why (never silently ignored). */
+static void tailcall_flags_unused(const lp_profgen_opts *o,
+                                  const lp_profgen_result *r)
+{
+    bool inf = o->infer_missing_frames == 1, depth = o->max_search_depth >= 0;
+    const char *what;
+
+    if ((!inf && !depth) || r->missing_frames_inferred)
+        return;
+    what = o->infer_missing_frames == 0 ? "--infer-missing-frames=false turns"
+                                          " the inference off"
+           : r->kind != LP_PROFGEN_PROFILE ? "this run wrote an unsymbolized"
+                                             " profile"
+           : r->context_sensitive ? "this is a line-number-based profile"
+                                  : "this profile is not context-sensitive";
+    pg_warn(o, "%s%s%s had no effect: missing tail-call frames are inferred "
+            "in context-sensitive pseudo-probe profiles only (as llvm-profgen "
+            "22 does), and %s", inf ? "--infer-missing-frames" : "",
+            inf && depth ? " and " : "", depth ? "--max-search-depth" : "",
+            what);
+}
+
 int lp_profgen_run(const lp_profgen_opts *o, lp_profgen_result *r,
                    lp_error *err)
 {
     memset(r, 0, sizeof *r);
     r->failed = LP_PROFGEN_BINARY;
+    if (o->max_search_depth > (int64_t)UINT32_MAX)
+        return lp_error_set(err, LP_EUSAGE, "--max-search-depth=%lld: at most"
+                            " %u", (long long)o->max_search_depth, UINT32_MAX);
     if (!(r->priv = calloc(1, sizeof *r->priv)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     if (choose_binaries(o, r, err))
@@ -238,6 +276,7 @@ int lp_profgen_run(const lp_profgen_opts *o, lp_profgen_result *r,
         return -1;
     if (pg_generate(o, r, err))
         return -1;
+    tailcall_flags_unused(o, r);
     r->failed = LP_PROFGEN_OK;
     return 0;
 }

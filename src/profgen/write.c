@@ -40,6 +40,7 @@ static int write_profile(const lp_profgen_opts *o, lp_binary *bin,
                    "enable it");
     wo.use_md5 = o->use_md5 && wo.format == LP_PROF_EXTBINARY;
     wo.fs_discriminator = bin && lp_binary_fs_discriminator(bin);
+    wo.context_summary = o->summary_contextless == 0;
     if (o->populate_symbol_list && wo.format == LP_PROF_EXTBINARY && bin)
         rc = symbol_list(bin, &wo, &names, err);
     if (rc == 0)

@@ -630,7 +630,8 @@ int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
                             "unsupported for writing operations (a "
                             "context-sensitive profile needs --format=text "
                             "or extbinary)");
-    if (lp_profile_summary(p, &s, err))
+    if ((o->context_summary ? lp_profile_summary_unmerged(p, &s, err)
+                            : lp_profile_summary(p, &s, err)))
         return -1;
     n = lp_profile_sorted(p, &v);
     if (n == (size_t)-1)

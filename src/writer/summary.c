@@ -104,8 +104,6 @@ static void detailed(lp_summary *s, count_vec *cv)
     }
 }
 
-static int summary_of(const lp_profile *p, lp_summary *s, lp_error *err);
-
 typedef struct fgroup {         /* the profiles of one function */
     const char *name;
     uint32_t id;
@@ -266,7 +264,7 @@ int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err)
     int rc;
 
     if (!p->is_cs)
-        return summary_of(p, s, err);
+        return lp_profile_summary_unmerged(p, s, err);
     if ((n = lp_profile_all(p, &all)) == (size_t)-1)
         return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
     rc = lp_summary_by_function(all, n, s, err);
@@ -274,7 +272,8 @@ int lp_profile_summary(const lp_profile *p, lp_summary *s, lp_error *err)
     return rc;
 }
 
-static int summary_of(const lp_profile *p, lp_summary *s, lp_error *err)
+int lp_profile_summary_unmerged(const lp_profile *p, lp_summary *s,
+                                lp_error *err)
 {
     count_vec cv = {0};
     lp_fsamples **all = NULL;
