@@ -172,6 +172,18 @@ int lp_binary_inst(lp_binary *b, uint64_t addr, lp_inst *out, lp_error *err);
 int lp_binary_code_unit(lp_binary *b, uint64_t addr, uint64_t *start,
                         uint64_t *end);
 
+/* The direct calls and jumps (conditional or not) whose target is
+ * `target`, a function's entry: sites decoded and checked (the index of
+ * candidate sites comes from one scan of the code bytes, made at the first
+ * call; x86-64 only, elsewhere an error). Returns their number, -1 on
+ * error; *refs stays valid until the next call. */
+typedef struct lp_xref {
+    uint64_t site;
+    uint8_t kind;       /* LP_INST_CALL, LP_INST_UNCOND_BR, LP_INST_COND_BR */
+} lp_xref;
+long lp_binary_refs_to(lp_binary *b, uint64_t target, const lp_xref **refs,
+                       lp_error *err);
+
 /* Convenience predicates (false when addr is not an instruction start or
  * on error). is_uncond_branch is llvm-profgen's UncondBranchAddrSet: calls,
  * returns and direct unconditional jumps (an indirect jmp is not in it:

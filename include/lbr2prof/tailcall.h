@@ -150,6 +150,40 @@ lp_tailcall_answer lp_tailcall_find_fn(lp_tailcall *tc, uint64_t call_site,
                                        const lp_function *callee,
                                        const uint64_t **path, size_t *n);
 
+/* The frame a call stack lost below a frame in `callee` (the frame
+ * repair's unknown caller, src/unwind): the one sampled call site that
+ * reaches callee directly or by tail calls and lies in `below` or in a
+ * function `below` reaches by tail calls (below NULL: any function; what
+ * the stack has under the lost frame is then not known). A candidate that
+ * `veto(ctx, site)` refuses (e.g. a call made without a frame, which a
+ * frame-pointer walk would have lost together with its caller) makes the
+ * answer ambiguous, wherever it lies. Counted exactly and independently of
+ * earlier queries, whatever opts.mode says: LP_TC_UNIQUE with *site,
+ * LP_TC_NONE (no candidate), LP_TC_AMBIGUOUS (several, a vetoed one, or
+ * too many to count), LP_TC_UNKNOWN (memory; or `below` without bin, which
+ * says what function a site is in). */
+lp_tailcall_answer lp_tailcall_find_caller(lp_tailcall *tc,
+                                           const lp_function *below,
+                                           const lp_function *callee,
+                                           bool (*veto)(void *ctx, uint64_t site),
+                                           void *ctx, uint64_t *site);
+
+/* The functions with a tail-call site (sampled or added) that reaches f:
+ * their number, *out (valid until the next call, add or free). -1 on
+ * memory exhaustion. */
+long lp_tailcall_tail_callers(lp_tailcall *tc, const lp_function *f,
+                              const lp_function *const **out);
+
+/* The functions f's tail-call sites (sampled or added) reach: their
+ * number, *out as above. */
+long lp_tailcall_tail_callees(lp_tailcall *tc, const lp_function *f,
+                              const lp_function *const **out);
+
+/* Whether `from` is `to` or reaches it by tail calls: 1, 0, or -1 when
+ * the graph is too large to tell. */
+int lp_tailcall_reaches(lp_tailcall *tc, const lp_function *from,
+                        const lp_function *to);
+
 /* llvm-profgen's inferMissingFrames(Context, NewContext) for a whole
  * address context ctx[0..n) (outermost call site first, the leaf address
  * last): each adjacent pair's unique path inserted after its caller.

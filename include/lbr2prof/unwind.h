@@ -137,6 +137,10 @@ typedef struct lp_unwind_stats {
                                    contexts truncated at the unknown frame
                                    (dropped with drop_unknown) */
     uint64_t lost_records;      /* ranges and branches kept (or dropped) so */
+    uint64_t inferred;          /* an unknown caller frame was filled in: the
+                                   one call site that leads to the frame
+                                   above it in the calls the LBR shows across
+                                   the trace (through tail calls too) */
     uint64_t intakes_reused;    /* samples (unweighted) taken in as an
                                    earlier one with the same dup_id was */
 } lp_unwind_stats;

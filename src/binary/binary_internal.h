@@ -211,6 +211,9 @@ typedef struct lp_str {
     UT_hash_handle hh;
 } lp_str;
 
+typedef struct lp_xref_index lp_xref_index; /* xref.c */
+void lp_xref_free(lp_xref_index *x);
+
 struct lp_binary {
     char *path;
     char *dbg_path;             /* == path unless --debug-binary */
@@ -239,6 +242,7 @@ struct lp_binary {
 
     lp_code_region *regions;    /* sorted, disjoint */
     size_t nregions;
+    lp_xref_index *xrefs;       /* direct references, built on first use */
     size_t last_region;         /* the region found last (lookups repeat) */
     size_t last_inst;           /* the instruction found last in it (walks
                                    go to the one after or before) */

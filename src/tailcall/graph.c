@@ -46,6 +46,7 @@ void lp_tailcall_free(lp_tailcall *tc)
 
     if (!tc)
         return;
+    free(tc->callers);
     tc_drop_pairs(tc);
     HASH_ITER(hh, tc->sites, s, st) {
         HASH_DEL(tc->sites, s);

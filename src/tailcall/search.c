@@ -258,6 +258,149 @@ static lp_tailcall_answer strict_find(lp_tailcall *tc, const tc_site *call,
     return LP_TC_TOO_DEEP;
 }
 
+/* ---- the lost caller of a frame (frame repair) --------------------------- */
+
+static lp_tailcall_answer answer(lp_tailcall *tc, lp_tailcall_answer a,
+                                 const uint64_t **path, size_t *n);
+
+/* Whether f reaches `to` (itself, or by tail calls); 2 when the budget
+ * ran out (not known). */
+static int strict_reaches(lp_tailcall *tc, const lp_function *f,
+                          const lp_function *to)
+{
+    uint64_t c;
+
+    tc->budget = TC_STRICT_BUDGET;
+    c = strict_walks(tc, f, to);
+    strict_unmark(tc);
+    return tc->budget == 0 ? 2 : c > 0;
+}
+
+/* Whether call site s reaches callee: 0, 1, or 2 (not known). */
+static int site_reaches(lp_tailcall *tc, const tc_site *s,
+                        const lp_function *callee)
+{
+    int r, any = 0;
+
+    for (size_t i = 0; i < s->ntargets && any < 2; i++)
+        if ((r = strict_reaches(tc, s->targets[i], callee)) > any)
+            any = r;
+    return any;
+}
+
+static lp_tailcall_answer find_caller(lp_tailcall *tc, const lp_function *below,
+                                      const lp_function *callee,
+                                      bool (*veto)(void *, uint64_t), void *ctx,
+                                      uint64_t *site)
+{
+    const lp_func_range *r;
+    tc_site *s, *tmp;
+    size_t found = 0;
+    int k;
+
+    HASH_ITER(hh, tc->sites, s, tmp) {
+        if (s->tail || !s->ntargets || !(k = site_reaches(tc, s, callee)))
+            continue;
+        if (k == 2 || (veto && veto(ctx, s->addr)))
+            return LP_TC_AMBIGUOUS;
+        if (below) {
+            r = lp_binary_func_range(tc->bin, s->addr);
+            if (!r || !(k = strict_reaches(tc, below, r->func)))
+                continue;
+            if (k == 2)
+                return LP_TC_AMBIGUOUS;
+        }
+        if (found++)
+            return LP_TC_AMBIGUOUS;
+        *site = s->addr;
+    }
+    return found ? LP_TC_UNIQUE : LP_TC_NONE;
+}
+
+/* Append fn to the answer vector unless it is there. 0 or -1. */
+static int answer_fn(lp_tailcall *tc, size_t *n, const lp_function *fn)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (tc->callers[i] == fn)
+            return 0;
+    if (*n == tc->callers_cap) {
+        size_t nc = *n ? 2 * *n : 16;
+        const lp_function **p = realloc(tc->callers, nc * sizeof *p);
+        if (!p)
+            return -1;
+        tc->callers = p;
+        tc->callers_cap = nc;
+    }
+    tc->callers[(*n)++] = fn;
+    return 0;
+}
+
+long lp_tailcall_tail_callers(lp_tailcall *tc, const lp_function *f,
+                              const lp_function *const **out)
+{
+    tc_fn *g, *tmp;
+    size_t n = 0;
+
+    HASH_ITER(hh, tc->fns, g, tmp) {
+        bool hit = false;
+        for (size_t i = 0; i < g->nsites && !hit; i++)
+            for (size_t j = 0; j < g->sites[i]->ntargets && !hit; j++)
+                hit = g->sites[i]->targets[j] == f;
+        if (hit && g->fn != f && answer_fn(tc, &n, g->fn))
+            return -1;
+    }
+    *out = tc->callers;
+    return (long)n;
+}
+
+long lp_tailcall_tail_callees(lp_tailcall *tc, const lp_function *f,
+                              const lp_function *const **out)
+{
+    const tc_fn *g = tc_fn_get(tc, f, false);
+    size_t n = 0;
+
+    for (size_t i = 0; g && i < g->nsites; i++)
+        for (size_t j = 0; j < g->sites[i]->ntargets; j++)
+            if (g->sites[i]->targets[j] != f &&
+                answer_fn(tc, &n, g->sites[i]->targets[j]))
+                return -1;
+    *out = tc->callers;
+    return (long)n;
+}
+
+int lp_tailcall_reaches(lp_tailcall *tc, const lp_function *from,
+                        const lp_function *to)
+{
+    int r;
+
+    if (!tc->sealed && tc_seal(tc))
+        tc->oom = true;
+    if (tc->oom)
+        return -1;
+    r = strict_reaches(tc, from, to);
+    return r == 2 ? -1 : r;
+}
+
+lp_tailcall_answer lp_tailcall_find_caller(lp_tailcall *tc,
+                                           const lp_function *below,
+                                           const lp_function *callee,
+                                           bool (*veto)(void *, uint64_t),
+                                           void *ctx, uint64_t *site)
+{
+    lp_tailcall_answer a;
+
+    tc->path.n = 0;
+    *site = 0;
+    if (!tc->sealed && tc_seal(tc))
+        tc->oom = true;
+    if (tc->oom || (below && !tc->bin) || !callee)
+        return answer(tc, LP_TC_UNKNOWN, NULL, NULL);
+    a = find_caller(tc, below, callee, veto, ctx, site);
+    if (a != LP_TC_UNIQUE)
+        *site = 0;
+    return answer(tc, a, NULL, NULL);
+}
+
 /* ---- queries -------------------------------------------------------------- */
 
 static lp_tailcall_answer answer(lp_tailcall *tc, lp_tailcall_answer a,

@@ -87,6 +87,8 @@ struct lp_tailcall {
     bool oom;                       /* a query ran out of memory */
     uint32_t depth;                 /* LLVM: CurSearchingDepth */
     tc_vec path;                    /* the answer handed out */
+    const lp_function **callers;    /* lp_tailcall_tail_callers' answer */
+    size_t callers_cap;
     lp_tailcall_stats stats;
 };
 

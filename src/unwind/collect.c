@@ -431,6 +431,7 @@ typedef struct walk {
     uint64_t lost;              /* records dropped (drop_unknown), or kept
                                    truncated at a hole: unknown context */
     unsigned truncating;        /* holes below the frame being walked */
+    uint64_t inferred;          /* holes whose call site was inferred */
 } walk;
 
 /* collectSamplesFromFrame; `lost`: the frame is above a hole, its context
@@ -476,6 +477,63 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
     return 0;
 }
 
+/* A frame at addr onto s; with `callers`, the prefix id its children's
+ * contexts need. */
+static int push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
+{
+    lp_unwinder *u = w->u;
+    size_t at = s->base + s->n++;
+    uint64_t parent = s->n < 2 ? 0 : u->ctxc.ids[at - 1];
+
+    u->stk[at] = addr;
+    u->ctxc.ids[at] = UINT64_MAX;
+    if (callers && parent != UINT64_MAX &&
+        !(u->ctxc.ids[at] = prefix_id(u, parent, addr, w->err)))
+        return -1;
+    return 0;
+}
+
+static int walk_node(walk *w, int32_t node, fstack *s, bool lost);
+
+/* A frame above a hole (an unknown frame). Its caller inferred from the
+ * calls the LBR shows (infer.c) goes where the hole was; otherwise what
+ * ran above it is kept in contexts truncated at the hole, as at an
+ * external frame, and counted. A hole has no records of its own (the call
+ * that leaves a frame reveals it first). While recording ahead the calls
+ * are not all known yet: the recording is given up, and the sample is
+ * unwound at the flush. */
+static int walk_hole_child(walk *w, int32_t hole, int32_t c, fstack *s)
+{
+    lp_unwinder *u = w->u;
+    uint64_t above = u->nodes[c].addr, site = 0;
+    uint64_t below = s->n ? u->stk[s->base + s->n - 1] : 0;
+    fstack empty = {s->base + s->n, 0};
+    int rc;
+
+    if (!(u->nodes[c].flags & UW_NF_HOLE) && above > UW_LAST_SENTINEL &&
+        above != UW_EXT) {
+        if (u->rec)
+            return lp_error_set(w->err, LP_EUSAGE, "unwinder: a caller to "
+                                "infer while recording ahead");
+        site = uw_infer_caller(u, below, above,
+                               u->nodes[hole].flags & UW_NF_OPT, w->err);
+        if (site == UINT64_MAX)
+            return -1;
+    }
+    if (site) {
+        w->inferred++;
+        if (push_frame(w, s, site, true))
+            return -1;
+        rc = walk_node(w, c, s, false);
+        s->n--;
+        return rc;
+    }
+    w->truncating++;
+    rc = walk_node(w, c, &empty, false);
+    w->truncating--;
+    return rc;
+}
+
 static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
@@ -492,17 +550,9 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
         return 0;
     }
     if (u->nodes[node].flags & UW_NF_HOLE) {
-        /* an unknown frame: what ran above it is kept in contexts
-         * truncated there, as at an external frame, and counted. A hole
-         * has no records of its own (the call that leaves a frame reveals
-         * it first). */
-        empty.base = s->base + s->n;
-        empty.n = 0;
-        w->truncating++;
         for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
-            if (walk_node(w, c, &empty, false))
+            if (walk_hole_child(w, node, c, s))
                 return -1;
-        w->truncating--;
         return 0;
     }
     if (addr == UW_EXT || addr == UW_SIG) {
@@ -518,16 +568,9 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
             u->untracked_ext = true;
         return 0;
     }
-    if (addr != 0) {
-        size_t at = s->base + s->n++;
-        uint64_t parent = s->n < 2 ? 0 : u->ctxc.ids[at - 1];
-        u->stk[at] = addr;
-        /* the prefix id, needed only as the callers of the children */
-        u->ctxc.ids[at] = UINT64_MAX;
-        if (!lost && u->nodes[node].child >= 0 && parent != UINT64_MAX &&
-            !(u->ctxc.ids[at] = prefix_id(u, parent, addr, w->err)))
-            return -1;
-    }
+    if (addr != 0 &&
+        push_frame(w, s, addr, !lost && u->nodes[node].child >= 0))
+        return -1;
     if (collect_frame(w, node, s, lost))
         return -1;
     for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
@@ -540,7 +583,7 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
 {
-    walk w = {u, repeat, err, 0, 0};
+    walk w = {u, repeat, err, 0, 0, 0};
     fstack s = {0, 0};
     size_t i;
 
@@ -553,6 +596,8 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     if (walk_node(&w, 0, &s, false))
         return -1;
+    if (w.inferred)
+        u->st.inferred += repeat;
     if (w.lost && u->rec) {
         u->rec->lost++;
         u->rec->lost_records += w.lost;

@@ -270,8 +270,8 @@ static uint64_t stack_caller(lp_unwinder *u, const intake *in, uint64_t leaf)
     return uw_is_mapped(u, chain[1]) ? UW_EXT : 0;
 }
 
-/* Insert frame(s) at cs[1]: a caller, or a signal frame with the hole for
- * the interrupted frame. */
+/* Insert frame(s) at cs[1]: a caller (or a hole), or a signal frame with
+ * the hole for the interrupted frame. */
 static void insert_caller(lp_unwinder *u, size_t *ncs, uint64_t caller)
 {
     size_t k = caller == UW_SIG ? 2 : 1;
@@ -329,18 +329,23 @@ static bool chain_has_caller(lp_unwinder *u, size_t ncs, uint64_t leaf)
 /* A leaf whose caller the walk may lack and nothing shows (why: 0 not
  * known, 1 entry, 2 exit, 3 frameless). A hole the unwinding fills in if
  * it gets to the call (past a signal handler, say); what stays above it is
- * kept in contexts truncated there (collect.c). With drop_unknown, only a
- * recorded kernel walk (certainly missing the caller) keeps its hole, as
+ * kept in contexts truncated there, or under a caller inferred from the
+ * program's calls (collect.c, infer.c). A recorded kernel walk certainly
+ * lacks the caller; a chain of unknown origin (text) may have it, so its
+ * hole is optional (UW_OPT: spliced out when the call turns out to come
+ * from frame 1). With drop_unknown, only a kernel walk keeps its hole, as
  * before; other samples are dropped and counted. */
 static enum keep unknown_caller(lp_unwinder *u, size_t *ncs, uint64_t leaf,
                                 uint64_t why, const intake *in)
 {
-    if (u->o.drop_unknown && !(in->s->fp_walk && why != 0)) {
+    bool certain = in->s->fp_walk && why != 0;
+
+    if (u->o.drop_unknown && !certain) {
         u->st.dropped_prolog += in->n;
         intake_note(u, &u->notes_dropped, leaf, why, in->n);
         return DROP;
     }
-    insert_caller(u, ncs, UW_HOLE);
+    insert_caller(u, ncs, certain ? UW_HOLE : UW_OPT);
     u->st.caller_hole += in->n;
     return KEEP;
 }
@@ -526,6 +531,25 @@ static size_t encode(lp_unwinder *u, size_t ncs, size_t nlbr)
         o += put_sv(p + o, u->lbr[i].dst, &prev);
     }
     return o;
+}
+
+size_t uw_decode_lbr(const uw_agg *g, uw_lbr **lbr, size_t *cap)
+{
+    const unsigned char *p = g->key;
+    uint64_t prev = 0;
+    size_t ncs, n, i;
+
+    ncs = get_uv(&p);
+    n = get_uv(&p);
+    if (uw_grow((void **)lbr, cap, n, sizeof **lbr))
+        return (size_t)-1;
+    for (i = 0; i < ncs; i++)
+        (void)get_sv(&p, &prev);
+    for (i = 0; i < n; i++) {
+        (*lbr)[i].src = get_sv(&p, &prev);
+        (*lbr)[i].dst = get_sv(&p, &prev);
+    }
+    return n;
 }
 
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr)

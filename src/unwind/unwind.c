@@ -346,6 +346,7 @@ void lp_unwind_free(lp_unwinder *u)
     if (!u)
         return;
     lp_leaf_cache_free(u->leaves);
+    uw_infer_free(u);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     free(u->splits.s);          /* the splits live in the cache arena */
     free(u->replays);
@@ -678,6 +679,7 @@ int uw_flush(lp_unwinder *u, lp_error *err)
 
     if (!v)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    u->infer_pending = true;    /* the graphs learn these samples' calls */
     for (i = 0; i < m && rc == 0; i++) {
         g = v[i];
         uw_decode(u, g, &ncs, &nlbr);
@@ -693,6 +695,7 @@ int uw_flush(lp_unwinder *u, lp_error *err)
     if (rc)
         return -1;
     HASH_CLEAR(hh, u->agg);
+    u->infer_pending = false;
     u->warmed = NULL;
     u->nreplays = u->neffs = 0;
     uw_arena_free(&u->agg_arena);

@@ -325,6 +325,17 @@ struct lp_unwinder {
                                    shows the processes' libraries */
     uw_file *files;
     uw_note *restorers;         /* (pid, address) -> ext_facts (unwind.c) */
+    /* callers inferred from the call graph the LBR shows (infer.c) */
+    struct lp_tailcall **tcs;   /* per binary, created when needed */
+    uw_map infer_cache;         /* (below function, callee function) ->
+                                   encoded call site, or 1: none */
+    bool infer_pending;         /* samples of this flush not in the graphs */
+    uw_map enriched;            /* (function, 0 callers / 1 callees) -> 1:
+                                   its static edges are in the graph */
+    const lp_function **enrich_stack;
+    size_t enrich_cap;
+    uw_lbr *infer_lbr;          /* decoding scratch */
+    size_t infer_lbr_cap;
     uint64_t total_samples;     /* NumTotalSample, if set */
     bool total_set;
     bool finished;
@@ -385,6 +396,23 @@ size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2]);
 
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);
+/* Only its LBR, into *lbr (grown as needed): the count, -1 on no memory. */
+size_t uw_decode_lbr(const uw_agg *g, uw_lbr **lbr, size_t *cap);
+
+/* infer.c: the call site of the frame a hole stands for, between a frame
+ * calling at `below` (0: nothing known below) and a frame at `above`
+ * (`optional`: the hole may stand for no frame at all; then only when the
+ * frame below cannot have called the frame above itself): the
+ * encoded site, 0 when the calls the LBR shows do not single one out,
+ * UINT64_MAX on error (err set). Only once the trace is read (at a flush:
+ * the graphs are filled from the pending samples at its first question). */
+typedef struct uw_infer_ctx {
+    lp_unwinder *u;
+    size_t bin;
+} uw_infer_ctx;
+uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
+                         bool optional, lp_error *err);
+void uw_infer_free(lp_unwinder *u);
 /* Fill the caches uw_unwind_one will use for this sample. */
 void uw_warm(lp_unwinder *u, const uint64_t *cs, size_t ncs,
              const uw_lbr *lbr, size_t nlbr);

@@ -303,6 +303,10 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
     uw_summary(u, s->caller_hole, s->samples, "of samples had the caller "
                "frame missing and not shown by the newest LBR entries; it was "
                "left unknown until the unwinding finds its call.");
+    uw_summary(u, s->inferred, s->samples, "of samples had a caller frame "
+               "that neither the sample's LBR nor its stack showed; it was "
+               "inferred: one call site alone leads there, among the "
+               "program's direct calls and the calls the LBR shows.");
     uw_summary(u, s->dropped_prolog, s->samples, "of samples at a function "
                "entry or exit or in a frameless function were dropped: the "
                "LBR does not show their caller (--drop-unknown-callers).");

@@ -1639,6 +1639,63 @@ static int teardown(void **state)
     return sh("rm -rf %s", scratch) == 0 ? 0 : -1;
 }
 
+/* lp_binary_refs_to: direct calls and jumps to a function's entry,
+ * conditional and short ones included; a byte sequence that looks like a
+ * call to f inside another instruction's immediate is no site; nor is a
+ * jump to a function's own start (a loop). Functions from the symbol
+ * table (the program has no DWARF). */
+static void test_refs_to(void **state)
+{
+    static const char src[] =
+        ".text\n"
+        ".globl _start\n.type _start,@function\n_start: call g\n call h\n ret\n.size _start,.-_start\n"
+        ".type f,@function\nf: nop\n ret\n.size f,.-f\n"
+        ".type g,@function\ng: call f\n jmp f\n.size g,.-g\n"
+        ".type h,@function\nh: cmp $1,%edi\n je f\n {disp32} jmp f\n.size h,.-h\n"
+        /* movabs $imm64,%rax whose immediate starts with e8 + rel32 to f */
+        ".type k,@function\nk: .byte 0x48,0xb8,0xe8\n .long f-(.+4)\n"
+        " .byte 0x90,0x90,0x90\n jmp k\n.size k,.-k\n";
+    lp_binary_opts o = {0};
+    lp_error err = {0};
+    const lp_xref *x;
+    uint64_t f, g, h;
+    lp_binary *b;
+    char *nm;
+    long n, i;
+    int calls = 0, jumps = 0, conds = 0;
+    (void)state;
+
+    if (!have_tool("clang-19"))
+        skip();
+    assert_int_equal(sh("printf '%%s' '%s' > %s/refs.s && clang-19 -nostdlib -static "
+                        "-Wl,--build-id=none %s/refs.s -o %s/refs",
+                        src, scratch, scratch, scratch), 0);
+    nm = run("nm %s/refs | awk '$3==\"f\"||$3==\"g\"||$3==\"h\"{print $1}' | tr '\\n' ' '", scratch);
+    assert_non_null(nm);
+    assert_int_equal(sscanf(nm, "%" SCNx64 " %" SCNx64 " %" SCNx64, &f, &g, &h), 3);
+    free(nm);
+    o.symtab_functions = 1;
+    snprintf(scratch + strlen(scratch), 16, "/refs");
+    b = lp_binary_open(scratch, &o, &err);
+    scratch[strlen(scratch) - 5] = 0;
+    assert_non_null(b);
+    n = lp_binary_refs_to(b, f, &x, &err);
+    assert_int_equal(n, 4);     /* g's call and jmp, h's je and jmp */
+    for (i = 0; i < n; i++) {
+        assert_true(x[i].site > f);
+        calls += x[i].kind == LP_INST_CALL;
+        jumps += x[i].kind == LP_INST_UNCOND_BR;
+        conds += x[i].kind == LP_INST_COND_BR;
+    }
+    assert_int_equal(calls, 1);
+    assert_int_equal(jumps, 2);
+    assert_int_equal(conds, 1);
+    assert_int_equal(lp_binary_refs_to(b, g, &x, &err), 1);
+    assert_int_equal(x[0].kind, LP_INST_CALL);
+    assert_int_equal(lp_binary_refs_to(b, f + 1, &x, &err), 0); /* no entry */
+    lp_binary_close(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1666,6 +1723,7 @@ int main(void)
         cmocka_unit_test(test_discriminators),
         cmocka_unit_test(test_fs_discriminator_detected),
         cmocka_unit_test(test_die_walk),
+        cmocka_unit_test(test_refs_to),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -424,9 +424,54 @@ static void test_add_branch(void **state)
     lp_binary_close(b);
 }
 
+/* The lost caller of a frame (lp_tailcall_find_caller, nothing known
+ * below): the one call site that reaches the callee directly or by tail
+ * calls, a cycle of tail calls included (only the site matters, not the
+ * path); several sites, or one the caller vetoes, are ambiguous. */
+static uint64_t vetoed;
+
+static bool veto_one(void *ctx, uint64_t site)
+{
+    (void)ctx;
+    return site == vetoed;
+}
+
+static void test_find_caller(void **state)
+{
+    lp_tailcall *tc = mk(LP_TC_LLVM, LP_TC_DEFAULT_MAX_DEPTH);
+    uint64_t site;
+    (void)state;
+
+    call(tc, 0x100, A);         /* O's call to A */
+    tail(tc, 0x10, A, B);       /* A -> B -> A: mutual tail recursion */
+    tail(tc, 0x20, B, A);
+    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, NULL, NULL, &site),
+                     LP_TC_UNIQUE);
+    assert_int_equal(site, 0x100);
+    assert_int_equal(lp_tailcall_find_caller(tc, NULL, A, NULL, NULL, &site),
+                     LP_TC_UNIQUE);
+    assert_int_equal(site, 0x100);
+    assert_int_equal(lp_tailcall_find_caller(tc, NULL, C, NULL, NULL, &site),
+                     LP_TC_NONE);
+    assert_int_equal(site, 0);
+    vetoed = 0x100;
+    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, veto_one, NULL, &site),
+                     LP_TC_AMBIGUOUS);
+    vetoed = 0x999;             /* a veto of another site changes nothing */
+    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, veto_one, NULL, &site),
+                     LP_TC_UNIQUE);
+    call(tc, 0x200, B);         /* X calls B directly too */
+    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, NULL, NULL, &site),
+                     LP_TC_AMBIGUOUS);
+    assert_int_equal(lp_tailcall_reaches(tc, A, B), 1);
+    assert_int_equal(lp_tailcall_reaches(tc, C, B), 0);
+    lp_tailcall_free(tc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_find_caller),
         cmocka_unit_test(test_unique_chain),
         cmocka_unit_test(test_two_paths),
         cmocka_unit_test(test_direct_beside_path),
