@@ -158,6 +158,9 @@ typedef struct lp_profgen_stats {
     uint64_t dropped;           /* samples - used */
     uint64_t repaired;          /* caller frame put back from the LBR or
                                    the user stack */
+    uint64_t inferred;          /* a caller frame nothing in the sample
+                                   showed, inferred from the program's
+                                   calls (one call site leads there) */
     uint64_t truncated;         /* kept with part of their code in contexts
                                    truncated at an unknown caller, or with
                                    the stack cut at an invalid return

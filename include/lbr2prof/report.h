@@ -51,6 +51,9 @@ typedef struct lp_report_quality {
                               LBR, prolog/epilog leaf, ...) */
     uint64_t repaired;     /* samples whose stack was repaired (a missing
                               caller frame restored) */
+    uint64_t inferred;     /* samples with a caller frame inferred from the
+                              program's calls (nothing in the sample showed
+                              it; one call site leads there) */
     uint64_t truncated;    /* samples whose stack is known to be incomplete
                               (walk stopped at an unmapped address, depth
                               limit, corrupt marker; a caller the unwinder

@@ -244,6 +244,7 @@ static void quality_of(const lp_profgen_stats *s, lp_report_quality *q)
     q->used = s->used;
     q->dropped = s->dropped;
     q->repaired = s->repaired;
+    q->inferred = s->inferred;
     q->truncated = s->truncated;
     q->external = s->external;
     q->contextless = s->contextless;

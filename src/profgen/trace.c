@@ -316,6 +316,7 @@ static void fill_stats(pg_run *run)
         st->unwind = *lp_unwind_stats_get(run->uw);
         st->used = st->unwind.aggregated;
         st->repaired = st->unwind.repaired + st->unwind.repaired_stack;
+        st->inferred = st->unwind.inferred;
         /* a sample can be in both: the share is bounded by what was used */
         st->truncated = st->unwind.truncated + st->unwind.lost;
         if (st->truncated > st->unwind.aggregated)

@@ -41,9 +41,10 @@ static json_t *quality_obj(const lp_report_quality *q)
 {
     if (!q->present)
         return json_null();
-    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "samples",
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "samples",
                      jint(q->samples), "used", jint(q->used), "dropped",
                      jint(q->dropped), "repaired", jint(q->repaired),
+                     "inferred", jint(q->inferred),
                      "truncated", jint(q->truncated), "external",
                      jint(q->external), "contextless", jint(q->contextless),
                      "lost", jint(q->lost));

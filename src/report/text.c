@@ -92,6 +92,7 @@ static void quality(FILE *f, const lp_report *r)
     quality_row(f, "kept", q->used, q->samples);
     quality_row(f, "dropped", q->dropped, q->samples);
     quality_row(f, "repaired", q->repaired, q->samples);
+    quality_row(f, "inferred", q->inferred, q->samples);
     quality_row(f, "truncated", q->truncated, q->samples);
     quality_row(f, "external", q->external, q->samples);
     quality_row(f, "context-less", q->contextless, q->samples);

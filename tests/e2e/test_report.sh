@@ -299,6 +299,8 @@ assert q["samples"] == nsamples and q["used"] + q["dropped"] == q["samples"], (q
 assert q["external"] == (int(ext.group(1)) if ext else 0), (q, ext)
 assert q["repaired"] == rep, (q, rep)
 assert q["truncated"] == min(cut, q["used"]), (q, cut)
+inf = re.search(r"\((\d+)/\d+\) of samples had a caller frame that neither", err)
+assert q["inferred"] == (int(inf.group(1)) if inf else 0), (q, inf)
 assert q["used"] > 0 and q["contextless"] <= q["used"], q
 print("ok CS report: %d samples, %d used, %d repaired, %d external" %
       (q["samples"], q["used"], q["repaired"], q["external"]))

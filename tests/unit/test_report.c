@@ -50,7 +50,8 @@ static void add(lp_report *r, const lp_report_frame *fr, size_t n, uint64_t c)
 static lp_report *fixture(void)
 {
     lp_report_frame s[4];
-    lp_report_quality q = {1, 20, 18, 2, 0, 1, 2, 0, 3};
+    lp_report_quality q = {.present = 1, .samples = 20, .used = 18, .dropped = 2,
+                           .truncated = 1, .external = 2, .lost = 3};
     const char *bins[] = {"/bin/prog"};
     lp_report_source src = {"prog.data", "perf-samples", bins, 1};
     lp_error e;
@@ -309,7 +310,9 @@ static void test_cs_profile(void **state)
 static void test_hook_keeps_quality(void **state)
 {
     lp_profile *p = read_profile(cs_text);
-    lp_report_quality q = {1, 100, 90, 10, 5, 4, 3, 2, 1};
+    lp_report_quality q = {.present = 1, .samples = 100, .used = 90, .dropped = 10,
+                           .repaired = 5, .inferred = 6, .truncated = 4,
+                           .external = 3, .contextless = 2, .lost = 1};
     lp_report_source src = {"x.data", "perf-cs", NULL, 0};
     lp_error e;
     lp_report *r = lp_report_from_profile(p, NULL, &q, &src, &e);
@@ -321,6 +324,7 @@ static void test_hook_keeps_quality(void **state)
     assert_string_equal(lp_report_kind(r), "perf-cs");
     out = render(r, LP_REPORT_TEXT, 0);
     assert_non_null(strstr(out, "  repaired                  5    5.00%\n"));
+    assert_non_null(strstr(out, "  inferred                  6    6.00%\n"));
     free(out);
     lp_report_free(r);
     lp_profile_free(p);
@@ -346,6 +350,7 @@ static void test_text(void **state)
         "  kept                     18   90.00%\n"
         "  dropped                   2   10.00%\n"
         "  repaired                  0    0.00%\n"
+        "  inferred                  0    0.00%\n"
         "  truncated                 1    5.00%\n"
         "  external                  2   10.00%\n"
         "  context-less              0    0.00%\n"
