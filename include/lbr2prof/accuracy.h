@@ -138,7 +138,12 @@ int lp_overlap_sample(const lp_profile *base, const lp_profile *test,
 
 /* ---- comparison ------------------------------------------------------------ */
 
-enum lp_ctx_status { LP_CTX_RIGHT = 0, LP_CTX_MISSING, LP_CTX_WRONG };
+/* A context only the profile has is TRUNCATED when it is a proper suffix
+ * of a true one (the callers from some frame on were not known: the
+ * unwinder kept the counts in the context truncated there), otherwise
+ * WRONG. */
+enum lp_ctx_status { LP_CTX_RIGHT = 0, LP_CTX_MISSING, LP_CTX_WRONG,
+                     LP_CTX_TRUNCATED };
 
 typedef struct lp_acc_ctx {
     const char *key;            /* context (CS) or function name (flat) */
@@ -155,16 +160,17 @@ typedef struct lp_acc_func {
     uint64_t matched;           /* in the right context */
     uint64_t matched_fn;        /* contexts ignored (per function+location) */
     double similarity;          /* of the context-less function profiles */
-    size_t right, missing, wrong;
+    size_t right, missing, wrong, truncated;
 } lp_acc_func;
 
 typedef struct lp_accuracy {
     bool cs;                    /* the profile is context-sensitive */
     uint64_t ideal, actual, matched, matched_fn;
     uint64_t wrong_counts;      /* actual counts in wrong contexts */
+    uint64_t truncated_counts;  /* actual counts in truncated contexts */
     double similarity;          /* overlap of ideal vs profile */
     double similarity_fn;       /* the same on context-less profiles */
-    size_t right, missing, wrong;
+    size_t right, missing, wrong, truncated;
     lp_acc_ctx *ctx;            /* by ideal desc, actual desc, key */
     size_t nctx;
     lp_acc_func *fn;            /* by ideal desc, actual desc, name */

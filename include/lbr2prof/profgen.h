@@ -80,6 +80,9 @@ typedef struct lp_profgen_opts {
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */
     int64_t max_context_depth;  /* --csprof-max-context-depth, -1 unlimited */
     bool no_repair_frames;      /* --no-repair-frames */
+    bool drop_unknown_callers;  /* --drop-unknown-callers: drop (and count)
+                                   code whose callers are not known instead
+                                   of keeping it in truncated contexts */
     bool script_fp_callchains;  /* --script-fp-callchains: perf script
                                    text's callchains are kernel
                                    frame-pointer walks (perf record -g) */
@@ -153,8 +156,12 @@ typedef struct lp_profgen_stats {
                                    unwinder, or counted by the flat
                                    aggregator */
     uint64_t dropped;           /* samples - used */
-    uint64_t repaired;          /* caller frame put back from the LBR */
-    uint64_t truncated;         /* stack cut at an invalid return address */
+    uint64_t repaired;          /* caller frame put back from the LBR or
+                                   the user stack */
+    uint64_t truncated;         /* kept with part of their code in contexts
+                                   truncated at an unknown caller, or with
+                                   the stack cut at an invalid return
+                                   address */
     uint64_t external;          /* leaf outside binaries[0] */
     uint64_t contextless;       /* no calling context: unwinding reached an
                                    invalid state (CS), or every used sample

@@ -53,7 +53,9 @@ typedef struct lp_report_quality {
                               caller frame restored) */
     uint64_t truncated;    /* samples whose stack is known to be incomplete
                               (walk stopped at an unmapped address, depth
-                              limit, corrupt marker) */
+                              limit, corrupt marker; a caller the unwinder
+                              could not know: counts kept in the context
+                              truncated there) */
     uint64_t external;     /* samples whose leaf is outside the symbolized
                               binaries (kernel, libraries without symbols,
                               JIT code) */

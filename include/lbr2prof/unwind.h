@@ -45,6 +45,10 @@ typedef struct lp_unwind_opts {
     int max_context_depth;      /* --csprof-max-context-depth: -1 unlimited */
     bool repair_frames;         /* default true; false = --no-repair-frames
                                    (llvm-profgen's behaviour exactly) */
+    bool drop_unknown;          /* --drop-unknown-callers: with the repair,
+                                   code whose callers are not known is
+                                   dropped (and counted) instead of kept in
+                                   a context truncated at the unknown frame */
     size_t max_pending_bytes;   /* distinct samples are unwound in batches of
                                    about this many bytes; 0 = 1 GiB */
     const lp_addrmap *map;      /* perf.data: the per-process address map
@@ -105,8 +109,8 @@ typedef struct lp_unwind_stats {
     uint64_t stack_disagree;    /* both showed it, differently (the LBR's
                                    is used) */
     uint64_t caller_hole;       /* missing caller not shown by the LBR before
-                                   the first asynchronous entry (perf.data
-                                   walks only): kept with an unknown caller
+                                   the first asynchronous entry, nor by the
+                                   user stack: kept with an unknown caller
                                    frame that later LBR entries may show */
     uint64_t already_right;     /* leaf at entry/exit, chain had the caller */
     uint64_t kept_intact;       /* leaf in llvm-profgen's set, frame intact */
@@ -129,8 +133,10 @@ typedef struct lp_unwind_stats {
                                    a leaf that does not follow LBR[0], with
                                    no signal frame to explain it */
     uint64_t lost;              /* some ranges or branches ran in frames
-                                   whose callers nothing shows: dropped */
-    uint64_t lost_records;      /* ranges and branches dropped so */
+                                   whose callers nothing shows: kept in
+                                   contexts truncated at the unknown frame
+                                   (dropped with drop_unknown) */
+    uint64_t lost_records;      /* ranges and branches kept (or dropped) so */
     uint64_t intakes_reused;    /* samples (unweighted) taken in as an
                                    earlier one with the same dup_id was */
 } lp_unwind_stats;

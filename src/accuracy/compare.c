@@ -9,7 +9,9 @@
  *   matched_fn = the same after summing the contexts of each leaf
  *              function (right function and line, any context);
  *   a context is right when both have body counts in it, missing when
- *   only the ideal has, wrong when only the profile has.
+ *   only the ideal has, truncated when only the profile has and it is a
+ *   proper suffix of a true context (callers cut at an unknown frame),
+ *   wrong when only the profile has and it is not.
  *
  * Plus llvm-profdata's overlap similarity of the pair and of the context-
  * less pair. Printing is report.c.
@@ -26,6 +28,11 @@ typedef struct fn_ent {
     lp_acc_func f;
     UT_hash_handle hh;
 } fn_ent;
+
+typedef struct suffix_ent {     /* a proper suffix of a true context */
+    const char *key;
+    UT_hash_handle hh;
+} suffix_ent;
 
 /* ---- collapsing contexts ---------------------------------------------------- */
 
@@ -95,10 +102,58 @@ static int fn_order(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/* One context (either profile may lack it). 0: listed, 1: both empty,
- * -1: no memory. */
+/* The proper suffixes of the ideal's contexts (the text after each
+ * " @ "), pointing into the keys. 0, or -1 on no memory. */
+static int add_suffixes(suffix_ent **set, lp_fsamples *const *v, size_t n)
+{
+    const char *p;
+    suffix_ent *e;
+    size_t k;
+
+    for (k = 0; k < n; k++)
+        for (p = v[k]->context; p && (p = strstr(p, " @ ")); ) {
+            p += 3;
+            HASH_FIND_STR(*set, p, e);
+            if (e)
+                continue;
+            if (!(e = malloc(sizeof *e)))
+                return -1;
+            e->key = p;
+            HASH_ADD_KEYPTR(hh, *set, e->key, strlen(e->key), e);
+        }
+    return 0;
+}
+
+static void free_suffixes(suffix_ent **set)
+{
+    suffix_ent *e, *t;
+
+    HASH_ITER(hh, *set, e, t) {
+        HASH_DEL(*set, e);
+        free(e);
+    }
+}
+
+static void count_status(lp_accuracy *a, const lp_acc_ctx *c, int rep)
+{
+    if (c->status == LP_CTX_RIGHT)
+        a->right++;
+    else if (c->status == LP_CTX_MISSING) {
+        a->missing++;
+        a->recursive_missing += (size_t)rep;
+    } else if (c->status == LP_CTX_TRUNCATED) {
+        a->truncated++;
+        a->truncated_counts += c->actual;
+    } else {
+        a->wrong++;
+        a->wrong_counts += c->actual;
+    }
+}
+
+/* One context (either profile may lack it; `cut`: the profile's is a
+ * truncated true one). 0: listed, 1: both empty, -1: no memory. */
 static int one_ctx(lp_accuracy *a, const lp_fsamples *i, const lp_fsamples *p,
-                   uint64_t pi, uint64_t pp, lp_acc_ctx *c)
+                   uint64_t pi, uint64_t pp, bool cut, lp_acc_ctx *c)
 {
     const lp_fsamples *any = i ? i : p;
     int rep;
@@ -113,20 +168,12 @@ static int one_ctx(lp_accuracy *a, const lp_fsamples *i, const lp_fsamples *p,
         return -1;
     c->matched = acc_min_sum(i, p);
     c->similarity = lp_overlap_func(i, p, pi, pp);
-    c->status = !c->ideal ? LP_CTX_WRONG : c->actual ? LP_CTX_RIGHT
-                                                     : LP_CTX_MISSING;
+    c->status = c->ideal ? (c->actual ? LP_CTX_RIGHT : LP_CTX_MISSING)
+                         : cut ? LP_CTX_TRUNCATED : LP_CTX_WRONG;
     a->ideal += c->ideal;
     a->actual += c->actual;
     a->matched += c->matched;
-    if (c->status == LP_CTX_RIGHT)
-        a->right++;
-    else if (c->status == LP_CTX_MISSING) {
-        a->missing++;
-        a->recursive_missing += (size_t)rep;
-    } else {
-        a->wrong++;
-        a->wrong_counts += c->actual;
-    }
+    count_status(a, c, rep);
     if (c->actual && rep)
         a->recursive_in_profile++;
     return 0;
@@ -138,12 +185,15 @@ static int build_ctx(lp_accuracy *a, const lp_profile *ideal,
     lp_fsamples **vi = NULL, **vp = NULL;
     size_t ni = lp_profile_all(ideal, &vi), np = lp_profile_all(prof, &vp), k;
     uint64_t pi = 0, pp = 0;
+    suffix_ent *cut = NULL, *e;
     int r = 0;
 
     if (ni == (size_t)-1 || np == (size_t)-1 ||
-        !(a->ctx = calloc(ni + np + 1, sizeof *a->ctx))) {
+        !(a->ctx = calloc(ni + np + 1, sizeof *a->ctx)) ||
+        add_suffixes(&cut, vi, ni)) {
         free(ni == (size_t)-1 ? NULL : vi);
         free(np == (size_t)-1 ? NULL : vp);
+        free_suffixes(&cut);
         return -1;
     }
     for (k = 0; k < ni; k++)
@@ -152,12 +202,18 @@ static int build_ctx(lp_accuracy *a, const lp_profile *ideal,
         pp += lp_fs_body_sum(vp[k]);
     for (k = 0; k < ni && r >= 0; k++)
         if (!(r = one_ctx(a, vi[k], lp_profile_find(prof, vi[k]->context), pi,
-                          pp, &a->ctx[a->nctx])))
+                          pp, false, &a->ctx[a->nctx])))
             a->nctx++;
-    for (k = 0; k < np && r >= 0; k++)
-        if (!lp_profile_find(ideal, vp[k]->context) &&
-            !(r = one_ctx(a, NULL, vp[k], pi, pp, &a->ctx[a->nctx])))
+    for (k = 0; k < np && r >= 0; k++) {
+        if (lp_profile_find(ideal, vp[k]->context))
+            continue;
+        e = NULL;
+        if (vp[k]->context)
+            HASH_FIND_STR(cut, vp[k]->context, e);
+        if (!(r = one_ctx(a, NULL, vp[k], pi, pp, e != NULL, &a->ctx[a->nctx])))
             a->nctx++;
+    }
+    free_suffixes(&cut);
     free(vi);
     free(vp);
     qsort(a->ctx, a->nctx, sizeof *a->ctx, ctx_order);
@@ -190,6 +246,7 @@ static int build_fn(lp_accuracy *a, const lp_profile *ci, const lp_profile *cp)
         e->f.right += c->status == LP_CTX_RIGHT;
         e->f.missing += c->status == LP_CTX_MISSING;
         e->f.wrong += c->status == LP_CTX_WRONG;
+        e->f.truncated += c->status == LP_CTX_TRUNCATED;
     }
     if (rc == 0 && !(a->fn = calloc(HASH_COUNT(h) + 1, sizeof *a->fn)))
         rc = -1;

@@ -19,7 +19,7 @@ static double pct(uint64_t num, uint64_t den)
 static const char *status_name(int s)
 {
     return s == LP_CTX_RIGHT ? "right" : s == LP_CTX_MISSING ? "missing"
-                                                            : "wrong";
+           : s == LP_CTX_TRUNCATED ? "cut" : "wrong";
 }
 
 static size_t rows(const lp_accuracy_print_opts *o, size_t n)
@@ -37,8 +37,8 @@ static void print_functions(FILE *f, const lp_accuracy *a,
               "fn = at the right line in any context"
             : "right = at the right location");
     if (a->cs)
-        fprintf(f, "  %12s %12s %9s %9s %10s  %-17s %s\n", "ideal", "profile",
-                "right ctx", "right fn", "similarity", "ctx ok/miss/wrong",
+        fprintf(f, "  %12s %12s %9s %9s %10s  %-21s %s\n", "ideal", "profile",
+                "right ctx", "right fn", "similarity", "ctx ok/miss/cut/wrong",
                 "function");
     else
         fprintf(f, "  %12s %12s %9s %10s  %s\n", "ideal", "profile", "right",
@@ -47,10 +47,10 @@ static void print_functions(FILE *f, const lp_accuracy *a,
         const lp_acc_func *u = &a->fn[i];
         char ctx[48];
         if (a->cs) {
-            snprintf(ctx, sizeof ctx, "%zu/%zu/%zu", u->right, u->missing,
-                     u->wrong);
+            snprintf(ctx, sizeof ctx, "%zu/%zu/%zu/%zu", u->right, u->missing,
+                     u->truncated, u->wrong);
             fprintf(f, "  %12" PRIu64 " %12" PRIu64 " %8.2f%% %8.2f%% %10.4f  "
-                    "%-17s %s\n", u->ideal, u->actual, pct(u->matched, u->ideal),
+                    "%-21s %s\n", u->ideal, u->actual, pct(u->matched, u->ideal),
                     pct(u->matched_fn, u->ideal), u->similarity, ctx, u->name);
         } else {
             fprintf(f, "  %12" PRIu64 " %12" PRIu64 " %8.2f%% %10.4f  %s\n",
@@ -92,8 +92,10 @@ static void print_losses(FILE *f, const lp_accuracy *a)
         fprintf(f, "lost: %" PRIu64 " of the ideal counts (%" PRIu64 " at the "
                 "right line of another context, %" PRIu64 " nowhere in the "
                 "profile); the profile has %" PRIu64 " counts in %zu contexts "
-                "the truth does not have\n", lost, a->matched_fn - a->matched,
-                a->ideal - a->matched_fn, a->wrong_counts, a->wrong);
+                "truncated at an unknown caller and %" PRIu64 " counts in %zu "
+                "contexts the truth does not have\n", lost,
+                a->matched_fn - a->matched, a->ideal - a->matched_fn,
+                a->truncated_counts, a->truncated, a->wrong_counts, a->wrong);
     else
         fprintf(f, "lost: %" PRIu64 " of the ideal counts; the profile has %"
                 PRIu64 " counts in %zu functions the truth does not have\n",
@@ -120,10 +122,11 @@ int lp_accuracy_print(FILE *f, const lp_accuracy *a,
     if (a->cs)
         fprintf(f, "accuracy: %.2f%% of range counts in the right context "
                 "(ideal %" PRIu64 ", matched %" PRIu64 "), similarity %.5f, "
-                "contexts: %zu right, %zu missing, %zu wrong; right function "
-                "and line: %.2f%%, similarity %.5f\n", pct(a->matched, a->ideal),
-                a->ideal, a->matched, a->similarity, a->right, a->missing,
-                a->wrong, pct(a->matched_fn, a->ideal), a->similarity_fn);
+                "contexts: %zu right, %zu missing, %zu truncated, %zu wrong; "
+                "right function and line: %.2f%%, similarity %.5f\n",
+                pct(a->matched, a->ideal), a->ideal, a->matched, a->similarity,
+                a->right, a->missing, a->truncated, a->wrong,
+                pct(a->matched_fn, a->ideal), a->similarity_fn);
     else
         fprintf(f, "accuracy: %.2f%% of range counts at the right location "
                 "(ideal %" PRIu64 ", matched %" PRIu64 "), similarity %.5f, "

@@ -84,6 +84,7 @@ static const opt_def opt_defs[] = {
     {"compress-recursion", O_I64, A(compress_recursion)},
     {"csprof-max-context-depth", O_I64, A(max_context_depth)},
     {"no-repair-frames", O_BOOL, A(no_repair_frames)},
+    {"drop-unknown-callers", O_BOOL, A(drop_unknown_callers)}, /* lbr2prof's */
     {"script-fp-callchains", O_BOOL, A(script_fp_callchains)},
     {"csprof-merge-cold-context", O_TRI, A(cs.merge_cold_context)},
     {"csprof-max-cold-context-depth", O_U32, A(cs.max_cold_context_depth)},
@@ -171,6 +172,7 @@ static const opt_help help_defs[] = {
     {"compress-recursion", "=<int>", "Compressing recursion by deduplicating adjacent frame sequences up to the specified size. -1 means no size limit"},
     {"csprof-max-context-depth", "=<int>", "Keep the last K contexts while merging profile. -1 means no depth limit"},
     {"no-repair-frames", "", "[lbr2prof] Do not put back the caller a frame-pointer walk misses at function entry/exit, nor follow signal frames: llvm-profgen's unwinding exactly"},
+    {"drop-unknown-callers", "", "[lbr2prof] Drop code whose callers are not known instead of keeping it in contexts truncated at the unknown frame"},
     {"script-fp-callchains", "", "[lbr2prof] The perf script text's callchains are kernel frame-pointer walks (perf record -g): repair what a perf.data's markers would allow"},
     {"csprof-merge-cold-context", "[=<bool>]", "If the total count of context profile is smaller than the threshold, it will be merged into context-less base profile (default true, false with the pre-inliner unless given)"},
     {"csprof-max-cold-context-depth", "=<uint>", "Keep the last K contexts while merging cold profile. 1 means the context-less base profile"},

@@ -275,6 +275,7 @@ static int new_unwinder(pg_run *run, lp_error *err)
                            : a->max_context_depth > INT32_MAX ? INT32_MAX
                                                               : (int)a->max_context_depth;
     uo.repair_frames = !a->no_repair_frames;
+    uo.drop_unknown = a->drop_unknown_callers;
     uo.map = run->map;
     run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
     return run->uw ? 0 : -1;
@@ -314,8 +315,11 @@ static void fill_stats(pg_run *run)
     if (run->r->raw_cs) {
         st->unwind = *lp_unwind_stats_get(run->uw);
         st->used = st->unwind.aggregated;
-        st->repaired = st->unwind.repaired;
-        st->truncated = st->unwind.truncated;
+        st->repaired = st->unwind.repaired + st->unwind.repaired_stack;
+        /* a sample can be in both: the share is bounded by what was used */
+        st->truncated = st->unwind.truncated + st->unwind.lost;
+        if (st->truncated > st->unwind.aggregated)
+            st->truncated = st->unwind.aggregated;
         st->external = st->unwind.leaf_external;
         st->contextless = st->unwind.contextless;
     } else {

@@ -89,7 +89,7 @@ static void quality(FILE *f, const lp_report *r)
         return;
     fprintf(f, "\nSample quality (%% of samples read)\n");
     fprintf(f, "  %-14s %12" PRIu64 "\n", "samples", q->samples);
-    quality_row(f, "used", q->used, q->samples);
+    quality_row(f, "kept", q->used, q->samples);
     quality_row(f, "dropped", q->dropped, q->samples);
     quality_row(f, "repaired", q->repaired, q->samples);
     quality_row(f, "truncated", q->truncated, q->samples);

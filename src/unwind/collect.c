@@ -11,9 +11,10 @@
  * llvm-profgen 19's std::unordered_map (libstdc++), which decides what that
  * extra pop removes. Address stacks are mapped to contexts once (cached).
  * While a recording is made (u->rec), the counts go to it instead.
- * Frames above a hole (the repair's unknown frames) have no known context:
- * their records are dropped and counted; a signal frame cuts like an
- * external one. Each address is symbolized with its own binary; a
+ * Frames above a hole (the repair's unknown frames) have no known callers:
+ * their records are kept in contexts truncated at the hole, as at an
+ * external frame, and counted (dropped and counted with drop_unknown); a
+ * signal frame cuts like an external one. Each address is symbolized with its own binary; a
  * context's counters are its leaf's binary's (the empty context: the
  * target's). Owns context formation; not the trie (trie.c) nor the
  * counters' storage (src/context/ctxcount.c).
@@ -427,7 +428,9 @@ typedef struct walk {
     lp_unwinder *u;
     uint64_t repeat;
     lp_error *err;
-    uint64_t lost;              /* records dropped: unknown context */
+    uint64_t lost;              /* records dropped (drop_unknown), or kept
+                                   truncated at a hole: unknown context */
+    unsigned truncating;        /* holes below the frame being walked */
 } walk;
 
 /* collectSamplesFromFrame; `lost`: the frame is above a hole, its context
@@ -442,6 +445,9 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
 
     if (u->nodes[node].rec < 0)
         return 0;
+    if (w->truncating)
+        for (r = u->nodes[node].rec; r >= 0; r = u->recs[r].next)
+            w->lost++;
     if (lost) {
         for (r = u->nodes[node].rec; r >= 0; r = u->recs[r].next)
             w->lost++;
@@ -477,12 +483,26 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
     fstack empty;
     int32_t c;
 
-    if (u->nodes[node].flags & UW_NF_HOLE) {
+    if ((u->nodes[node].flags & UW_NF_HOLE) && u->o.drop_unknown) {
         /* an unknown frame: nothing above it has a known context until an
          * external or signal frame starts a new one */
         for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
             if (walk_node(w, c, s, true))
                 return -1;
+        return 0;
+    }
+    if (u->nodes[node].flags & UW_NF_HOLE) {
+        /* an unknown frame: what ran above it is kept in contexts
+         * truncated there, as at an external frame, and counted. A hole
+         * has no records of its own (the call that leaves a frame reveals
+         * it first). */
+        empty.base = s->base + s->n;
+        empty.n = 0;
+        w->truncating++;
+        for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+            if (walk_node(w, c, &empty, false))
+                return -1;
+        w->truncating--;
         return 0;
     }
     if (addr == UW_EXT || addr == UW_SIG) {
@@ -520,7 +540,7 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
 {
-    walk w = {u, repeat, err, 0};
+    walk w = {u, repeat, err, 0, 0};
     fstack s = {0, 0};
     size_t i;
 

@@ -283,13 +283,75 @@ static void insert_caller(lp_unwinder *u, size_t *ncs, uint64_t caller)
     *ncs += k;
 }
 
+/* Whether function f has a direct call to itself. */
+static bool calls_itself_directly(lp_binary *b, const lp_function *f)
+{
+    const lp_func_range *t;
+    uint64_t a, next;
+    lp_inst in;
+    size_t i;
+
+    for (i = 0; i < f->nranges; i++)
+        for (a = f->ranges[i]->start; a < f->ranges[i]->end; a = next) {
+            if (lp_binary_inst(b, a, &in, NULL) == 1 && in.kind == LP_INST_CALL &&
+                !in.indirect && (t = lp_binary_func_range(b, in.target)) &&
+                t->func == f)
+                return true;
+            if (lp_binary_next_inst(b, a, &next, NULL) != 1)
+                break;
+        }
+    return false;
+}
+
+/* A chain not known to be a kernel frame-pointer walk (perf script text:
+ * it may come from a DWARF or LBR call graph) whose frame 1 is a direct
+ * call to the leaf's function: that is the caller, as llvm-profgen takes
+ * it. A frame-pointer walk could only show such a site for a grandparent
+ * that called the leaf's function too: recursion, so not when the
+ * function calls itself directly. */
+static bool chain_has_caller(lp_unwinder *u, size_t ncs, uint64_t leaf)
+{
+    const lp_func_range *fr = uw_func_range(u, leaf), *tr;
+    uint64_t c = ncs > 1 ? u->cs[1] : 0;
+    lp_binary *b;
+    lp_inst in;
+
+    if (!fr || c <= UW_LAST_SENTINEL || c == UW_EXT || uw_bin_of(c) != uw_bin_of(leaf))
+        return false;
+    b = uw_bin(u, c);
+    if (lp_binary_inst(b, uw_va(c), &in, NULL) != 1 || in.kind != LP_INST_CALL ||
+        in.indirect || !(tr = lp_binary_func_range(b, in.target)))
+        return false;
+    return tr->func == fr->func && tr->is_entry && tr->start == in.target &&
+           !calls_itself_directly(b, fr->func);
+}
+
+/* A leaf whose caller the walk may lack and nothing shows (why: 0 not
+ * known, 1 entry, 2 exit, 3 frameless). A hole the unwinding fills in if
+ * it gets to the call (past a signal handler, say); what stays above it is
+ * kept in contexts truncated there (collect.c). With drop_unknown, only a
+ * recorded kernel walk (certainly missing the caller) keeps its hole, as
+ * before; other samples are dropped and counted. */
+static enum keep unknown_caller(lp_unwinder *u, size_t *ncs, uint64_t leaf,
+                                uint64_t why, const intake *in)
+{
+    if (u->o.drop_unknown && !(in->s->fp_walk && why != 0)) {
+        u->st.dropped_prolog += in->n;
+        intake_note(u, &u->notes_dropped, leaf, why, in->n);
+        return DROP;
+    }
+    insert_caller(u, ncs, UW_HOLE);
+    u->st.caller_hole += in->n;
+    return KEEP;
+}
+
 /* Decide a sample whose leaf is code: llvm-profgen drops it when the leaf
  * is in its prolog/epilog set. With repair, a leaf where the frame-pointer
  * walk cannot have seen the caller gets the caller from the LBR (inserted
  * as frame 1 unless it is there already - which a recorded kernel walk
- * never has -, an external caller merged with an external frame 1) or is
- * dropped; a leaf whose frame is set up is kept even in that set. *ncs may
- * grow by one. */
+ * never has -, an external caller merged with an external frame 1), from
+ * the user stack, or an unknown caller (unknown_caller); a leaf whose
+ * frame is set up is kept even in that set. *ncs may grow by one. */
 static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
                         const intake *in)
 {
@@ -305,11 +367,8 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
     }
     s = uw_leaf_state(u, leaf);
     if (s == LP_UW_LEAF_BODY || s == LP_UW_LEAF_UNKNOWN) {
-        if (in_pe && s == LP_UW_LEAF_UNKNOWN) {
-            u->st.dropped_prolog += n;
-            intake_note(u, &u->notes_dropped, leaf, 0, n);
-            return DROP;
-        }
+        if (in_pe && s == LP_UW_LEAF_UNKNOWN)
+            return unknown_caller(u, ncs, leaf, 0, in);
         if (in_pe)
             u->st.kept_intact += n;
         return KEEP;
@@ -328,18 +387,12 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
         insert_caller(u, ncs, caller);
         return KEEP;
     }
-    if (!caller && fp_walk) {
-        /* certainly missing, not shown yet: a hole the unwinding fills in
-         * if it gets to the call (past a signal handler, say) */
-        insert_caller(u, ncs, UW_HOLE);
-        u->st.caller_hole += n;
+    if (!caller && !fp_walk && chain_has_caller(u, *ncs, leaf)) {
+        u->st.already_right += n;
         return KEEP;
     }
-    if (!caller) {
-        u->st.dropped_prolog += n;
-        intake_note(u, &u->notes_dropped, leaf, (uint64_t)s - 1, n); /* 1 entry, 2 exit, 3 frameless */
-        return DROP;
-    }
+    if (!caller)
+        return unknown_caller(u, ncs, leaf, (uint64_t)s - 1, in);
     if (*ncs > 1 && u->cs[1] == caller && (!fp_walk || caller == UW_EXT)) {
         u->st.already_right += n;
         return KEEP;

@@ -305,7 +305,7 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
                "left unknown until the unwinding finds its call.");
     uw_summary(u, s->dropped_prolog, s->samples, "of samples at a function "
                "entry or exit or in a frameless function were dropped: the "
-               "LBR does not show their caller.");
+               "LBR does not show their caller (--drop-unknown-callers).");
     uw_summary(u, s->truncated, s->samples, "of samples had their call "
                "stack truncated at an invalid return address.");
     uw_summary(u, s->signal_frames, s->samples, "of samples went through a "
@@ -320,9 +320,12 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
         uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had code in "
                     "frames whose callers are not known (after the above, or "
                     "a broken frame-pointer chain): %" PRIu64 " of their "
-                    "ranges and branches were dropped.",
+                    "ranges and branches were %s.",
                  (double)s->lost * 100 / (s->samples ? s->samples : 1),
-                 s->lost, s->samples, s->lost_records);
+                 s->lost, s->samples, s->lost_records,
+                 u->o.drop_unknown ? "dropped"
+                                   : "kept in contexts truncated at the "
+                                     "unknown frame");
     return 0;
 }
 

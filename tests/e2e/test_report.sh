@@ -293,10 +293,12 @@ assert doc["context_sensitive"] and doc["input"]["kind"] == "perf-cs", doc["inpu
 nsamples = sum(1 for b in open("perf.txt").read().split("\n\n") if b.strip())
 err = open("cs.err").read()
 ext = re.search(r"\((\d+)/(\d+)\) of samples have leaf external", err)
-rep = re.search(r"\((\d+)/\d+\) of samples had the caller frame missing", err)
+rep = sum(int(n) for n in re.findall(r"\((\d+)/\d+\) of samples had the caller frame missing[^\n]*it was recovered from", err))
+cut = sum(int(n) for n in re.findall(r"\((\d+)/\d+\) of samples (?:had code in frames whose callers are not known|had their call stack truncated)", err))
 assert q["samples"] == nsamples and q["used"] + q["dropped"] == q["samples"], (q, nsamples)
 assert q["external"] == (int(ext.group(1)) if ext else 0), (q, ext)
-assert q["repaired"] == (int(rep.group(1)) if rep else 0), (q, rep)
+assert q["repaired"] == rep, (q, rep)
+assert q["truncated"] == min(cut, q["used"]), (q, cut)
 assert q["used"] > 0 and q["contextless"] <= q["used"], q
 print("ok CS report: %d samples, %d used, %d repaired, %d external" %
       (q["samples"], q["used"], q["repaired"], q["external"]))

@@ -291,6 +291,35 @@ static const char prof_txt[] =
     "[main]:25:0\n 1: 10\n 2: 15\n"
     "[foo]:10:5\n 1: 10\n";
 
+/* Truncated is a proper suffix at a frame boundary; anything else only
+ * the profile has is wrong. */
+static void test_truncated_or_wrong(void **state)
+{
+    lp_profile *i = profile_of("[main:2 @ foo:1 @ bar]:10:0\n 1: 10\n");
+    lp_profile *p = profile_of("[foo:1 @ bar]:4:0\n 1: 4\n"
+                               "[bar]:3:0\n 1: 3\n"
+                               "[oo:1 @ bar]:2:0\n 1: 2\n"
+                               "[main:2 @ bar]:1:0\n 1: 1\n");
+    lp_accuracy a;
+    lp_error err = {0};
+    size_t k;
+    (void)state;
+
+    assert_int_equal(lp_accuracy_compare(i, p, &a, &err), 0);
+    assert_int_equal(a.missing, 1);
+    assert_int_equal(a.truncated, 2);
+    assert_int_equal(a.truncated_counts, 7);
+    assert_int_equal(a.wrong, 2);
+    assert_int_equal(a.wrong_counts, 3);
+    assert_int_equal(a.matched, 0);
+    for (k = 0; k < a.nctx; k++)
+        if (!strcmp(a.ctx[k].key, "oo:1 @ bar"))
+            assert_int_equal(a.ctx[k].status, LP_CTX_WRONG);
+    lp_accuracy_free(&a);
+    lp_profile_free(i);
+    lp_profile_free(p);
+}
+
 static void test_compare_numbers(void **state)
 {
     lp_profile *i = profile_of(ideal_txt), *p = profile_of(prof_txt);
@@ -307,8 +336,11 @@ static void test_compare_numbers(void **state)
     assert_int_equal(a.matched_fn, 35); /* foo's 10 too, in another context */
     assert_int_equal(a.right, 1);
     assert_int_equal(a.missing, 1);
-    assert_int_equal(a.wrong, 1);
-    assert_int_equal(a.wrong_counts, 10);
+    /* [foo] is [main:2 @ foo] with its caller cut off */
+    assert_int_equal(a.truncated, 1);
+    assert_int_equal(a.truncated_counts, 10);
+    assert_int_equal(a.wrong, 0);
+    assert_int_equal(a.wrong_counts, 0);
     /* [main]: Diff = |10/30 - 10/25| + |20/30 - 15/25| = 2/15, FIS = 14/15,
      * FS = FIS * (1 - |30/40 - 25/35|) = 0.9, weight (30/40 + 25/35) / 2 */
     fs = 14.0 / 15 * (1 - fabs(30.0 / 40 - 25.0 / 35));
@@ -325,7 +357,7 @@ static void test_compare_numbers(void **state)
     assert_int_equal(a.ctx[0].matched, 25);
     assert_int_equal(a.ctx[1].status, LP_CTX_MISSING);
     assert_string_equal(a.ctx[1].key, "main:2 @ foo");
-    assert_int_equal(a.ctx[2].status, LP_CTX_WRONG);
+    assert_int_equal(a.ctx[2].status, LP_CTX_TRUNCATED);
     assert_int_equal(a.nfn, 2);
     assert_string_equal(a.fn[0].name, "main");
     assert_string_equal(a.fn[1].name, "foo");
@@ -396,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_ideal_example_d),
         cmocka_unit_test(test_ideal_skips),
         cmocka_unit_test(test_compare_numbers),
+        cmocka_unit_test(test_truncated_or_wrong),
         cmocka_unit_test(test_overlap_inlinees),
         cmocka_unit_test(test_collapse),
     };

@@ -101,11 +101,14 @@ typedef struct run_opts {
     bool repair;
     bool fp_walk;
     int depth, compress;
+    bool drop;                  /* --drop-unknown-callers */
 } run_opts;
 
-static const run_opts NOREPAIR = {false, false, -1, -1};
-static const run_opts REPAIR = {true, false, -1, -1};
-static const run_opts REPAIR_FP = {true, true, -1, -1};
+static const run_opts NOREPAIR = {false, false, -1, -1, false};
+static const run_opts REPAIR = {true, false, -1, -1, false};
+static const run_opts REPAIR_FP = {true, true, -1, -1, false};
+static const run_opts REPAIR_DROP = {true, false, -1, -1, true};
+static const run_opts REPAIR_FP_DROP = {true, true, -1, -1, true};
 
 static lp_binary *open_bin(const char *path)
 {
@@ -145,6 +148,7 @@ static char *run_maps(const smp *v, size_t n, run_opts ro, lp_unwind_stats *st,
 
     lp_unwind_opts_default(&o);
     o.repair_frames = ro.repair;
+    o.drop_unknown = ro.drop;
     o.max_context_depth = ro.depth;
     o.compress_recursion = ro.compress;
     u = lp_unwind_new(&b, 1, &o, &e);
@@ -325,13 +329,23 @@ static void test_t001_4a_unpaired_external(void **state)
     assert_int_equal(st.unpaired_ext, 1);
     assert_int_equal(st.contextless, 1);
     free(got);
-    got = run(&s, 1, REPAIR, &st);
+    got = run(&s, 1, REPAIR_DROP, &st);
     expect(got, newer);
     assert_int_equal(st.unpaired_ext, 1);
     assert_int_equal(st.interrupted, 1);
     assert_int_equal(st.lost, 1);
     /* 401058->401060 and 401020->401040 (401040-401058 crosses foo's call:
      * no fall-through either) */
+    assert_int_equal(st.lost_records, 2);
+    free(got);
+    /* by default the same two are kept, truncated at the unknown frames:
+     * foo's and main's callers (what llvm-profgen counts context-less) */
+    got = run(&s, 1, REPAIR, &st);
+    snprintf(want, sizeof want, "%s%s", newer,
+             "[foo]\n  0\n  1\n  401058->401060:1\n"
+             "[main]\n  0\n  1\n  401020->401040:1\n");
+    expect(got, want);
+    assert_int_equal(st.lost, 1);
     assert_int_equal(st.lost_records, 2);
     free(got);
 }
@@ -360,11 +374,23 @@ static void test_t001_4b_return_to_no_call(void **state)
     assert_int_equal(st.mismatched_proepi, 2);
     free(got);
     /* the repair: qux's caller is not known, nothing older is counted */
-    got = run(&s, 1, REPAIR, &st);
+    got = run(&s, 1, REPAIR_DROP, &st);
     expect(got, "[main:1 @ foo]\n  1\n  401054-401058:1\n  1\n  401058->401060:1\n");
     assert_int_equal(st.lost, 1);
     assert_int_equal(st.lost_records, 5);
     assert_int_equal(st.mismatched_proepi, 0);
+    free(got);
+    /* by default: qux on an unknown stack, its call from foo and foo's
+     * from main reveal two frames; main's caller stays unknown, so the
+     * contexts are truncated there (and merge with main's own) */
+    got = run(&s, 1, REPAIR, &st);
+    expect(got, "[main]\n  0\n  1\n  401020->401040:1\n"
+                "[main:1 @ foo]\n  2\n  401040-401050:1\n  401054-401058:1\n"
+                "  2\n  401050->4010e0:1\n  401058->401060:1\n"
+                "[main:1 @ foo:1 @ qux]\n  1\n  4010e0-4010ff:1\n  1\n"
+                "  4010ff->401054:1\n");
+    assert_int_equal(st.lost, 1);
+    assert_int_equal(st.lost_records, 5);
     free(got);
 }
 
@@ -572,9 +598,11 @@ static void test_003_exit_balanced(void **state)
     free(got);
 }
 
-/* No proof in the LBR (the call is too old): dropped and counted; from a
- * recorded kernel walk the caller is certainly missing: kept with an
- * unknown caller frame, whose code then counts nowhere. */
+/* No proof in the LBR (the call is too old): a hole for the caller, and
+ * the code kept in contexts truncated there (from text too). With
+ * --drop-unknown-callers: dropped and counted from text; from a recorded
+ * kernel walk kept with an unknown caller frame whose code counts
+ * nowhere. */
 static void test_003_unprovable_dropped(void **state)
 {
     static const smp s = {
@@ -585,15 +613,57 @@ static void test_003_unprovable_dropped(void **state)
     char *got;
 
     NEED_FIXTURE();
-    got = run(&s, 1, REPAIR, &st);
+    got = run(&s, 1, REPAIR_DROP, &st);
     expect(got, "");
     assert_int_equal(st.dropped_prolog, 1);
     free(got);
-    got = run(&s, 1, REPAIR_FP, &st);
+    got = run(&s, 1, REPAIR_FP_DROP, &st);
     expect(got, "");
     assert_int_equal(st.dropped_prolog, 0);
     assert_int_equal(st.caller_hole, 1);
     assert_int_equal(st.lost, 1);
+    free(got);
+    /* by default kept, truncated at the unknown caller of bar */
+    got = run(&s, 1, REPAIR, &st);
+    expect(got, "[bar]\n  1\n  401095-4010b0:1\n  1\n  4010b0->4010be:1\n"
+                "[bar:1 @ baz]\n  0\n  1\n  4010df->401095:1\n");
+    assert_int_equal(st.dropped_prolog, 0);
+    assert_int_equal(st.caller_hole, 1);
+    assert_int_equal(st.lost, 1);
+    assert_int_equal(st.lost_records, 3);
+    free(got);
+}
+
+/* Perf script text, no proof in the LBR: a frame 1 that is a direct call
+ * to the leaf's function is its caller (the chain may come from a DWARF
+ * unwinder; a frame-pointer walk could show such a site only for a
+ * recursive grandparent). foo's ret, main's call to foo: kept as is. fib's
+ * ret, fib27's call to fib: fib calls itself, so the grandparent is as
+ * likely - a hole, the context truncated at it. */
+static void test_003_text_chain_caller(void **state)
+{
+    static const smp foo_exit = {
+        {0x40107f, 0x401025}, {{0x401058, 0x401060}}, 1};
+    static const smp fib_exit = {
+        {0x40113f, 0x401155}, {{0x40113f, 0x401135}}, 1};
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    got = run(&foo_exit, 1, REPAIR, &st);
+    expect(got, "[main:1 @ foo]\n  0\n  1\n  401058->401060:1\n");
+    assert_int_equal(st.already_right, 1);
+    assert_int_equal(st.caller_hole, 0);
+    free(got);
+    got = run(&fib_exit, 1, REPAIR, &st);
+    expect(got, "[fib:1 @ fib]\n  0\n  1\n  40113f->401135:1\n");
+    assert_int_equal(st.already_right, 0);
+    assert_int_equal(st.caller_hole, 1);
+    free(got);
+    /* a recorded kernel walk certainly lacks the caller: a hole for foo */
+    got = run(&foo_exit, 1, REPAIR_FP, &st);
+    expect(got, "[foo]\n  0\n  1\n  401058->401060:1\n");
+    assert_int_equal(st.caller_hole, 1);
     free(got);
 }
 
@@ -841,9 +911,20 @@ static void test_signal_handler_sampled(void **state)
     free(got);
     /* without the restorer's mapping nothing proves the signal frame: the
      * older part is dropped, not guessed */
-    got = run_maps(&sig_body, 1, REPAIR_FP, &st, NULL, 0);
+    got = run_maps(&sig_body, 1, REPAIR_FP_DROP, &st, NULL, 0);
     expect(got, "[]\n  0\n  1\n  1->401052:1\n"
                 "[bar]\n  0\n  1\n  401084->401088:1\n");
+    assert_int_equal(st.signal_frames, 0);
+    assert_int_equal(st.lost, 1);
+    free(got);
+    /* by default kept, truncated where the callers are unknown: the
+     * calls older than the delivery reveal main and foo */
+    got = run_maps(&sig_body, 1, REPAIR_FP, &st, NULL, 0);
+    expect(got, "[]\n  0\n  1\n  1->401052:1\n"
+                "[bar]\n  0\n  1\n  401084->401088:1\n"
+                "[main]\n  0\n  1\n  401020->401040:1\n"
+                "[main:1 @ foo]\n  2\n  401040-401050:1\n  401052-401058:1\n"
+                "  1\n  401058->401060:1\n");
     assert_int_equal(st.signal_frames, 0);
     assert_int_equal(st.lost, 1);
     free(got);
@@ -908,8 +989,9 @@ static void test_sigreturn(void **state)
 /* longjmp: main called "setjmp" at 0x401010 (external); the jump lands
  * after that call, which looks like setjmp returning. The call before it
  * came from foo (0x401050, "longjmp"), not from 0x401010: the frames the
- * jump left are not on the sampled stack, and what ran in them is
- * dropped, not put under main's call to setjmp. */
+ * jump left are not on the sampled stack, and what ran in them is kept in
+ * contexts truncated at the unknown frame (dropped with
+ * --drop-unknown-callers), not put under main's call to setjmp. */
 static void test_longjmp(void **state)
 {
     static const smp s = {
@@ -920,11 +1002,20 @@ static void test_longjmp(void **state)
     char *got;
 
     NEED_FIXTURE();
-    got = run(&s, 1, REPAIR_FP, &st);
+    got = run(&s, 1, REPAIR_FP_DROP, &st);
     expect(got, "[]\n  0\n  1\n  1->401012:1\n");
     assert_int_equal(st.nonlocal, 1);
     assert_int_equal(st.lost, 1);
     assert_int_equal(st.lost_records, 2); /* 401040-401050, 401020->401040 */
+    free(got);
+    /* by default kept in the frames the calls reveal, truncated at main's
+     * unknown caller, not put under main's call to setjmp */
+    got = run(&s, 1, REPAIR_FP, &st);
+    expect(got, "[]\n  0\n  1\n  1->401012:1\n"
+                "[main]\n  0\n  1\n  401020->401040:1\n"
+                "[main:1 @ foo]\n  1\n  401040-401050:1\n  0\n");
+    assert_int_equal(st.lost, 1);
+    assert_int_equal(st.lost_records, 2);
     free(got);
     /* llvm-profgen: foo's call replaces main's frame at setjmp's call,
      * main's call to foo then lands on main: [main:1 @ main] */
@@ -988,10 +1079,12 @@ static void test_user_stack(void **state)
     char *got;
 
     NEED_FIXTURE();
-    /* no stack, no call in the LBR: the caller is unknown */
+    /* no stack, no call in the LBR: the caller is unknown, the context
+     * truncated there */
     got = run_user_stack(0, 0, &st);
-    expect(got, "");
+    expect(got, "[shrink]\n  0\n  1\n  4011e2->401210:1\n");
     assert_int_equal(st.caller_hole, 1);
+    assert_int_equal(st.lost, 1);
     free(got);
     /* the stack shows it */
     got = run_user_stack(0x401052, 0, &st);
@@ -1395,6 +1488,7 @@ int main(void)
         cmocka_unit_test(test_003_recursive_entry),
         cmocka_unit_test(test_003_exit_balanced),
         cmocka_unit_test(test_003_unprovable_dropped),
+        cmocka_unit_test(test_003_text_chain_caller),
         cmocka_unit_test(test_003_7_cet_mov),
         cmocka_unit_test(test_warm_next_same),
         cmocka_unit_test(test_repair_noinline_cs),
