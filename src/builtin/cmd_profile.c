@@ -245,12 +245,12 @@ static void print_help(void)
     printf("OVERVIEW: lbr2prof profile - an LLVM sample profile from perf LBR "
            "samples, with llvm-profgen's command line\n\n"
            "USAGE: lbr2prof [profile] [PERF.DATA] [options]\n\n"
-           "  Input: a PERF.DATA argument or one of --perfdata, --perfscript,"
-           " --unsymbolized-profile,\n  --llvm-sample-profile. Output: "
-           "--output (-o). Flags marked [lbr2prof] are lbr2prof's own,\n"
-           "  [llvm-profgen 19] llvm-profgen 19's (not in 22); the others are "
-           "llvm-profgen 22's.\n  Boolean flags take =true/=false (also 1/0)."
-           "\n\nOPTIONS:\n");
+           "  Input: a PERF.DATA argument or one of the input flags (perfdata,"
+           " perfscript,\n  unsymbolized-profile, llvm-sample-profile). "
+           "Output: the output flag (-o).\n  Flags marked [lbr2prof] are "
+           "lbr2prof's own, [llvm-profgen 19] llvm-profgen 19's\n  (not in "
+           "22); the others are llvm-profgen 22's. Boolean flags take "
+           "=true/=false\n  (also 1/0).\n\nOPTIONS:\n");
     for (d = opt_defs; d->name; d++)
         help_line(d->name, width);
     help_line("help", width);
