@@ -98,9 +98,13 @@ if [ -n "$built" ]; then
     done
 fi
 
+# every binary with locations (the instruction lines are those of the
+# plain listing, padded); the plain listing and the filter on a few
 for b in "$D"/*.perfbin "$TOP/tests/data/autofdo/test.binary" $built; do
-    compare "$b"
     compare "$b" --show-source-locations
+done
+for b in "$D/inline-cs-noprobe.perfbin" "$D/fs-discriminator.perfbin" $built; do
+    compare "$b"
     compare "$b" --show-source-locations --show-canonical-fname
     compare "$b" --disassemble-functions=main,foo,bar --show-source-locations
 done

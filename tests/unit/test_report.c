@@ -343,7 +343,7 @@ static void test_text(void **state)
         "\n"
         "Sample quality (% of samples read)\n"
         "  samples                  20\n"
-        "  used                     18   90.00%\n"
+        "  kept                     18   90.00%\n"
         "  dropped                   2   10.00%\n"
         "  repaired                  0    0.00%\n"
         "  truncated                 1    5.00%\n"
