@@ -62,12 +62,24 @@ typedef struct lp_decoder {
     bool fast_open, full_open;
 } lp_decoder;
 
+/* The standalone prefix instruction LLVM's x86 decoder makes of the
+ * first byte at p (n bytes there), or NULL: a leading lock ("lock"); a
+ * leading repne/rep before lock, xchg or nop ("xacquire"/"xrelease", but
+ * rep nop is pause) and a leading rep before a mov to memory
+ * ("xrelease"). LLVM decodes the rest as the next instruction. */
+const char *lp_x86_prefix_inst(const uint8_t *p, size_t n);
+
 int lp_decoder_open(lp_decoder *d, const lp_arch_ops *ops);
 void lp_decoder_close(lp_decoder *d);
 /* Decode the instruction at code (left bytes, at addr) into *o (addr,
  * size, kind, indirect, target); false if the bytes do not decode. */
 bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
                      uint64_t addr, lp_inst *o);
+
+/* insttext.c: the instruction's text as LLVM prints it ("\tmnem\tops");
+ * `branch`: a direct branch or call, whose target stays an address. */
+void lp_inst_text(const cs_insn *in, enum lp_arch arch, bool branch,
+                  char *out, size_t cap);
 
 /* A range of a subprogram DIE, to find the DIE of an address quickly. */
 typedef struct lp_die_range {
@@ -236,6 +248,8 @@ struct lp_binary {
     char *build_id_hex;
 
     lp_sym *syms;               /* from dbg_elf .symtab (else .dynsym) */
+    bool code_symtab;           /* syms are the code file's .symtab (what
+                                   llvm-profgen's listing shows) */
     size_t nsyms;
     lp_sym *fsyms;              /* sized STT_FUNC symbols, sorted by addr */
     size_t nfsyms;

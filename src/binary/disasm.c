@@ -176,6 +176,28 @@ const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch)
     return NULL;
 }
 
+/* X86DisassemblerDecoder's readPrefixes stops at such a byte and lets it
+ * be its own instruction (LOCK_PREFIX, XACQUIRE_PREFIX, XRELEASE_PREFIX). */
+const char *lp_x86_prefix_inst(const uint8_t *p, size_t n)
+{
+    uint8_t next;
+
+    if (n == 0)
+        return NULL;
+    if (p[0] == 0xf0)
+        return "lock";
+    if ((p[0] != 0xf2 && p[0] != 0xf3) || n < 2)
+        return NULL;
+    next = p[1];
+    if ((next == 0xf0 || (next & 0xfe) == 0x86 || (next & 0xf8) == 0x90) &&
+        !(p[0] == 0xf3 && next == 0x90))
+        return p[0] == 0xf2 ? "xacquire" : "xrelease";
+    if (p[0] == 0xf3 && (next == 0x88 || next == 0x89 || next == 0xc6 ||
+                         next == 0xc7))
+        return "xrelease";
+    return NULL;
+}
+
 /* ---- decoder --------------------------------------------------------------- */
 
 int lp_decoder_open(lp_decoder *d, const lp_arch_ops *ops)
@@ -213,6 +235,10 @@ bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
     uint64_t a = addr;
     memset(o, 0, sizeof *o);
     o->addr = addr;
+    if (d->ops->arch == LP_ARCH_X86_64 && lp_x86_prefix_inst(code, left)) {
+        o->size = 1;    /* LLVM's LOCK_PREFIX / XACQUIRE / XRELEASE */
+        return true;
+    }
     if (!d->ops->may_branch(code, left)) {
         if (!cs_disasm_iter(d->fast, &c, &n, &a, d->fi))
             return false;

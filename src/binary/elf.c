@@ -303,6 +303,7 @@ int lp_bin_load_symbols(lp_binary *b, lp_error *err)
      * llvm-profgen's Obj->symbols(); the debug file fills in when the
      * binary has no .symtab. .dynsym is the last resort. */
     int r = read_symtab(b, b->elf, SHT_SYMTAB, err);
+    b->code_symtab = r == 1;
     if (r == 0 && b->dbg_elf != b->elf)
         r = read_symtab(b, b->dbg_elf, SHT_SYMTAB, err);
     if (r == 0)

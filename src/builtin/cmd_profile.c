@@ -15,22 +15,31 @@
 #include <sys/stat.h>
 
 #include "cli/builtin.h"
+#include "lbr2prof/listing.h"
 #include "lbr2prof/profgen.h"
 
 /* ---- options ---------------------------------------------------------- */
 
 #define MAX_EVENTS 64
 #define MAX_BINARIES 64
+#define MAX_FUNCS 256
 
 typedef struct prof_args {
     lp_profgen_opts o;          /* what the driver gets */
     const char *format;         /* --format as given */
     const char *binaries[MAX_BINARIES];  /* --binary, repeatable */
     char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
+    /* inspection: the binary's listing instead of a profile */
+    bool show_disasm;           /* --show-disassembly-only */
+    bool show_src;              /* --show-source-locations */
+    bool show_canon;            /* --show-canonical-fname */
+    const char *asm_syntax;     /* --x86-asm-syntax (att only) */
+    char *funcs[MAX_FUNCS];     /* --disassemble-functions=a,b (repeatable) */
+    size_t nfuncs;
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT, O_BINARY,
-                O_INT, O_TRI, O_U32_OPT, O_UNSUPP };
+                O_INT, O_TRI, O_U32_OPT, O_FUNCS, O_UNSUPP };
 
 typedef struct opt_def {
     const char *name;
@@ -39,6 +48,7 @@ typedef struct opt_def {
 } opt_def;
 
 #define A(f) offsetof(prof_args, o.f)
+#define P(f) offsetof(prof_args, f)
 static const opt_def opt_defs[] = {
     {"perfdata", O_STR, A(perfdata)}, {"pd", O_STR, A(perfdata)},
     {"perfscript", O_STR, A(perfscript)}, {"ps", O_STR, A(perfscript)},
@@ -96,39 +106,156 @@ static const opt_def opt_defs[] = {
     {"cs-fold-recursion", O_BOOL, A(cs.fold_recursion)}, /* lbr2prof's */
     {"profile-summary-contextless", O_TRI, A(summary_contextless)},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
-    /* not implemented: refuse rather than silently ignore */
+    /* llvm-profgen 19's (HWPGO), gone from 22 */
     {"leading-ip-only", O_BOOL, A(leading_ip_only)},
     {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},
     {"sample-period", O_U64, A(sample_period)},
-    {"kernel", O_UNSUPP, 0}, {"show-disassembly-only", O_UNSUPP, 0},
+    /* llvm-profgen's, not implemented: refused, never silently ignored */
+    {"kernel", O_UNSUPP, 0}, {"mark-all-context-preinlined", O_UNSUPP, 0},
+    {"csprof-max-unsymbolized-context-depth", O_UNSUPP, 0},
+    {"data-access-perftrace", O_UNSUPP, 0},
+    /* inspection (llvm-profgen's): the listing of the binary, no profile */
+    {"show-disassembly-only", O_BOOL, P(show_disasm)},
+    {"disassemble-functions", O_FUNCS, 0},
+    {"show-source-locations", O_BOOL, P(show_src)},
+    {"show-canonical-fname", O_BOOL, P(show_canon)},
+    {"x86-asm-syntax", O_STR, P(asm_syntax)},
     {NULL, 0, 0},
 };
 #undef A
+#undef P
 
-static const char usage_text[] =
-    "usage: lbr2prof [profile] PERF.DATA -o OUT [--binary=PATH] [options]\n"
-    "       lbr2prof --perfscript=FILE|--perfdata=FILE|--unsymbolized-profile=FILE\n"
-    "       (PERF.DATA or FILE may be - for stdin, e.g. perf record -o - | lbr2prof -)\n"
-    "                --binary=PATH --output=OUT [llvm-profgen options]\n"
-    "options (as llvm-profgen 19): --format=extbinary|text|binary, --use-md5,\n"
-    "  --skip-symbolization, --use-offset=BOOL, --use-first-loadable-segment-as-base,\n"
-    "  --ignore-stack-samples, --update-total-samples, --fill-zero-for-all-funcs,\n"
-    "  --populate-profile-symbol-list, --trim-cold-profile, --pid=N,\n"
-    "  --profile-summary-cold-count=N, --profile-summary-hot-count=N,\n"
-    "  --show-detailed-warning, --show-density, --debug-binary=PATH,\n"
-    "  --llvm-sample-profile=FILE, --leading-ip-only, --perf-event=EVENT,\n"
-    "  --sample-period=N, --use-dwarf-correlation\n"
-    "several binaries: --binary may be repeated (the first is the profiled\n"
-    "  program), --binaries-from-trace adds every sampled file found with DWARF\n"
-    "hybrid samples (call stacks + LBR): --compress-recursion=N,\n"
-    "  --csprof-max-context-depth=N, --no-repair-frames (do not put back the\n"
-    "  caller a frame-pointer walk misses at function entry/exit),\n"
-    "  --drop-unknown-callers (drop code whose callers are not known instead of\n"
-    "  keeping it in contexts truncated at the unknown frame),\n"
-    "  --script-fp-callchains (perf script text whose callchains are frame-pointer\n"
-    "  walks, perf record -g: repairs what a perf.data's markers would allow)\n"
-    "Without --binary, the most sampled user-space file of the trace is used, found\n"
-    "by its recorded path, build-id (perf's ~/.debug cache) or basename.\n";
+/* ---- --help: every entry of opt_defs, described ------------------------ */
+
+typedef struct opt_help {
+    const char *name;
+    const char *value;          /* "=<value>" placeholder, "" for flags */
+    const char *text;
+} opt_help;
+
+/* lbr2prof's own flags say so; the others are llvm-profgen's (22's
+ * wording where it has one). */
+static const opt_help help_defs[] = {
+    {"perfdata", "=<perfdata>", "Path of raw perf data created by Linux perf tool (it should be profiled with -b); read directly, - is standard input (also: the PERF.DATA argument)"},
+    {"pd", "=<perfdata>", "Alias for --perfdata"},
+    {"perfscript", "=<perfscript>", "Path of perf-script trace created by Linux perf tool with `script` command (the raw perf.data should be profiled with -b); - is standard input"},
+    {"ps", "=<perfscript>", "Alias for --perfscript"},
+    {"unsymbolized-profile", "=<unsymbolized profile>", "Path of the unsymbolized profile created by `llvm-profgen` with `--skip-symbolization`"},
+    {"up", "=<unsymbolized profile>", "Alias for --unsymbolized-profile"},
+    {"llvm-sample-profile", "=<llvm sample profile>", "Path of the LLVM sample profile (text) to post-process"},
+    {"binary", "=<binary>", "Path of profiled executable binary. Repeatable: the first is the profiled program, the others shared libraries unwound with it (perf.data). Without it, the most sampled user-space file of the trace, found by recorded path, build-id (perf's ~/.debug) or basename"},
+    {"debug-binary", "=<debug-binary>", "Path of debug info binary, lbr2prof will load the DWARF info from it instead of the executable binary"},
+    {"binaries-from-trace", "", "[lbr2prof] Also every other sampled file found on disk with its recorded build-id and DWARF functions, most sampled first"},
+    {"dwp", "=<string>", "Path of .dwp file. When not specified, it will be <binary>.dwp in the same directory as the main binary"},
+    {"output", "=<output>", "Output profile file; - is standard output (written atomically)"},
+    {"o", "=<output>", "Alias for --output"},
+    {"format", "=<value>", "Format of output profile: extbinary (default), text, binary (gcc is refused)"},
+    {"skip-symbolization", "", "Dump the unsymbolized profile to the output file. It will show unwinder output for CS profile generation"},
+    {"use-offset", "[=<bool>]", "Work with `--skip-symbolization` or `--unsymbolized-profile` to write/read the offset instead of virtual address (default true)"},
+    {"use-first-loadable-segment-as-base", "", "Use first loadable segment address as base address for offsets in unsymbolized profile. By default first executable segment address is used"},
+    {"ignore-stack-samples", "", "Ignore call stack samples for hybrid samples and produce context-insensitive profile"},
+    {"use-md5", "", "Use md5 to represent function names in the output profile (only meaningful for --format=extbinary)"},
+    {"populate-profile-symbol-list", "", "Populate profile symbol list (only meaningful for --format=extbinary)"},
+    {"show-detailed-warning", "", "Show detailed warning message"},
+    {"show-mmap-events", "", "Print binary load events"},
+    {"pid", "=<process Id>", "Process Id for the profiled executable binary"},
+    {"fill-zero-for-all-funcs", "", "Attribute all functions' range with zero count even it's not hit by any samples"},
+    {"update-total-samples", "", "Update total samples by accumulating all its body samples"},
+    {"trim-cold-profile", "", "If the total count of the profile is smaller than threshold, it will be trimmed"},
+    {"profile-summary-hot-count", "=<uint>", "A fixed hot count that overrides the count derived from profile-summary-cutoff-hot"},
+    {"profile-summary-cold-count", "=<uint>", "A fixed cold count that overrides the count derived from profile-summary-cutoff-cold"},
+    {"profile-summary-cutoff-hot", "=<uint>", "A count is hot if it exceeds the minimum count to reach this percentile of total counts (x 10^4, default 990000)"},
+    {"profile-summary-cutoff-cold", "=<uint>", "A count is cold if it is below the minimum count to reach this percentile of total counts (x 10^4, default 999999)"},
+    {"profile-density-threshold", "=<number>", "If the profile density is below the given threshold, it will be suggested to increase the sampling rate"},
+    {"profile-density-cutoff-hot", "=<int>", "Total samples cutoff for functions used to calculate profile density"},
+    {"show-density", "", "show profile density details"},
+    {"compress-recursion", "=<int>", "Compressing recursion by deduplicating adjacent frame sequences up to the specified size. -1 means no size limit"},
+    {"csprof-max-context-depth", "=<int>", "Keep the last K contexts while merging profile. -1 means no depth limit"},
+    {"no-repair-frames", "", "[lbr2prof] Do not put back the caller a frame-pointer walk misses at function entry/exit, nor follow signal frames: llvm-profgen's unwinding exactly"},
+    {"drop-unknown-callers", "", "[lbr2prof] Drop code whose callers are not known instead of keeping it in contexts truncated at the unknown frame"},
+    {"script-fp-callchains", "", "[lbr2prof] The perf script text's callchains are kernel frame-pointer walks (perf record -g): repair what a perf.data's markers would allow"},
+    {"csprof-merge-cold-context", "[=<bool>]", "If the total count of context profile is smaller than the threshold, it will be merged into context-less base profile (default true, false with the pre-inliner unless given)"},
+    {"csprof-max-cold-context-depth", "=<uint>", "Keep the last K contexts while merging cold profile. 1 means the context-less base profile"},
+    {"gen-cs-nested-profile", "[=<bool>]", "Generate nested function profiles for CSSPGO (default true)"},
+    {"generate-merged-base-profiles", "", "When generating nested context-sensitive profiles, always generate extra base profile for function with all its context profiles merged into it"},
+    {"infer-missing-frames", "[=<bool>]", "Infer missing call frames due to compiler tail call elimination (default true; context-sensitive pseudo-probe profiles only, as llvm-profgen 22: elsewhere a warning says it had no effect)"},
+    {"max-search-depth", "=<uint>", "The maximum levels the DFS-based missing frame search should go with"},
+    {"csspgo-preinliner", "[=<bool>]", "Run a global pre-inliner to merge context profile based on estimated global top-down inline decisions (default true)"},
+    {"use-context-cost-for-preinliner", "[=<bool>]", "Use context-sensitive byte size cost for preinliner decisions (default true)"},
+    {"csspgo-replay-preinline", "", "Replay previous inlining and adjust context profile accordingly"},
+    {"csspgo-preinliner-multiplier-for-previous-inlining", "=<int>", "Multiplier to bump up callsite threshold for previous inlining"},
+    {"sample-profile-hot-inline-threshold", "=<int>", "Hot callsite threshold for the pre-inliner (default 1500)"},
+    {"sample-profile-cold-inline-threshold", "=<int>", "Threshold for inlining cold callsites (default 0)"},
+    {"sample-profile-inline-limit-max", "=<int>", "The upper bound of size growth limit for proirity-based sample profile loader inlining (default 50000)"},
+    {"sample-profile-inline-limit-min", "=<int>", "The lower bound of size growth limit for proirity-based sample profile loader inlining (default 100)"},
+    {"sample-profile-inline-growth-limit", "=<int>", "The size growth ratio limit for proirity-based sample profile loader inlining (default 12)"},
+    {"sort-profiled-scc-member", "[=<bool>]", "Sort profiled recursion by edge weights (default true)"},
+    {"cs-fold-recursion", "", "[lbr2prof] When the pre-inliner promotes a context to its base profile, unlink it before merging its children, so recursive contexts are not merged into themselves (which loses samples or never ends in llvm-profgen)"},
+    {"profile-summary-contextless", "[=<bool>]", "false: the binary summary of a context-sensitive profile that is not nested (--gen-cs-nested-profile=false) is computed per context, not merged by function"},
+    {"use-dwarf-correlation", "", "Use dwarf for profile correlation even when binary contains pseudo probe"},
+    {"leading-ip-only", "", "[llvm-profgen 19] Form a profile based only on sample IPs"},
+    {"perf-event", "=<event>", "[llvm-profgen 19] Ignore samples not matching the given event names (repeatable)"},
+    {"perf-events", "=<e1,e2>", "[llvm-profgen 19] Comma-delimited version of --perf-event"},
+    {"sample-period", "=<uint>", "[llvm-profgen 19] The sampling period (-c) used for perf data; counts are scaled by it"},
+    {"kernel", "", "Not supported (refused): profiles of a Linux kernel binary"},
+    {"mark-all-context-preinlined", "", "Not supported (refused): mark all function samples as preinlined"},
+    {"csprof-max-unsymbolized-context-depth", "=<int>", "Not supported (refused): depth limit of the unsymbolized profile's contexts"},
+    {"data-access-perftrace", "=<path>", "Not supported (refused): vtable profiles from memory access events"},
+    {"show-disassembly-only", "", "Print disassembled code of the binary and stop (no trace is read, no profile written)"},
+    {"disassemble-functions", "=<string>", "List of functions to print disassembly for (comma-separated, repeatable). Accept demangled names only. Only work with show-disassembly-only"},
+    {"show-source-locations", "", "Print source locations (the inline context, leaf first). Only work with show-disassembly-only"},
+    {"show-canonical-fname", "", "Print canonical function name. Only work with show-disassembly-only"},
+    {"x86-asm-syntax", "=<att>", "Syntax of the disassembly: att (the only one printed). Only work with show-disassembly-only"},
+    {"help", "", "Display available options (every flag of the command)"},
+    {"h", "", "Alias for --help"},
+    {NULL, NULL, NULL},
+};
+
+static const opt_help *help_for(const char *name)
+{
+    for (const opt_help *h = help_defs; h->name; h++)
+        if (!strcmp(h->name, name))
+            return h;
+    return NULL;
+}
+
+/* One option the way LLVM's --help prints it: "  --name=<v>  - text". */
+static void help_line(const char *name, int width)
+{
+    const opt_help *h = help_for(name);
+    char left[96];
+
+    snprintf(left, sizeof left, "%s%s%s", strlen(name) > 1 ? "--" : "-",
+             name, h ? h->value : "");
+    printf("  %-*s - %s\n", width, left, h ? h->text : "(undocumented)");
+}
+
+/* Every entry of opt_defs in table order, then --help: the list of what
+ * the parser accepts, made from the table itself. */
+static void print_help(void)
+{
+    int width = 0;
+    const opt_def *d;
+
+    for (d = opt_defs; d->name; d++) {
+        const opt_help *h = help_for(d->name);
+        int w = (int)(strlen(d->name) + 2 + (h ? strlen(h->value) : 0));
+        width = w > width ? w : width;
+    }
+    printf("OVERVIEW: lbr2prof profile - an LLVM sample profile from perf LBR "
+           "samples, with llvm-profgen's command line\n\n"
+           "USAGE: lbr2prof [profile] [PERF.DATA] [options]\n\n"
+           "  Input: a PERF.DATA argument or one of the input flags (perfdata,"
+           " perfscript,\n  unsymbolized-profile, llvm-sample-profile). "
+           "Output: the output flag (-o).\n  Flags marked [lbr2prof] are "
+           "lbr2prof's own, [llvm-profgen 19] llvm-profgen 19's\n  (not in "
+           "22); the others are llvm-profgen 22's. Boolean flags take "
+           "=true/=false\n  (also 1/0).\n\nOPTIONS:\n");
+    for (d = opt_defs; d->name; d++)
+        help_line(d->name, width);
+    help_line("help", width);
+    help_line("h", width);
+}
 
 static int bad_usage(const char *fmt, const char *arg)
     __attribute__((format(printf, 1, 0)));
@@ -152,17 +279,18 @@ static int parse_bool(const char *v, bool *out)
     return 0;
 }
 
-/* --perf-event=E (repeatable) or --perf-events=E1,E2 */
-static int add_events(prof_args *a, const char *v)
+/* A comma-separated value appended to v[*n] (cl::list, CommaSeparated):
+ * --perf-event=E (repeatable), --perf-events=E1,E2,
+ * --disassemble-functions=a,b. */
+static int add_list(char **v, size_t *n, size_t max, const char *val)
 {
-    const char *p = v, *c;
-    size_t *n = &a->o.nr_events;
+    const char *p = val, *c;
 
     for (;;) {
         c = strchr(p, ',');
-        if (*n == MAX_EVENTS)
+        if (*n == max)
             return -1;
-        if (!(a->events[*n] = strndup(p, c ? (size_t)(c - p) : strlen(p))))
+        if (!(v[*n] = strndup(p, c ? (size_t)(c - p) : strlen(p))))
             return -1;
         (*n)++;
         if (!c)
@@ -193,7 +321,8 @@ static int set_opt(prof_args *a, const opt_def *d, const char *v)
         *(uint64_t *)base = strtoull(v, &e, 10);
         a->o.have_sample_period = true;
         return *e || !*v || v[0] == '-' ? -1 : 0;
-    case O_EVENT: return add_events(a, v);
+    case O_EVENT: return add_list(a->events, &a->o.nr_events, MAX_EVENTS, v);
+    case O_FUNCS: return add_list(a->funcs, &a->nfuncs, MAX_FUNCS, v);
     case O_BINARY:
         if (a->o.nbinaries == MAX_BINARIES)
             return -1;
@@ -256,7 +385,7 @@ static int parse_args(prof_args *a, int argc, char **argv)
     a->o.events = (const char *const *)a->events;
     while (i < argc) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage_text, stdout);
+            print_help();
             return 1;
         }
         if (argv[i][0] == '-' && argv[i][1]) {
@@ -286,6 +415,34 @@ static int output_format(const prof_args *a, lp_prof_format *f)
     return bad_usage("Cannot find option named '%s' for --format", s);
 }
 
+/* The listing needs the binary only; its companions need the listing
+ * (llvm-profgen refuses --show-source-locations alone and silently
+ * ignores the others). */
+static int validate_listing(const prof_args *pa)
+{
+    const char *alone = pa->show_src ? "--show-source-locations"
+                        : pa->show_canon ? "--show-canonical-fname"
+                        : pa->nfuncs ? "--disassemble-functions"
+                        : pa->asm_syntax ? "--x86-asm-syntax" : NULL;
+    struct stat st;
+
+    if (pa->asm_syntax && strcmp(pa->asm_syntax, "att") != 0)
+        return bad_usage("--x86-asm-syntax=%s: the listing is printed in "
+                         "AT&T syntax only (att)", pa->asm_syntax);
+    if (!pa->show_disasm && alone)
+        return bad_usage("%s should work together with "
+                         "--show-disassembly-only!", alone);
+    if (!pa->show_disasm)
+        return 0;
+    if (!pa->o.nbinaries)
+        return bad_usage("%s", "--show-disassembly-only needs --binary");
+    for (size_t i = 0; i < pa->o.nbinaries; i++)
+        if (stat(pa->binaries[i], &st) != 0)
+            return bad_usage("Input binary(%s) doesn't exist.",
+                             pa->binaries[i]);
+    return 0;
+}
+
 static int validate(prof_args *pa)
 {
     const lp_profgen_opts *a = &pa->o;
@@ -313,7 +470,45 @@ static int validate(prof_args *pa)
     return output_format(pa, &pa->o.format);
 }
 
+/* ---- the listing ------------------------------------------------------------ */
+
+/* --show-disassembly-only: each binary's listing on stdout, its load
+ * warnings on stderr; no trace is read and no profile written. */
+static int show_disassembly(const prof_args *a)
+{
+    lp_binary_opts bo = {a->o.debug_binary, a->o.dwp, -1, 0};
+    lp_listing_opts lo = {0};
+    lp_error err = {0};
+    const char *w;
+
+    lo.functions = (const char *const *)a->funcs;
+    lo.nfunctions = a->nfuncs;
+    lo.source_locations = a->show_src;
+    lo.canonical_names = a->show_canon;
+    for (size_t i = 0; i < a->o.nbinaries; i++) {
+        lp_binary *b = lp_binary_open(a->binaries[i], i ? NULL : &bo, &err);
+        if (!b)
+            return lp_cli_fail(&err);
+        lo.name = a->binaries[i];
+        int rc = lp_binary_print_listing(b, &lo, stdout, &err);
+        for (size_t k = 0; (w = lp_binary_warning(b, k)); k++)
+            lp_cli_warn(NULL, w);
+        lp_binary_close(b);
+        if (rc)
+            return lp_cli_fail(&err);
+    }
+    return 0;
+}
+
 /* ---- the command ---------------------------------------------------------- */
+
+static void free_args(prof_args *a)
+{
+    while (a->o.nr_events > 0)
+        free(a->events[--a->o.nr_events]);
+    while (a->nfuncs > 0)
+        free(a->funcs[--a->nfuncs]);
+}
 
 int cmd_profile(int argc, char **argv)
 {
@@ -322,6 +517,13 @@ int cmd_profile(int argc, char **argv)
     prof_args a;
     int k = parse_args(&a, argc, argv);
 
+    if (k == 0 && validate_listing(&a))
+        k = -1;
+    if (k == 0 && a.show_disasm) {
+        k = show_disassembly(&a);
+        free_args(&a);
+        return k;
+    }
     if (k == 0 && validate(&a))
         k = -1;
     a.o.warn = lp_cli_warn;
@@ -331,7 +533,6 @@ int cmd_profile(int argc, char **argv)
                    lp_profgen_write(&a.o, &r, &err)))
         k = -2;
     lp_profgen_result_free(&r);
-    while (a.o.nr_events > 0)
-        free(a.events[--a.o.nr_events]);
+    free_args(&a);
     return k == 0 || k == 1 ? 0 : k == -1 ? 2 : lp_cli_fail(&err);
 }

@@ -433,12 +433,14 @@ int tc_seal(lp_tailcall *tc)
     tc_drop_pairs(tc);
     memset(&tc->stats, 0, sizeof tc->stats);
     HASH_ITER(hh, tc->sites, s, stmp) {
-        qsort(s->targets, s->ntargets, sizeof *s->targets, fn_ptr_cmp);
+        if (s->ntargets > 1)
+            qsort(s->targets, s->ntargets, sizeof *s->targets, fn_ptr_cmp);
         tc->stats.call_sites += !s->tail;
         tc->stats.tail_sites += s->tail;
     }
     HASH_ITER(hh, tc->fns, f, ftmp) {
-        qsort(f->sites, f->nsites, sizeof *f->sites, site_ptr_cmp);
+        if (f->nsites > 1)
+            qsort(f->sites, f->nsites, sizeof *f->sites, site_ptr_cmp);
         tc->stats.tail_funcs += f->nsites > 0;
     }
     if (find_sccs(tc))

@@ -55,10 +55,14 @@ static bool ref_inst(ref_dec *r, const uint8_t *code, size_t left,
                      uint64_t addr, lp_inst *o)
 {
     uint64_t a = addr;
-    if (!cs_disasm_iter(r->h, &code, &left, &a, r->in))
-        return false;
     memset(o, 0, sizeof *o);
     o->addr = addr;
+    if (r->ops->arch == LP_ARCH_X86_64 && lp_x86_prefix_inst(code, left)) {
+        o->size = 1;    /* a prefix LLVM decodes as its own instruction */
+        return true;
+    }
+    if (!cs_disasm_iter(r->h, &code, &left, &a, r->in))
+        return false;
     o->size = (uint8_t)r->in->size;
     r->ops->classify(r->in, o);
     return true;
