@@ -174,9 +174,14 @@ static void warn_missing_mmap(lp_unwinder *u)
 
 /* A detailed-warning note from the intake: such an intake is not
  * memoized (its notes would have to be replayed too). */
+/* A detailed-warning note: only kept when they are printed, so that
+ * samples whose intake would add one can still be taken in once and
+ * replayed (the memo does not remember intakes that added notes). */
 static int intake_note(lp_unwinder *u, uw_note **set, uint64_t a, uint64_t b,
                        uint64_t n)
 {
+    if (!u->o.show_detailed_warning)
+        return 0;
     u->intake_notes++;
     return uw_note_add(set, a, b, n);
 }

@@ -334,6 +334,8 @@ struct lp_unwinder {
                                    its static edges are in the graph */
     const lp_function **enrich_stack;
     size_t enrich_cap;
+    const lp_function **closure; /* a tail closure being searched */
+    size_t nclosure, closure_cap;
     uw_lbr *infer_lbr;          /* decoding scratch */
     size_t infer_lbr_cap;
     uint64_t total_samples;     /* NumTotalSample, if set */
@@ -406,10 +408,6 @@ size_t uw_decode_lbr(const uw_agg *g, uw_lbr **lbr, size_t *cap);
  * encoded site, 0 when the calls the LBR shows do not single one out,
  * UINT64_MAX on error (err set). Only once the trace is read (at a flush:
  * the graphs are filled from the pending samples at its first question). */
-typedef struct uw_infer_ctx {
-    lp_unwinder *u;
-    size_t bin;
-} uw_infer_ctx;
 uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
                          bool optional, lp_error *err);
 void uw_infer_free(lp_unwinder *u);
