@@ -112,6 +112,16 @@ int lp_probes_decode(lp_probes *p, const uint64_t *guids, size_t nguids,
                      const lp_probe_start *starts, size_t nstarts,
                      lp_error *err);
 
+/* llvm-profgen's decodePseudoProbe for profile generation: decode the
+ * records of the functions funcs[0..n) of the binary p was read from
+ * (lp_binary's; repeats and NULLs ignored), i.e. the GUIDs of their names,
+ * relative to the symbols at their range starts. 0 or -1. */
+struct lp_function;
+int lp_probes_decode_for(lp_probes *p, const struct lp_function *const *funcs,
+                         size_t n, lp_error *err);
+/* Whether lp_probes_decode(_for) ran. */
+bool lp_probes_decoded(const lp_probes *p);
+
 /* The GUID of a function name (MD5Hash, Function::getGUID). */
 uint64_t lp_probe_guid(const char *name);
 /* The (GUID, address) pairs of the symbols of the file starting at addr
@@ -165,6 +175,7 @@ typedef struct lp_probe_frame {
     const char *func;           /* the function's probe name */
     uint32_t index;             /* call-site probe id; the probe's own id
                                    for the leaf */
+    uint64_t hash;              /* the function's CFG checksum */
 } lp_probe_frame;
 
 /* ProfiledBinary::getInlineContextForProbe: the probe's inline stack,

@@ -64,6 +64,8 @@ typedef struct lp_profgen_opts {
     const char *dwp;            /* --dwp */
     bool use_dwarf_correlation; /* --use-dwarf-correlation: a line-based
                                    profile even with pseudo probes */
+    bool show_pseudo_probe;     /* --show-pseudo-probe: the probe
+                                   descriptions of binaries[0] to info */
 
     /* reading the trace */
     int64_t pid;                /* --pid, -1 none */

@@ -94,6 +94,7 @@ static const opt_def opt_defs[] = {
     {"cs-fold-recursion", O_BOOL, A(cs.fold_recursion)}, /* lbr2prof's */
     {"profile-summary-contextless", O_IGNORED, 0},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
+    {"show-pseudo-probe", O_BOOL, A(show_pseudo_probe)},
     /* not implemented: refuse rather than silently ignore */
     {"leading-ip-only", O_BOOL, A(leading_ip_only)},
     {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},

@@ -26,6 +26,13 @@ const char *lp_probes_node_name(const lp_probes *p, uint32_t node)
     return d >= 0 ? p->descs[d].name : "";
 }
 
+static uint64_t node_hash(const lp_probes *p, uint32_t node)
+{
+    int32_t d = p->nodes[node].desc;
+
+    return d >= 0 ? p->descs[d].hash : 0;
+}
+
 size_t lp_probes_count(const lp_probes *p)
 {
     return p->nprobes;
@@ -124,6 +131,7 @@ size_t lp_probes_inline_stack(const lp_probes *p, const lp_probe *pr,
 
         tmp.func = lp_probes_node_name(p, nd->parent);
         tmp.index = nd->site;
+        tmp.hash = node_hash(p, nd->parent);
         if (i - 1 < cap)
             out[i - 1] = tmp;
         node = nd->parent;
@@ -131,6 +139,7 @@ size_t lp_probes_inline_stack(const lp_probes *p, const lp_probe *pr,
     if (include_leaf && total - 1 < cap) {
         out[total - 1].func = lp_probes_node_name(p, pr->node);
         out[total - 1].index = pr->index;
+        out[total - 1].hash = node_hash(p, pr->node);
     }
     if (total > cap)
         return total;

@@ -47,6 +47,15 @@ static int new_profile(lp_profgen_result *r, lp_error *err)
     return 0;
 }
 
+/* decodePseudoProbe's --show-pseudo-probe output: the descriptions,
+ * when a profile is generated from a probe binary. */
+static void show_probes(const lp_profgen_opts *o, const lp_profgen_result *r)
+{
+    if (o->show_pseudo_probe && o->info && pg_probe_mode(r) &&
+        !o->skip_symbolization)
+        lp_probes_print_descs(r->priv->probes[0], o->info);
+}
+
 /* Per-context counters -> the CS profile (the counters are used up), or
  * kept as they are with --skip-symbolization. */
 static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
@@ -61,6 +70,11 @@ static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
         r->kind = LP_PROFGEN_RAW_CS;
         return 0;
     }
+    show_probes(o, r);
+    if (pg_probe_mode(r))
+        return lp_error_set(err, LP_EUNSUPP, "%s: context-sensitive profiles "
+                            "of pseudo-probe binaries are not supported yet",
+                            r->paths[0]);
     if (new_profile(r, err))
         return -1;
     pg_cs_opts(o, &co);
@@ -82,9 +96,15 @@ static int from_counters(const lp_profgen_opts *o, lp_profgen_result *r,
         r->kind = LP_PROFGEN_RAW_FLAT;
         return 0;
     }
+    show_probes(o, r);
     flat_opts(o, &fo);
-    if (new_profile(r, err) ||
-        lp_flat_generate(r->bins[0], r->raw_flat, &fo, r->profile, err))
+    if (new_profile(r, err))
+        return -1;
+    if (pg_probe_mode(r) ? lp_flat_generate_probes(r->bins[0], r->priv->probes[0],
+                                                   r->raw_flat, &fo, r->profile,
+                                                   err)
+                         : lp_flat_generate(r->bins[0], r->raw_flat, &fo,
+                                            r->profile, err))
         return -1;
     return lp_flat_postprocess(r->profile, &fo, err);
 }
@@ -155,6 +175,7 @@ static int from_llvm_profile(const lp_profgen_opts *o, lp_profgen_result *r,
     fclose(f);
     if (!r->profile)
         return -1;
+    show_probes(o, r);
     r->failed = LP_PROFGEN_GENERATE;
     if (r->profile->is_cs) {
         r->context_sensitive = true;
