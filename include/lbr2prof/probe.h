@@ -180,13 +180,15 @@ typedef struct lp_probe_frame {
 
 /* ProfiledBinary::getInlineContextForProbe: the probe's inline stack,
  * outermost caller first, each caller with the call-site probe id, then
- * (include_leaf) the probe's function with the probe's id. A caller frame
- * whose site is 0 (unknown) drops the frames before it, as llvm-profgen
- * does. Appends to out (cap frames) and returns the count the stack
- * needs (more than cap: call again with more room). */
+ * (include_leaf) the probe's function with the probe's id, appended to
+ * the `start` frames already in out (cap frames of room). A frame other
+ * than the last appended whose site is 0 (unknown) is dropped with every
+ * frame before it, the ones already in out included, as llvm-profgen
+ * does. Returns the new count; more than cap: nothing was written, call
+ * again with that much room. */
 size_t lp_probes_inline_stack(const lp_probes *p, const lp_probe *pr,
                               bool include_leaf, lp_probe_frame *out,
-                              size_t cap);
+                              size_t start, size_t cap);
 /* The number of frames of a node's inline chain (1 for a top-level
  * record). */
 size_t lp_probes_node_depth(const lp_probes *p, uint32_t node);

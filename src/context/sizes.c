@@ -72,6 +72,11 @@ static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbin
         s->oom = 1;
     for (i = 0; i < n; i++) {
         lp_binary *b = (size_t)v[i]->bin < nbins ? bins[v[i]->bin] : NULL;
+        for (k = 0; k < (long)v[i]->naddrs; k++) {  /* address contexts */
+            size_t ab = LP_CTX_ADDR_BIN(v[i]->addrs[k]);
+            if (ab < nbins && bins[ab])
+                add_addr(s, bins[ab], (int)ab, LP_CTX_ADDR_VADDR(v[i]->addrs[k]));
+        }
         if (!b)
             continue;
         m = lp_counters_ranges_view(v[i]->counters, &r);

@@ -61,7 +61,7 @@ static int profiled_functions(pgen *g, const lp_counters *c)
 /* The probe's inline stack (leaf included) in g->fr; its length. */
 static size_t stack_of(pgen *g, const lp_probe *pr)
 {
-    size_t n = lp_probes_inline_stack(g->pr, pr, true, g->fr, g->fr_cap);
+    size_t n = lp_probes_inline_stack(g->pr, pr, true, g->fr, 0, g->fr_cap);
     lp_probe_frame *nf;
 
     if (n <= g->fr_cap)
@@ -70,7 +70,7 @@ static size_t stack_of(pgen *g, const lp_probe *pr)
         return 0;
     g->fr = nf;
     g->fr_cap = n;
-    return lp_probes_inline_stack(g->pr, pr, true, g->fr, g->fr_cap);
+    return lp_probes_inline_stack(g->pr, pr, true, g->fr, 0, g->fr_cap);
 }
 
 /* getLeafProfileAndAddTotalSamples with probe frames: call sites at the

@@ -118,33 +118,32 @@ size_t lp_probes_node_depth(const lp_probes *p, uint32_t node)
  * last with call site 0 clears what came before it and is dropped. */
 size_t lp_probes_inline_stack(const lp_probes *p, const lp_probe *pr,
                               bool include_leaf, lp_probe_frame *out,
-                              size_t cap)
+                              size_t start, size_t cap)
 {
     size_t depth = lp_probes_node_depth(p, pr->node);
-    size_t total = depth - 1 + include_leaf, i, n = 0;
+    size_t add = depth - 1 + include_leaf, end = start + add, i, n = 0;
     uint32_t node = pr->node;
-    lp_probe_frame tmp;
 
+    if (end > cap)
+        return end;
     /* callers, innermost first, written from the end */
-    for (i = total - include_leaf; i > 0; i--) {
+    for (i = end - include_leaf; i > start; i--) {
         const lp_probe_node *nd = &p->nodes[node];
 
-        tmp.func = lp_probes_node_name(p, nd->parent);
-        tmp.index = nd->site;
-        tmp.hash = node_hash(p, nd->parent);
-        if (i - 1 < cap)
-            out[i - 1] = tmp;
+        out[i - 1].func = lp_probes_node_name(p, nd->parent);
+        out[i - 1].index = nd->site;
+        out[i - 1].hash = node_hash(p, nd->parent);
         node = nd->parent;
     }
-    if (include_leaf && total - 1 < cap) {
-        out[total - 1].func = lp_probes_node_name(p, pr->node);
-        out[total - 1].index = pr->index;
-        out[total - 1].hash = node_hash(p, pr->node);
+    if (include_leaf) {
+        out[end - 1].func = lp_probes_node_name(p, pr->node);
+        out[end - 1].index = pr->index;
+        out[end - 1].hash = node_hash(p, pr->node);
     }
-    if (total > cap)
-        return total;
-    for (i = 0; i < total; i++) {
-        if (out[i].index == 0 && i != total - 1) {
+    for (i = 0; i < start; i++)
+        n++;
+    for (i = start; i < end; i++) {
+        if (out[i].index == 0 && i != end - 1) {
             n = 0;
             continue;
         }

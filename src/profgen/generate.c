@@ -39,6 +39,19 @@ void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co)
     co->info = o->info;
 }
 
+/* The CS options of a run: with probe tables when it is probe-based. */
+static void run_cs_opts(const lp_profgen_opts *o, const lp_profgen_result *r,
+                        lp_cs_opts *co)
+{
+    pg_cs_opts(o, co);
+    co->compress_recursion = (int)o->compress_recursion;
+    co->max_context_depth = o->max_context_depth < -1 ? -1
+                            : o->max_context_depth > INT32_MAX ? INT32_MAX
+                                                               : (int)o->max_context_depth;
+    if (pg_probe_mode(r))
+        co->probes = r->priv->probes;
+}
+
 static int new_profile(lp_profgen_result *r, lp_error *err)
 {
     r->kind = LP_PROFGEN_PROFILE;
@@ -71,13 +84,9 @@ static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
         return 0;
     }
     show_probes(o, r);
-    if (pg_probe_mode(r))
-        return lp_error_set(err, LP_EUNSUPP, "%s: context-sensitive profiles "
-                            "of pseudo-probe binaries are not supported yet",
-                            r->paths[0]);
     if (new_profile(r, err))
         return -1;
-    pg_cs_opts(o, &co);
+    run_cs_opts(o, r, &co);
     rc = lp_cs_profile_consume(r->bins, r->nbins, r->raw_cs, &co, r->profile,
                                err);
     lp_ctxcount_free(r->raw_cs);
@@ -144,7 +153,8 @@ static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
     if (cs && !(r->raw_cs = lp_ctxcount_new()))
         rc = lp_error_set(err, LP_ENOMEM, "out of memory");
     else if (cs)
-        rc = lp_cs_raw_read(f, o->unsym, 0, base, r->raw_cs, &is_cs, err);
+        rc = (pg_probe_mode(r) ? lp_cs_raw_read_addrs : lp_cs_raw_read)(
+            f, o->unsym, 0, base, r->raw_cs, &is_cs, err);
     else if (!(r->priv->own = lp_counters_new()))
         rc = lp_error_set(err, LP_ENOMEM, "out of memory");
     else
@@ -179,7 +189,7 @@ static int from_llvm_profile(const lp_profgen_opts *o, lp_profgen_result *r,
     r->failed = LP_PROFGEN_GENERATE;
     if (r->profile->is_cs) {
         r->context_sensitive = true;
-        pg_cs_opts(o, &co);
+        run_cs_opts(o, r, &co);
         return lp_cs_postprocess(r->bins, r->nbins, NULL, &co, r->profile, err);
     }
     flat_opts(o, &fo);

@@ -276,6 +276,7 @@ static int new_unwinder(pg_run *run, lp_error *err)
                                                               : (int)a->max_context_depth;
     uo.repair_frames = !a->no_repair_frames;
     uo.map = run->map;
+    uo.addr_contexts = pg_probe_mode(run->r);
     run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
     return run->uw ? 0 : -1;
 }

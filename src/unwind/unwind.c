@@ -380,6 +380,7 @@ void lp_unwind_free(lp_unwinder *u)
     free(u->recs);
     free(u->stk);
     free(u->frames);
+    free(u->akey);
     free(u->pieces);
     free(u);
 }

@@ -50,7 +50,7 @@ static void check_probe(const lp_probes *p, uint32_t id)
     if (lp_probes_in(p, pr->addr ? pr->addr - 1 : 0, pr->addr, &ids) < n)
         abort();
     depth = lp_probes_node_depth(p, pr->node);
-    n = lp_probes_inline_stack(p, pr, true, fr, 16);
+    n = lp_probes_inline_stack(p, pr, true, fr, 0, 16);
     if (n > depth)
         abort();
     if (depth <= 16 && n && fr[n - 1].index != pr->index)

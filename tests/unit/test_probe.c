@@ -84,14 +84,14 @@ static void inline_cs_pseudoprobe(void **state)
     assert_non_null(cp);
     assert_int_equal(cp->index, 9);
     assert_int_equal(cp->type, LP_PROBE_DIRECT_CALL);
-    n = lp_probes_inline_stack(p, cp, true, fr, 8);
+    n = lp_probes_inline_stack(p, cp, true, fr, 0, 8);
     assert_int_equal(n, 2);
     assert_string_equal(fr[0].func, "main");
     assert_int_equal(fr[0].index, 2);
     assert_string_equal(fr[1].func, "foo");
     assert_int_equal(fr[1].index, 9);
-    assert_int_equal(lp_probes_inline_stack(p, cp, false, fr, 8), 1);
-    assert_int_equal(lp_probes_inline_stack(p, cp, true, fr, 1), 2);
+    assert_int_equal(lp_probes_inline_stack(p, cp, false, fr, 0, 8), 1);
+    assert_int_equal(lp_probes_inline_stack(p, cp, true, fr, 0, 1), 2);
     assert_null(lp_probes_call_at(p, 0x2017f0));    /* blocks only */
     assert_null(lp_probes_call_at(p, 0x201866));    /* no probe */
     /* a range: 0x201800 and 0x201803 hold 1 + 2 probes */
@@ -269,11 +269,11 @@ static void hand_made(void **state)
     /* the unknown site drops the frames before it */
     assert_int_equal(lp_probes_at(p, 0x2a, &ids), 1);
     h = lp_probes_probe(p, ids[0]);
-    assert_int_equal(lp_probes_inline_stack(p, h, true, fr, 4), 1);
+    assert_int_equal(lp_probes_inline_stack(p, h, true, fr, 0, 4), 1);
     assert_string_equal(fr[0].func, "h");
     assert_int_equal(fr[0].index, 4);
     /* without the leaf the site-0 frame is the last one and stays */
-    assert_int_equal(lp_probes_inline_stack(p, h, false, fr, 4), 2);
+    assert_int_equal(lp_probes_inline_stack(p, h, false, fr, 0, 4), 2);
     assert_string_equal(fr[1].func, "g");
     assert_int_equal(fr[1].index, 0);
     lp_probes_free(p);
