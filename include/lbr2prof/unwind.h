@@ -137,6 +137,12 @@ typedef struct lp_unwind_stats {
     uint64_t lost;              /* some ranges or branches ran in frames
                                    whose callers nothing shows: dropped */
     uint64_t lost_records;      /* ranges and branches dropped so */
+    uint64_t cut_unknown;       /* address contexts (probe binaries): some
+                                   ranges or branches ran in frames whose
+                                   callers nothing shows; they are counted
+                                   in contexts truncated at the unknown
+                                   frame (as at an external frame) */
+    uint64_t cut_records;       /* ranges and branches counted so */
     uint64_t intakes_reused;    /* samples (unweighted) taken in as an
                                    earlier one with the same dup_id was */
 } lp_unwind_stats;

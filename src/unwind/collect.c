@@ -505,6 +505,8 @@ typedef struct walk {
     uint64_t repeat;
     lp_error *err;
     uint64_t lost;              /* records dropped: unknown context */
+    uint64_t cut;               /* records in contexts truncated at an
+                                   unknown frame (address contexts) */
 } walk;
 
 /* collectSamplesFromFrame; `lost`: the frame is above a hole, its context
@@ -556,6 +558,19 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
     return 0;
 }
 
+/* The records a subtree has, for the statistics. */
+static uint64_t records_below(const lp_unwinder *u, int32_t node)
+{
+    uint64_t n = 0;
+    int32_t c, r;
+
+    for (r = u->nodes[node].rec; r >= 0; r = u->recs[r].next)
+        n++;
+    for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+        n += records_below(u, c);
+    return n;
+}
+
 static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
@@ -563,12 +578,23 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
     fstack empty;
     int32_t c;
 
+    if ((u->nodes[node].flags & UW_NF_HOLE) && u->o.addr_contexts && !lost) {
+        /* address contexts: the code above an unknown frame is counted in
+         * contexts truncated there, as above an external frame (the
+         * generator finds its functions from the probes) */
+        w->cut += records_below(u, node);
+        empty.base = s->base + s->n;
+        empty.n = 0;
+        if (collect_frame(w, node, &empty, false))
+            return -1;
+        for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+            if (walk_node(w, c, &empty, false))
+                return -1;
+        return 0;
+    }
     if (u->nodes[node].flags & UW_NF_HOLE) {
         /* an unknown frame: nothing above it has a known context until an
-         * external or signal frame starts a new one (with address
-         * contexts its callees' code is counted on it: lost too) */
-        if (u->o.addr_contexts && collect_frame(w, node, s, true))
-            return -1;
+         * external or signal frame starts a new one */
         for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
             if (walk_node(w, c, s, true))
                 return -1;
@@ -611,7 +637,7 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
 {
-    walk w = {u, repeat, err, 0};
+    walk w = {u, repeat, err, 0, 0};
     fstack s = {0, 0};
     size_t i;
 
@@ -630,6 +656,13 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
     } else if (w.lost) {
         u->st.lost += repeat;
         u->st.lost_records = lp_sat_add(u->st.lost_records, w.lost * repeat);
+    }
+    if (w.cut && u->rec) {
+        u->rec->cut_unknown++;
+        u->rec->cut_records += w.cut;
+    } else if (w.cut) {
+        u->st.cut_unknown += repeat;
+        u->st.cut_records = lp_sat_add(u->st.cut_records, w.cut * repeat);
     }
     return 0;
 }

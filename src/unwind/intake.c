@@ -335,6 +335,15 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
         u->st.caller_hole += n;
         return KEEP;
     }
+    if (!caller && u->o.addr_contexts) {
+        /* address contexts keep the code of a frame whose caller is not
+         * known in a context truncated there: a frame that may be missing
+         * (the walk may have had the caller), which the unwinding removes
+         * if it shows the walk was right */
+        insert_caller(u, ncs, UW_OPT);
+        u->st.caller_hole += n;
+        return KEEP;
+    }
     if (!caller) {
         u->st.dropped_prolog += n;
         intake_note(u, &u->notes_dropped, leaf, (uint64_t)s - 1, n); /* 1 entry, 2 exit, 3 frameless */

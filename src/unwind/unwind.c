@@ -650,6 +650,10 @@ static int replay(lp_unwinder *u, const uw_replay *r, uint64_t n,
     u->st.signal_frames += r->signal_frames * n;
     u->st.nonlocal += r->nonlocal * n;
     u->st.interrupted += r->interrupted * n;
+    if (r->cut_unknown) {
+        u->st.cut_unknown += r->cut_unknown * n;
+        u->st.cut_records = lp_sat_add(u->st.cut_records, r->cut_records * n);
+    }
     if (r->lost) {
         u->st.lost += r->lost * n;
         u->st.lost_records = lp_sat_add(u->st.lost_records, r->lost_records * n);

@@ -129,6 +129,7 @@ typedef struct uw_replay {
     size_t first, n;
     uint64_t contextless, signal_frames, nonlocal, interrupted;
     uint64_t lost, lost_records;
+    uint64_t cut_unknown, cut_records;
 } uw_replay;
 
 /* Bytes of effects recorded at most (then samples are unwound at the

@@ -323,6 +323,13 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
                     "ranges and branches were dropped.",
                  (double)s->lost * 100 / (s->samples ? s->samples : 1),
                  s->lost, s->samples, s->lost_records);
+    if (s->cut_unknown)
+        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had code in "
+                    "frames whose callers are not known: %" PRIu64 " of their "
+                    "ranges and branches were counted in contexts truncated "
+                    "at the unknown frame.",
+                 (double)s->cut_unknown * 100 / (s->samples ? s->samples : 1),
+                 s->cut_unknown, s->samples, s->cut_records);
     return 0;
 }
 
