@@ -105,6 +105,11 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err);
 
+/* llvm-profgen's NumTotalSample, the denominator of the leaf-external
+ * warning of lp_lbr_agg_stack_sample's samples (perf script text: every
+ * line taken as the start of a sample). Default: the number of calls. */
+void lp_lbr_agg_set_total_samples(lp_lbr_agg *a, uint64_t n);
+
 /* Samples are not counted at once: identical ones (same process, stack
  * and addresses) wait in a bounded table and are counted once with the sum
  * of their repeats (llvm-profgen's AggregatedSamples). lp_lbr_agg_flush

@@ -239,6 +239,8 @@ int pg_read_trace(pg_run *run, lp_error *err)
     rs = lp_reader_stats_get(r);
     if (run->uw && text)
         lp_unwind_set_total_samples(run->uw, rs->text_sample_starts);
+    if (run->agg && text)
+        lp_lbr_agg_set_total_samples(run->agg, rs->text_sample_starts);
     run->r->stats.lost = rs->lost_events + rs->lost_samples;
     if (k == 1)
         k = -1;

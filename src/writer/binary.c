@@ -638,6 +638,12 @@ int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
                             "unsupported for writing operations (a "
                             "context-sensitive profile needs --format=text "
                             "or extbinary)");
+    if (p->is_probe_based && o->format == LP_PROF_BINARY)
+        return lp_error_set(err, LP_EUNSUPP, "Profile encoding format "
+                            "unsupported for writing operations (a "
+                            "probe-based profile needs --format=text or "
+                            "extbinary: the binary format has no room for "
+                            "its checksums)");
     if (lp_profile_summary(p, &s, err))
         return -1;
     n = lp_profile_sorted(p, &v);
