@@ -276,6 +276,24 @@ static void hand_made(void **state)
     assert_int_equal(lp_probes_inline_stack(p, h, false, fr, 0, 4), 2);
     assert_string_equal(fr[1].func, "g");
     assert_int_equal(fr[1].index, 0);
+    /* appended to frames already there: the cut drops those too */
+    fr[0] = (lp_probe_frame){"x", 9, 0};
+    assert_int_equal(lp_probes_inline_stack(p, h, true, fr, 1, 4), 1);
+    assert_string_equal(fr[0].func, "h");
+    fr[0] = (lp_probe_frame){"x", 9, 0};
+    assert_int_equal(lp_probes_at(p, 0x28, &ids), 1);
+    assert_int_equal(lp_probes_inline_stack(p, lp_probes_probe(p, ids[0]),
+                                            true, fr, 1, 4), 3);
+    assert_string_equal(fr[0].func, "x");
+    assert_string_equal(fr[1].func, "f");
+    assert_int_equal(fr[1].index, 3);
+    assert_true(fr[1].hash == 11);
+    assert_string_equal(fr[2].func, "g");
+    assert_int_equal(fr[2].index, 1);
+    assert_true(fr[2].hash == 22);
+    /* too little room: the count needed, nothing written */
+    assert_int_equal(lp_probes_inline_stack(p, lp_probes_probe(p, ids[0]),
+                                            true, fr, 3, 4), 5);
     lp_probes_free(p);
 
     /* a known split-function start replaces the sentinel's GUID */
