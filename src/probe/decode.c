@@ -147,16 +147,8 @@ int pb_decode_descs(lp_probes *p, lp_error *err)
 
 const lp_probe_desc *lp_probes_desc(const lp_probes *p, uint64_t guid)
 {
-    size_t lo = 0, hi = p->ndescs;
+    size_t lo = pb_lower(p->descs, p->ndescs, sizeof *p->descs, guid);
 
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (p->descs[mid].guid < guid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     return lo < p->ndescs && p->descs[lo].guid == guid ? &p->descs[lo] : NULL;
 }
 
@@ -211,16 +203,8 @@ static int all_starts(const lp_probes *p, pb_starts *s, lp_error *err)
 
 static uint64_t start_of(const pb_starts *s, uint64_t guid)
 {
-    size_t lo = 0, hi = s->n;
+    size_t lo = pb_lower(s->v, s->n, sizeof *s->v, guid);
 
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (s->v[mid].guid < guid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     return lo < s->n && s->v[lo].guid == guid ? s->v[lo].addr : 0;
 }
 
@@ -243,18 +227,11 @@ typedef struct pb_frame {       /* a node whose inlinees are being read */
 
 static bool wanted(const pb_dec *x, uint64_t guid)
 {
-    size_t lo = 0, hi = x->nguids;
+    size_t lo;
 
     if (!x->guids)
         return true;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (x->guids[mid] < guid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    lo = pb_lower(x->guids, x->nguids, sizeof *x->guids, guid);
     return lo < x->nguids && x->guids[lo] == guid;
 }
 
@@ -551,16 +528,8 @@ uint64_t lp_probe_guid(const char *name)
 int lp_probes_symbols_at(const lp_probes *p, uint64_t addr,
                          lp_probe_start **v, size_t *n, size_t *cap)
 {
-    size_t lo = 0, hi = p->nsyms, bytes;
+    size_t lo = pb_lower(p->syms, p->nsyms, sizeof *p->syms, addr), bytes;
 
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (p->syms[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     for (; lo < p->nsyms && p->syms[lo].addr == addr; lo++) {
         bytes = *cap * sizeof **v;
         if (lp_grow_bytes((void **)v, &bytes, (*n + 1) * sizeof **v,

@@ -58,17 +58,7 @@ size_t lp_probes_tops(const lp_probes *p, const uint32_t **out)
 /* The first index of the address index with an address >= addr. */
 static size_t lower(const lp_probes *p, uint64_t addr)
 {
-    size_t lo = 0, hi = p->nprobes;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (p->addr_keys[mid] < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return pb_lower(p->addr_keys, p->nprobes, sizeof *p->addr_keys, addr);
 }
 
 size_t lp_probes_in(const lp_probes *p, uint64_t lo, uint64_t hi,

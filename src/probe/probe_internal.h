@@ -14,7 +14,7 @@
 #include "lbr2prof/probe.h"
 
 typedef struct pb_sym {         /* a symbol of .symtab */
-    uint64_t addr;
+    uint64_t addr;              /* first: pb_lower's key */
     const char *name;           /* in the ELF's string table copy */
     uint32_t order;             /* index in the symbol table */
 } pb_sym;
@@ -47,5 +47,24 @@ struct lp_probes {
 
 /* decode.c */
 int pb_decode_descs(lp_probes *p, lp_error *err);
+
+/* The first of n elements of `stride` bytes, sorted by the uint64_t key
+ * each starts with, whose key is >= key (n if none). */
+static inline size_t pb_lower(const void *base, size_t n, size_t stride,
+                              uint64_t key)
+{
+    const unsigned char *b = base;
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (*(const uint64_t *)(const void *)(b + mid * stride) < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 #endif

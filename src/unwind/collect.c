@@ -571,11 +571,28 @@ static uint64_t records_below(const lp_unwinder *u, int32_t node)
     return n;
 }
 
+static int walk_node(walk *w, int32_t node, fstack *s, bool lost);
+
+/* A truncated context: the frame and its subtree on a new, empty stack
+ * above the frames below. */
+static int walk_truncated(walk *w, int32_t node, const fstack *s)
+{
+    lp_unwinder *u = w->u;
+    fstack empty = {s->base + s->n, 0};
+    int32_t c;
+
+    if (collect_frame(w, node, &empty, false))
+        return -1;
+    for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+        if (walk_node(w, c, &empty, false))
+            return -1;
+    return 0;
+}
+
 static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
     uint64_t addr = u->nodes[node].addr;
-    fstack empty;
     int32_t c;
 
     if ((u->nodes[node].flags & UW_NF_HOLE) && u->o.addr_contexts && !lost) {
@@ -583,14 +600,7 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
          * contexts truncated there, as above an external frame (the
          * generator finds its functions from the probes) */
         w->cut += records_below(u, node);
-        empty.base = s->base + s->n;
-        empty.n = 0;
-        if (collect_frame(w, node, &empty, false))
-            return -1;
-        for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
-            if (walk_node(w, c, &empty, false))
-                return -1;
-        return 0;
+        return walk_truncated(w, node, s);
     }
     if (u->nodes[node].flags & UW_NF_HOLE) {
         /* an unknown frame: nothing above it has a known context until an
@@ -602,13 +612,8 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
     }
     if (addr == UW_EXT || addr == UW_SIG) {
         /* a truncated context: a new traversal without the frames below */
-        empty.base = s->base + s->n;
-        empty.n = 0;
-        if (collect_frame(w, node, &empty, false))
+        if (walk_truncated(w, node, s))
             return -1;
-        for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
-            if (walk_node(w, c, &empty, false))
-                return -1;
         if (u->nodes[node].child >= 0)
             u->untracked_ext = true;
         return 0;
