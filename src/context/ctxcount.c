@@ -424,7 +424,8 @@ lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
         !(c = calloc(1, sizeof *c + n * sizeof *addrs + len + 1)))
         goto oom;
     c->e.addrs = (const uint64_t *)(c + 1);
-    memcpy((uint64_t *)(c + 1), addrs, n * sizeof *addrs);
+    if (n)
+        memcpy((uint64_t *)(c + 1), addrs, n * sizeof *addrs);
     c->e.naddrs = n;
     c->hkey = (char *)((uint64_t *)(c + 1) + n);
     memcpy(c->hkey, cc->kbuf, len);

@@ -196,7 +196,7 @@ static int make_prefix(pgen *g, uint64_t leaf)
     if (rc == 0 && grow((void **)&g->prefix, &g->prefix_cap, k + 1,
                         sizeof *g->prefix))
         rc = cs_oom(g->err);
-    if (rc == 0)
+    if (rc == 0 && k)
         memcpy(g->prefix, g->fr, k * sizeof *g->fr);
     g->nprefix = k;
     g->have_prefix = !g->o->infer_frames; /* inferred: per leaf */
@@ -219,7 +219,8 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
         return NULL;
     if (grow((void **)&g->fr, &g->fr_cap, g->nprefix + 1, sizeof *g->fr))
         return cs_oom(g->err), NULL;
-    memcpy(g->fr, g->prefix, g->nprefix * sizeof *g->fr);
+    if (g->nprefix)
+        memcpy(g->fr, g->prefix, g->nprefix * sizeof *g->fr);
     n = g->nprefix;
     if (append_stack(g, g->pr, p, &n) ||
         grow((void **)&g->cf, &g->cf_cap, n, sizeof *g->cf))

@@ -126,7 +126,8 @@ static int read_syms(lp_probes *p, pb_elf *x, Elf_Scn *s, GElf_Shdr *sh,
     if (!(p->strtab = malloc(slen + 1)) ||
         !(p->syms = calloc(n ? n : 1, sizeof *p->syms)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
-    memcpy(p->strtab, sd->d_buf, slen);
+    if (slen)
+        memcpy(p->strtab, sd->d_buf, slen);
     p->strtab[slen] = 0;
     for (i = 0; i < n; i++) {
         if (!gelf_getsym(d, (int)i, &sym) || sym.st_name >= slen)
@@ -183,8 +184,10 @@ lp_probes *lp_probes_from_bytes(const void *desc, size_t desc_len,
         lp_error_set(err, LP_ENOMEM, "out of memory");
         return NULL;
     }
-    memcpy(p->desc_sec, desc, desc_len);
-    memcpy(p->probe_sec, probe, probe_len);
+    if (desc_len)
+        memcpy(p->desc_sec, desc, desc_len);
+    if (probe_len)
+        memcpy(p->probe_sec, probe, probe_len);
     p->desc_len = desc_len;
     p->probe_len = probe_len;
     if (pb_decode_descs(p, err)) {

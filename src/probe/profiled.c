@@ -32,7 +32,8 @@ int lp_probes_decode_for(lp_probes *p, const lp_function *const *in,
         free(funcs);
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     }
-    memcpy(funcs, in, nin * sizeof *funcs);
+    if (nin)
+        memcpy(funcs, in, nin * sizeof *funcs);
     qsort(funcs, nin, sizeof *funcs, ptr_cmp);
     for (i = 0; i < nin; i++)       /* a set: duplicates are dropped */
         if (funcs[i] && (n == 0 || funcs[n - 1] != funcs[i]))
