@@ -81,6 +81,10 @@ typedef struct lp_profgen_opts {
     /* the virtual unwinder (hybrid samples) */
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */
     int64_t max_context_depth;  /* --csprof-max-context-depth, -1 unlimited */
+    int64_t max_unsym_context_depth; /* --csprof-max-unsymbolized-context-
+                                   depth (llvm-profgen 22), -1 unlimited:
+                                   address contexts (pseudo-probe binaries)
+                                   only, as in llvm-profgen */
     bool no_repair_frames;      /* --no-repair-frames */
     bool script_fp_callchains;  /* --script-fp-callchains: perf script
                                    text's callchains are kernel

@@ -54,6 +54,10 @@ typedef struct lp_unwind_opts {
                                    (perf script text) */
     bool no_memo;               /* take every sample in from scratch, even
                                    one equal to an earlier sample (tests) */
+    int max_unsym_depth;        /* address contexts: also keep at most this
+                                   many addresses (llvm-profgen 22's
+                                   --csprof-max-unsymbolized-context-depth,
+                                   -1: no limit; the smaller limit wins) */
     bool addr_contexts;         /* pseudo-probe binaries (llvm-profgen's
                                    probe-based unwinding): ranges are not
                                    cut by inline context, the code of a

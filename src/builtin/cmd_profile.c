@@ -73,6 +73,7 @@ static const opt_def opt_defs[] = {
      * profile is read as written), then the CS generator's */
     {"compress-recursion", O_I64, A(compress_recursion)},
     {"csprof-max-context-depth", O_I64, A(max_context_depth)},
+    {"csprof-max-unsymbolized-context-depth", O_I64, A(max_unsym_context_depth)},
     {"no-repair-frames", O_BOOL, A(no_repair_frames)},
     {"script-fp-callchains", O_BOOL, A(script_fp_callchains)},
     {"csprof-merge-cold-context", O_TRI, A(cs.merge_cold_context)},

@@ -50,6 +50,7 @@ void lp_profgen_opts_default(lp_profgen_opts *o)
     o->use_offset = true;
     o->pid = -1;
     o->compress_recursion = o->max_context_depth = -1;
+    o->max_unsym_context_depth = -1;
     o->format = LP_PROF_EXTBINARY;
     lp_flat_opts_default(&o->flat);
     lp_cs_opts_default(&o->cs);

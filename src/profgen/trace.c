@@ -276,6 +276,9 @@ static int new_unwinder(pg_run *run, lp_error *err)
     uo.max_context_depth = a->max_context_depth < -1 ? -1
                            : a->max_context_depth > INT32_MAX ? INT32_MAX
                                                               : (int)a->max_context_depth;
+    uo.max_unsym_depth = a->max_unsym_context_depth < -1 ? -1
+                         : a->max_unsym_context_depth > INT32_MAX ? INT32_MAX
+                         : (int)a->max_unsym_context_depth;
     uo.repair_frames = !a->no_repair_frames;
     uo.map = run->map;
     uo.addr_contexts = pg_probe_mode(run->r);

@@ -292,10 +292,12 @@ static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
 /* ---- address contexts (pseudo-probe binaries) ------------------------------------- */
 
 /* AddressStack::getContextKey: the stack recursion-compressed and trimmed
- * as addresses, the entry under binary `bin` (the counted code's). */
+ * as addresses (to the smaller of the two depth limits), the entry under
+ * binary `bin` (the counted code's). */
 static lp_ctx_entry *make_addr_context(lp_unwinder *u, const uint64_t *a,
                                        size_t n, size_t bin, lp_error *err)
 {
+    int depth = u->o.max_context_depth;
     size_t i;
 
     if (uw_grow((void **)&u->akey, &u->akey_cap, n + 1, sizeof *u->akey)) {
@@ -305,7 +307,9 @@ static lp_ctx_entry *make_addr_context(lp_unwinder *u, const uint64_t *a,
     for (i = 0; i < n; i++)
         u->akey[i] = LP_CTX_ADDR(uw_bin_of(a[i]), uw_va(a[i]));
     n = lp_ctx_compress_addrs(u->akey, n, u->o.compress_recursion);
-    n = lp_ctx_trim_addrs(u->akey, n, u->o.max_context_depth);
+    if (u->o.max_unsym_depth >= 0 && (depth < 0 || u->o.max_unsym_depth < depth))
+        depth = u->o.max_unsym_depth;
+    n = lp_ctx_trim_addrs(u->akey, n, depth);
     return lp_ctxcount_get_addrs(u->cc, (int)bin, u->akey, n, err);
 }
 

@@ -25,6 +25,7 @@ void lp_unwind_opts_default(lp_unwind_opts *o)
     o->pid_filter = -1;
     o->compress_recursion = -1;
     o->max_context_depth = -1;
+    o->max_unsym_depth = -1;
     o->repair_frames = true;
 }
 

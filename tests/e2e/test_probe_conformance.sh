@@ -74,6 +74,7 @@ $FLAT --profile-summary-cold-count=0
 $FLAT --csprof-merge-cold-context --trim-cold-profile --csprof-max-cold-context-depth=2
 $FLAT --csprof-merge-cold-context=0 --trim-cold-profile
 $FLAT --compress-recursion=0 --csprof-max-context-depth=2
+$FLAT --csprof-max-unsymbolized-context-depth=1
 --csspgo-preinliner=0 --generate-merged-base-profiles
 -
 --profile-summary-cold-count=0
@@ -95,7 +96,8 @@ for c in $CASES; do
     for o in "" "--compress-recursion=0" "--csprof-max-context-depth=2" \
              "--csprof-max-context-depth=1 --compress-recursion=1" \
              "--use-offset=0" "--use-first-loadable-segment-as-base" \
-             "--show-detailed-warning"; do
+             "--show-detailed-warning" \
+             "--csprof-max-unsymbolized-context-depth=1 --csprof-max-context-depth=3"; do
         # shellcheck disable=SC2086
         run "${c%%:*} raw" "$in" --skip-symbolization $o
     done
