@@ -64,6 +64,8 @@ typedef struct lp_profgen_opts {
     const char *dwp;            /* --dwp */
     bool use_dwarf_correlation; /* --use-dwarf-correlation: a line-based
                                    profile even with pseudo probes */
+    bool show_pseudo_probe;     /* --show-pseudo-probe: the probe
+                                   descriptions of binaries[0] to info */
 
     /* reading the trace */
     int64_t pid;                /* --pid, -1 none */
@@ -79,6 +81,10 @@ typedef struct lp_profgen_opts {
     /* the virtual unwinder (hybrid samples) */
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */
     int64_t max_context_depth;  /* --csprof-max-context-depth, -1 unlimited */
+    int64_t max_unsym_context_depth; /* --csprof-max-unsymbolized-context-
+                                   depth (llvm-profgen 22), -1 unlimited:
+                                   address contexts (pseudo-probe binaries)
+                                   only, as in llvm-profgen */
     bool no_repair_frames;      /* --no-repair-frames */
     bool drop_unknown_callers;  /* --drop-unknown-callers: drop (and count)
                                    code whose callers are not known instead

@@ -36,6 +36,7 @@ struct lp_fsamples {
     char *context;          /* top-level key (== name for flat profiles) */
     uint64_t total, head;
     uint32_t attrs;         /* !Attributes bitmask (CS) */
+    uint64_t checksum;      /* !CFGChecksum (probe-based profiles), 0 none */
     lp_body_rec *body;      /* records sorted by loc (model.c's) */
     lp_callsite *callsites; /* call sites sorted by loc (model.c's) */
     uint32_t nr_body, body_cap, nr_callsites, callsite_cap;
@@ -47,6 +48,8 @@ typedef struct lp_profile {
     size_t nr_funcs;
     int is_cs;              /* keys are contexts: text prints [ctx] */
     int is_preinlined;      /* the CS pre-inliner ran (extbinary flag) */
+    int is_probe_based;     /* bodies keyed by probe id: !CFGChecksum lines,
+                               extbinary FuncMetadata checksums */
 } lp_profile;
 
 lp_profile *lp_profile_new(void);
@@ -98,7 +101,9 @@ void lp_fs_clear(lp_fsamples *fs);
  * targets are added (saturating), inlinees merged recursively; an inlinee
  * created by the merge takes the source's attributes (LLVM copies the
  * context into an empty profile). dst's own name and attributes stay.
- * -1 on no memory. */
+ * Checksums: dst without one takes src's; two different ones merge
+ * nothing (LLVM's hash_mismatch, which its callers ignore: one profile is
+ * dropped). -1 on no memory. */
 int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src);
 /* Move src's counts, body and inlinees into dst, which must be empty
  * (just created); attributes are moved too. src is left empty. */

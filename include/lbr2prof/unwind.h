@@ -58,6 +58,16 @@ typedef struct lp_unwind_opts {
                                    (perf script text) */
     bool no_memo;               /* take every sample in from scratch, even
                                    one equal to an earlier sample (tests) */
+    int max_unsym_depth;        /* address contexts: also keep at most this
+                                   many addresses (llvm-profgen 22's
+                                   --csprof-max-unsymbolized-context-depth,
+                                   -1: no limit; the smaller limit wins) */
+    bool addr_contexts;         /* pseudo-probe binaries (llvm-profgen's
+                                   probe-based unwinding): ranges are not
+                                   cut by inline context, the code of a
+                                   frame is counted in its caller's
+                                   address context (ctxcount.h), contexts
+                                   compressed and trimmed as addresses */
 } lp_unwind_opts;
 
 void lp_unwind_opts_default(lp_unwind_opts *o);
@@ -198,6 +208,9 @@ size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k);
 /* trimContext: keep the last `depth` frames (depth < 0: all). Returns the
  * new length. */
 size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth);
+/* The same on address contexts (AddressStack::getContextKey). */
+size_t lp_ctx_compress_addrs(uint64_t *a, size_t n, int k);
+size_t lp_ctx_trim_addrs(uint64_t *a, size_t n, int depth);
 
 /* What the frame repair makes of a sampled leaf IP: whether the
  * frame-pointer walk that produced the callchain saw the direct caller.

@@ -83,6 +83,7 @@ static const opt_def opt_defs[] = {
      * profile is read as written), then the CS generator's */
     {"compress-recursion", O_I64, A(compress_recursion)},
     {"csprof-max-context-depth", O_I64, A(max_context_depth)},
+    {"csprof-max-unsymbolized-context-depth", O_I64, A(max_unsym_context_depth)},
     {"no-repair-frames", O_BOOL, A(no_repair_frames)},
     {"drop-unknown-callers", O_BOOL, A(drop_unknown_callers)}, /* lbr2prof's */
     {"script-fp-callchains", O_BOOL, A(script_fp_callchains)},
@@ -106,13 +107,13 @@ static const opt_def opt_defs[] = {
     {"cs-fold-recursion", O_BOOL, A(cs.fold_recursion)}, /* lbr2prof's */
     {"profile-summary-contextless", O_TRI, A(summary_contextless)},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
+    {"show-pseudo-probe", O_BOOL, A(show_pseudo_probe)},
     /* llvm-profgen 19's (HWPGO), gone from 22 */
     {"leading-ip-only", O_BOOL, A(leading_ip_only)},
     {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},
     {"sample-period", O_U64, A(sample_period)},
     /* llvm-profgen's, not implemented: refused, never silently ignored */
     {"kernel", O_UNSUPP, 0}, {"mark-all-context-preinlined", O_UNSUPP, 0},
-    {"csprof-max-unsymbolized-context-depth", O_UNSUPP, 0},
     {"data-access-perftrace", O_UNSUPP, 0},
     /* inspection (llvm-profgen's): the listing of the binary, no profile */
     {"show-disassembly-only", O_BOOL, P(show_disasm)},
@@ -171,6 +172,7 @@ static const opt_help help_defs[] = {
     {"show-density", "", "show profile density details"},
     {"compress-recursion", "=<int>", "Compressing recursion by deduplicating adjacent frame sequences up to the specified size. -1 means no size limit"},
     {"csprof-max-context-depth", "=<int>", "Keep the last K contexts while merging profile. -1 means no depth limit"},
+    {"csprof-max-unsymbolized-context-depth", "=<int>", "Keep the last K contexts while merging unsymbolized profile. -1 means no depth limit"},
     {"no-repair-frames", "", "[lbr2prof] Do not put back the caller a frame-pointer walk misses at function entry/exit, nor follow signal frames: llvm-profgen's unwinding exactly"},
     {"drop-unknown-callers", "", "[lbr2prof] Drop code whose callers are not known instead of keeping it in contexts truncated at the unknown frame"},
     {"script-fp-callchains", "", "[lbr2prof] The perf script text's callchains are kernel frame-pointer walks (perf record -g): repair what a perf.data's markers would allow"},
@@ -193,13 +195,13 @@ static const opt_help help_defs[] = {
     {"cs-fold-recursion", "", "[lbr2prof] When the pre-inliner promotes a context to its base profile, unlink it before merging its children, so recursive contexts are not merged into themselves (which loses samples or never ends in llvm-profgen)"},
     {"profile-summary-contextless", "[=<bool>]", "false: the binary summary of a context-sensitive profile that is not nested (--gen-cs-nested-profile=false) is computed per context, not merged by function"},
     {"use-dwarf-correlation", "", "Use dwarf for profile correlation even when binary contains pseudo probe"},
+    {"show-pseudo-probe", "", "Print pseudo probe section and disassembled info"},
     {"leading-ip-only", "", "[llvm-profgen 19] Form a profile based only on sample IPs"},
     {"perf-event", "=<event>", "[llvm-profgen 19] Ignore samples not matching the given event names (repeatable)"},
     {"perf-events", "=<e1,e2>", "[llvm-profgen 19] Comma-delimited version of --perf-event"},
     {"sample-period", "=<uint>", "[llvm-profgen 19] The sampling period (-c) used for perf data; counts are scaled by it"},
     {"kernel", "", "Not supported (refused): profiles of a Linux kernel binary"},
     {"mark-all-context-preinlined", "", "Not supported (refused): mark all function samples as preinlined"},
-    {"csprof-max-unsymbolized-context-depth", "=<int>", "Not supported (refused): depth limit of the unsymbolized profile's contexts"},
     {"data-access-perftrace", "=<path>", "Not supported (refused): vtable profiles from memory access events"},
     {"show-disassembly-only", "", "Print disassembled code of the binary and stop (no trace is read, no profile written)"},
     {"disassemble-functions", "=<string>", "List of functions to print disassembly for (comma-separated, repeatable). Accept demangled names only. Only work with show-disassembly-only"},

@@ -138,6 +138,59 @@ static int parse_header(const char *line, lp_ctx_frame **frames, size_t *n,
     return 0;
 }
 
+/* An address context header "[0x7f4 @ 0x7bf]" (empty: "[]"). */
+static int parse_addrs(raw_in *r, int bin, uint64_t base, uint64_t **a,
+                       size_t *n, lp_error *err)
+{
+    const char *s = r->line + 1, *end = r->line + strlen(r->line), *sep;
+    size_t cap = 0;
+    uint64_t v;
+
+    *n = 0;
+    if (end <= s || end[-1] != ']')
+        return invalid(r, err);
+    end--;
+    while (s < end) {
+        sep = strstr(s, " @ ");
+        if (!sep || sep > end)
+            sep = end;
+        if (sep - s < 3 || s[0] != '0' || s[1] != 'x' ||
+            cs_as_u64(s + 2, sep, 16, &v))
+            return invalid(r, err);
+        if (*n == cap) {
+            uint64_t *na = realloc(*a, (cap = cap ? 2 * cap : 8) * sizeof *na);
+            if (!na)
+                return lp_error_set(err, LP_ENOMEM, "%s: out of memory", r->name);
+            *a = na;
+        }
+        (*a)[(*n)++] = LP_CTX_ADDR_BIN(v) ? v : LP_CTX_ADDR(bin, v + base);
+        s = sep == end ? end : sep + 3;
+    }
+    return 0;
+}
+
+static int read_addr_block(raw_in *r, int bin, uint64_t base, lp_ctxcount *cc,
+                           bool *is_cs, lp_error *err)
+{
+    uint64_t *a = NULL;
+    lp_ctx_entry *e;
+    size_t n = 0;
+    int rc = 0;
+
+    if (r->line[0] == '[') {
+        *is_cs = true;
+        rc = parse_addrs(r, bin, base, &a, &n, err);
+        if (rc == 0)
+            advance(r);
+    }
+    if (rc == 0 && !(e = lp_ctxcount_get_addrs(cc, bin, a, n, err)))
+        rc = -1;
+    if (rc == 0)
+        rc = read_counters(r, base, e->counters, err);
+    free(a);
+    return rc;
+}
+
 static int read_block(raw_in *r, int bin, uint64_t base, lp_ctxcount *cc,
                       bool *is_cs, lp_error *err)
 {
@@ -162,8 +215,8 @@ static int read_block(raw_in *r, int bin, uint64_t base, lp_ctxcount *cc,
     return rc;
 }
 
-int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
-                   lp_ctxcount *cc, bool *is_cs, lp_error *err)
+static int read_all(FILE *f, const char *name, int bin, uint64_t base,
+                    lp_ctxcount *cc, bool *is_cs, bool addrs, lp_error *err)
 {
     raw_in r = {f, name, 0, NULL, 0, false};
     int rc = 0;
@@ -171,9 +224,22 @@ int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
     *is_cs = false;
     advance(&r);
     while (rc == 0 && !r.eof)
-        rc = read_block(&r, bin, base, cc, is_cs, err);
+        rc = addrs ? read_addr_block(&r, bin, base, cc, is_cs, err)
+                   : read_block(&r, bin, base, cc, is_cs, err);
     if (rc == 0 && ferror(f))
         rc = lp_error_set(err, LP_EIO, "%s: read error", name);
     free(r.line);
     return rc;
+}
+
+int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
+                   lp_ctxcount *cc, bool *is_cs, lp_error *err)
+{
+    return read_all(f, name, bin, base, cc, is_cs, false, err);
+}
+
+int lp_cs_raw_read_addrs(FILE *f, const char *name, int bin, uint64_t base,
+                         lp_ctxcount *cc, bool *is_cs, lp_error *err)
+{
+    return read_all(f, name, bin, base, cc, is_cs, true, err);
 }

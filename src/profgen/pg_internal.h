@@ -24,7 +24,16 @@ struct lp_profgen_priv {
     lp_reader *early;           /* perf script text, opened and parsing
                                    while the binaries open (pg_read_trace
                                    takes it) */
+    lp_probes **probes;         /* per binary: its pseudo probes, all NULL
+                                   unless binaries[0] has some (then a
+                                   probe-based profile is made) */
 };
+
+/* Whether the run makes a probe-based profile. */
+static inline bool pg_probe_mode(const lp_profgen_result *r)
+{
+    return r->priv && r->priv->probes && r->priv->probes[0];
+}
 
 /* One run over a trace. */
 typedef struct pg_run {

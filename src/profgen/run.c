@@ -53,6 +53,7 @@ void lp_profgen_opts_default(lp_profgen_opts *o)
     o->infer_missing_frames = -1;
     o->max_search_depth = -1;
     o->summary_contextless = -1;
+    o->max_unsym_context_depth = -1;
     o->format = LP_PROF_EXTBINARY;
     lp_flat_opts_default(&o->flat);
     lp_cs_opts_default(&o->cs);
@@ -105,6 +106,9 @@ void lp_profgen_result_free(lp_profgen_result *r)
     lp_profile_free(r->profile);
     lp_ctxcount_free(r->raw_cs);
     if (r->priv) {
+        for (i = 0; r->priv->probes && i < r->nbins; i++)
+            lp_probes_free(r->priv->probes[i]);
+        free(r->priv->probes);
         lp_lbr_agg_free(r->priv->agg);
         lp_counters_free(r->priv->own);
         lp_reader_close(r->priv->early);
@@ -192,18 +196,34 @@ static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     return o->binaries_from_trace ? add_trace_binaries(o, r, err) : 0;
 }
 
-/* Pseudo probes: a probe-based profile is not made (yet). */
-static int refuse_probes(const lp_profgen_opts *o, const char *path,
-                         lp_error *err)
+/* Pseudo probes (checkPseudoProbe): with them in binaries[0], and
+ * without --use-dwarf-correlation, the profile is probe-based, and every
+ * other binary must have probes too (a profile is keyed by probe ids or
+ * by lines, not both). */
+static int open_probes(const lp_profgen_opts *o, lp_profgen_result *r,
+                       lp_error *err)
 {
-    int rc = o->use_dwarf_correlation ? 0 : lp_flat_has_pseudo_probes(path, err);
+    int has;
+    size_t i;
 
-    if (rc > 0)
-        return lp_error_set(err, LP_EUNSUPP, "%s: the binary has pseudo probes; "
-                            "probe-based profiles are not supported yet (use "
-                            "--use-dwarf-correlation for a line-based profile)",
-                            path);
-    return rc;
+    if (o->use_dwarf_correlation)
+        return 0;
+    if ((has = lp_probes_present(r->paths[0], err)) <= 0)
+        return has;
+    if (!(r->priv->probes = calloc(r->nbins, sizeof *r->priv->probes)))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    for (i = 0; i < r->nbins; i++) {
+        if (i && (has = lp_probes_present(r->paths[i], err)) <= 0)
+            return has < 0 ? -1
+                   : lp_error_set(err, LP_EUNSUPP, "%s has no pseudo probes "
+                                  "while %s has: a profile is probe-based or "
+                                  "line-based, not both (leave it out, or use "
+                                  "--use-dwarf-correlation for a line-based "
+                                  "profile)", r->paths[i], r->paths[0]);
+        if (!(r->priv->probes[i] = lp_probes_open(r->paths[i], err)))
+            return -1;
+    }
+    return 0;
 }
 
 static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
@@ -213,7 +233,7 @@ static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     lp_binary_opts other = {NULL, NULL, -1};
     size_t i;
 
-    if (refuse_probes(o, r->paths[0], err))
+    if (open_probes(o, r, err))
         return -1;
     if (!(r->bins = calloc(r->nbins, sizeof *r->bins)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");

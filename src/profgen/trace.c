@@ -239,6 +239,8 @@ int pg_read_trace(pg_run *run, lp_error *err)
     rs = lp_reader_stats_get(r);
     if (run->uw && text)
         lp_unwind_set_total_samples(run->uw, rs->text_sample_starts);
+    if (run->agg && text)
+        lp_lbr_agg_set_total_samples(run->agg, rs->text_sample_starts);
     run->r->stats.lost = rs->lost_events + rs->lost_samples;
     if (k == 1)
         k = -1;
@@ -274,9 +276,13 @@ static int new_unwinder(pg_run *run, lp_error *err)
     uo.max_context_depth = a->max_context_depth < -1 ? -1
                            : a->max_context_depth > INT32_MAX ? INT32_MAX
                                                               : (int)a->max_context_depth;
+    uo.max_unsym_depth = a->max_unsym_context_depth < -1 ? -1
+                         : a->max_unsym_context_depth > INT32_MAX ? INT32_MAX
+                         : (int)a->max_unsym_context_depth;
     uo.repair_frames = !a->no_repair_frames;
     uo.drop_unknown = a->drop_unknown_callers;
     uo.map = run->map;
+    uo.addr_contexts = pg_probe_mode(run->r);
     run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
     return run->uw ? 0 : -1;
 }

@@ -696,6 +696,10 @@ int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
     lp_fsamples *callee;
     uint32_t i, j;
 
+    if (dst->checksum == 0)
+        dst->checksum = src->checksum;
+    else if (dst->checksum != src->checksum)
+        return 0;
     dst->total = lp_sat_add(dst->total, src->total);
     dst->head = lp_sat_add(dst->head, src->head);
     if (body_union(dst, src))
@@ -726,6 +730,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->total = src->total;
     dst->head = src->head;
     dst->attrs = src->attrs;
+    dst->checksum = src->checksum;
     dst->body = src->body;
     dst->nr_body = src->nr_body;
     dst->body_cap = src->body_cap;
@@ -734,6 +739,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->callsite_cap = src->callsite_cap;
     src->total = src->head = 0;
     src->attrs = 0;
+    src->checksum = 0;
     src->body = NULL;
     src->callsites = NULL;
     src->nr_body = src->body_cap = src->nr_callsites = src->callsite_cap = 0;

@@ -1,7 +1,8 @@
 /*
  * textread.c - reads the LLVM sample profile text format into the model
  * (what SampleProfileReaderText accepts for flat and CS profiles; of the
- * metadata only !Attributes is kept, probe checksums are skipped). Used
+ * metadata !Attributes and !CFGChecksum are kept: a checksum on a
+ * top-level profile makes the profile probe-based). Used
  * to re-read our own output and llvm-profgen's in tests and for
  * --llvm-sample-profile inputs.
  * Owns parsing only; errors name the file and line.
@@ -112,8 +113,19 @@ static int parse_line(text_state *s, char *line, int depth, lp_error *err)
             s->p->is_preinlined = 1; /* ContextShouldBeInlined */
         return 0;
     }
+    if (strncmp(line, "!CFGChecksum:", 13) == 0) {
+        const char *v = line + 13;
+        while (*v == ' ')
+            v++;
+        if (parse_u64(v, v + strlen(v), &n))
+            return bad(s, err, "expected !CFGChecksum: NUMBER");
+        fs->checksum = n;
+        if (n && depth == 1)
+            s->p->is_probe_based = 1;
+        return 0;
+    }
     if (line[0] == '!')
-        return 0; /* !CFGChecksum and other metadata we do not keep */
+        return 0; /* other metadata we do not keep */
     if (!colon || parse_loc(line, colon, &loc) || colon[1] != ' ')
         return bad(s, err, "expected OFFSET[.DISC]: ...");
     rest = colon + 2;

@@ -25,6 +25,7 @@ void lp_unwind_opts_default(lp_unwind_opts *o)
     o->pid_filter = -1;
     o->compress_recursion = -1;
     o->max_context_depth = -1;
+    o->max_unsym_depth = -1;
     o->repair_frames = true;
 }
 
@@ -381,6 +382,7 @@ void lp_unwind_free(lp_unwinder *u)
     free(u->recs);
     free(u->stk);
     free(u->frames);
+    free(u->akey);
     free(u->pieces);
     free(u);
 }

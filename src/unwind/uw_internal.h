@@ -304,6 +304,8 @@ struct lp_unwinder {
     size_t stk_cap;
     lp_ctx_frame *frames;       /* expanded context scratch */
     size_t frames_cap;
+    uint64_t *akey;             /* address context scratch */
+    size_t akey_cap;
     uw_piece *pieces;           /* split scratch */
     size_t pieces_cap;
     /* caches */

@@ -34,6 +34,7 @@ enum {
     SEC_FLAG_FS_DISCRIMINATOR = 4,  /* ProfileSummary section */
     SEC_FLAG_PRE_INLINED = 16,      /* ProfileSummary section */
     SEC_FLAG_ORDERED = 1,           /* FuncOffsetTable section */
+    SEC_FLAG_IS_PROBE_BASED = 1,    /* FuncMetadata section */
     SEC_FLAG_HAS_ATTRIBUTE = 2,     /* FuncMetadata section */
 };
 
@@ -366,17 +367,21 @@ static int write_body(lp_buf *o, const name_table *t, const cs_table *cst,
     return rc;
 }
 
-/* writeFuncMetadata for one profile: its context, attributes and, for
- * nested profiles, the same for every inlinee */
+/* writeFuncMetadata for one profile: its context, checksum (probe-based
+ * profiles), attributes (CS or pre-inlined profiles) and, for nested
+ * profiles, the same for every inlinee */
 static int write_metadata(lp_buf *o, const name_table *t, const cs_table *cst,
-                          const lp_fsamples *fs)
+                          const lp_profile *p, const lp_fsamples *fs)
 {
     lp_callee_view *c = NULL;
     size_t nc, i;
     int rc = 0;
 
     lp_buf_uleb(o, context_index(t, cst, fs));
-    lp_buf_uleb(o, fs->attrs);
+    if (p->is_probe_based)
+        lp_buf_uleb(o, fs->checksum);
+    if (p->is_cs || p->is_preinlined)
+        lp_buf_uleb(o, fs->attrs);
     if (cst)
         return 0;
     if ((nc = lp_fs_sorted_callees(fs, &c)) == (size_t)-1)
@@ -385,7 +390,7 @@ static int write_metadata(lp_buf *o, const name_table *t, const cs_table *cst,
     for (i = 0; i < nc && rc == 0; i++) {
         lp_buf_uleb(o, c[i].loc.line);
         lp_buf_uleb(o, c[i].loc.disc);
-        rc = write_metadata(o, t, NULL, c[i].fs);
+        rc = write_metadata(o, t, NULL, p, c[i].fs);
     }
     free(c);
     return rc;
@@ -494,16 +499,17 @@ static int write_offsets(lp_buf *b, ext_ctx *x)
     return 0;
 }
 
-/* writeFuncMetadata: attributes of CS or pre-inlined profiles (LLVM
- * writes them in hash-table order; here in writing order) */
+/* writeFuncMetadata: checksums of probe-based profiles, attributes of CS
+ * or pre-inlined profiles (LLVM writes them in hash-table order; here in
+ * writing order) */
 static int write_metadata_section(lp_buf *b, ext_ctx *x)
 {
     size_t i;
 
-    if (!x->p->is_cs && !x->p->is_preinlined)
+    if (!x->p->is_cs && !x->p->is_preinlined && !x->p->is_probe_based)
         return 0;
     for (i = 0; i < x->n; i++)
-        if (write_metadata(b, x->t, x->cst, x->v[i]))
+        if (write_metadata(b, x->t, x->cst, x->p, x->v[i]))
             return -1;
     return 0;
 }
@@ -542,6 +548,8 @@ static void section_flags(sec_hdr *h, const ext_ctx *x, const lp_write_opts *o)
         h[1].flags |= (uint64_t)SEC_FLAG_UNIQ_SUFFIX << 32;
     if (x->p->is_cs)
         h[5].flags |= (uint64_t)SEC_FLAG_ORDERED << 32;
+    if (x->p->is_probe_based)
+        h[6].flags |= (uint64_t)SEC_FLAG_IS_PROBE_BASED << 32;
     if (x->p->is_cs || x->p->is_preinlined)
         h[6].flags |= (uint64_t)SEC_FLAG_HAS_ATTRIBUTE << 32;
 }
@@ -630,6 +638,12 @@ int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
                             "unsupported for writing operations (a "
                             "context-sensitive profile needs --format=text "
                             "or extbinary)");
+    if (p->is_probe_based && o->format == LP_PROF_BINARY)
+        return lp_error_set(err, LP_EUNSUPP, "Profile encoding format "
+                            "unsupported for writing operations (a "
+                            "probe-based profile needs --format=text or "
+                            "extbinary: the binary format has no room for "
+                            "its checksums)");
     if ((o->context_summary ? lp_profile_summary_unmerged(p, &s, err)
                             : lp_profile_summary(p, &s, err)))
         return -1;

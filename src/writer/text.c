@@ -52,7 +52,8 @@ static void put_loc(FILE *f, lp_loc l)
     }
 }
 
-static int write_fs(FILE *f, const lp_fsamples *fs, int indent, int is_cs)
+static int write_fs(FILE *f, const lp_fsamples *fs, int indent, int is_cs,
+                    int probes)
 {
     lp_body_view *b = NULL;
     lp_callee_view *c = NULL;
@@ -97,9 +98,15 @@ static int write_fs(FILE *f, const lp_fsamples *fs, int indent, int is_cs)
         put_indent(f, indent + 1);
         put_loc(f, c[i].loc);
         put_str(f, ": ");
-        rc = write_fs(f, c[i].fs, indent + 1, is_cs);
+        rc = write_fs(f, c[i].fs, indent + 1, is_cs, probes);
     }
     free(c);
+    if (rc == 0 && probes) {
+        put_indent(f, indent + 1);
+        put_str(f, "!CFGChecksum: ");
+        put_u64(f, fs->checksum);
+        putc('\n', f);
+    }
     if (rc == 0 && fs->attrs) {
         put_indent(f, indent + 1);
         put_str(f, "!Attributes: ");
@@ -119,7 +126,7 @@ int lp_write_text(FILE *f, const lp_profile *p, lp_error *err)
     if (n == (size_t)-1)
         return lp_error_set(err, LP_ENOMEM, "text writer: out of memory");
     for (i = 0; i < n && rc == 0; i++)
-        rc = write_fs(f, v[i], 0, p->is_cs);
+        rc = write_fs(f, v[i], 0, p->is_cs, p->is_probe_based);
     free(v);
     if (rc)
         return lp_error_set(err, LP_ENOMEM, "text writer: out of memory");

@@ -152,12 +152,13 @@ prof "cs-preinline-cost dwarf-correlation" --perfscript="$D/cs-preinline-cost.pe
     --binary="$D/cs-preinline-cost.perfbin" --ignore-stack-samples --use-dwarf-correlation
 prof "cmov_3 (event names)" --perfscript="$D/cmov_3.perfscript" --binary="$D/cmov_3.perfbin"
 
-# refusals: probe binaries without --use-dwarf-correlation (probe profiles
-# are not built yet), COFF binaries (hybrid input without
-# --ignore-stack-samples makes a CS profile: test_cs_generate_conformance.sh)
+# refusals: COFF binaries (hybrid input without --ignore-stack-samples
+# makes a CS profile: test_cs_generate_conformance.sh). Probe binaries
+# without --use-dwarf-correlation make probe-based profiles:
+# test_probe_conformance.sh
 ln -sf "$D/coff-profile.exe" coff-profile.perfbin
 ln -sf "$D/coff-profile.perfscript" coff-profile.perfscript
-for c in "inline-cs-pseudoprobe --ignore-stack-samples" "coff-profile"; do
+for c in "coff-profile"; do
     n=$((n + 1))
     set -- $c
     b=$1; shift

@@ -271,8 +271,11 @@ warns max-search-depth "$IC $T" --max-search-depth=1
 # refused
 refused kernel --kernel
 refused mark-all-context-preinlined --mark-all-context-preinlined
-refused csprof-max-unsymbolized-context-depth --csprof-max-unsymbolized-context-depth=1
 refused data-access-perftrace --data-access-perftrace=x
+
+# pseudo probes
+elsewhere show-pseudo-probe test_probe_conformance.sh
+elsewhere csprof-max-unsymbolized-context-depth test_probe_conformance.sh
 
 # the listing
 for f in show-disassembly-only disassemble-functions show-source-locations \
