@@ -11,31 +11,9 @@
 #include <string.h>
 
 #include "lbr2prof/profile.h"
+#include "profile/format.h"
 #include "util/grow.h"
 #include "writer/writer.h"
-
-enum {
-    SPF_EXT_BINARY = 0x4,
-    SPF_BINARY = 0xff,
-    SP_VERSION = 103,
-    /* section types (SecType) */
-    SEC_PROF_SUMMARY = 1,
-    SEC_NAME_TABLE = 2,
-    SEC_PROFILE_SYMBOL_LIST = 3,
-    SEC_FUNC_OFFSET_TABLE = 4,
-    SEC_FUNC_METADATA = 5,
-    SEC_CS_NAME_TABLE = 6,
-    SEC_LBR_PROFILE = 0x20, /* SecFuncProfileFirst */
-    /* flags, low 32 bits are common, high 32 bits per section */
-    SEC_FLAG_MD5_NAME = 1,
-    SEC_FLAG_FIXED_LENGTH_MD5 = 2,
-    SEC_FLAG_UNIQ_SUFFIX = 4,
-    SEC_FLAG_FULL_CONTEXT = 2,      /* ProfileSummary section */
-    SEC_FLAG_FS_DISCRIMINATOR = 4,  /* ProfileSummary section */
-    SEC_FLAG_PRE_INLINED = 16,      /* ProfileSummary section */
-    SEC_FLAG_ORDERED = 1,           /* FuncOffsetTable section */
-    SEC_FLAG_HAS_ATTRIBUTE = 2,     /* FuncMetadata section */
-};
 
 /* ---- byte buffer ---------------------------------------------------------- */
 
@@ -559,10 +537,7 @@ static int write_ext(lp_buf *b, ext_ctx *x, const lp_summary *s,
 
     if (!(x->offsets = calloc(x->n ? x->n : 1, sizeof *x->offsets)))
         return -1;
-    lp_buf_uleb(b, ((uint64_t)'S' << 56) | ((uint64_t)'P' << 48) |
-                       ((uint64_t)'R' << 40) | ((uint64_t)'O' << 32) |
-                       ((uint64_t)'F' << 24) | ((uint64_t)'4' << 16) |
-                       ((uint64_t)'2' << 8) | SPF_EXT_BINARY);
+    lp_buf_uleb(b, SP_MAGIC(SPF_EXT_BINARY));
     lp_buf_uleb(b, SP_VERSION);
     lp_buf_u64le(b, NR_SECTIONS);
     table = b->n;
@@ -598,10 +573,7 @@ static int write_legacy(lp_buf *b, lp_fsamples **v, size_t n,
 {
     size_t i;
 
-    lp_buf_uleb(b, ((uint64_t)'S' << 56) | ((uint64_t)'P' << 48) |
-                       ((uint64_t)'R' << 40) | ((uint64_t)'O' << 32) |
-                       ((uint64_t)'F' << 24) | ((uint64_t)'4' << 16) |
-                       ((uint64_t)'2' << 8) | SPF_BINARY);
+    lp_buf_uleb(b, SP_MAGIC(SPF_BINARY));
     lp_buf_uleb(b, SP_VERSION);
     write_summary(b, s);
     write_names(b, t, 0);
