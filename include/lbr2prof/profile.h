@@ -214,9 +214,13 @@ typedef enum lp_prof_format {
 typedef struct lp_write_opts {
     lp_prof_format format;
     int use_md5;            /* extbinary only: MD5 name table */
-    int fs_discriminator;   /* extbinary: flag the summary section "fs" */
+    int fs_discriminator;   /* extbinary: flag the summary section "fs"
+                             * (also when the profile's is_fs is set) */
     const char *const *symbol_list; /* extbinary ProfileSymbolList, or NULL */
     size_t nr_symbols;
+    int compress;           /* extbinary: zlib every section (as LLVM's
+                             * --compress-all-sections) */
+    int partial;            /* extbinary: flag the summary "partial" */
 } lp_write_opts;
 
 int lp_profile_write(FILE *f, const lp_profile *p, const lp_write_opts *o,
@@ -248,6 +252,23 @@ uint64_t lp_summary_count_for_cutoff(const lp_summary *s, uint32_t cutoff);
 /* LLVM's MD5Hash(): low 64 bits (little-endian) of the MD5 digest. */
 uint64_t lp_md5_hash64(const void *data, size_t len);
 void lp_md5(const void *data, size_t len, uint8_t digest[16]);
+
+/* ---- merging profiles (llvm-profdata merge --sample) ---------------------- */
+
+/* Called for a top-level context whose merge saw LP_MERGE_* events. */
+typedef void (*lp_merge_warn_fn)(void *ctx, const char *context,
+                                 unsigned status);
+/* Merge every top-level profile of src into dst with `weight`, by
+ * context. The first input sets dst's kind; later ones must match it
+ * (probe-based or not, CS or not: else an LP_EUNSUPP error, as
+ * llvm-profdata's); pre-inlined and FS flags accumulate. */
+int lp_profile_merge(lp_profile *dst, const lp_profile *src, uint64_t weight,
+                     int first, lp_merge_warn_fn warn, void *ctx,
+                     lp_error *err);
+/* A copy of p whose every name (top-level, context frames, inlinees, call
+ * targets) is its MD5 name, to merge MD5 and string-named profiles by
+ * function. */
+lp_profile *lp_profile_md5_names(const lp_profile *p, lp_error *err);
 
 /* ---- readers (text, binary, extbinary) --------------------------------- */
 
