@@ -118,11 +118,28 @@ static int computed_summary(const lp_profile *p, lp_prof_info *info,
 
 /* ---- reading ------------------------------------------------------------------------ */
 
+/* 1 if d[0..len) is the start of the ULEB128 encoding of `magic` */
+static int magic_prefix(const unsigned char *d, size_t len, uint64_t magic)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++, magic >>= 7)
+        if (d[i] != ((magic & 0x7f) | (magic >> 7 ? 0x80 : 0)))
+            return 0;
+    return len > 0;
+}
+
 /* Why a file that is not a profile is not one. */
 static int not_a_profile(const unsigned char *d, size_t len, const char *name,
                          lp_error *err)
 {
     uint64_t m = leading_uleb(d, len);
+
+    if (len < 10 && (magic_prefix(d, len, SP_MAGIC(SPF_EXT_BINARY)) ||
+                     magic_prefix(d, len, SP_MAGIC(SPF_BINARY))))
+        return lp_error_set(err, LP_EFORMAT, "%s: offset 0x%zx: truncated: "
+                            "expected the rest of the sample profile magic "
+                            "(ULEB128)", name, len);
 
     if (m == SP_MAGIC(SPF_COMPACT_BINARY))
         return lp_error_set(err, LP_EUNSUPP, "%s: a compact binary sample "
