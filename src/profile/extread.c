@@ -148,6 +148,9 @@ static int read_cs_context(rd *r, prof_ctx *c, size_t i)
             return -1;
         if (disc > UINT32_MAX)
             return rd_fail(r, "discriminator %" PRIu64 " beyond 32 bits", disc);
+        if (!*name)
+            return rd_fail(r, "context %zu: frame %u has an empty function "
+                           "name", i, k);
         if (len + strlen(name) + 32 > cap) {
             cap = 2 * (len + strlen(name) + 32);
             if (!(ns = realloc(s, cap)))

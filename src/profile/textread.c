@@ -45,22 +45,33 @@ static int parse_u64(const char *p, const char *end, uint64_t *out)
 }
 
 /* LLVM's printed form of the context in [ctx] (SampleContext::toString:
- * "name:line[.disc]" frames joined by " @ ", the leaf without location);
- * malloc'ed, NULL on no memory. */
-static char *canon_context(const char *ctx)
+ * "name:line[.disc]" frames joined by " @ ", the leaf without location)
+ * into *out (malloc'ed), *leaf where the leaf's name starts. -1 on no
+ * memory, 1 if a frame has no function name or a call-site offset
+ * beyond 16 bits. */
+static int canon_context(const char *ctx, char **out, size_t *leaf)
 {
     size_t n = lp_context_split(ctx, NULL, 0), i, len = 0;
     lp_context_frame *f = malloc((n ? n : 1) * sizeof *f);
-    char *out = NULL, *o;
+    char *o;
 
+    *out = NULL;
     if (!f)
-        return NULL;
+        return -1;
     lp_context_split(ctx, f, n);
     for (i = 0; i < n; i++)
         len += f[i].len + 26;
-    if ((out = o = malloc(len + 1))) {
+    for (i = 0; i < n && f[i].len && (i + 1 == n || f[i].loc.line <= 0xffff); i++)
+        ;
+    if (n == 0 || i < n) {
+        free(f);
+        return 1;
+    }
+    if ((*out = o = malloc(len + 1))) {
         for (i = 0; i < n; i++) {
-            o += sprintf(o, "%s%.*s", i ? " @ " : "", (int)f[i].len, f[i].name);
+            o += sprintf(o, "%s", i ? " @ " : "");
+            *leaf = (size_t)(o - *out);
+            o += sprintf(o, "%.*s", (int)f[i].len, f[i].name);
             if (i + 1 < n)
                 o += sprintf(o, ":%u", f[i].loc.line);
             if (i + 1 < n && f[i].loc.disc)
@@ -69,15 +80,17 @@ static char *canon_context(const char *ctx)
         *o = 0;
     }
     free(f);
-    return out;
+    return *out ? 0 : -1;
 }
 
-/* The top-level profile of "[ctx]" (CS) or "name". */
-static lp_fsamples *head_profile(text_state *s, char *key)
+/* The top-level profile of "[ctx]" (CS) or "name"; NULL on no memory or,
+ * with *bad_ctx set, a bad context frame. */
+static lp_fsamples *head_profile(text_state *s, char *key, int *bad_ctx)
 {
-    size_t len = strlen(key);
-    char *ctx, *leaf;
+    size_t len = strlen(key), leaf = 0;
     lp_fsamples *fs;
+    char *ctx;
+    int rc;
 
     if (key[0] != '[' || len < 2 || key[len - 1] != ']') {
         s->nr_flat++;
@@ -86,11 +99,11 @@ static lp_fsamples *head_profile(text_state *s, char *key)
     key[len - 1] = 0;
     s->nr_cs++;
     s->p->is_cs = 1;
-    if (!(ctx = canon_context(key + 1)))
+    if ((rc = canon_context(key + 1, &ctx, &leaf))) {
+        *bad_ctx = rc > 0;
         return NULL;
-    leaf = strrchr(ctx, '@');
-    leaf = leaf ? leaf + 2 : ctx;
-    fs = lp_profile_get(s->p, ctx, leaf);
+    }
+    fs = lp_profile_get(s->p, ctx, ctx + leaf);
     free(ctx);
     return fs;
 }
@@ -101,6 +114,7 @@ static int parse_head(text_state *s, char *line, lp_error *err)
     char *c2 = strrchr(line, ':'), *c1;
     uint64_t total, head;
     lp_fsamples *fs;
+    int bad_ctx = 0;
 
     if (!c2 || c2 == line)
         return bad(s, err, "expected NAME:TOTAL:HEAD");
@@ -110,8 +124,11 @@ static int parse_head(text_state *s, char *line, lp_error *err)
         parse_u64(c2 + 1, c2 + 1 + strlen(c2 + 1), &head))
         return bad(s, err, "expected NAME:TOTAL:HEAD");
     *c1 = 0;
-    if (!(fs = head_profile(s, line)))
-        return lp_error_set(err, LP_ENOMEM, "%s: out of memory", s->name);
+    if (!(fs = head_profile(s, line, &bad_ctx)))
+        return bad_ctx ? bad(s, err, "a context frame without a function "
+                                     "name or with an offset beyond 16 bits")
+                       : lp_error_set(err, LP_ENOMEM, "%s: out of memory",
+                                      s->name);
     if (s->nr_cs && s->nr_flat)
         return bad(s, err, "context-sensitive ([context]) and flat profiles "
                            "mixed in one file");

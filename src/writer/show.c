@@ -145,10 +145,11 @@ static int show_symbols(FILE *f, const lp_prof_info *info)
     size_t i, n = info->nr_symbols;
 
     fputs("======== Dump profile symbol list ========\n", f);
-    if (n && !(v = malloc(n * sizeof *v)))
+    if (!n)
+        return 0;
+    if (!(v = malloc(n * sizeof *v)))
         return -1;
-    if (n)
-        memcpy(v, info->symbols, n * sizeof *v);
+    memcpy(v, info->symbols, n * sizeof *v);
     qsort(v, n, sizeof *v, str_cmp);
     for (i = 0; i < n; i++)
         if (i == 0 || strcmp(v[i], v[i - 1]))
