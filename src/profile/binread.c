@@ -175,18 +175,28 @@ int read_name_table(rd *r, name_tab *t, int md5, int fixed)
     return 0;
 }
 
-int read_name_ref(rd *r, const name_tab *t, const char **name)
+/* an index (ULEB128) into a table of n `what`s of `table` */
+static int rd_index(rd *r, size_t n, uint64_t *i, const char *what,
+                    const char *table)
 {
     const uint8_t *at = r->p;
+
+    if (rd_uleb(r, i, "an index"))
+        return -1;
+    if (*i >= n) {
+        r->p = at;
+        return rd_fail(r, "%s index %" PRIu64 " out of range (the %s has "
+                       "%zu %ss)", what, *i, table, n, what);
+    }
+    return 0;
+}
+
+int read_name_ref(rd *r, const name_tab *t, const char **name)
+{
     uint64_t i;
 
-    if (rd_uleb(r, &i, "a name-table index"))
+    if (rd_index(r, t->n, &i, "name", "name table"))
         return -1;
-    if (i >= t->n) {
-        r->p = at;
-        return rd_fail(r, "name index %" PRIu64 " out of range (the name "
-                       "table has %zu names)", i, t->n);
-    }
     *name = t->v[i];
     return 0;
 }
@@ -208,22 +218,13 @@ void prof_ctx_free(prof_ctx *c)
 int read_context_ref(rd *r, const prof_ctx *c, const char **key,
                      const char **leaf)
 {
-    const uint8_t *at = r->p;
     uint64_t i;
 
-    if (!c->p->is_cs) {
-        if (read_name_ref(r, &c->names, key))
-            return -1;
-        *leaf = NULL;
-        return 0;
-    }
-    if (rd_uleb(r, &i, "a context index"))
+    *leaf = NULL;
+    if (!c->p->is_cs)
+        return read_name_ref(r, &c->names, key);
+    if (rd_index(r, c->nr_contexts, &i, "context", "CS name table"))
         return -1;
-    if (i >= c->nr_contexts) {
-        r->p = at;
-        return rd_fail(r, "context index %" PRIu64 " out of range (the CS "
-                       "name table has %zu contexts)", i, c->nr_contexts);
-    }
     *key = c->contexts[i];
     *leaf = c->leaves[i];
     return 0;
