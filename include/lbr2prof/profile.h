@@ -327,6 +327,7 @@ typedef struct lp_show_opts {
     int hot_func_list;          /* the hot function table */
     uint32_t topn;              /* the hot function table, first N rows */
     int prof_sym_list;          /* the profile symbol list */
+    int json;                   /* the functions as JSON (all of them) */
 } lp_show_opts;
 
 /* What `llvm-profdata show --sample` (LLVM 22) prints for the profile p

@@ -37,6 +37,7 @@ static void usage(FILE *f)
         "  --detailed-summary     the profile summary and its cutoffs\n"
         "  --show-prof-sym-list   the profile symbol list\n"
         "  --show-sec-info-only   the extbinary section table only\n"
+        "  --json, --show-format=json|text   the functions as JSON\n"
         "  --sample               accepted (sample profiles are all show reads)\n"
         "  -o, --output=FILE      write there (default: standard output)\n");
 }
@@ -66,6 +67,8 @@ static int parse_args(int argc, char **argv, show_args *a)
         {"show-prof-sym-list", no_argument, NULL, 'y'},
         {"show-sec-info-only", no_argument, NULL, 'S'},
         {"sample", no_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"show-format", required_argument, NULL, 'F'},
         {"instr", no_argument, NULL, 'I'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -89,6 +92,14 @@ static int parse_args(int argc, char **argv, show_args *a)
         case 'y': a->so.prof_sym_list = 1; break;
         case 'S': a->sections = 1; break;
         case 's': break;
+        case 'j': a->so.json = 1; break;
+        case 'F':
+            if (strcmp(optarg, "json") && strcmp(optarg, "text"))
+                return lp_cli_usage_error("show", "--show-format=%s: json or "
+                                          "text (YAML is not supported for "
+                                          "sample profiles)", optarg);
+            a->so.json = !strcmp(optarg, "json");
+            break;
         case 'I':
             return lp_cli_usage_error("show", "instrumentation profiles are not "
                                       "read (sample profiles only)");

@@ -5,7 +5,8 @@
  * summary (ProfileSummary::printSummary/printDetailedSummary), the hot
  * function list (--topn, --hot-func-list: showHotFunctionList with
  * formatted_raw_ostream's columns) and the extbinary section table
- * (--show-sec-info-only). Owns that output format only.
+ * (--show-sec-info-only), and the functions as JSON (--json:
+ * SampleProfileReader::dumpJson). Owns that output format only.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -94,6 +95,179 @@ static int print_function(FILE *f, const lp_fsamples *fs, const char *key)
 {
     fprintf(f, "Function: %s: ", key);
     return print_fs(f, fs, 0);
+}
+
+/* ---- JSON (SampleProfileReader::dumpJson, json::OStream indent 2) ------------------ */
+
+typedef struct jw {             /* json::OStream's state */
+    FILE *f;
+    int depth;
+    int first[64];              /* nothing written yet at each depth */
+} jw;
+
+static void jw_newline(jw *w)
+{
+    fprintf(w->f, "\n%*s", 2 * w->depth, "");
+}
+
+/* before a value or key: the comma and the line */
+static void jw_item(jw *w)
+{
+    if (w->depth == 0)
+        return;
+    if (!w->first[w->depth])
+        fputc(',', w->f);
+    w->first[w->depth] = 0;
+    jw_newline(w);
+}
+
+static void jw_open(jw *w, char c)
+{
+    fputc(c, w->f);
+    if (w->depth < 63)
+        w->first[++w->depth] = 1;
+}
+
+static void jw_close(jw *w, char c)
+{
+    int empty = w->first[w->depth];
+
+    w->depth--;
+    if (!empty)
+        jw_newline(w);
+    fputc(c, w->f);
+}
+
+/* json quote(): '"' and '\\' escaped, \t \n \r short, other controls \u00XX */
+static void jw_str(jw *w, const char *s)
+{
+    fputc('"', w->f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(w->f, "\\%c", c);
+        else if (c >= 0x20)
+            fputc(c, w->f);
+        else if (c == '\t' || c == '\n' || c == '\r')
+            fprintf(w->f, "\\%c", c == '\t' ? 't' : c == '\n' ? 'n' : 'r');
+        else
+            fprintf(w->f, "\\u%04x", c);
+    }
+    fputc('"', w->f);
+}
+
+static void jw_key(jw *w, const char *k)
+{
+    jw_item(w);
+    jw_str(w, k);
+    fputs(": ", w->f);
+}
+
+static void jw_num(jw *w, const char *k, uint64_t v)
+{
+    jw_key(w, k);
+    fprintf(w->f, "%" PRIu64, v);
+}
+
+static void json_loc(jw *w, lp_loc l)
+{
+    jw_num(w, "line", l.line);
+    if (l.disc)
+        jw_num(w, "discriminator", l.disc);
+}
+
+static int json_body(jw *w, const lp_fsamples *fs)
+{
+    lp_body_view *b = NULL;
+    size_t n = lp_fs_sorted_body(fs, &b), i, j;
+
+    if (n == (size_t)-1)
+        return -1;
+    for (i = 0; i < n; i++) {
+        jw_item(w);
+        jw_open(w, '{');
+        json_loc(w, b[i].loc);
+        jw_num(w, "samples", b[i].count);
+        if (b[i].nr_targets) {
+            jw_key(w, "calls");
+            jw_open(w, '[');
+        }
+        for (j = 0; j < b[i].nr_targets; j++) {
+            jw_item(w);
+            jw_open(w, '{');
+            jw_key(w, "function");
+            jw_str(w, b[i].targets[j].name);
+            jw_num(w, "samples", b[i].targets[j].count);
+            jw_close(w, '}');
+        }
+        if (b[i].nr_targets)
+            jw_close(w, ']');
+        jw_close(w, '}');
+    }
+    lp_body_views_free(b, n);
+    return 0;
+}
+
+/* dumpFunctionProfileJson: name (the function, not the context), total,
+ * head (top level), body, callsites */
+static int json_fs(jw *w, const lp_fsamples *fs, int top)
+{
+    lp_callee_view *c = NULL;
+    size_t n, i;
+    int rc = 0;
+
+    jw_item(w);
+    jw_open(w, '{');
+    jw_key(w, "name");
+    jw_str(w, fs->name);
+    jw_num(w, "total", fs->total);
+    if (top)
+        jw_num(w, "head", fs->head);
+    if (lp_fs_nr_body(fs)) {
+        jw_key(w, "body");
+        jw_open(w, '[');
+        rc = json_body(w, fs);
+        jw_close(w, ']');
+    }
+    if (rc || (n = lp_fs_sorted_callees(fs, &c)) == (size_t)-1)
+        return -1;
+    if (n) {
+        jw_key(w, "callsites");
+        jw_open(w, '[');
+    }
+    for (i = 0; i < n && rc == 0; i++) {
+        jw_item(w);
+        jw_open(w, '{');
+        json_loc(w, c[i].loc);
+        jw_key(w, "samples");
+        jw_open(w, '[');
+        rc = json_fs(w, c[i].fs, 0);
+        jw_close(w, ']');
+        jw_close(w, '}');
+    }
+    if (n)
+        jw_close(w, ']');
+    free(c);
+    jw_close(w, '}');
+    return rc;
+}
+
+static int show_json(FILE *f, const lp_profile *p)
+{
+    jw w = {f, 0, {0}};
+    lp_fsamples **v = NULL;
+    size_t n, i;
+    int rc = 0;
+
+    if ((n = lp_profile_sorted(p, &v)) == (size_t)-1)
+        return -1;
+    jw_open(&w, '[');
+    for (i = 0; i < n && rc == 0; i++)
+        rc = json_fs(&w, v[i], 1);
+    jw_close(&w, ']');
+    fputc('\n', f);
+    free(v);
+    return rc;
 }
 
 /* --function: the profile of that name (for MD5 names, of its hash; for
@@ -305,7 +479,10 @@ int lp_profile_show(FILE *f, const lp_profile *p, const lp_prof_info *info,
     int rc;
 
     *missing = 0;
-    rc = show_functions(f, p, o, missing);
+    if (o->json && o->function && !o->all_functions)
+        return lp_error_set(err, LP_EUSAGE, "the JSON format is supported "
+                            "only when all functions are to be printed");
+    rc = o->json ? show_json(f, p) : show_functions(f, p, o, missing);
     if (rc == 0 && o->prof_sym_list)
         rc = show_symbols(f, info);
     if (rc == 0 && o->detailed_summary)

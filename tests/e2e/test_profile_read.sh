@@ -11,7 +11,7 @@
 #   2. `lbr2prof show` = `llvm-profdata-22 show --sample` for each, with
 #      no option, --detailed-summary, --hot-func-list (rows compared as
 #      sets: llvm-profdata orders equal totals by hash), --topn,
-#      --show-sec-info-only, --show-prof-sym-list, --function.
+#      --show-sec-info-only, --show-prof-sym-list, --function, --json.
 #   3. Round trips: `lbr2prof merge --text P` = `llvm-profdata-22 merge
 #      --sample --text P` byte for byte for every P; for one P of each kind
 #      --extbinary/--binary too (byte for byte, or else the same `show` and
@@ -114,6 +114,14 @@ for f in $ALL; do
     same "show --show-sec-info-only $f" a.out b.out
     checks=$((checks + 1))
 done
+# JSON (--json, --show-format=json) for one profile of each kind
+for f in flat.ext flat.md5 cs.ext nested.ext probecs.ext probenest.z.ext main.ext lbr.ext; do
+    "$L" show --show-format=json $f > a.out
+    llvm-profdata-22 show --sample --json $f > b.out
+    same "show --json $f" a.out b.out
+done
+"$L" show --json --function=main flat.ext > /dev/null 2> a.err && fail "--json --function accepted"
+grep -q 'JSON format is supported only when all functions' a.err
 # exact order where totals are distinct
 "$L" show --topn=2 flat.ext > a.out
 llvm-profdata-22 show --sample --topn=2 flat.ext > b.out

@@ -121,7 +121,9 @@ static void show_all(const lp_profile *p, const lp_prof_info *info)
     if (!null)
         return;
     lp_profile_show(null, p, info, &o, &missing, &err);
-    o = (lp_show_opts){"main", 0, 1, 1, 3, 1};
+    o = (lp_show_opts){"main", 0, 1, 1, 3, 1, 0};
+    lp_profile_show(null, p, info, &o, &missing, &err);
+    o = (lp_show_opts){NULL, 0, 0, 0, 0, 0, 1};
     lp_profile_show(null, p, info, &o, &missing, &err);
     lp_profile_show_sections(null, info);
     fclose(null);
