@@ -427,6 +427,102 @@ static void test_malformed_sections(void **state)
     lp_profile_free(p);
 }
 
+
+/* An extbinary file of the given sections (type, flags, bytes). */
+typedef struct sec {
+    uint64_t type, flags;
+    const unsigned char *d;
+    size_t n;
+} sec;
+
+static unsigned char *ext_file(const sec *s, size_t ns, size_t *len)
+{
+    static const unsigned char magic[] = {0x84, 0xe4, 0xd0, 0xb1, 0xf4, 0xc9,
+                                          0x94, 0xa8, 0x53, 103};
+    size_t off = sizeof magic + 8 + 32 * ns, i, k;
+    unsigned char *b = calloc(1, 4096), *h;
+
+    memcpy(b, magic, sizeof magic);
+    b[sizeof magic] = (unsigned char)ns;
+    for (i = 0; i < ns; i++) {
+        uint64_t f[4] = {s[i].type, s[i].flags, off, s[i].n};
+        h = b + sizeof magic + 8 + 32 * i;
+        for (k = 0; k < 32; k++)
+            h[k] = (unsigned char)(f[k / 8] >> (8 * (k % 8)));
+        memcpy(b + off, s[i].d, s[i].n);
+        off += s[i].n;
+    }
+    *len = off;
+    return b;
+}
+
+/* MD5 name tables of both kinds: ULEB128 hashes (older writers) and
+ * fixed 8-byte ones (LLVM 17+); a FuncMetadata section of a probe-based
+ * nested profile; an unknown section skipped */
+static void test_md5_table_kinds(void **state)
+{
+    /* names: 2 hashes, 300 and 5 */
+    static const unsigned char uleb[] = {2, 0xac, 0x02, 5};
+    static const unsigned char fixed[] = {2, 0x2c, 1, 0, 0, 0, 0, 0, 0,
+                                          5, 0, 0, 0, 0, 0, 0, 0};
+    /* head 4, name 0, total 9, 1 record (1: 9), 1 inlinee at 2 of name 1
+     * (total 3, no body, no inlinee) */
+    static const unsigned char lbr[] = {4, 0, 9, 1, 1, 0, 9, 0, 1,
+                                        2, 0, 1, 3, 0, 0};
+    /* name 0: checksum 77, 1 inlinee at 2.0 of name 1: checksum 66, 0 */
+    static const unsigned char meta[] = {0, 77, 1, 2, 0, 1, 66, 0};
+    static const unsigned char junk[] = {1, 2, 3};
+    sec s[4] = {{2, 1ull << 32, uleb, sizeof uleb},
+                {0x20, 0, lbr, sizeof lbr},
+                {5, 1ull << 32, meta, sizeof meta},
+                {99, 0, junk, sizeof junk}};
+    lp_prof_info info;
+    lp_error e = {0};
+    lp_profile *p;
+    lp_fsamples *f;
+    unsigned char *b;
+    size_t n;
+    (void)state;
+
+    b = ext_file(s, 4, &n);
+    p = lp_profile_read_mem(b, n, "uleb", &info, &e);
+    if (!p)
+        fprintf(stderr, "%s\n", e.msg);
+    assert_non_null(p);
+    assert_int_equal(info.md5, 1);
+    assert_true(p->is_probe);
+    f = lp_profile_find(p, "300");
+    assert_non_null(f);
+    assert_true(f->head == 4 && f->total == 9 && f->checksum == 77);
+    assert_true(lp_fs_find_callee(f, (lp_loc){2, 0}, "5")->checksum == 66);
+    lp_prof_info_free(&info);
+    lp_profile_free(p);
+    free(b);
+    s[0] = (sec){2, 3ull << 32, fixed, sizeof fixed};
+    b = ext_file(s, 4, &n);
+    p = lp_profile_read_mem(b, n, "fixed", NULL, &e);
+    assert_non_null(p);
+    assert_non_null(lp_profile_find(p, "300"));
+    lp_profile_free(p);
+    free(b);
+    /* the metadata of a profile that is not there is read and dropped;
+     * a section with bytes left over is an error */
+    s[2] = (sec){5, 1ull << 32, (const unsigned char *)"\x01\x01\x00", 3};
+    b = ext_file(s, 3, &n);
+    p = lp_profile_read_mem(b, n, "x", NULL, &e);
+    assert_non_null(p);
+    lp_profile_free(p);
+    free(b);
+    s[1] = (sec){0x20, 0, lbr, sizeof lbr - 1};
+    b = ext_file(s, 2, &n);
+    expect_error(b, n, "truncated: expected the number of inlined call sites");
+    free(b);
+    s[1] = (sec){1, 0, (const unsigned char *)"\0\0\0\0\0\0\7", 7};
+    b = ext_file(s, 2, &n);
+    expect_error(b, n, "(ProfileSummarySection): 1 bytes left unread");
+    free(b);
+}
+
 /* ---- merging ---------------------------------------------------------------------------- */
 
 static void test_merge_weighted(void **state)
@@ -550,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_malformed_fields),
         cmocka_unit_test(test_malformed_sections),
+        cmocka_unit_test(test_md5_table_kinds),
         cmocka_unit_test(test_merge_weighted),
         cmocka_unit_test(test_merge_rules),
         cmocka_unit_test(test_md5_conversion),
