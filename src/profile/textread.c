@@ -189,22 +189,48 @@ static int parse_metadata(text_state *s, lp_fsamples *fs, const char *line,
                        "!Attributes or !Flat)");
 }
 
-/* the call targets "callee:n ..." of a body record */
+/* the call targets "callee:n ..." of a body record; a callee named
+ * twice on one line keeps its last count (LLVM's TargetCountMap) */
 static int parse_targets(text_state *s, lp_body_rec *b, char *sp,
                          lp_error *err)
 {
-    char *tok, *c;
-    uint64_t v;
+    char *tok, *c, **name = NULL;
+    uint64_t v, *cnt = NULL;
+    size_t n = 0, cap = 0, i;
+    void *nv;
+    int rc = 0;
 
-    for (tok = strtok_r(sp, " ", &sp); tok; tok = strtok_r(NULL, " ", &sp)) {
+    for (tok = strtok_r(sp, " ", &sp); tok && rc == 0;
+         tok = strtok_r(NULL, " ", &sp)) {
         c = strrchr(tok, ':');
-        if (!c || c == tok || parse_u64(c + 1, c + 1 + strlen(c + 1), &v))
-            return bad(s, err, "expected CALLEE:COUNT");
+        if (!c || c == tok || parse_u64(c + 1, c + 1 + strlen(c + 1), &v)) {
+            rc = bad(s, err, "expected CALLEE:COUNT");
+            break;
+        }
         *c = 0;
-        if (lp_body_add_target(b, tok, v))
-            return lp_error_set(err, LP_ENOMEM, "%s: out of memory", s->name);
+        for (i = 0; i < n && strcmp(name[i], tok); i++)
+            ;
+        if (i == n && n == cap) {
+            cap = cap ? 2 * cap : 8;
+            if ((nv = realloc(name, cap * sizeof *name)))
+                name = nv;
+            if (nv && (nv = realloc(cnt, cap * sizeof *cnt)))
+                cnt = nv;
+            if (!nv)
+                rc = lp_error_set(err, LP_ENOMEM, "%s: out of memory", s->name);
+        }
+        if (rc == 0) {
+            name[i] = tok;
+            cnt[i] = v;
+            n += i == n;
+        }
     }
-    return 0;
+    for (i = 0; rc == 0 && i < n; i++)
+        if (lp_body_add_target(b, name[i], cnt[i]))
+            rc = lp_error_set(err, LP_ENOMEM, "%s: out of memory", s->name);
+    free(name);
+    free(cnt);
+    return rc;
 }
 
 /* " off[.d]: N [callee:n]*" or " off[.d]: callee:total" */

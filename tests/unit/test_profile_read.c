@@ -207,6 +207,14 @@ static void test_text_metadata(void **state)
     assert_non_null(lp_profile_find(p, "main:1 @ foo:2.3 @ bar"));
     assert_true(p->is_preinlined);
     lp_profile_free(p);
+    /* a callee twice on one line keeps its last count; two lines of one
+     * location add up (LLVM's TargetCountMap, addCalledTargetSamples) */
+    p = from_text("main:9:1\n 1: 5 a:2 b:3 a:7\n 1: 1 b:1\n");
+    foo = lp_profile_find(p, "main");
+    assert_true(lp_fs_target_count(foo, (lp_loc){1, 0}, "a") == 7);
+    assert_true(lp_fs_target_count(foo, (lp_loc){1, 0}, "b") == 4);
+    assert_true(lp_body_count(lp_fs_body_find(foo, (lp_loc){1, 0})) == 6);
+    lp_profile_free(p);
     /* errors with their line */
     q = lp_profile_read_mem("main:1:1\n 1: 1\n !Attributes: 1\n 2: 3\n", 37,
                             "m.prof", NULL, &e);
