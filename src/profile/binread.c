@@ -103,6 +103,8 @@ int rd_cstr(rd *r, const char **s, const char *what)
     return 0;
 }
 
+/* LLVM checks body records' offsets; call sites' and metadata's are
+ * checked too, so that every profile read can be written as text */
 int rd_line(rd *r, uint32_t *line)
 {
     const uint8_t *at = r->p;
@@ -291,19 +293,18 @@ static int read_body(rd *r, const prof_ctx *c, lp_fsamples *fs, int depth)
 
 static int read_callsite(rd *r, const prof_ctx *c, lp_fsamples *fs, int depth)
 {
-    uint64_t line = 0, disc = 0;
+    uint32_t line = 0;
+    uint64_t disc = 0;
     const char *name = NULL;
     lp_fsamples *callee;
 
-    if (rd_uleb(r, &line, "a call-site line offset") ||
-        rd_uleb(r, &disc, "a call-site discriminator"))
+    if (rd_line(r, &line) || rd_uleb(r, &disc, "a call-site discriminator"))
         return -1;
-    if (line > UINT32_MAX || disc > UINT32_MAX)
-        return rd_fail(r, "call-site location %" PRIu64 ".%" PRIu64
-                       " beyond 32 bits", line, disc);
+    if (disc > UINT32_MAX)
+        return rd_fail(r, "discriminator %" PRIu64 " beyond 32 bits", disc);
     if (read_name_ref(r, &c->names, &name))
         return -1;
-    callee = lp_fs_callee(fs, (lp_loc){(uint32_t)line, (uint32_t)disc}, name);
+    callee = lp_fs_callee(fs, (lp_loc){line, (uint32_t)disc}, name);
     if (!callee)
         return oom(r);
     return read_body(r, c, callee, depth + 1);

@@ -213,8 +213,8 @@ static int read_offsets(rd *r, prof_ctx *c)
  * metadata is read and dropped, as LLVM does) and of its inlinees */
 static int read_meta(rd *r, ext_state *x, lp_fsamples *fs, int depth)
 {
-    uint64_t sum = 0, line = 0, disc = 0;
-    uint32_t attrs = 0, n = 0, i;
+    uint64_t sum = 0, disc = 0;
+    uint32_t attrs = 0, n = 0, i, line = 0;
     const char *name = NULL;
     lp_fsamples *callee;
 
@@ -235,15 +235,15 @@ static int read_meta(rd *r, ext_state *x, lp_fsamples *fs, int depth)
     if (rd_u32(r, &n, "the number of inlinees with metadata"))
         return -1;
     for (i = 0; i < n; i++) {
-        if (rd_uleb(r, &line, "an inlinee's line offset") ||
+        if (rd_line(r, &line) ||
             rd_uleb(r, &disc, "an inlinee's discriminator") ||
             read_name_ref(r, &x->c->names, &name))
             return -1;
-        if (line > UINT32_MAX || disc > UINT32_MAX)
-            return rd_fail(r, "inlinee location beyond 32 bits");
+        if (disc > UINT32_MAX)
+            return rd_fail(r, "discriminator %" PRIu64 " beyond 32 bits", disc);
         callee = NULL;
-        if (fs && !(callee = lp_fs_callee(fs, (lp_loc){(uint32_t)line,
-                                                      (uint32_t)disc}, name)))
+        if (fs && !(callee = lp_fs_callee(fs, (lp_loc){line, (uint32_t)disc},
+                                          name)))
             return oom(r);
         if (read_meta(r, x, callee, depth + 1))
             return -1;

@@ -140,14 +140,15 @@ static int parse_head(text_state *s, char *line, lp_error *err)
     return 0;
 }
 
-/* "off[.d]" - without a discriminator the offset must fit 16 bits, as
- * LLVM's isOffsetLegal asks */
+/* "off[.d]": the offset must fit 16 bits, as LLVM's isOffsetLegal asks
+ * (LLVM's text reader asks it only without a discriminator, its binary
+ * reader always: here always, so that what is read can be written) */
 static int parse_loc(const char *p, const char *end, lp_loc *loc)
 {
     const char *dot = memchr(p, '.', (size_t)(end - p));
     uint64_t a, b = 0;
 
-    if (parse_u64(p, dot ? dot : end, &a) || a > (dot ? 0xffffffffu : 0xffffu))
+    if (parse_u64(p, dot ? dot : end, &a) || a > 0xffffu)
         return -1;
     if (dot && (parse_u64(dot + 1, end, &b) || b > 0xffffffffu))
         return -1;
@@ -251,8 +252,7 @@ static int parse_line(text_state *s, char *line, int depth, lp_error *err)
     if (depth == s->meta_depth)
         return bad(s, err, "a sample line after the metadata of its profile");
     if (!colon || parse_loc(line, colon, &loc) || colon[1] != ' ')
-        return bad(s, err, "expected OFFSET[.DISC]: ... (offset < 65536 "
-                           "without a discriminator)");
+        return bad(s, err, "expected OFFSET[.DISC]: ... (offset < 65536)");
     rest = colon + 2;
     sp = strchr(rest, ' ');
     if (parse_u64(rest, sp ? sp : rest + strlen(rest), &n) == 0) {
