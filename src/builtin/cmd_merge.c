@@ -303,7 +303,9 @@ static input_kind kind_of(const char *path)
 /*
  * Unsymbolized (raw) profiles are summed by the raw merge of issue 18
  * (item 2, branch `multi`): THE HOOK - this function calls that library
- * function once it exists; until then raw inputs are refused.
+ * function once it exists (a->in[i].path and .weight are the inputs,
+ * a->output the output; looks_raw above decides what is raw: adapt it if
+ * the raw format gains a header); until then raw inputs are refused.
  */
 static int merge_raw(const merge_args *a, lp_error *err)
 {
