@@ -270,6 +270,36 @@ int lp_profile_merge(lp_profile *dst, const lp_profile *src, uint64_t weight,
  * function. */
 lp_profile *lp_profile_md5_names(const lp_profile *p, lp_error *err);
 
+/* Profile files merged as `llvm-profdata merge --sample` merges them. */
+typedef struct lp_merge_input {
+    const char *path;
+    uint64_t weight;            /* >= 1 */
+} lp_merge_input;
+enum {
+    LP_MERGE_FAIL_ANY,          /* an unreadable input fails the merge */
+    LP_MERGE_FAIL_ALL,          /* ... only if no input can be read */
+    LP_MERGE_FAIL_WARN,         /* unreadable inputs are skipped */
+};
+typedef struct lp_merge_opts {
+    int fail_mode;              /* LP_MERGE_FAIL_* */
+    int keep_symbols;           /* unite the inputs' symbol lists */
+    void (*warn)(void *ctx, const char *msg); /* lp_warn_fn: skipped inputs,
+                                 * checksum mismatches, saturation */
+    void *ctx;
+} lp_merge_opts;
+typedef struct lp_merge_result {
+    lp_profile *profile;
+    char **symbols;             /* the inputs' symbol lists, in order */
+    size_t nr_symbols;
+    size_t merged, skipped;     /* inputs */
+} lp_merge_result;
+/* Read and merge in[0..n) (inputs mixing MD5 and string names are merged
+ * by function). On failure err names the input; res is left empty. */
+int lp_profile_merge_files(const lp_merge_input *in, size_t n,
+                           const lp_merge_opts *o, lp_merge_result *res,
+                           lp_error *err);
+void lp_merge_result_free(lp_merge_result *r);
+
 /* ---- readers (text, binary, extbinary) --------------------------------- */
 
 /* Parse an LLVM text sample profile. `name` is used in messages. */

@@ -21,13 +21,8 @@
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/profile.h"
 
-typedef struct merge_input {
-    char *path;
-    uint64_t weight;
-} merge_input;
-
 typedef struct merge_args {
-    merge_input *in;
+    lp_merge_input *in;         /* paths owned */
     size_t nin, cap;
     const char *output, *sym_file, *list_file;
     lp_write_opts wo;
@@ -90,7 +85,7 @@ static int add_dir(merge_args *a, const char *dir, uint64_t w)
 static int add_input(merge_args *a, const char *path, uint64_t w)
 {
     struct stat st;
-    merge_input *nv;
+    lp_merge_input *nv;
 
     if (strcmp(path, "-") && stat(path, &st))
         return lp_cli_usage_error("merge", "%s: %s", path, strerror(errno));
@@ -262,7 +257,7 @@ static void free_args(merge_args *a)
     size_t i;
 
     for (i = 0; i < a->nin; i++)
-        free(a->in[i].path);
+        free((char *)a->in[i].path);
     free(a->in);
 }
 
@@ -318,38 +313,11 @@ static int merge_raw(const merge_args *a, lp_error *err)
 
 /* ---- sample profiles --------------------------------------------------------- */
 
-typedef struct sym_list {
-    char **v;
-    size_t n;
-} sym_list;
-
-static int sym_add(sym_list *s, const char *name)
-{
-    char **nv = realloc(s->v, (s->n + 1) * sizeof *nv);
-
-    if (!nv)
-        return -1;
-    s->v = nv;
-    if (!(s->v[s->n] = strdup(name)))
-        return -1;
-    s->n++;
-    return 0;
-}
-
-static void sym_free(sym_list *s)
-{
-    size_t i;
-
-    for (i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-}
-
-/* --prof-sym-list: one symbol a line, blanks trimmed */
-static int sym_file(sym_list *s, const char *path, lp_error *err)
+/* --prof-sym-list: one symbol a line, blanks trimmed, after r's */
+static int sym_file(lp_merge_result *r, const char *path, lp_error *err)
 {
     FILE *f = fopen(path, "r");
-    char *line = NULL, *b, *e;
+    char *line = NULL, *b, *e, **nv;
     size_t cap = 0;
     int rc = 0;
 
@@ -361,70 +329,26 @@ static int sym_file(sym_list *s, const char *path, lp_error *err)
         for (e = b + strlen(b); e > b && strchr(" \t\r\n\v\f", e[-1]); e--)
             ;
         *e = 0;
-        if (*b && sym_add(s, b))
+        if (!*b)
+            continue;
+        if (!(nv = realloc(r->symbols, (r->nr_symbols + 1) * sizeof *nv)) ||
+            !(nv[r->nr_symbols] = strdup(b)))
             rc = lp_error_set(err, LP_ENOMEM, "merge: out of memory");
+        if (nv)
+            r->symbols = nv;
+        r->nr_symbols += rc == 0;
     }
     free(line);
     fclose(f);
     return rc;
 }
 
-static void merge_warn(void *ctx, const char *context, unsigned st)
-{
-    if (st & LP_MERGE_HASH_MISMATCH)
-        fprintf(stderr, "warning: %s: %s: function hash mismatch (CFG "
-                "checksums differ): not merged\n", (const char *)ctx, context);
-    if (st & LP_MERGE_OVERFLOW)
-        fprintf(stderr, "warning: %s: %s: counter overflow (saturated)\n",
-                (const char *)ctx, context);
-}
-
-/* A profile with MD5 names replaces *p (the inputs mix MD5 and names). */
-static int to_md5(lp_profile **p, lp_error *err)
-{
-    lp_profile *q = lp_profile_md5_names(*p, err);
-
-    if (!q)
-        return -1;
-    lp_profile_free(*p);
-    *p = q;
-    return 0;
-}
-
-/* One input into out; 1 if it could not be read (err says why). */
-static int merge_one(lp_profile **out, int *out_md5, const merge_input *in,
-                     int first, sym_list *syms, int drop, lp_error *err)
-{
-    lp_prof_info info;
-    lp_profile *p = lp_profile_read(in->path, &info, err);
-    size_t i;
-    int rc = 0;
-
-    if (!p)
-        return err->code == LP_ENOMEM ? -1 : 1;
-    if (first)
-        *out_md5 = info.md5;
-    else if (*out_md5 && !info.md5)
-        rc = to_md5(&p, err);
-    else if (!*out_md5 && info.md5 && (rc = to_md5(out, err)) == 0)
-        *out_md5 = 1;
-    if (rc == 0 && lp_profile_merge(*out, p, in->weight, first, merge_warn,
-                                    in->path, err))
-        rc = lp_error_prefix(err, "%s", in->path);
-    for (i = 0; rc == 0 && !drop && i < info.nr_symbols; i++)
-        if (sym_add(syms, info.symbols[i]))
-            rc = lp_error_set(err, LP_ENOMEM, "merge: out of memory");
-    lp_prof_info_free(&info);
-    lp_profile_free(p);
-    return rc;
-}
-
 /* llvm-profdata's warnings for extbinary-only flags */
-static void format_warnings(const merge_args *a, const sym_list *syms)
+static void format_warnings(const merge_args *a, size_t nr_symbols)
 {
     if (a->wo.format == LP_PROF_EXTBINARY)
         return;
-    if (syms->n)
+    if (nr_symbols)
         fprintf(stderr, "warning: Profile Symbol list is not empty but the "
                 "output format is not ExtBinary format. The list will be lost "
                 "in the output.\n");
@@ -439,21 +363,20 @@ static void format_warnings(const merge_args *a, const sym_list *syms)
                 "-extbinary to enable it\n");
 }
 
-static int write_out(merge_args *a, const lp_profile *p, sym_list *syms,
-                     lp_error *err)
+static int write_out(merge_args *a, const lp_merge_result *r, lp_error *err)
 {
     lp_outfile out;
 
-    format_warnings(a, syms);
+    format_warnings(a, r->nr_symbols);
     if (a->wo.format == LP_PROF_EXTBINARY) {
-        a->wo.symbol_list = (const char *const *)syms->v;
-        a->wo.nr_symbols = syms->n;
+        a->wo.symbol_list = (const char *const *)r->symbols;
+        a->wo.nr_symbols = r->nr_symbols;
     } else {
         a->wo.compress = a->wo.use_md5 = a->wo.partial = 0;
     }
     if (lp_outfile_open(&out, a->output, err))
         return -1;
-    if (lp_profile_write(out.fp, p, &a->wo, err) ||
+    if (lp_profile_write(out.fp, r->profile, &a->wo, err) ||
         lp_outfile_commit(&out, err)) {
         lp_outfile_abort(&out);
         return -1;
@@ -461,35 +384,21 @@ static int write_out(merge_args *a, const lp_profile *p, sym_list *syms,
     return 0;
 }
 
-/* Every input merged (failure mode as llvm-profdata's), then written. */
 static int merge_samples(merge_args *a, lp_error *err)
 {
-    lp_profile *out = lp_profile_new();
-    sym_list syms = {0};
-    size_t i, merged = 0;
-    int rc = out ? 0 : -1, out_md5 = 0;
+    static const int modes[] = {LP_MERGE_FAIL_ANY, LP_MERGE_FAIL_ALL,
+                                LP_MERGE_FAIL_WARN};
+    lp_merge_opts o = {modes[a->fail], !a->drop_syms, lp_cli_warn, NULL};
+    lp_merge_result r;
+    int rc;
 
-    if (!out)
-        lp_error_set(err, LP_ENOMEM, "merge: out of memory");
-    for (i = 0; rc == 0 && i < a->nin; i++) {
-        rc = merge_one(&out, &out_md5, &a->in[i], merged == 0, &syms,
-                       a->drop_syms, err);
-        merged += rc == 0;
-        if (rc == 1 && a->fail != FAIL_ANY) {
-            fprintf(stderr, "warning: %s (skipped)\n", err->msg);
-            lp_error_clear(err);
-            rc = 0;
-        }
-    }
-    if (rc == 0 && merged == 0)
-        rc = lp_error_set(err, LP_EFORMAT, "no profile could be merged");
-    if (rc == 0 && a->sym_file)
-        rc = sym_file(&syms, a->sym_file, err);
+    if (lp_profile_merge_files(a->in, a->nin, &o, &r, err))
+        return -1;
+    rc = a->sym_file ? sym_file(&r, a->sym_file, err) : 0;
     if (rc == 0)
-        rc = write_out(a, out, &syms, err);
-    sym_free(&syms);
-    lp_profile_free(out);
-    return rc ? -1 : 0;
+        rc = write_out(a, &r, err);
+    lp_merge_result_free(&r);
+    return rc;
 }
 
 static int merge(merge_args *a, lp_error *err)

@@ -2,8 +2,9 @@
  * merge.c - merging whole sample profiles as `llvm-profdata merge
  * --sample` does: each input's top-level profiles merged into the output
  * by context with the input's weight (FunctionSamples::merge), the
- * profile kinds checked (probe-based with probe-based, CS with CS), and
- * the conversion of a profile's names to MD5 names when inputs mix both.
+ * profile kinds checked (probe-based with probe-based, CS with CS), the
+ * conversion of a profile's names to MD5 names when inputs mix both, and
+ * the merge of a list of files (failure modes, symbol lists, warnings).
  * Owns the profile-level rules; counting is model.c's.
  */
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "lbr2prof/profile.h"
+#include "lbr2prof/warn.h"
 
 int lp_profile_merge(lp_profile *dst, const lp_profile *src, uint64_t weight,
                      int first, lp_merge_warn_fn warn, void *ctx,
@@ -158,4 +160,123 @@ lp_profile *lp_profile_md5_names(const lp_profile *p, lp_error *err)
     q->is_probe = p->is_probe;
     q->is_fs = p->is_fs;
     return q;
+}
+
+/* ---- merging files ----------------------------------------------------------------- */
+
+typedef struct merge_state {
+    lp_merge_result *res;
+    int out_md5;                /* the output's names are MD5 names */
+    lp_warn_fn warn;
+    void *ctx;
+    const char *path;           /* the input being merged (warnings) */
+} merge_state;
+
+static void context_warn(void *ctx, const char *context, unsigned st)
+{
+    merge_state *m = ctx;
+
+    if (st & LP_MERGE_HASH_MISMATCH)
+        lp_warnf(m->warn, m->ctx, "%s: %s: function hash mismatch (CFG "
+                 "checksums differ): not merged", m->path, context);
+    if (st & LP_MERGE_OVERFLOW)
+        lp_warnf(m->warn, m->ctx, "%s: %s: counter overflow (saturated)",
+                 m->path, context);
+}
+
+static int add_symbols(lp_merge_result *r, const lp_prof_info *info)
+{
+    char **nv;
+    size_t i;
+
+    for (i = 0; i < info->nr_symbols; i++) {
+        if (!(nv = realloc(r->symbols, (r->nr_symbols + 1) * sizeof *nv)))
+            return -1;
+        r->symbols = nv;
+        if (!(nv[r->nr_symbols] = strdup(info->symbols[i])))
+            return -1;
+        r->nr_symbols++;
+    }
+    return 0;
+}
+
+/* *p replaced by its copy with MD5 names */
+static int to_md5(lp_profile **p, lp_error *err)
+{
+    lp_profile *q = lp_profile_md5_names(*p, err);
+
+    if (!q)
+        return -1;
+    lp_profile_free(*p);
+    *p = q;
+    return 0;
+}
+
+/* One input into the result; 1 if it could not be read (err says why). */
+static int merge_file(merge_state *m, const lp_merge_input *in, int keep_syms,
+                      lp_error *err)
+{
+    lp_merge_result *r = m->res;
+    int first = r->merged == 0, rc = 0;
+    lp_prof_info info;
+    lp_profile *p = lp_profile_read(in->path, &info, err);
+
+    if (!p)
+        return err->code == LP_ENOMEM ? -1 : 1;
+    if (first)
+        m->out_md5 = info.md5;
+    else if (m->out_md5 && !info.md5)
+        rc = to_md5(&p, err);
+    else if (!m->out_md5 && info.md5 && (rc = to_md5(&r->profile, err)) == 0)
+        m->out_md5 = 1;
+    m->path = in->path;
+    if (rc == 0 && lp_profile_merge(r->profile, p, in->weight, first,
+                                    context_warn, m, err))
+        rc = lp_error_prefix(err, "%s", in->path);
+    if (rc == 0 && keep_syms && add_symbols(r, &info))
+        rc = lp_error_set(err, LP_ENOMEM, "merge: out of memory");
+    r->merged += rc == 0;
+    lp_prof_info_free(&info);
+    lp_profile_free(p);
+    return rc;
+}
+
+int lp_profile_merge_files(const lp_merge_input *in, size_t n,
+                           const lp_merge_opts *o, lp_merge_result *res,
+                           lp_error *err)
+{
+    merge_state m = {res, 0, o->warn, o->ctx, NULL};
+    size_t i;
+    int rc = 0;
+
+    memset(res, 0, sizeof *res);
+    if (!(res->profile = lp_profile_new()))
+        return lp_error_set(err, LP_ENOMEM, "merge: out of memory");
+    for (i = 0; rc == 0 && i < n; i++) {
+        rc = merge_file(&m, &in[i], o->keep_symbols, err);
+        if (rc == 1 && o->fail_mode != LP_MERGE_FAIL_ANY) {
+            lp_warnf(o->warn, o->ctx, "%s (skipped)", err->msg);
+            lp_error_clear(err);
+            res->skipped++;
+            rc = 0;
+        }
+    }
+    if (rc == 0 && res->merged == 0)
+        rc = lp_error_set(err, LP_EFORMAT, "no profile could be merged");
+    if (rc) {
+        lp_merge_result_free(res);
+        return -1;
+    }
+    return 0;
+}
+
+void lp_merge_result_free(lp_merge_result *r)
+{
+    size_t i;
+
+    lp_profile_free(r->profile);
+    for (i = 0; i < r->nr_symbols; i++)
+        free(r->symbols[i]);
+    free(r->symbols);
+    memset(r, 0, sizeof *r);
 }
