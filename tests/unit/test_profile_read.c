@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lbr2prof/profile.h"
 
@@ -642,6 +643,78 @@ static void test_md5_conversion(void **state)
     lp_profile_free(p);
 }
 
+
+static void put_file(const char *path, const void *d, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+
+    assert_non_null(f);
+    assert_int_equal(fwrite(d, 1, n, f), n);
+    fclose(f);
+}
+
+static int nwarn;
+static void count_warn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    (void)msg;
+    nwarn++;
+}
+
+/* files: weights, failure modes, MD5 and string names merged by function,
+ * symbol lists united */
+static void test_merge_files(void **state)
+{
+    static const char *const syms[] = {"s1", "s2"};
+    char dir[] = "/tmp/lbr2prof-merge.XXXXXX", a[64], b[64], bad[64];
+    lp_write_opts md5 = {.format = LP_PROF_EXTBINARY, .use_md5 = 1,
+                         .symbol_list = syms, .nr_symbols = 2};
+    lp_profile *p = from_text(FLAT);
+    lp_merge_opts o = {LP_MERGE_FAIL_ANY, 1, count_warn, NULL};
+    lp_merge_input in[3];
+    lp_merge_result r;
+    lp_error e = {0};
+    size_t n;
+    char *bin;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(a, sizeof a, "%s/a.txt", dir);
+    snprintf(b, sizeof b, "%s/b.ext", dir);
+    snprintf(bad, sizeof bad, "%s/bad", dir);
+    put_file(a, FLAT, strlen(FLAT));
+    bin = write_mem(p, &md5, &n);
+    put_file(b, bin, n);
+    put_file(bad, "junk\n", 5);
+    in[0] = (lp_merge_input){a, 2};
+    in[1] = (lp_merge_input){b, 1};
+    in[2] = (lp_merge_input){bad, 1};
+    assert_int_equal(lp_profile_merge_files(in, 2, &o, &r, &e), 0);
+    /* one function, named by its hash: 2 x 1000 + 1000 */
+    assert_int_equal(r.profile->nr_funcs, 2);
+    assert_true(lp_profile_find(r.profile, "15822663052811949562")->total == 3000);
+    assert_int_equal(r.nr_symbols, 2);
+    lp_merge_result_free(&r);
+    assert_int_equal(lp_profile_merge_files(in, 3, &o, &r, &e), -1);
+    assert_non_null(strstr(e.msg, "bad: no sample profile"));
+    assert_null(r.profile);
+    o.fail_mode = LP_MERGE_FAIL_WARN;
+    nwarn = 0;
+    assert_int_equal(lp_profile_merge_files(in, 3, &o, &r, &e), 0);
+    assert_int_equal(nwarn, 1);
+    assert_true(r.merged == 2 && r.skipped == 1);
+    lp_merge_result_free(&r);
+    o.fail_mode = LP_MERGE_FAIL_ALL;
+    assert_int_equal(lp_profile_merge_files(in + 2, 1, &o, &r, &e), -1);
+    assert_non_null(strstr(e.msg, "no profile could be merged"));
+    unlink(a);
+    unlink(b);
+    unlink(bad);
+    rmdir(dir);
+    free(bin);
+    lp_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -658,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_merge_weighted),
         cmocka_unit_test(test_merge_rules),
         cmocka_unit_test(test_md5_conversion),
+        cmocka_unit_test(test_merge_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
