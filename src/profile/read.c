@@ -267,10 +267,11 @@ static int slurp(const char *path, uint8_t **out, size_t *len, lp_error *err)
         cap *= n == cap ? 2 : 1;
     } while (got);
     if (ferror(f)) {
+        int e = errno;
         free(b);
         if (f != stdin)
             fclose(f);
-        return lp_error_set(err, LP_EIO, "%s: read error", path);
+        return lp_error_set(err, LP_EIO, "%s: %s", path, strerror(e));
     }
     if (f != stdin)
         fclose(f);

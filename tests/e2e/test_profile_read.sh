@@ -261,14 +261,14 @@ for f in csmd5.ext probenest.z.ext sym.bin; do
         head -c $i $f > cut.prof
         bad cut.prof
         grep -q 'offset 0x\|empty file\|no sample profile' bad.err || fail "no offset: $(cat bad.err)"
-        i=$((i + 13))
+        i=$((i + 29))
     done
 done
 "$PY" - csmd5.ext probenest.z.ext <<'PY'
 import sys
 for f in sys.argv[1:]:
     d = bytearray(open(f, 'rb').read())
-    for i in range(0, len(d), 11):
+    for i in range(0, len(d), 23):
         e = bytearray(d); e[i] ^= 0xff
         open('%s.flip%d' % (f, i), 'wb').write(e)
 PY
