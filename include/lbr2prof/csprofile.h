@@ -130,7 +130,7 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
                    const lp_cs_opts *o, lp_profile *out, lp_error *err);
 
 /* postProcessProfiles on a flat CS profile p (from lp_cs_generate, or read
- * with lp_profile_read_text for --llvm-sample-profile), in place:
+ * with lp_profile_read for --llvm-sample-profile), in place:
  * summary and thresholds, the pre-inliner (context sizes from bins; the
  * functions measured are those touched by cc's counters, or, with cc
  * NULL, those named in p), cold trimming/merging, nested conversion

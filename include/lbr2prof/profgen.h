@@ -51,7 +51,7 @@ typedef struct lp_profgen_opts {
                                    "-" = standard input */
     const char *perfscript;     /* --perfscript (perf script text) */
     const char *unsym;          /* --unsymbolized-profile */
-    const char *llvm_prof;      /* --llvm-sample-profile (text) */
+    const char *llvm_prof;      /* --llvm-sample-profile (any format) */
 
     /* binaries */
     const char *const *binaries;/* --binary (repeatable): [0] the profiled

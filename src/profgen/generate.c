@@ -168,21 +168,18 @@ static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
     return from_counters(o, r, err);
 }
 
-/* --llvm-sample-profile: read, then post-process as a flat or CS
+/* --llvm-sample-profile: read (text, binary or extbinary, as
+ * llvm-profgen's SampleProfileReader), then post-process as a flat or CS
  * profile. */
 static int from_llvm_profile(const lp_profgen_opts *o, lp_profgen_result *r,
                              lp_error *err)
 {
     lp_flat_opts fo;
     lp_cs_opts co;
-    FILE *f;
 
     r->failed = LP_PROFGEN_INPUT;
     r->kind = LP_PROFGEN_PROFILE;
-    if (!(f = fopen(o->llvm_prof, "r")))
-        return lp_error_set(err, LP_EIO, "%s: cannot open", o->llvm_prof);
-    r->profile = lp_profile_read_text(f, o->llvm_prof, err);
-    fclose(f);
+    r->profile = lp_profile_read(o->llvm_prof, NULL, err);
     if (!r->profile)
         return -1;
     show_probes(o, r);

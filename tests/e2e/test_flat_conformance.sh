@@ -194,6 +194,10 @@ run "llvm-sample-profile trim-cold extbinary bytes" --llvm-sample-profile=cpt.tx
     --binary="$D/inline-noprobe2.perfbin" --trim-cold-profile --profile-summary-cold-count=100
 prof "filter-ambiguous-profile" --llvm-sample-profile="$D/filter-ambiguous-profile.prof" \
     --binary="$D/inline-cs-noprobe.perfbin"
+# ... and from extbinary input (llvm-profgen reads every format too)
+$PD merge --sample --extbinary cpt.txt -o cpt.ext
+prof "llvm-sample-profile extbinary input" --llvm-sample-profile=cpt.ext \
+    --binary="$D/inline-noprobe2.perfbin" --trim-cold-profile --profile-summary-cold-count=100
 
 # --show-density and the density warning: stdout and stderr identical
 n=$((n + 1))
