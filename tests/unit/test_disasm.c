@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "binary/binary_internal.h"
+#include "helpers/x86space.h"
 
 #define IN "tests/data/llvm-profgen-inputs/"
 
@@ -237,6 +238,11 @@ static void space_try(space *s, const uint8_t *buf, size_t n)
                  s->ref.in->mnemonic, s->ref.in->op_str);
 }
 
+static void space_visit(const uint8_t *buf, size_t n, void *s)
+{
+    space_try(s, buf, n);
+}
+
 /* Prefixes x escapes x opcode x ModRM (or second opcode byte), then a
  * fixed tail for SIB, displacement and immediates. */
 static void test_x86_opcode_space(void **state)
@@ -247,21 +253,8 @@ static void test_x86_opcode_space(void **state)
     static const char *const esc[] = {"", "\x0f", "\x0f\x38", "\x0f\x3a"};
     space s;
     space_open(&s, LP_ARCH_X86_64);
-    for (size_t p = 0; p < sizeof pre / sizeof *pre; p++)
-        for (size_t x = 0; x < sizeof esc / sizeof *esc; x++)
-            for (unsigned op = 0; op < 256; op++)
-                for (unsigned m = 0; m < 256; m++) {
-                    uint8_t buf[24];
-                    size_t n = strlen(pre[p]), ne = strlen(esc[x]);
-                    memcpy(buf, pre[p], n);
-                    memcpy(buf + n, esc[x], ne);
-                    n += ne;
-                    buf[n++] = (uint8_t)op;
-                    buf[n++] = (uint8_t)m;
-                    for (unsigned t = 0; t < 10; t++)
-                        buf[n++] = (uint8_t)(0x11 * t + 1);
-                    space_try(&s, buf, n);
-                }
+    x86space_each(pre, sizeof pre / sizeof *pre, esc, sizeof esc / sizeof *esc,
+                  1, space_visit, &s);
     space_close(&s);
     assert_true(s.decoded > 500000);
     assert_true(s.kinds[LP_INST_CALL] > 100 && s.kinds[LP_INST_RET] > 100 &&
