@@ -33,7 +33,10 @@
 
 /* ---- the decoder-neutral description ----------------------------------- */
 
-/* Mnemonic families; everything else is LP_X86_OTHER. */
+/* Mnemonic families; everything else is LP_X86_OTHER. The families that
+ * can branch come first, from LP_X86_CALL to LP_X86_XBEGIN (the id
+ * screens' test, lp_x86_mnem_branches; test_insn holds it to
+ * lp_x86_flow). */
 typedef enum lp_x86_mnem {
     LP_X86_OTHER = 0,
     LP_X86_CALL, LP_X86_CALL_FAR,   /* call, lcall */
@@ -116,8 +119,12 @@ typedef struct lp_flow {
 
 lp_flow lp_x86_flow(const lp_x86_desc *d);
 
-/* Can an instruction of this family be a branch (kind other than NONE)? */
-bool lp_x86_mnem_branches(unsigned mnem);
+/* Can an instruction of this family be a branch (kind other than NONE)?
+ * Inline: the profile generator's decoder asks it of most instructions. */
+static inline bool lp_x86_mnem_branches(unsigned mnem)
+{
+    return mnem >= LP_X86_CALL && mnem <= LP_X86_XBEGIN;
+}
 
 /* A cheap look at the bytes (after legacy and REX prefixes): false only
  * for encodings that never decode to a branch (a superset screen). */

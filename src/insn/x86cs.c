@@ -7,50 +7,40 @@
 
 /* ---- ids ----------------------------------------------------------------- */
 
-#define JCC(id, cc)                                                           \
-    case X86_INS_##id:                                                        \
-        *cond = LP_CC_##cc;                                                   \
-        return LP_X86_JCC
+/* Family of each capstone id (with the condition of a jcc, the count
+ * width of jcxz & co.); a table: the profile generator's decoder asks it
+ * for most instructions it decodes (lp_x86_cs_branch_id). */
+typedef struct cs_fam {
+    uint8_t mnem, arg;
+} cs_fam;
 
-/* Family of capstone id `id`; *cond for a jcc, *bits for jcxz & co. One
- * switch: the profile generator's decoder asks it for most instructions
- * it decodes (lp_x86_cs_branch_id). */
-static uint8_t cs_mnem(unsigned id, uint8_t *cond, uint8_t *bits)
-{
-    switch (id) {
-    case X86_INS_CALL: return LP_X86_CALL;
-    case X86_INS_LCALL: return LP_X86_CALL_FAR;
-    case X86_INS_JMP: return LP_X86_JMP;
-    case X86_INS_LJMP: return LP_X86_JMP_FAR;
-    case X86_INS_RET: return LP_X86_RET;
-    case X86_INS_RETF: case X86_INS_RETFQ: return LP_X86_RET_FAR;
-    case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
-        return LP_X86_IRET;
-    case X86_INS_SYSRET: return LP_X86_SYSRET;
-    case X86_INS_SYSEXIT: return LP_X86_SYSEXIT;
-    JCC(JO, O); JCC(JNO, NO); JCC(JB, B); JCC(JAE, AE); JCC(JE, E);
-    JCC(JNE, NE); JCC(JBE, BE); JCC(JA, A); JCC(JS, S); JCC(JNS, NS);
-    JCC(JP, P); JCC(JNP, NP); JCC(JL, L); JCC(JGE, GE); JCC(JLE, LE);
-    JCC(JG, G);
-    case X86_INS_JCXZ: *bits = 16; return LP_X86_JCXZ;
-    case X86_INS_JECXZ: *bits = 32; return LP_X86_JCXZ;
-    case X86_INS_JRCXZ: *bits = 64; return LP_X86_JCXZ;
-    case X86_INS_LOOP: return LP_X86_LOOP;
-    case X86_INS_LOOPE: return LP_X86_LOOPE;
-    case X86_INS_LOOPNE: return LP_X86_LOOPNE;
-    case X86_INS_XBEGIN: return LP_X86_XBEGIN;
-    case X86_INS_UD0: case X86_INS_UD2: case X86_INS_UD2B: return LP_X86_UD;
-    case X86_INS_HLT: return LP_X86_HLT;
-    case X86_INS_INT3: return LP_X86_INT3;
-    default: return LP_X86_OTHER;
-    }
-}
+#define F(id, m) [X86_INS_##id] = {LP_X86_##m, 0}
+#define JCC(id, cc) [X86_INS_##id] = {LP_X86_JCC, LP_CC_##cc}
+static const cs_fam cs_fams[X86_INS_ENDING] = {
+    F(CALL, CALL), F(LCALL, CALL_FAR), F(JMP, JMP), F(LJMP, JMP_FAR),
+    F(RET, RET), F(RETF, RET_FAR), F(RETFQ, RET_FAR), F(IRET, IRET),
+    F(IRETD, IRET), F(IRETQ, IRET), F(SYSRET, SYSRET), F(SYSEXIT, SYSEXIT),
+    JCC(JO, O), JCC(JNO, NO), JCC(JB, B), JCC(JAE, AE), JCC(JE, E),
+    JCC(JNE, NE), JCC(JBE, BE), JCC(JA, A), JCC(JS, S), JCC(JNS, NS),
+    JCC(JP, P), JCC(JNP, NP), JCC(JL, L), JCC(JGE, GE), JCC(JLE, LE),
+    JCC(JG, G),
+    [X86_INS_JCXZ] = {LP_X86_JCXZ, 16}, [X86_INS_JECXZ] = {LP_X86_JCXZ, 32},
+    [X86_INS_JRCXZ] = {LP_X86_JCXZ, 64},
+    F(LOOP, LOOP), F(LOOPE, LOOPE), F(LOOPNE, LOOPNE), F(XBEGIN, XBEGIN),
+    F(UD0, UD), F(UD2, UD), F(UD2B, UD), F(HLT, HLT), F(INT3, INT3),
+};
+#undef F
 #undef JCC
+
+static cs_fam cs_family(unsigned id)
+{
+    cs_fam none = {LP_X86_OTHER, 0};
+    return id < X86_INS_ENDING ? cs_fams[id] : none;
+}
 
 bool lp_x86_cs_branch_id(unsigned id)
 {
-    uint8_t cond, bits, m = cs_mnem(id, &cond, &bits);
-    return m != LP_X86_OTHER && lp_x86_mnem_branches(m);
+    return lp_x86_mnem_branches(cs_family(id).mnem);
 }
 
 /* ---- registers ------------------------------------------------------------ */
@@ -98,9 +88,16 @@ void lp_x86_desc_cs(const cs_insn *in, lp_x86_desc *d)
     const cs_x86 *x = &in->detail->x86;
     const cs_x86_op *o = &x->operands[0];
 
+    cs_fam f = cs_family(in->id);
+
     *d = (lp_x86_desc){0};
-    d->count_bits = (uint8_t)(x->addr_size * 8);
-    d->mnem = cs_mnem(in->id, &d->cond, &d->count_bits);
+    d->mnem = f.mnem;
+    if (f.mnem == LP_X86_JCC)
+        d->cond = f.arg;
+    else if (f.mnem == LP_X86_JCXZ)
+        d->count_bits = f.arg;
+    else
+        d->count_bits = (uint8_t)(x->addr_size * 8);
     if (x->op_count == 0)
         return;
     switch (o->type) {

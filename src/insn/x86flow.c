@@ -1,7 +1,7 @@
 /*
  * x86flow.c - the decisions: an lp_x86_desc's control-flow class
- * (lp_x86_flow), which families can branch at all, and which encodings
- * can (lp_x86_bytes_may_branch). Decoders only describe (x86cs.c,
+ * (lp_x86_flow) and which encodings can branch (lp_x86_bytes_may_branch;
+ * which families can is the order of lp_x86_mnem, insn.h). Decoders only describe (x86cs.c,
  * x86zydis.c); nothing else in lbr2prof decides what an x86 branch is.
  */
 #include "insn/insn.h"
@@ -48,13 +48,6 @@ lp_flow lp_x86_flow(const lp_x86_desc *d)
     else
         f.flags |= LP_FLOW_INDIRECT;
     return f;
-}
-
-bool lp_x86_mnem_branches(unsigned mnem)
-{
-    lp_x86_desc d = {.mnem = (uint8_t)mnem, .op = LP_X86_OP_IMM};
-
-    return mnem < LP_X86_NMNEM && lp_x86_flow(&d).kind != LP_FLOW_NONE;
 }
 
 /* Legacy prefixes (26 2e 36 3e 64-67 f0 f2 f3) and REX (40-4f), one bit

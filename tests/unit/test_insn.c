@@ -277,6 +277,20 @@ static void test_zydis_only(void **state)
                                      AT, &d), 0);
 }
 
+/* The id screens' test of a family is the classifier's answer. */
+static void test_families_that_branch(void **state)
+{
+    (void)state;
+    for (unsigned m = 0; m < LP_X86_NMNEM; m++) {
+        lp_x86_desc imm = {.mnem = (uint8_t)m, .op = LP_X86_OP_IMM};
+        lp_x86_desc reg = {.mnem = (uint8_t)m, .op = LP_X86_OP_REG};
+        bool b = lp_x86_flow(&imm).kind != LP_FLOW_NONE ||
+                 lp_x86_flow(&reg).kind != LP_FLOW_NONE;
+        if (lp_x86_mnem_branches(m) != b)
+            fail_msg("family %u: lp_x86_mnem_branches says %d", m, !b);
+    }
+}
+
 /* ---- the opcode space ---------------------------------------------------------- */
 
 /* The classification capstone's groups give (binary/disasm.c's rule
@@ -409,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_traps),
         cmocka_unit_test(test_not_branches),
         cmocka_unit_test(test_zydis_only),
+        cmocka_unit_test(test_families_that_branch),
         cmocka_unit_test(test_opcode_space_matches_groups),
         cmocka_unit_test(test_opcode_space_decoders_agree),
     };

@@ -38,22 +38,53 @@ while (<$fh>) {
 close $fh;
 die "$truth: no mappings or no branch_counts\n" unless @maps && %pairs;
 
-# file -> { vaddr -> [mnemonic, direct target or undef] }, and its
-# PT_LOAD segments [offset, vaddr, filesz]
-my (%code, %loads);
-sub load_file {
+# file -> its PT_LOAD segments [offset, vaddr, filesz]
+my %loads;
+sub load_segments {
     my ($path) = @_;
-    return if exists $code{$path};
-    my %c;
-    open(my $r, "-|", "readelf", "-lW", $path) or die "readelf $path: $!\n";
+    return if exists $loads{$path};
     my @l;
+    open(my $r, "-|", "readelf", "-lW", $path) or die "readelf $path: $!\n";
     while (<$r>) {
         push @l, [hex($1), hex($2), hex($3)]
             if /^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+\s+0x([0-9a-f]+)/;
     }
     close $r;
+    $loads{$path} = \@l;
+}
+
+# run-time address -> (path, vaddr) or () when unmapped / no file
+sub where {
+    my ($addr) = @_;
+    for my $m (@maps) {
+        next unless $addr >= $m->[0] && $addr < $m->[1];
+        return () if $m->[3] !~ m{^/};
+        load_segments($m->[3]);
+        my $off = $addr - $m->[0] + $m->[2];
+        for my $s (@{$loads{$m->[3]}}) {
+            return ($m->[3], $off - $s->[0] + $s->[1])
+                if $off >= $s->[0] && $off < $s->[0] + $s->[2];
+        }
+        return ();
+    }
+    return ();
+}
+
+# Every address asked about, placed; then file -> { vaddr -> [mnemonic,
+# direct target or undef, "evex"/"vex"/""] } for those addresses only
+# (objdump disassembles whole files: libc is 340k lines)
+my (%at, %need, %code);
+for my $a ((map { map { hex } split ' ' } keys %pairs), @insns) {
+    next if exists $at{$a};
+    my @w = where($a);
+    $at{$a} = \@w;
+    $need{$w[0]}{$w[1]} = 1 if @w;
+}
+for my $path (keys %need) {
+    my ($n, %c) = ($need{$path});
     open(my $o, "-|", "objdump", "-d", "-w", $path) or die "objdump $path: $!\n";
     while (<$o>) {
+        next unless /^\s*([0-9a-f]+):\t/ && $n->{hex($1)};
         next unless /^\s*([0-9a-f]+):\t([0-9a-f ]+?)\s*\t(.*)$/;
         my ($a, $raw, $text) = (hex($1), $2, $3);
         $text =~ s/\s+#.*//;
@@ -68,24 +99,6 @@ sub load_file {
     }
     close $o;
     $code{$path} = \%c;
-    $loads{$path} = \@l;
-}
-
-# run-time address -> (path, vaddr) or () when unmapped / no file
-sub where {
-    my ($addr) = @_;
-    for my $m (@maps) {
-        next unless $addr >= $m->[0] && $addr < $m->[1];
-        return () if $m->[3] !~ m{^/};
-        load_file($m->[3]);
-        my $off = $addr - $m->[0] + $m->[2];
-        for my $s (@{$loads{$m->[3]}}) {
-            return ($m->[3], $off - $s->[0] + $s->[1])
-                if $off >= $s->[0] && $off < $s->[0] + $s->[2];
-        }
-        return ();
-    }
-    return ();
 }
 
 my $branch = qr/^(j[a-z]+|call[a-z]?|ret[a-z]?|loop[a-z]*|xbegin|l?jmp[a-z]?|lcall[a-z]?)$/;
@@ -97,7 +110,7 @@ sub problem {
 }
 for my $p (sort keys %pairs) {
     my ($f, $t) = map { hex } split ' ', $p;
-    my ($fp, $fv) = where($f);
+    my ($fp, $fv) = @{$at{$f}};
     if (!defined $fp) { $unchecked++; next; }
     $checked++;
     my $i = $code{$fp}{$fv};
@@ -107,7 +120,7 @@ for my $p (sort keys %pairs) {
             $f, $fp, $fv, $i ? "'$i->[0]'" : "not an instruction start", $t));
         next;
     }
-    my ($tp, $tv) = where($t);
+    my ($tp, $tv) = @{$at{$t}};
     next unless defined $tp;
     my $ok = defined $i->[1] ? ($tp eq $fp && $tv == $i->[1])
                              : exists $code{$tp}{$tv};
@@ -118,7 +131,7 @@ for my $p (sort keys %pairs) {
 }
 my (%enc, %evex_in) = (evex => 0, vex => 0);
 for my $a (@insns) {
-    my ($p, $v) = where($a);
+    my ($p, $v) = @{$at{$a}};
     next unless defined $p;
     if (my $i = $code{$p}{$v}) {
         $enc{$i->[2]}++ if $i->[2];
