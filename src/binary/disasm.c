@@ -13,6 +13,12 @@
  * decoded with the detail handle; any other with the plain one, and again
  * with detail if its id still can be a branch (ops->branch_id), so the
  * result is the detail path's whatever the byte screen says.
+ *
+ * VEX/EVEX instructions capstone 4 cannot decode on x86 - AVX-512, AMX
+ * and newer, which LLVM's MC decoder (llvm-profgen's) knows - are decoded
+ * by Zydis, loaded at the first such instruction (most binaries have
+ * none), and classified by the same classifier; what neither decodes is
+ * skipped a byte at a time, as llvm-profgen does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,21 +31,25 @@
 /* x86: the shared classifier (insn/insn.h) in lp_inst's terms - kinds by
  * LLVM's view, an indirect call/jump without a target, a return with
  * neither. */
-static void classify_x86(const cs_insn *in, lp_inst *o)
+static void inst_of_flow(lp_flow f, lp_inst *o)
 {
     static const uint8_t kind[] = {
         [LP_FLOW_NONE] = LP_INST_OTHER, [LP_FLOW_CALL] = LP_INST_CALL,
         [LP_FLOW_RET] = LP_INST_RET, [LP_FLOW_JUMP] = LP_INST_UNCOND_BR,
         [LP_FLOW_COND] = LP_INST_COND_BR,
     };
-    lp_x86_desc d;
-    lp_x86_desc_cs(in, &d);
-    lp_flow f = lp_x86_flow(&d);
     o->kind = kind[f.kind];
     if (f.kind == LP_FLOW_NONE || f.kind == LP_FLOW_RET)
         return;
     o->indirect = (f.flags & LP_FLOW_INDIRECT) != 0;
     o->target = f.target;
+}
+
+static void classify_x86(const cs_insn *in, lp_inst *o)
+{
+    lp_x86_desc d;
+    lp_x86_desc_cs(in, &d);
+    inst_of_flow(lp_x86_flow(&d), o);
 }
 
 static void classify_arm64(const cs_insn *in, lp_inst *o)
@@ -126,6 +136,7 @@ int lp_decoder_open(lp_decoder *d, const lp_arch_ops *ops)
 
 void lp_decoder_close(lp_decoder *d)
 {
+    lp_zydis_close(d->zy);
     if (d->fi)
         cs_free(d->fi, 1);
     if (d->di)
@@ -135,6 +146,30 @@ void lp_decoder_close(lp_decoder *d)
     if (d->full_open)
         cs_close(&d->full);
     memset(d, 0, sizeof *d);
+}
+
+/* A VEX/EVEX instruction capstone 4 cannot decode (AVX-512, AMX,
+ * AVX-VNNI..., which LLVM's decoder knows): Zydis, loaded at the first
+ * one, gives the length and the description; false if it cannot either
+ * (or is not installed). Other encodings are left to capstone: Zydis
+ * accepts more of the legacy space than LLVM does. */
+static bool decode_unknown(lp_decoder *d, const uint8_t *code, size_t left,
+                           uint64_t addr, lp_inst *o)
+{
+    lp_x86_desc desc;
+    unsigned len;
+
+    if (d->ops->arch != LP_ARCH_X86_64 || !lp_x86_bytes_vex(code, left))
+        return false;
+    if (!d->zy_tried) {
+        d->zy_tried = true;
+        d->zy = lp_zydis_open(NULL);
+    }
+    if (!d->zy || !(len = lp_zydis_decode(d->zy, code, left, addr, &desc)))
+        return false;
+    o->size = (uint8_t)len;
+    inst_of_flow(lp_x86_flow(&desc), o);
+    return true;
 }
 
 bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
@@ -147,14 +182,14 @@ bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
     o->addr = addr;
     if (!d->ops->may_branch(code, left)) {
         if (!cs_disasm_iter(d->fast, &c, &n, &a, d->fi))
-            return false;
+            return decode_unknown(d, code, left, addr, o);
         o->size = (uint8_t)d->fi->size;
         if (!d->ops->branch_id(d->fi->id))
             return true;
         c = code, n = left, a = addr;
     }
     if (!cs_disasm_iter(d->full, &c, &n, &a, d->di))
-        return false;
+        return decode_unknown(d, code, left, addr, o);
     o->size = (uint8_t)d->di->size;
     d->ops->classify(d->di, o);
     return true;

@@ -130,6 +130,10 @@ static inline bool lp_x86_mnem_branches(unsigned mnem)
  * for encodings that never decode to a branch (a superset screen). */
 bool lp_x86_bytes_may_branch(const uint8_t *code, size_t n);
 
+/* Is it VEX- or EVEX-encoded (c4, c5, 62 after the legacy prefixes: in
+ * 64-bit mode always so)? AVX, AVX-512, AMX: what capstone 4 knows least. */
+bool lp_x86_bytes_vex(const uint8_t *code, size_t n);
+
 /* ---- capstone 4 (x86cs.c) ---------------------------------------------- */
 
 /* `in` decoded in 64-bit mode with CS_OPT_DETAIL on. */

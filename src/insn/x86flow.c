@@ -86,3 +86,11 @@ bool lp_x86_bytes_may_branch(const uint8_t *p, size_t n)
         return (o & 0xf0) == 0x70 || (o >= 0xe0 && o <= 0xe3);
     }
 }
+
+bool lp_x86_bytes_vex(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_prefix(p[i]))
+        i++;
+    return i < n && (p[i] == 0x62 || p[i] == 0xc4 || p[i] == 0xc5);
+}

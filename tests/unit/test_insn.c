@@ -272,6 +272,9 @@ static void test_zydis_only(void **state)
                          only[i].n);
         expect(lp_x86_flow(&d), LP_FLOW_NONE, only[i].flags, 0, "zydis only");
         assert_false(lp_x86_bytes_may_branch(only[i].b, only[i].n));
+        /* VEX/EVEX but ud1 (legacy) */
+        assert_int_equal(lp_x86_bytes_vex(only[i].b, only[i].n),
+                         only[i].b[0] != 0x0f);
     }
     assert_int_equal(lp_zydis_decode(b->zy, (const uint8_t[]){0x0f, 0x04}, 2,
                                      AT, &d), 0);
