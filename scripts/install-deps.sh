@@ -4,13 +4,14 @@
 # so a second run costs a few dpkg queries.
 set -eu
 
-# libpfm4, libmicrohttpd12 and libstdc++6 are named although the -dev
+# libpfm4, libmicrohttpd12, libstdc++6 and libzydis4.0 are named although the -dev
 # packages (headers) pull them in: lbr2prof does not link them but dlopens
 # them at run time (docs/dependencies.md), so nothing else would need them.
 PKGS="build-essential pkg-config libelf-dev libdw-dev libcapstone-dev
 libpfm4-dev libpfm4 uthash-dev libcmocka-dev libzstd-dev linux-perf llvm-19 clang-19 llvm-22 clang-22
 libclang-rt-19-dev zlib1g-dev libjansson-dev libmicrohttpd-dev libmicrohttpd12
-libstdc++6 libxxhash-dev curl python3-jsonschema chromium time llvm-22 clang-22"
+libstdc++6 libxxhash-dev curl python3-jsonschema chromium time
+libzydis-dev libzydis4.0"
 
 missing=""
 for p in $PKGS; do

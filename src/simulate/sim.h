@@ -13,7 +13,6 @@
 #ifndef LBR2PROF_SIM_H
 #define LBR2PROF_SIM_H
 
-#include <capstone/capstone.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -23,8 +22,10 @@
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/perfwrite.h"
 #include "lbr2prof/record.h"
+#include "insn/insn.h"
 
-/* What a CTI does, decided once per static instruction. */
+/* What a CTI does, decided once per static instruction (from the shared
+ * classifier's lp_flow, insn/insn.h). */
 typedef enum cti_kind {
     CTI_NONE = 0,  /* not a CTI (never patched) */
     CTI_JCC,       /* conditional direct jump (incl. jrcxz, loop*) */
@@ -33,24 +34,23 @@ typedef enum cti_kind {
     CTI_CALL,      /* direct call */
     CTI_CALL_IND,  /* call reg/mem */
     CTI_RET,       /* ret / ret imm16 */
-    CTI_STEP,      /* anything else that may transfer control: single-step it */
+    CTI_STEP,      /* far transfer, iret, xbegin: single-step it; where it
+                      lands, if not next, is a taken branch */
+    CTI_UNKNOWN,   /* not decodable (length unknown): single-step it; never
+                      a branch, since every branch encoding is a legacy one
+                      the decoder knows */
 } cti_kind;
 
 /* One decoded static CTI; the key is its address. */
 typedef struct cti {
     uint64_t addr;
     uint64_t target;     /* direct target */
-    uint32_t insn_id;    /* capstone X86_INS_* (condition of a JCC) */
-    uint16_t ret_imm;    /* ret imm16 */
+    lp_x86_desc d;       /* the decoder's description: condition, count
+                            width, operand of an indirect CTI, ret imm16 */
     uint8_t len;
     uint8_t kind;        /* cti_kind */
     uint8_t orig;        /* original first byte (patched to 0xcc) */
     uint8_t patched;
-    /* memory or register operand of an indirect CTI */
-    uint8_t op_is_mem;
-    x86_reg op_reg, base, index, segment;
-    int32_t scale;
-    int64_t disp;
     UT_hash_handle hh;
 } cti;
 
@@ -142,7 +142,7 @@ typedef struct sim {
     const lp_record_opts *opts;
     lp_record_stats *st;
     lp_perfwrite *pw;
-    csh cs;
+    lp_zydis *zy;           /* the decoder (AVX-512, AMX: every CPU) */
     pid_t pid;              /* the traced process */
     pid_t stopped_tid;      /* a thread in ptrace-stop (for POKETEXT) */
     cti *ctis;
@@ -175,6 +175,9 @@ void sim_forget_all(sim *s);
  * Returns 1 if taken, 0 if not, -1 on error. */
 int sim_emulate(pid_t tid, const cti *c, struct user_regs_struct *r,
                 lp_error *err);
+/* After single-stepping `c` (CTI_STEP, CTI_UNKNOWN) the thread is at
+ * `rip`: was that a taken branch? */
+int sim_step_taken(const cti *c, uint64_t rip);
 int sim_count_partial(sim *s, uint64_t from, uint64_t upto, int inclusive,
                       lp_error *err);
 

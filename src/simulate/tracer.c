@@ -145,7 +145,8 @@ static int on_cti(sim *s, thread_state *t, cti *c, struct user_regs_struct *r,
     } else if (sim_count_partial(s, t->cur, c->addr, 1, err)) {
         return -1;
     }
-    if (c->kind == CTI_STEP) { /* un-patch, step once, re-patch */
+    if (c->kind == CTI_STEP || c->kind == CTI_UNKNOWN) {
+        /* un-patch, step once, re-patch */
         uint8_t orig = c->orig;
         uint64_t a = c->addr & ~7ull, word;
         errno = 0;
@@ -174,7 +175,7 @@ static int on_cti(sim *s, thread_state *t, cti *c, struct user_regs_struct *r,
     return run_from(s, t, r->rip, 0, err);
 }
 
-/* The single step over a CTI_STEP instruction finished. */
+/* The single step over a CTI_STEP or CTI_UNKNOWN instruction finished. */
 static int on_step_done(sim *s, thread_state *t, struct user_regs_struct *r,
                         lp_error *err)
 {
@@ -183,7 +184,7 @@ static int on_step_done(sim *s, thread_state *t, struct user_regs_struct *r,
     t->stepping = 0;
     if (!c || sim_patch(s, c, err))
         return -1;
-    if (r->rip != c->addr + c->len && sim_taken(s, t, c, r, err))
+    if (sim_step_taken(c, r->rip) && sim_taken(s, t, c, r, err))
         return -1;
     return run_from(s, t, r->rip, 0, err);
 }
@@ -635,7 +636,7 @@ static void sim_free(sim *s)
     if (s->truth_maps)
         fclose(s->truth_maps);
     sim_stack_free(&s->stacks);
-    cs_close(&s->cs);
+    lp_zydis_close(s->zy);
 }
 
 static int setup(sim *s, const lp_record_opts *o, lp_error *err)
@@ -644,9 +645,8 @@ static int setup(sim *s, const lp_record_opts *o, lp_error *err)
     struct user_regs_struct r;
     thread_state *t;
 
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &s->cs) != CS_ERR_OK)
-        return lp_error_set(err, LP_EUNSUPP, "capstone: cannot open x86-64");
-    cs_option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
+    if (!(s->zy = lp_zydis_open(err)))
+        return -1;
     fill_attr(o, &po);
     if (!(s->pw = lp_perfwrite_open(o->output, &po, err)))
         return -1;
