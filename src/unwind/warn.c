@@ -300,6 +300,31 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
                  (double)(s->stack_agree + s->stack_disagree) * 100 / s->samples,
                  s->stack_agree + s->stack_disagree, s->samples,
                  s->stack_agree, s->stack_disagree);
+    if (s->cfi_stacks)
+        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had a call "
+                    "stack the frame-pointer walk does not prove; it was "
+                    "unwound from the user stack with CFI: %" PRIu64 " frames "
+                    "by CFI, %" PRIu64 " by frame pointers where no CFI covers "
+                    "the code; the recorded walk has a wrong frame in %" PRIu64
+                    " of them.",
+                 (double)s->cfi_stacks * 100 / s->samples, s->cfi_stacks,
+                 s->samples, s->cfi_frames, s->cfi_fp_frames, s->cfi_changed);
+    if (s->cfi_lbr_agree || s->cfi_lbr_disagree)
+        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had a caller "
+                    "frame-pointer walks miss (function entry or exit, "
+                    "frameless function) in both the CFI stack and the LBR: "
+                    "%" PRIu64 " agree, %" PRIu64 " disagree (the CFI's is "
+                    "used).",
+                 (double)(s->cfi_lbr_agree + s->cfi_lbr_disagree) * 100 / s->samples,
+                 s->cfi_lbr_agree + s->cfi_lbr_disagree, s->samples,
+                 s->cfi_lbr_agree, s->cfi_lbr_disagree);
+    uw_summary(u, s->cfi_partial, s->samples, "of samples had a CFI walk that "
+               "ended in the binaries' code before the outermost frame (a "
+               "short stack copy, code without CFI): the callers below are "
+               "not known.");
+    uw_summary(u, s->cfi_failed, s->samples, "of samples could not be "
+               "unwound with CFI (no caller found); the frame-pointer walk "
+               "was used.");
     uw_summary(u, s->caller_hole, s->samples, "of samples had the caller "
                "frame missing and not shown by the newest LBR entries; it was "
                "left unknown until the unwinding finds its call.");
