@@ -302,11 +302,11 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
                  s->stack_agree, s->stack_disagree);
     if (s->cfi_stacks)
         uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had a call "
-                    "stack the frame-pointer walk does not prove; it was "
+                    "stack no recorded frame-pointer walk proves; it was "
                     "unwound from the user stack with CFI: %" PRIu64 " frames "
-                    "by CFI, %" PRIu64 " by frame pointers where no CFI covers "
-                    "the code; the recorded walk has a wrong frame in %" PRIu64
-                    " of them.",
+                    "by CFI, %" PRIu64 " by frame pointers (code without CFI, "
+                    "or past the end of the stack copy); the recorded walk has "
+                    "a wrong frame in %" PRIu64 " of them.",
                  (double)s->cfi_stacks * 100 / s->samples, s->cfi_stacks,
                  s->samples, s->cfi_frames, s->cfi_fp_frames, s->cfi_changed);
     if (s->cfi_lbr_agree || s->cfi_lbr_disagree)

@@ -230,6 +230,14 @@ cfi_rec() {
 cfi_one nf-kernel-clang clang-19 kernel 200
 awk -v s="$CFI_PG" 'BEGIN { exit !(s < 90) }' || fail "nf-kernel-clang: llvm-profgen gets $CFI_PG%: the test shows nothing"
 cfi_one nf-kernel-gcc gcc kernel 200
+# as perf record --call-graph dwarf records it: no user callchain at all
+if command -v gcc > /dev/null 2>&1; then
+    "$LBR2PROF" record --simulate -c 97 --seed 7 --call-graph=dwarf -o "$W/dwarf.data" \
+        --truth "$W/dwarf.truth" -- "$W/nf-kernel-gcc" 200 > /dev/null 2>&1 || fail "record --call-graph=dwarf"
+    "$LBR2PROF" --perfdata="$W/dwarf.data" --binary="$W/nf-kernel-gcc" $PG_CS \
+        --output="$W/dwarf.prof" > "$W/dwarf.log" 2>&1 || { cat "$W/dwarf.log"; fail "lbr2prof (dwarf)"; }
+    TRUTH="$W/dwarf.truth" judge nf-kernel-gcc "$W/dwarf.prof" "lbr2prof(dwarf)" 99
+fi
 cfi_one nf-recursion-clang clang-19 recursion 20
 cfi_one nf-qsort-gcc gcc qsort_cb 3000
 cfi_one nf-asyncsig-gcc gcc asyncsig 300
