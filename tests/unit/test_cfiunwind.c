@@ -238,7 +238,10 @@ static bool fixture(const char *cc, const char *flags, const char *mode,
 
 static const char *const compilers[] = {"gcc", "clang-19"};
 
-static void test_walk_frameless(void **state)
+/* Each compiler's fixture in mode: the walk's names, its frames flagged
+ * exact, and the whole stack (the outermost frame's return address is
+ * undefined in _start's CFI). */
+static void check_walks(const char *mode, const char *want, const char *want_exact)
 {
     char bin[160], names[1024], exact[256];
     lp_cfi_result r;
@@ -246,23 +249,27 @@ static void test_walk_frameless(void **state)
     size_t i;
     dump d;
 
-    (void)state;
     for (i = 0; i < 2; i++) {
-        if (!fixture(compilers[i], "", "normal", bin, sizeof bin, &d))
+        if (!fixture(compilers[i], "", mode, bin, sizeof bin, &d))
             continue;
         walk_names(&d, bin, names, sizeof names, &r, exact, sizeof exact);
-        fprintf(stderr, "%s: %zu frames, stop %s:%s\n", compilers[i], r.frames,
-                lp_cfi_stop_name(r.stop), names);
-        /* libc's frames between main and _start, whose return address
-         * is undefined: the whole stack */
-        assert_string_equal(names, " point crunch rec rec rec outer main - _start");
+        fprintf(stderr, "%s %s: %zu frames, stop %s:%s (exact:%s)\n", compilers[i],
+                mode, r.frames, lp_cfi_stop_name(r.stop), names, exact);
+        assert_string_equal(names, want);
+        assert_string_equal(exact, want_exact);
         assert_int_equal(r.stop, LP_CFI_STOP_END);
-        assert_string_equal(exact, "");
         free_dump(&d);
         done++;
     }
     if (!done)
         skip();
+}
+
+/* libc's frames between main and _start ("-"); rec(0) tail-calls crunch */
+static void test_walk_frameless(void **state)
+{
+    (void)state;
+    check_walks("normal", " point crunch rec rec rec outer main - _start", "");
 }
 
 /* The frame-pointer walk of the same registers and stack does not get
@@ -287,31 +294,12 @@ static void test_fp_walk_fails_there(void **state)
     free_dump(&d);
 }
 
+/* the handler, glibc's restorer ('S' FDE), then the interrupted pc in
+ * poke - exact, not a return address - and its callers */
 static void test_walk_signal_frame(void **state)
 {
-    char bin[160], names[1024], exact[256];
-    lp_cfi_result r;
-    int done = 0;
-    size_t i;
-    dump d;
-
     (void)state;
-    for (i = 0; i < 2; i++) {
-        if (!fixture(compilers[i], "", "sig", bin, sizeof bin, &d))
-            continue;
-        walk_names(&d, bin, names, sizeof names, &r, exact, sizeof exact);
-        fprintf(stderr, "%s sig: %zu frames, stop %s:%s (exact:%s)\n", compilers[i],
-                r.frames, lp_cfi_stop_name(r.stop), names, exact);
-        /* the handler, glibc's restorer ('S' FDE), then the interrupted
-         * pc in poke - exact, not a return address - and its callers */
-        assert_string_equal(names, " on_segv - poke crunch rec rec rec outer main - _start");
-        assert_string_equal(exact, " poke");
-        assert_int_equal(r.stop, LP_CFI_STOP_END);
-        free_dump(&d);
-        done++;
-    }
-    if (!done)
-        skip();
+    check_walks("sig", " on_segv - poke crunch rec rec rec outer main - _start", " poke");
 }
 
 /* Built with -fno-asynchronous-unwind-tables: the fixture's functions
