@@ -10,7 +10,10 @@
 #               what the intake's new check costs where it cannot apply).
 # Each command runs BENCH_RUNS times (default 5), the two modes alternating,
 # after one untimed warm-up (page cache); prints the medians of wall and
-# CPU (user+sys) time and the ratios default / --no-repair-frames.
+# CPU (user+sys) time and the ratios default / --no-repair-frames. With
+# BENCH_BASE=path/to/an/older/lbr2prof its default mode is timed too, in
+# the same alternation (what the change costs where the outputs differ:
+# the older one has no CFI stacks).
 # Run from a built tree (make -j2). Uses $TMPDIR (~1 GB).
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +40,7 @@ one() {
         my $t0 = time; my $rc = system(@ARGV); my $w = time - $t0;
         open my $f, "<", $ENV{TF} or die; my ($u, $s) = split " ", <$f>;
         printf "%.3f %.3f\n", $w, $u + $s; exit($rc != 0)' \
-        /usr/bin/time -o "$TF" -f "%U %S" "$@" >>"$out"
+        /usr/bin/time -o "$TF" -f "%U %S" "$@" >>"$out" 2>/dev/null
 }
 
 median() { # file column
@@ -47,13 +50,15 @@ median() { # file column
 for input in nofp fp fp-nostack; do
     bin=$W/cg-fp
     [ $input = nofp ] && bin=$W/cg-nofp
-    : >"$W/def"; : >"$W/ref"
+    : >"$W/def"; : >"$W/ref"; : >"$W/base"
     "$L" --perfdata="$W/$input.data" --binary="$bin" $OPTS -o "$W/o" >"$W/log" 2>&1
     "$L" --perfdata="$W/$input.data" --binary="$bin" $OPTS --no-repair-frames -o "$W/o" >/dev/null 2>&1
     i=0
     while [ $i -lt "$RUNS" ]; do
         one "$W/def" "$L" --perfdata="$W/$input.data" --binary="$bin" $OPTS -o "$W/o"
         one "$W/ref" "$L" --perfdata="$W/$input.data" --binary="$bin" $OPTS --no-repair-frames -o "$W/o"
+        [ -z "${BENCH_BASE:-}" ] ||
+            one "$W/base" "$BENCH_BASE" --perfdata="$W/$input.data" --binary="$bin" $OPTS -o "$W/o"
         i=$((i + 1))
     done
     dw=$(median "$W/def" 1); dc=$(median "$W/def" 2)
@@ -62,4 +67,8 @@ for input in nofp fp fp-nostack; do
     printf '%-11s %4s MB  default %6.3f s wall %6.3f s cpu  --no-repair-frames %6.3f s wall %6.3f s cpu  ratio %.2fx wall %.2fx cpu  (CFI stacks: %s)\n' \
         "$input" "$(( $(wc -c <"$W/$input.data") / 1048576 ))" "$dw" "$dc" "$rw" "$rc" \
         "$(echo "$dw $rw" | awk '{ print $1 / $2 }')" "$(echo "$dc $rc" | awk '{ print $1 / $2 }')" "${cfi:-none}"
+    [ -z "${BENCH_BASE:-}" ] || printf '%-11s          %s: default %6.3f s wall %6.3f s cpu  ratio now/then %.2fx wall %.2fx cpu\n' \
+        "" "$BENCH_BASE" "$(median "$W/base" 1)" "$(median "$W/base" 2)" \
+        "$(echo "$dw $(median "$W/base" 1)" | awk '{ print $1 / $2 }')" \
+        "$(echo "$dc $(median "$W/base" 2)" | awk '{ print $1 / $2 }')"
 done

@@ -8,7 +8,8 @@
  * .debug_frame, opened once by path; the frame-pointer rule where no CFI
  * covers the code and the leaf classifier says the frame is set up.
  *
- * A walk is proven right, and kept, when the leaf's frame is set up (or
+ * A walk is proven right, and kept, when it is the copy's rbp chain and
+ * ends at a saved rbp of 0 (the ABI's end), the leaf's frame is set up (or
  * its missing caller, which the repair inserts from the stack, has its
  * frame set up) and every return address follows a call made with the
  * caller's frame set up, down to the first frame outside the binaries.
