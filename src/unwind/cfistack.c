@@ -226,16 +226,22 @@ static bool fp_walk_right(lp_unwinder *u, const lp_sample *ps,
 /* ---- the CFI stack as frame addresses -------------------------------------- */
 
 /* One return address (frame i > 0): a call site, a signal frame (its
- * restorer), or ExternalAddr; 0 for code that follows no call (the walk
- * went wrong). */
+ * restorer), or ExternalAddr (also for a call site without debug info);
+ * 0 for code that follows no call (the walk went wrong). */
 static uint64_t ret_frame(lp_unwinder *u, uint64_t pc)
 {
     bool code;
-    uint64_t a = uw_canon(u, pc, &code);
+    uint64_t a = uw_canon(u, pc, &code), c = code ? uw_callsite(u, a) : 0;
+    const lp_frame *f;
+    size_t n;
 
-    if (code)
-        return uw_callsite(u, a);
-    return uw_is_restorer(u, pc) ? UW_SIG : UW_EXT;
+    if (c)  /* code without debug info (a static binary's libc) has no
+               place in a context: as external code, it starts one */
+        return lp_binary_symbolize(uw_bin(u, c), uw_va(c), &f, &n, NULL) == 0 &&
+                       n == 0 ? UW_EXT : c;
+    if (uw_is_restorer(u, pc))  /* libc's, or a static binary's */
+        return UW_SIG;
+    return code ? 0 : UW_EXT;
 }
 
 /* u->cs from the walk's frames: returns the count; *cut when a return
@@ -255,8 +261,10 @@ static size_t cfi_frames(lp_unwinder *u, const lp_cfi_frame *f, size_t n,
             a = uw_canon(u, f[i].pc, &code);
             if (i == 0 && !code)
                 u->st.leaf_external++;
-            if (i > 0)
-                u->cs[k - 1] = UW_SIG;
+            if (i > 0 && u->cs[k - 1] > UW_LAST_SENTINEL)
+                u->cs[k++] = UW_SIG;
+            else if (i > 0)
+                u->cs[k - 1] = UW_SIG;  /* the trampoline's frame */
             else if (!code && uw_is_restorer(u, f[i].pc))
                 a = UW_SIG;
             u->cs[k++] = a;
@@ -395,7 +403,7 @@ int uw_cfi_stack(lp_unwinder *u, const lp_hybrid_sample *s, const uint64_t *st,
         u->st.cfi_failed += n;
         return 0;
     }
-    if (uw_grow((void **)&u->cs, &u->cs_cap, r.frames + nst + 2, sizeof *u->cs))
+    if (uw_grow((void **)&u->cs, &u->cs_cap, 2 * r.frames + nst + 2, sizeof *u->cs))
         return -1;
     *ncs = to_frames(u, &r, &regs, &stk, st, nst, n);
     return 1;

@@ -194,12 +194,14 @@ fi
 # glibc's restorer included. Against the truth >= 99%, no wrong context,
 # never below llvm-profgen on the same recording (whose frame-pointer
 # walks are garbage here), against what can be known with the stack
-# (knowable.pl --stack) >= 99%; and the mixed program (frame pointers)
-# whose frameless library uses rbp for data between two of its frames.
-# cfi_one NAME CC SOURCE-NAME ARGS...
+# (knowable.pl --stack) >= 99%; a static build (libc without debug info
+# inside the binary: its frames start contexts as external code does);
+# and the mixed program (frame pointers) whose frameless library uses rbp
+# for data between two of its frames.
+# cfi_one NAME "CC [FLAGS]" SOURCE-NAME ARGS...
 cfi_one() {
     n=$1 cc=$2 src=$3; shift 3
-    command -v $cc > /dev/null 2>&1 || { echo "no $cc: $n not checked"; return; }
+    command -v ${cc%% *} > /dev/null 2>&1 || { echo "no ${cc%% *}: $n not checked"; return; }
     $cc -O2 -g "$TOP/tests/workloads/$src.c" -o "$W/$n" || fail "$n: compile"
     cfi_rec "$n" "$W/$n" "$@"
 }
@@ -242,6 +244,8 @@ cfi_one nf-recursion-clang clang-19 recursion 20
 cfi_one nf-qsort-gcc gcc qsort_cb 3000
 cfi_one nf-asyncsig-gcc gcc asyncsig 300
 grep -q 'went through a signal delivery' "$W/nf-asyncsig-gcc.lp.log" || fail "nf-asyncsig-gcc: no signal frame"
+# static: libc (no debug info) and its restorer inside the binary
+cfi_one nf-asyncsig-static "gcc -static" asyncsig 300
 for cc in clang-19 gcc; do
     command -v $cc > /dev/null 2>&1 || continue
     n=mixed-$cc
