@@ -177,6 +177,15 @@ if command -v gcc > /dev/null 2>&1; then
     grep -q 'unwound from the user stack with CFI' "$W/gkernel1024.log" || fail "gkernel: no call stack from the user stack"
     grep 'in both the CFI stack and the LBR' "$W/gkernel1024.log" | grep -q ': [1-9][0-9]* agree, 0 disagree' \
         || { grep 'CFI' "$W/gkernel1024.log"; fail "gkernel: the LBR and the user stack disagree (or never both show the caller)"; }
+    # a stack copy far shorter than the stack: below its end the recorded
+    # frame-pointer walk is spliced in (docs/unwind.md, "CFI stacks")
+    "$LBR2PROF" record --simulate -c 97 --seed 7 --user-stack=256 -o "$W/gkernel256.data" \
+        --truth "$W/gkernel256.truth" -- "$W/gkernel" 200 > /dev/null 2>&1 || fail "gkernel: record 256"
+    "$LBR2PROF" --perfdata="$W/gkernel256.data" --binary="$W/gkernel" $PG_CS \
+        --output="$W/gkernel256.prof" > "$W/gkernel256.log" 2>&1 || { cat "$W/gkernel256.log"; fail "gkernel: lbr2prof 256"; }
+    TRUTH="$W/gkernel256.truth" judge gkernel "$W/gkernel256.prof" "lbr2prof(short-stack)" 99
+    grep 'unwound from the user stack with CFI' "$W/gkernel256.log" | grep -q ', [1-9][0-9]* by frame pointers' \
+        || { cat "$W/gkernel256.log"; fail "gkernel: nothing spliced from the recorded walk"; }
     # the recursion's callers the LBR does not reach
     "$LBR2PROF" record --simulate -c 97 --seed 7 --user-stack=1024 -o "$W/recursion1024.data" \
         --truth "$W/recursion1024.truth" -- "$W/recursion" 20 > /dev/null 2>&1 || fail "recursion: record --user-stack"
