@@ -93,12 +93,17 @@ typedef struct lp_hybrid_sample {
                                    the same id have the same stack and LBR
                                    (the intake is then done once) */
     const lp_sample *regs_stack; /* the perf.data sample when it has
-                                   PERF_SAMPLE_REGS_USER (ip, sp, bp) and
+                                   PERF_SAMPLE_REGS_USER (ip, sp, bp; all
+                                   general registers for CFI) and
                                    STACK_USER, else NULL: with the repair,
                                    its stack gives the caller of a leaf at
                                    a function's entry or exit or in a
                                    frameless function when the LBR does not
-                                   (the LBR has priority) */
+                                   (the LBR has priority), and the whole
+                                   call stack, unwound with the binaries'
+                                   CFI, when the frame-pointer walk is not
+                                   provably right (stack may then be empty:
+                                   perf record --call-graph dwarf) */
 } lp_hybrid_sample;
 
 /* What happened to the samples; counts weighted by repeat unless noted. */
@@ -153,6 +158,23 @@ typedef struct lp_unwind_stats {
                                    the trace (through tail calls too) */
     uint64_t intakes_reused;    /* samples (unweighted) taken in as an
                                    earlier one with the same dup_id was */
+    /* CFI stacks (the repair; samples with user registers and stack) */
+    uint64_t cfi_stacks;        /* the frame-pointer walk was not provably
+                                   right: the call stack came from a CFI
+                                   walk of the user stack */
+    uint64_t cfi_changed;       /* ... and differs from the recorded walk */
+    uint64_t cfi_frames;        /* frames those walks found by CFI rules */
+    uint64_t cfi_fp_frames;     /* ... by the frame-pointer rule, where no
+                                   CFI covers the code */
+    uint64_t cfi_partial;       /* CFI stacks that end in the binaries'
+                                   code before the outermost frame: the
+                                   callers below are not known */
+    uint64_t cfi_failed;        /* the walk found no caller at all: the
+                                   frame-pointer walk was used */
+    uint64_t cfi_lbr_agree;     /* CFI stacks whose leaf's caller (one the
+                                   frame-pointer walk misses: entry, exit,
+                                   frameless) the LBR shows too: the same */
+    uint64_t cfi_lbr_disagree;  /* ... another one (the CFI's is used) */
 } lp_unwind_stats;
 
 typedef struct lp_unwinder lp_unwinder;

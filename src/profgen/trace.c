@@ -116,7 +116,12 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
         st->lbr_only += n;
         return lp_lbr_agg_ip_sample(run->agg, s->ip, n, err);
     }
-    if (s->callchain_nr > 0 && run->uw) {
+    /* perf record --call-graph dwarf: no user callchain, the user stack
+     * (the repair unwinds it with CFI) */
+    bool stack_only = s->callchain_nr == 0 && s->stack_user_size && s->branch_nr &&
+                      !a->no_repair_frames;
+
+    if ((s->callchain_nr > 0 || stack_only) && run->uw) {
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
                               .markers = run->markers,
                               .fp_walk = run->markers || a->script_fp_callchains,
