@@ -151,6 +151,7 @@ static cti *decode_one(sim *s, uint64_t addr, const uint8_t *code, size_t n)
     } else {
         c->len = 1;
         c->kind = CTI_STEP;
+        c->undecodable = 1;
     }
     if (in)
         cs_free(in, cnt);
