@@ -43,7 +43,7 @@ enum { PRIV_PMU_TYPE, PRIV_TIME_SHIFT, PRIV_TIME_MULT, PRIV_TIME_ZERO,
 typedef struct dso_file {
     char *path;
     int fd;                 /* -1: not open */
-    int error, seen;        /* read failed; failure reported (itrace) */
+    int error, seen;        /* a read failed; that was seen by a walk */
     struct dso_file *next;
 } dso_file;
 
@@ -179,8 +179,7 @@ static void set_pid_tid_cpu(lp_ptsynth *p, ptq *q)
         int32_t t = -1;
         if (q->cpu >= 0 && (size_t)q->cpu < p->ncpu)
             t = p->cur_tid[q->cpu];
-        if (t != q->cur_tid || !q->setup)
-            q->have_thread = false;
+        q->have_thread = false;
         q->cur_tid = t;
         if (t == -1)
             q->pid = -1;
@@ -277,7 +276,7 @@ static int walk_code(void *ctx, ptw_insn *in, uint64_t *cnt, uint64_t *ip,
         if (!(mp = code_map(w, *ip)) || !mp->filename ||
             !(d = dso_get(w->p, mp->filename)))
             return -EINVAL;
-        if (d->error) {
+        if (d->error) { /* perf: reported twice, then a quiet resync */
             if (d->seen)
                 return -ENOENT;
             d->seen = 1;
@@ -833,6 +832,29 @@ static void set_cur_tid(lp_ptsynth *p, int32_t cpu, int32_t tid)
     p->cur_tid[cpu] = tid;
 }
 
+/* perf's intel_pt_context_switch (without sched_switch tracepoints): a
+ * switch-in names the task now on the CPU; with CPU-wide switch records
+ * (have_sched_switch 3) a switch-out names the next one. */
+static void context_switch(lp_ptsynth *p, const lp_event *ev)
+{
+    bool out = ev->misc & (1u << 13);
+    int32_t pid = (int32_t)ev->sid.pid, tid = (int32_t)ev->sid.tid;
+    uint64_t mode = p->priv[PRIV_HAVE_SCHED_SWITCH];
+
+    if (mode != 2 && mode != 3)
+        return;
+    if (out && mode == 2)
+        return;
+    if (out) {
+        if (ev->type != REC_SWITCH_CPU_WIDE || ev->body_size < 8)
+            return;
+        memcpy(&pid, ev->body, 4);
+        memcpy(&tid, ev->body + 4, 4);
+    }
+    set_pid(p, pid, tid);
+    set_cur_tid(p, (int32_t)ev->sid.cpu, tid);
+}
+
 /* What perf's machine and intel_pt_process_event learn from an event,
  * after the queues were decoded up to it. */
 static int observe(lp_ptsynth *p, const lp_event *ev, lp_error *err)
@@ -859,9 +881,8 @@ static int observe(lp_ptsynth *p, const lp_event *ev, lp_error *err)
         set_cur_tid(p, (int32_t)ev->sid.cpu, tid);
     }
     if ((ev->type == REC_SWITCH || ev->type == REC_SWITCH_CPU_WIDE) &&
-        p->priv[PRIV_HAVE_SCHED_SWITCH] == 2 && !(ev->misc & (1u << 13)) &&
         ev->sid.present)
-        set_cur_tid(p, (int32_t)ev->sid.cpu, (int32_t)ev->sid.tid);
+        context_switch(p, ev);
     return 0;
 }
 
