@@ -75,6 +75,11 @@ typedef struct ptq {
     uint64_t timestamp, last_insn_cnt;
 } ptq;
 
+typedef struct heap_item {
+    uint32_t qi;
+    uint64_t ordinal;
+} heap_item;
+
 typedef struct out_slot {
     lp_event ev;
     lp_branch_entry *br;
@@ -91,6 +96,8 @@ struct lp_ptsynth {
     ptq *q;
     size_t nq;
     int next_buffer_nr;
+    heap_item *heap;        /* perf's auxtrace_heap, same tie order */
+    size_t heap_n;
     lp_machine *m;
     dso_file *dsos;
     br_ring *rings;
@@ -505,6 +512,56 @@ static int new_decoder(lp_ptsynth *p, ptq *q)
     return 0;
 }
 
+/* perf's auxtrace_heap: a binary min-heap whose ties fall out the way
+ * perf's do (sift up while the parent is greater; pop moves the smaller
+ * child up, the right one on a tie). */
+static void heapify(heap_item *h, size_t pos, uint32_t qi, uint64_t ord)
+{
+    while (pos) {
+        size_t parent = (pos - 1) >> 1;
+        if (h[parent].ordinal <= ord)
+            break;
+        h[pos] = h[parent];
+        pos = parent;
+    }
+    h[pos].qi = qi;
+    h[pos].ordinal = ord;
+}
+
+static void heap_add(lp_ptsynth *p, ptq *q, uint64_t ord)
+{
+    heapify(p->heap, p->heap_n++, (uint32_t)(q - p->q), ord);
+    q->on_heap = true;
+}
+
+static void heap_pop(lp_ptsynth *p)
+{
+    size_t pos = 0, n = p->heap_n, left, right;
+    heap_item *h = p->heap;
+
+    if (!n)
+        return;
+    p->heap_n = --n;
+    for (;;) {
+        left = (pos << 1) + 1;
+        if (left >= n + 1)
+            break;
+        right = left + 1;
+        if (right >= n + 1) {
+            h[pos] = h[left];
+            return;
+        }
+        if (h[left].ordinal < h[right].ordinal) {
+            h[pos] = h[left];
+            pos = left;
+        } else {
+            h[pos] = h[right];
+            pos = right;
+        }
+    }
+    heapify(h, pos, h[n].qi, h[n].ordinal);
+}
+
 /* perf's intel_pt_setup_queue: the first state with a timestamp. */
 static void setup_queue(lp_ptsynth *p, ptq *q)
 {
@@ -527,19 +584,7 @@ static void setup_queue(lp_ptsynth *p, ptq *q)
     q->timestamp = st->timestamp;
     q->state = st;
     q->have_sample = true;
-    q->on_heap = true;
-}
-
-/* The queue with the smallest timestamp (ties: the lower index). */
-static ptq *heap_top(lp_ptsynth *p)
-{
-    ptq *best = NULL;
-    size_t i;
-
-    for (i = 0; i < p->nq; i++)
-        if (p->q[i].on_heap && (!best || p->q[i].timestamp < best->timestamp))
-            best = &p->q[i];
-    return best;
+    heap_add(p, q, q->timestamp);
 }
 
 /* One step of perf's intel_pt_run_decoder: sample the state, decode the
@@ -570,20 +615,18 @@ static int run_step(lp_ptsynth *p, ptq *q)
     return 0;
 }
 
-/* Choose the next queue to run below p->target; false when none. */
+/* perf's intel_pt_process_queues: the queue at the top of the heap runs
+ * until its timestamp passes the next queue's (or the target). */
 static bool next_run(lp_ptsynth *p)
 {
-    ptq *top = heap_top(p), *second = NULL;
-    size_t i;
+    ptq *top;
 
-    if (!top || top->timestamp >= p->target)
+    if (!p->heap_n || p->heap[0].ordinal >= p->target)
         return false;
+    top = &p->q[p->heap[0].qi];
+    heap_pop(p);
     top->on_heap = false;
-    for (i = 0; i < p->nq; i++)
-        if (p->q[i].on_heap &&
-            (!second || p->q[i].timestamp < second->timestamp))
-            second = &p->q[i];
-    p->run_limit = second ? second->timestamp + 1 : p->target;
+    p->run_limit = p->heap_n ? p->heap[0].ordinal + 1 : p->target;
     if (p->run_limit > p->target)
         p->run_limit = p->target;
     set_pid_tid_cpu(p, top);
@@ -601,7 +644,8 @@ static void pump(lp_ptsynth *p)
         }
         int rc = run_step(p, p->run);
         if (rc) {
-            p->run->on_heap = rc == 1;
+            if (rc == 1)
+                heap_add(p, p->run, p->run->timestamp);
             p->run = NULL;
         }
     }
@@ -806,6 +850,8 @@ int lp_ptsynth_open(const char *path, const lp_itrace *o, lp_ptsynth **out,
     for (size_t i = 0; rc == 0 && i < p->nq; i++)
         if (p->q[i].data && new_decoder(p, &p->q[i]))
             rc = lp_error_set(err, LP_ENOMEM, "out of memory");
+    if (rc == 0 && p->nq && !(p->heap = calloc(p->nq, sizeof *p->heap)))
+        rc = lp_error_set(err, LP_ENOMEM, "out of memory");
     if (rc) {
         lp_ptsynth_close(p);
         return rc < 0 ? -1 : 0;
@@ -1003,6 +1049,7 @@ void lp_ptsynth_close(lp_ptsynth *p)
         free(p->q[i].data);
     }
     free(p->q);
+    free(p->heap);
     while (p->dsos) {
         dso_file *d = p->dsos;
         p->dsos = d->next;
