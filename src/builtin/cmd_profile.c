@@ -16,6 +16,7 @@
 
 #include "cli/builtin.h"
 #include "lbr2prof/profgen.h"
+#include "lbr2prof/pt.h"
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -25,6 +26,8 @@
 typedef struct prof_args {
     lp_profgen_opts o;          /* what the driver gets */
     const char *format;         /* --format as given */
+    const char *itrace_str;     /* --itrace as given */
+    lp_itrace itrace;
     const char *binaries[MAX_BINARIES];  /* --binary, repeatable */
     char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
 } prof_args;
@@ -49,6 +52,7 @@ static const opt_def opt_defs[] = {
     {"dwp", O_STR, A(dwp)}, {"output", O_STR, A(output)},
     {"o", O_STR, A(output)},
     {"format", O_STR, offsetof(prof_args, format)},
+    {"itrace", O_STR, offsetof(prof_args, itrace_str)},
     {"skip-symbolization", O_BOOL, A(skip_symbolization)},
     {"use-offset", O_BOOL, A(use_offset)},
     {"use-first-loadable-segment-as-base", O_BOOL, A(first_loadable_base)},
@@ -116,6 +120,8 @@ static const char usage_text[] =
     "  --show-detailed-warning, --show-density, --debug-binary=PATH,\n"
     "  --llvm-sample-profile=FILE, --leading-ip-only, --perf-event=EVENT,\n"
     "  --sample-period=N, --use-dwarf-correlation\n"
+    "Intel PT (a perf.data with AUX data): --itrace=OPTS makes the samples as\n"
+    "  perf script --itrace=OPTS does, e.g. --itrace=i100usl (docs/pt.md)\n"
     "several binaries: --binary may be repeated (the first is the profiled\n"
     "  program), --binaries-from-trace adds every sampled file found with DWARF\n"
     "hybrid samples (call stacks + LBR): --compress-recursion=N,\n"
@@ -297,6 +303,14 @@ static int validate(prof_args *pa)
         return bad_usage("Input perf file does not exist: %s", in);
     if (a->compress_recursion < -1)
         return bad_usage("%s", "Value of --compress-recursion should >= -1");
+    if (pa->itrace_str) {
+        lp_error e;
+        if (!a->perfdata || strcmp(in, "-") == 0)
+            return bad_usage("%s", "--itrace needs a perf.data file");
+        if (lp_itrace_parse(pa->itrace_str, &pa->itrace, &e) < 0)
+            return bad_usage("%s", e.msg);
+        pa->o.itrace = &pa->itrace;
+    }
     return output_format(pa, &pa->o.format);
 }
 
