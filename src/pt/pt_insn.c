@@ -80,19 +80,20 @@ static int vex_length(const uint8_t *p, size_t n, size_t pre)
 
 static int insn_length(const uint8_t *code, size_t n, size_t pre)
 {
+    /* one capstone handle and instruction per thread, no detail: only the
+     * size is read (cs_disasm_iter does not allocate) */
     static __thread csh cs;
+    static __thread cs_insn *in;
     static __thread int cs_ok = -1;
-    cs_insn *in = NULL;
-    size_t cnt;
-    int len = -1;
+    const uint8_t *c = code;
+    size_t left = n;
+    uint64_t addr = 0;
 
     if (cs_ok < 0)
-        cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK;
-    if (cs_ok && (cnt = cs_disasm(cs, code, n, 0, 1, &in)) > 0) {
-        len = (int)in[0].size;
-        cs_free(in, cnt);
-        return len;
-    }
+        cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK &&
+                (in = cs_malloc(cs)) != NULL;
+    if (cs_ok && cs_disasm_iter(cs, &c, &left, &addr, in))
+        return (int)in->size;
     if (pre < n && (code[pre] == 0x62 || code[pre] == 0xc4 || code[pre] == 0xc5))
         return vex_length(code, n, pre);
     return -1;
