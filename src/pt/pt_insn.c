@@ -1,5 +1,5 @@
 /*
- * ptw_insn.c - the instructions the PT walk steps over: their length
+ * pt_insn.c - the instructions the PT walk steps over: their length
  * (capstone; for the EVEX/VEX forms capstone 4 cannot decode, from the
  * prefix, opcode map, ModRM, SIB and displacement, since those are never
  * branches) and perf's classification of them (intel-pt-insn-decoder.c:
@@ -9,6 +9,7 @@
  * walk must stop where perf's stops. Does not read files (pt_synth.c).
  */
 #include <capstone/capstone.h>
+#include <errno.h>
 #include <string.h>
 
 #include "pt/pt_internal.h"
@@ -189,4 +190,26 @@ int pt_classify(const uint8_t *code, size_t n, ptw_insn *o)
     if (relsz && len >= relsz + 1)
         o->rel = rel_of(code, len, relsz);
     return 0;
+}
+
+int pt_walk_straight(pt_read_fn rd, void *ctx, ptw_insn *in, uint64_t *n,
+                     uint64_t *ip, uint64_t to_ip, uint64_t max, uint64_t end)
+{
+    uint8_t buf[16];
+    long k;
+
+    for (;;) {
+        if ((k = rd(ctx, *ip, buf)) <= 0 || pt_classify(buf, (size_t)k, in))
+            return -EINVAL;
+        (*n)++;
+        if (in->branch != BR_NONE || (max && *n >= max))
+            return 0;
+        *ip += in->length;
+        if (to_ip && *ip == to_ip) {
+            in->length = 0;
+            return 0;
+        }
+        if (*ip >= end)
+            return 1;
+    }
 }

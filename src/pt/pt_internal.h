@@ -1,7 +1,7 @@
 /*
  * pt_internal.h - private structures of the Intel PT module (src/pt/):
  * the packet walk (pt_walk.c), instruction fetch and classification
- * (ptw_insn.c), sample synthesis and queues (pt_synth.c), the --itrace
+ * (pt_insn.c), sample synthesis and queues (pt_synth.c), the --itrace
  * options (pt_itrace.c). The walk reproduces the decisions of perf 6.1's
  * intel-pt-decoder (states, resynchronisation after errors, timestamps,
  * instruction periods) over libipt's packet decoder, so that synthesized
@@ -86,8 +86,18 @@ void pt_decoder_free(pt_decoder *d);
 void *pt_decoder_ctx(const pt_decoder *d);
 const pt_state *pt_decode(pt_decoder *d);
 
-/* ptw_insn.c: perf's classification of the instruction at `code`. 0, or
+/* pt_insn.c: perf's classification of the instruction at `code`. 0, or
  * -1 when it cannot be decoded. */
 int pt_classify(const uint8_t *code, size_t n, ptw_insn *out);
+
+/* The code bytes at `ip` (up to 16 into buf): how many, <= 0 if none. */
+typedef long (*pt_read_fn)(void *ctx, uint64_t ip, uint8_t *buf);
+/* Straight-line code from *ip, as perf's walk inside one map: stop at a
+ * branch (*ip on it), after `max` instructions (0: no limit; *ip on the
+ * last), or when *ip reaches `to_ip` (in->length 0); *n counts the
+ * instructions. 0 there, 1 when *ip reached `end` first (the next map's
+ * turn), -EINVAL when the code cannot be read or decoded. */
+int pt_walk_straight(pt_read_fn rd, void *ctx, ptw_insn *in, uint64_t *n,
+                     uint64_t *ip, uint64_t to_ip, uint64_t max, uint64_t end);
 
 #endif

@@ -264,51 +264,42 @@ static const lp_map *code_map(walk_ctx *w, uint64_t ip)
                                kernel ? LP_CPUMODE_KERNEL : LP_CPUMODE_USER);
 }
 
+typedef struct map_reader {
+    dso_file *d;
+    const lp_map *mp;
+} map_reader;
+
+static long read_map(void *ctx, uint64_t ip, uint8_t *buf)
+{
+    const map_reader *m = ctx;
+
+    return (long)dso_read(m->d, ip - m->mp->start + m->mp->pgoff, buf, 16);
+}
+
 /* perf's intel_pt_walk_next_insn (without its cache). */
 static int walk_code(void *ctx, ptw_insn *in, uint64_t *cnt, uint64_t *ip,
                      uint64_t to_ip, uint64_t max)
 {
     walk_ctx *w = ctx;
-    uint64_t n = 0, off;
-    uint8_t buf[16];
-    const lp_map *mp;
-    dso_file *d;
-    ssize_t k;
+    map_reader m;
+    int rc;
 
     *cnt = 0;
     in->length = 0;
     if (to_ip && *ip == to_ip)
         return 0;
-    for (;;) {
-        if (!(mp = code_map(w, *ip)) || !mp->filename ||
-            !(d = dso_get(w->p, mp->filename)))
+    do {
+        if (!(m.mp = code_map(w, *ip)) || !m.mp->filename ||
+            !(m.d = dso_get(w->p, m.mp->filename)))
             return -EINVAL;
-        if (d->error) { /* perf: reported twice, then a quiet resync */
-            if (d->seen)
+        if (m.d->error) { /* perf: reported twice, then a quiet resync */
+            if (m.d->seen)
                 return -ENOENT;
-            d->seen = 1;
+            m.d->seen = 1;
         }
-        off = *ip - mp->start + mp->pgoff;
-        for (;;) {
-            if ((k = dso_read(d, off, buf, sizeof buf)) <= 0 ||
-                pt_classify(buf, (size_t)k, in))
-                return -EINVAL;
-            n++;
-            if (in->branch != BR_NONE || (max && n >= max)) {
-                *cnt = n;
-                return 0;
-            }
-            *ip += in->length;
-            if (to_ip && *ip == to_ip) {
-                in->length = 0;
-                *cnt = n;
-                return 0;
-            }
-            if (*ip >= mp->end)
-                break;
-            off += in->length;
-        }
-    }
+        rc = pt_walk_straight(read_map, &m, in, cnt, ip, to_ip, max, m.mp->end);
+    } while (rc == 1);
+    return rc;
 }
 
 /* ---- branch stacks ------------------------------------------------------ */

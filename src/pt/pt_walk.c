@@ -10,7 +10,7 @@
  * estimated as one per instruction since the last timestamp).
  * Not supported (perf's quick/hop modes, VM time correlation, PEBS, CFE):
  * packets libipt 2.0 does not know are bad packets, as in older perf.
- * Does not know about files or samples (ptw_insn.c, pt_synth.c).
+ * Does not know about files or samples (pt_insn.c, pt_synth.c).
  */
 #include <errno.h>
 #include <intel-pt.h>
@@ -505,6 +505,16 @@ out_no_progress:
 
 /* ---- FUP events --------------------------------------------------------------- */
 
+/* A pending FUP event of kind `type`: taken into the state, once. */
+static bool take_fup(pt_decoder *d, bool *flag, int type)
+{
+    if (!*flag)
+        return false;
+    *flag = false;
+    d->state.type |= type;
+    return true;
+}
+
 static bool fup_event(pt_decoder *d)
 {
     int type = d->state.type;
@@ -520,26 +530,10 @@ static bool fup_event(pt_decoder *d)
         d->state.flags = (int)d->fup_tx_flags;
         ret = true;
     }
-    if (d->set_fup_ptw) {
-        d->set_fup_ptw = false;
-        d->state.type |= ST_PTW;
-        ret = true;
-    }
-    if (d->set_fup_mwait) {
-        d->set_fup_mwait = false;
-        d->state.type |= ST_MWAIT;
-        ret = true;
-    }
-    if (d->set_fup_pwre) {
-        d->set_fup_pwre = false;
-        d->state.type |= ST_PWRE;
-        ret = true;
-    }
-    if (d->set_fup_exstop) {
-        d->set_fup_exstop = false;
-        d->state.type |= ST_EXSTOP;
-        ret = true;
-    }
+    ret |= take_fup(d, &d->set_fup_ptw, ST_PTW);
+    ret |= take_fup(d, &d->set_fup_mwait, ST_MWAIT);
+    ret |= take_fup(d, &d->set_fup_pwre, ST_PWRE);
+    ret |= take_fup(d, &d->set_fup_exstop, ST_EXSTOP);
     if (d->overflow) {
         d->overflow = false;
         if (!ret && !d->pge) {
@@ -724,6 +718,20 @@ static int overflow(pt_decoder *d)
     return -EOVERFLOW;
 }
 
+/* The packets that only update the timing and TSX state: the same in
+ * PSB+, while syncing and while looking for an IP. */
+static bool state_packet(pt_decoder *d)
+{
+    switch (d->packet.type) {
+    case K_TSC: calc_tsc_timestamp(d); return true;
+    case K_TMA: calc_tma(d); return true;
+    case K_MTC: calc_mtc_timestamp(d); return true;
+    case K_CBR: calc_cbr(d); return true;
+    case K_MODE_TSX: d->tx_flags = (unsigned)d->packet.payload & SF_IN_TX; return true;
+    default: return false;
+    }
+}
+
 /* PSB+ when in sync (perf's intel_pt_walk_psbend). */
 static int walk_psbend(pt_decoder *d)
 {
@@ -733,6 +741,8 @@ static int walk_psbend(pt_decoder *d)
     for (;;) {
         if ((err = get_next_packet(d)))
             break;
+        if (state_packet(d))
+            continue;
         switch (d->packet.type) {
         case K_PSBEND: err = 0; goto out;
         case K_TIP_PGD: case K_TIP_PGE: case K_TIP: case K_TNT:
@@ -743,9 +753,6 @@ static int walk_psbend(pt_decoder *d)
             err = -EAGAIN;
             goto out;
         case K_OVF: err = overflow(d); goto out;
-        case K_TSC: calc_tsc_timestamp(d); break;
-        case K_TMA: calc_tma(d); break;
-        case K_CBR: calc_cbr(d); break;
         case K_FUP:
             d->pge = true;
             if (d->packet.count) {
@@ -753,8 +760,6 @@ static int walk_psbend(pt_decoder *d)
                 d->psb_ip = d->last_ip;
             }
             break;
-        case K_MODE_TSX: d->tx_flags = (unsigned)d->packet.payload & SF_IN_TX; break;
-        case K_MTC: calc_mtc_timestamp(d); break;
         default: break;
         }
     }
@@ -1110,6 +1115,8 @@ static int walk_psb(pt_decoder *d)
     for (;;) {
         if ((err = get_next_packet(d)))
             break;
+        if (state_packet(d))
+            continue;
         switch (d->packet.type) {
         case K_TIP_PGD:
             d->continuous_period = false;
@@ -1126,11 +1133,6 @@ static int walk_psb(pt_decoder *d)
                 d->psb_ip = d->ip;
             }
             break;
-        case K_MTC: calc_mtc_timestamp(d); break;
-        case K_TSC: calc_tsc_timestamp(d); break;
-        case K_TMA: calc_tma(d); break;
-        case K_CBR: calc_cbr(d); break;
-        case K_MODE_TSX: d->tx_flags = (unsigned)d->packet.payload & SF_IN_TX; break;
         case K_TRACESTOP:
             d->pge = false;
             d->continuous_period = false;
@@ -1162,6 +1164,8 @@ static int walk_to_ip(pt_decoder *d)
     for (;;) {
         if ((err = get_next_packet(d)))
             return err;
+        if (state_packet(d))
+            continue;
         switch (d->packet.type) {
         case K_TIP_PGD:
             d->continuous_period = false;
@@ -1189,11 +1193,6 @@ static int walk_to_ip(pt_decoder *d)
             if (d->ip)
                 return 0;
             break;
-        case K_MTC: calc_mtc_timestamp(d); break;
-        case K_TSC: calc_tsc_timestamp(d); break;
-        case K_TMA: calc_tma(d); break;
-        case K_CBR: calc_cbr(d); break;
-        case K_MODE_TSX: d->tx_flags = (unsigned)d->packet.payload & SF_IN_TX; break;
         case K_OVF: return overflow(d);
         case K_BAD: d->pkt_state = S_NO_PSB; return -ENOSYS;
         case K_TRACESTOP:

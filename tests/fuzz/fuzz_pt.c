@@ -24,35 +24,27 @@ typedef struct code_ctx {
     const uint8_t *code;
 } code_ctx;
 
+static long read_code(void *ctx, uint64_t ip, uint8_t *buf)
+{
+    const code_ctx *c = ctx;
+
+    for (int i = 0; i < 16; i++)
+        buf[i] = c->code[(ip + (uint64_t)i) % CODE];
+    return 16;
+}
+
+/* A straight line ends after 256 instructions' worth of bytes: as an
+ * unreadable map (any IP is code here, so it could run forever). */
 static int walk(void *ctx, ptw_insn *in, uint64_t *cnt, uint64_t *ip,
                 uint64_t to_ip, uint64_t max)
 {
-    const code_ctx *c = ctx;
-    uint8_t buf[16];
-    uint64_t n = 0;
+    int rc;
 
     *cnt = 0;
     if (to_ip && *ip == to_ip)
         return 0;
-    for (int steps = 0; steps < 256; steps++) {
-        for (int i = 0; i < 16; i++)
-            buf[i] = c->code[(*ip + (uint64_t)i) % CODE];
-        if (pt_classify(buf, sizeof buf, in))
-            return -EINVAL;
-        n++;
-        if (in->branch != BR_NONE || (max && n >= max)) {
-            *cnt = n;
-            return 0;
-        }
-        *ip += in->length;
-        if (to_ip && *ip == to_ip) {
-            in->length = 0;
-            *cnt = n;
-            return 0;
-        }
-    }
-    *cnt = n;
-    return -EINVAL; /* straight line too long: as an unreadable map */
+    rc = pt_walk_straight(read_code, ctx, in, cnt, ip, to_ip, max, *ip + 256 * 4);
+    return rc == 1 ? -EINVAL : rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

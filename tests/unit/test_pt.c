@@ -109,32 +109,25 @@ static void make_code(void)
     code[0x181] = 0x05;
 }
 
+static long read_code(void *ctx, uint64_t ip, uint8_t *buf)
+{
+    (void)ctx;
+    if (ip < BASE || ip >= BASE + sizeof code - 16)
+        return -1;
+    memcpy(buf, code + (ip - BASE), 16);
+    return 16;
+}
+
 static int walk(void *ctx, ptw_insn *in, uint64_t *cnt, uint64_t *ip,
                 uint64_t to_ip, uint64_t max)
 {
-    uint64_t n = 0;
+    int rc;
 
-    (void)ctx;
     *cnt = 0;
     if (to_ip && *ip == to_ip)
         return 0;
-    for (;;) {
-        if (*ip < BASE || *ip >= BASE + sizeof code - 16)
-            return -EINVAL;
-        if (pt_classify(code + (*ip - BASE), 16, in))
-            return -EINVAL;
-        n++;
-        if (in->branch != BR_NONE || (max && n >= max)) {
-            *cnt = n;
-            return 0;
-        }
-        *ip += in->length;
-        if (to_ip && *ip == to_ip) {
-            in->length = 0;
-            *cnt = n;
-            return 0;
-        }
-    }
+    rc = pt_walk_straight(read_code, ctx, in, cnt, ip, to_ip, max, UINT64_MAX);
+    return rc == 1 ? -EINVAL : rc;
 }
 
 static size_t encode(uint8_t *buf, size_t cap)
