@@ -102,8 +102,11 @@ static int set_up(sc_state *s, lp_error *err)
 /* --itrace: the AUX data of the file, read ahead as perf does. */
 static int open_pt(sc_state *s, const char *input, lp_error *err)
 {
-    if (!s->o->itrace || strcmp(input, "-") == 0)
+    if (!s->o->itrace)
         return 0;
+    if (strcmp(input, "-") == 0)
+        return lp_error_set(err, LP_EUSAGE, "--itrace needs a perf.data file, "
+                            "not standard input (the AUX data is read first)");
     return lp_ptsynth_open(input, s->o->itrace, &s->pt, err);
 }
 
