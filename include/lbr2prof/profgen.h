@@ -45,6 +45,8 @@
 extern "C" {
 #endif
 
+struct lp_itrace;
+
 typedef struct lp_profgen_opts {
     /* input: exactly one */
     const char *perfdata;       /* --perfdata, or the PERF.DATA argument;
@@ -68,6 +70,9 @@ typedef struct lp_profgen_opts {
                                    descriptions of binaries[0] to info */
 
     /* reading the trace */
+    const struct lp_itrace *itrace; /* --itrace: the samples perf synthesizes
+                                   from Intel PT data (a perf.data file;
+                                   lbr2prof/pt.h); NULL: recorded samples */
     int64_t pid;                /* --pid, -1 none */
     const char *const *events;  /* --perf-event(s): only these events */
     size_t nr_events;

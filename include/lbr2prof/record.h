@@ -38,6 +38,8 @@ typedef struct lp_record_opts {
     /* --simulate only */
     uint64_t seed;                  /* jitter of the period */
     const char *truth_path;         /* --truth FILE (JSON) */
+    int intel_pt;                   /* --intel-pt: the branch trace as Intel
+                                       PT (AUX data) instead of LBR samples */
     FILE *debug_dump;               /* --debug-dump: one line per sample */
     char *const *record_argv;       /* lbr2prof's own argv for CMDLINE */
     int record_argc;

@@ -17,6 +17,7 @@
 #include "cli/builtin.h"
 #include "lbr2prof/listing.h"
 #include "lbr2prof/profgen.h"
+#include "lbr2prof/pt.h"
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -27,6 +28,8 @@
 typedef struct prof_args {
     lp_profgen_opts o;          /* what the driver gets */
     const char *format;         /* --format as given */
+    const char *itrace_str;     /* --itrace as given */
+    lp_itrace itrace;
     const char *binaries[MAX_BINARIES];  /* --binary, repeatable */
     char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
     /* inspection: the binary's listing instead of a profile */
@@ -59,6 +62,7 @@ static const opt_def opt_defs[] = {
     {"dwp", O_STR, A(dwp)}, {"output", O_STR, A(output)},
     {"o", O_STR, A(output)},
     {"format", O_STR, offsetof(prof_args, format)},
+    {"itrace", O_STR, offsetof(prof_args, itrace_str)},
     {"skip-symbolization", O_BOOL, A(skip_symbolization)},
     {"use-offset", O_BOOL, A(use_offset)},
     {"use-first-loadable-segment-as-base", O_BOOL, A(first_loadable_base)},
@@ -151,6 +155,7 @@ static const opt_help help_defs[] = {
     {"output", "=<output>", "Output profile file; - is standard output (written atomically)"},
     {"o", "=<output>", "Alias for --output"},
     {"format", "=<value>", "Format of output profile: extbinary (default), text, binary (gcc is refused)"},
+    {"itrace", "=<opts>", "[lbr2prof] Intel PT (a perf.data with AUX data): make the samples as perf script --itrace=OPTS does, e.g. i100usl (docs/pt.md)"},
     {"skip-symbolization", "", "Dump the unsymbolized profile to the output file. It will show unwinder output for CS profile generation"},
     {"use-offset", "[=<bool>]", "Work with `--skip-symbolization` or `--unsymbolized-profile` to write/read the offset instead of virtual address (default true)"},
     {"use-first-loadable-segment-as-base", "", "Use first loadable segment address as base address for offsets in unsymbolized profile. By default first executable segment address is used"},
@@ -469,6 +474,14 @@ static int validate(prof_args *pa)
         return bad_usage("Input perf file does not exist: %s", in);
     if (a->compress_recursion < -1)
         return bad_usage("%s", "Value of --compress-recursion should >= -1");
+    if (pa->itrace_str) {
+        lp_error e;
+        if (!a->perfdata || strcmp(in, "-") == 0)
+            return bad_usage("%s", "--itrace needs a perf.data file");
+        if (lp_itrace_parse(pa->itrace_str, &pa->itrace, &e) < 0)
+            return bad_usage("%s", e.msg);
+        pa->o.itrace = &pa->itrace;
+    }
     return output_format(pa, &pa->o.format);
 }
 

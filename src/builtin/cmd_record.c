@@ -22,10 +22,12 @@ static const char usage[] =
     "       lbr2prof record --simulate [-c PERIOD] [--seed N] [--truth FILE]\n"
     "                       [--debug-dump FILE] [--user-stack=SIZE]\n"
     "                       [--call-graph=fp|dwarf] [-o perf.data]\n"
-    "                       -- CMD ARGS...\n";
+    "                       -- CMD ARGS...\n"
+    "       lbr2prof record --simulate --intel-pt [--truth FILE] [-o perf.data]\n"
+    "                       -- CMD ARGS...   (the branch trace as Intel PT)\n";
 
 enum { OPT_SIMULATE = 256, OPT_SEED, OPT_TRUTH, OPT_DUMP, OPT_USTACK, OPT_HELP,
-       OPT_NOBR, OPT_CALLGRAPH };
+       OPT_NOBR, OPT_CALLGRAPH, OPT_PT };
 
 static const struct option longopts[] = {
     {"event", required_argument, NULL, 'e'},
@@ -40,6 +42,7 @@ static const struct option longopts[] = {
     {"user-stack", required_argument, NULL, OPT_USTACK},
     {"call-graph", required_argument, NULL, OPT_CALLGRAPH},
     {"no-branch-stack", no_argument, NULL, OPT_NOBR},
+    {"intel-pt", no_argument, NULL, OPT_PT},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -74,6 +77,7 @@ static int parse(int argc, char **argv, cli *c)
         case 'o': c->o.output = optarg; break;
         case OPT_SIMULATE: c->simulate = 1; break;
         case OPT_TRUTH: c->o.truth_path = optarg; break;
+        case OPT_PT: c->o.intel_pt = 1; break;
         case OPT_DUMP: c->dump_path = optarg; break;
         case OPT_NOBR: c->o.no_branch_stack = 1; break;
         case 'c':
@@ -129,6 +133,14 @@ static int check(cli *c)
                                   "every -c of them)");
     if (!c->simulate && (c->o.truth_path || c->dump_path || c->o.seed))
         return lp_cli_usage_error("record", "--truth, --debug-dump and --seed need --simulate");
+    if (c->o.intel_pt && !c->simulate)
+        return lp_cli_usage_error("record", "--intel-pt needs --simulate (this "
+                                  "machine has no PT hardware access)");
+    if (c->o.intel_pt && (c->o.period || c->o.seed || c->dump_path ||
+                          c->o.user_stack))
+        return lp_cli_usage_error("record", "--intel-pt records the whole branch "
+                                  "trace: it takes neither -c, --seed, "
+                                  "--debug-dump nor --user-stack");
     return 0;
 }
 

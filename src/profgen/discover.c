@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lbr2prof/machine.h"
+#include "lbr2prof/pt.h"
 #include "lbr2prof/reader.h"
 #include "profgen/pg_internal.h"
 
@@ -129,24 +130,29 @@ static int scan_event(hit_table *t, lp_machine *m, const lp_event *ev,
 }
 
 /* The whole trace into t. 0 or -1. */
-static int scan(const char *path, bool text, hit_table *t, lp_error *err)
+static int scan(const lp_profgen_opts *o, const char *path, bool text,
+                hit_table *t, lp_error *err)
 {
     lp_reader_opts ro = {0};
     lp_machine *m = lp_machine_new(LP_MACHINE_KEEP_MAPS_ON_EXEC, err);
     lp_reader *r = NULL;
+    lp_ptsynth *pt = NULL;
     const lp_event *ev;
     int k = -1;
 
     ro.force_text = text;
     ro.skip_payloads = 1;
-    if (m && (r = lp_reader_open(path, &ro, err))) {
-        while ((k = lp_reader_next(r, &ev, err)) == 1)
+    if (m && (r = lp_reader_open(path, &ro, err)) &&
+        pg_pt_open(o, path, text, &pt, err) == 0) {
+        while ((k = pg_next_event(r, pt, &ev, err)) == 1)
             if (scan_event(t, m, ev, err)) {
                 k = -1;
                 break;
             }
-        lp_reader_close(r);
     }
+    lp_ptsynth_close(pt);
+    if (r)
+        lp_reader_close(r);
     lp_machine_free(m);
     return k == 0 ? 0 : -1;
 }
@@ -216,12 +222,13 @@ static char *locate(const file_hits *h, const char *trace, bool strict)
 
 /* The user-space file that holds the most sampled IPs (with branch
  * stacks), found at its recorded path or by basename (see locate). */
-char *pg_find_binary(const char *path, bool text, lp_error *err)
+char *pg_find_binary(const lp_profgen_opts *o, const char *path, bool text,
+                     lp_error *err)
 {
     hit_table t = {0};
     char *best = NULL;
     size_t i, b = 0;
-    int k = scan(path, text, &t, err);
+    int k = scan(o, path, text, &t, err);
 
     for (i = 0; i < t.n; i++)
         if (t.v[i].hits > t.v[b].hits)
@@ -287,13 +294,14 @@ static int push_path(char ***out, size_t *n, char *p)
     return 0;
 }
 
-int pg_trace_binaries(const char *trace, bool text, char *const *skip,
-                      size_t nskip, char ***out, size_t *n, lp_error *err)
+int pg_trace_binaries(const lp_profgen_opts *o, const char *trace, bool text,
+                      char *const *skip, size_t nskip, char ***out, size_t *n,
+                      lp_error *err)
 {
     hit_table t = {0};
     char *p;
     size_t i;
-    int rc = scan(trace, text, &t, err);
+    int rc = scan(o, trace, text, &t, err);
 
     *out = NULL;
     *n = 0;

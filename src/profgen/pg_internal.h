@@ -8,6 +8,7 @@
 #include "lbr2prof/addrmap.h"
 #include "lbr2prof/profgen.h"
 #include "lbr2prof/tailcall.h"
+#include "lbr2prof/pt.h"
 
 /* Address map warnings, held until we know whether binaries[0] was found:
  * if not, its build-id mismatch is the error message. */
@@ -54,16 +55,24 @@ void pg_note(const lp_profgen_opts *o, const char *fmt, ...)
 
 /* The path of the trace, or NULL for profile inputs. */
 const char *pg_trace_path(const lp_profgen_opts *o);
+/* --itrace: the PT synthesizer over `path` (NULL when not asked for, for
+ * text, or when the file has no PT data), and the next event through it. */
+int pg_pt_open(const lp_profgen_opts *o, const char *path, bool text,
+               lp_ptsynth **pt, lp_error *err);
+int pg_next_event(lp_reader *r, lp_ptsynth *pt, const lp_event **ev,
+                  lp_error *err);
 /* The base unsymbolized addresses are relative to (--use-offset...). */
 uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin);
 
 /* discover.c: the most sampled user-space file of the trace, located on
  * disk (malloc'ed path), or NULL with err. */
-char *pg_find_binary(const char *trace, bool text, lp_error *err);
+char *pg_find_binary(const lp_profgen_opts *o, const char *trace, bool text,
+                     lp_error *err);
 /* discover.c: every other sampled file found on disk with its recorded
  * build-id and DWARF functions, most sampled first, not `skip` (the paths
  * already chosen). *out malloc'ed array of malloc'ed paths. */
-int pg_trace_binaries(const char *trace, bool text, char *const *skip,
+int pg_trace_binaries(const lp_profgen_opts *o, const char *trace, bool text,
+                      char *const *skip,
                       size_t nskip, char ***out, size_t *n, lp_error *err);
 
 /* trace.c, perf script text: open the trace and start parsing it now, on

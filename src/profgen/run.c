@@ -149,7 +149,7 @@ static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
     if (!trace || strcmp(trace, "-") == 0)
         return lp_error_set(err, LP_EUSAGE, "--binary is required%s",
                             trace ? " when the trace comes from stdin" : "");
-    if (!(found = pg_find_binary(trace, o->perfscript != NULL, err)))
+    if (!(found = pg_find_binary(o, trace, o->perfscript != NULL, err)))
         return -1;
     pg_note(o, "using binary %s", found);
     r->discovered = true;
@@ -170,7 +170,7 @@ static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     if (!trace || strcmp(trace, "-") == 0)
         return lp_error_set(err, LP_EUSAGE, "--binaries-from-trace needs a "
                             "trace file (not a profile, not stdin)");
-    rc = pg_trace_binaries(trace, o->perfscript != NULL, r->paths, r->nbins,
+    rc = pg_trace_binaries(o, trace, o->perfscript != NULL, r->paths, r->nbins,
                            &more, &n, err);
     for (i = 0; i < n; i++) {
         if (rc == 0 && (rc = add_path(r, more[i], err)) == 0)

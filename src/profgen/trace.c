@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lbr2prof/reader.h"
+#include "lbr2prof/pt.h"
 #include "profgen/pg_internal.h"
 
 /* ---- held warnings ---------------------------------------------------------- */
@@ -213,6 +214,21 @@ static int warm_unwinder(void *uw)
     return lp_unwind_warm_next(uw);
 }
 
+int pg_pt_open(const lp_profgen_opts *o, const char *path, bool text,
+               lp_ptsynth **pt, lp_error *err)
+{
+    *pt = NULL;
+    if (!o->itrace || text || strcmp(path, "-") == 0)
+        return 0;
+    return lp_ptsynth_open(path, o->itrace, pt, err);
+}
+
+int pg_next_event(lp_reader *r, lp_ptsynth *pt, const lp_event **ev,
+                  lp_error *err)
+{
+    return pt ? lp_ptsynth_next(pt, r, ev, err) : lp_reader_next(r, ev, err);
+}
+
 /* One pass over the trace. perf.data: every event goes to the per-process
  * address map run->map (NULL for perf script text, where the aggregator's
  * own single-base map follows the mmaps). */
@@ -224,6 +240,7 @@ int pg_read_trace(pg_run *run, lp_error *err)
     const lp_file_info *info;
     const lp_event *ev;
     lp_reader *r;
+    lp_ptsynth *pt;
     size_t nids = 0;
     bool text;
     int k;
@@ -238,9 +255,14 @@ int pg_read_trace(pg_run *run, lp_error *err)
     run->markers = !text;
     if (run->uw)
         lp_reader_set_idle(r, warm_unwinder, run->uw);
-    while ((k = lp_reader_next(r, &ev, err)) == 1)
+    if (pg_pt_open(a, pg_trace_path(a), text, &pt, err) < 0) {
+        lp_reader_close(r);
+        return -1;
+    }
+    while ((k = pg_next_event(r, pt, &ev, err)) == 1)
         if (trace_event(run, info, &nids, ev, err))
             break;
+    lp_ptsynth_close(pt);
     rs = lp_reader_stats_get(r);
     if (run->uw && text)
         lp_unwind_set_total_samples(run->uw, rs->text_sample_starts);

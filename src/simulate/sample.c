@@ -181,6 +181,8 @@ int sim_taken(sim *s, thread_state *t, const cti *c,
         }
         ed->count++;
     }
+    if (s->opts->intel_pt) /* the branch goes into the trace, not samples */
+        return 0;
     if (++t->since_sample < t->next_period)
         return 0;
     if (emit_sample(s, t, r, err))

@@ -41,6 +41,16 @@ typedef enum cti_kind {
                       the decoder knows */
 } cti_kind;
 
+/* --intel-pt (ptenc.c): the PMU type, config and its bits written in the
+ * attr and AUXTRACE_INFO: pt, tsc, noretcomp, branch enable. */
+#define SIM_PT_PMU_TYPE 8u
+#define SIM_PT_TSC_BIT (1ull << 10)
+#define SIM_PT_NORETCOMP_BIT (1ull << 11)
+#define SIM_PT_CONFIG (1ull | SIM_PT_TSC_BIT | SIM_PT_NORETCOMP_BIT | (1ull << 13))
+typedef struct sim_pt_thread sim_pt_thread;
+/* The clock starts here with --intel-pt: perf takes a zero TSC for none. */
+#define SIM_PT_TIME_BASE 1000000ull
+
 /* One decoded static CTI; the key is its address. */
 typedef struct cti {
     uint64_t addr;
@@ -135,6 +145,7 @@ typedef struct thread_state {
     uint8_t ring_cut[LP_LBR_DEPTH];
     int pending_cut;
     uint64_t syscall_ip;    /* after the `syscall` of the syscall in flight */
+    sim_pt_thread *pt;      /* --intel-pt: the thread's trace encoder */
     UT_hash_handle hh;
 } thread_state;
 
@@ -160,6 +171,7 @@ typedef struct sim {
     lp_outfile truth_out;   /* the --truth file, opened at the start */
     pid_t scan_pid;         /* process whose maps are being scanned */
     int truth_first;
+    uint32_t pt_next_idx;   /* --intel-pt: next AUX mmap index */
     char comm[16];
 } sim;
 
@@ -191,6 +203,20 @@ int sim_read_comm(pid_t pid, char out[16]);
 int sim_taken(sim *s, thread_state *t, const cti *c,
               const struct user_regs_struct *r, lp_error *err);
 uint64_t sim_next_period(sim *s);
+
+/* ptenc.c (--intel-pt): the attr of the recording, the AUXTRACE_INFO
+ * record, and the trace of a thread: enabled at `ip` (its first use
+ * starts the thread's AUX buffer), a CTI's outcome, disabled (with a FUP
+ * at `fup_ip` for an asynchronous exit, 0 for a syscall), and its end
+ * (the buffer written out, the encoder freed). */
+void sim_pt_attr(lp_attr *a);
+int sim_pt_begin(sim *s, lp_error *err);
+int sim_pt_enable(sim *s, thread_state *t, uint64_t ip, lp_error *err);
+int sim_pt_cti(sim *s, thread_state *t, const cti *c, int taken, uint64_t to,
+               lp_error *err);
+int sim_pt_disable(sim *s, thread_state *t, uint64_t fup_ip, lp_error *err);
+int sim_pt_thread_end(sim *s, thread_state *t, lp_error *err);
+void sim_pt_thread_free(thread_state *t);
 
 /* stack.c */
 int sim_stack_init(stack_store *st);

@@ -273,6 +273,9 @@ refused kernel --kernel
 refused mark-all-context-preinlined --mark-all-context-preinlined
 refused data-access-perftrace --data-access-perftrace=x
 
+# Intel PT
+elsewhere itrace test_pt_profile.sh
+
 # pseudo probes
 elsewhere show-pseudo-probe test_probe_conformance.sh
 elsewhere csprof-max-unsymbolized-context-depth test_probe_conformance.sh
