@@ -95,6 +95,8 @@ typedef struct lp_cs_opts {
     long (*infer_frames)(void *ctx, const uint64_t *in, size_t n,
                          uint64_t **out);
     void *infer_ctx;
+    struct lp_phases *phases;       /* marks pre-inlining and post-
+                                       processing (phases.h), may be NULL */
 } lp_cs_opts;
 
 void lp_cs_opts_default(lp_cs_opts *o);

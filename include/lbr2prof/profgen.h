@@ -132,6 +132,8 @@ typedef struct lp_profgen_opts {
     lp_warn_fn note;            /* may be NULL */
     void *note_ctx;
     FILE *info;                 /* may be NULL */
+    struct lp_phases *phases;   /* phase timings and progress (phases.h),
+                                   may be NULL */
 } lp_profgen_opts;
 
 /* llvm-profgen 19's defaults; no input, no binary, no callbacks. */

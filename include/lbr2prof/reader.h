@@ -349,6 +349,11 @@ int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err);
 
 const lp_file_info *lp_reader_info(const lp_reader *r);
 const lp_reader_stats *lp_reader_stats_get(const lp_reader *r);
+/* How far the reading is: bytes of the input consumed (perf.data: the
+ * record stream's position, summed over a directory's files; text: the
+ * parser's offset of the events handed over so far) and the input's size
+ * (0: not known, a pipe or stream). For progress reports. */
+void lp_reader_progress(const lp_reader *r, uint64_t *done, uint64_t *total);
 
 void lp_reader_close(lp_reader *r);
 

@@ -68,6 +68,8 @@ typedef struct lp_unwind_opts {
                                    frame is counted in its caller's
                                    address context (ctxcount.h), contexts
                                    compressed and trimmed as addresses */
+    struct lp_phases *phases;   /* progress of the unwinding (phases.h),
+                                   may be NULL */
 } lp_unwind_opts;
 
 void lp_unwind_opts_default(lp_unwind_opts *o);

@@ -39,6 +39,8 @@ typedef struct prof_args {
     const char *asm_syntax;     /* --x86-asm-syntax (att only) */
     char *funcs[MAX_FUNCS];     /* --disassemble-functions=a,b (repeatable) */
     size_t nfuncs;
+    bool time_trace;            /* --time-trace, --time-profgen */
+    bool quiet;                 /* --quiet: no progress line */
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT, O_BINARY,
@@ -125,6 +127,8 @@ static const opt_def opt_defs[] = {
     {"show-source-locations", O_BOOL, P(show_src)},
     {"show-canonical-fname", O_BOOL, P(show_canon)},
     {"x86-asm-syntax", O_STR, P(asm_syntax)},
+    {"time-trace", O_BOOL, P(time_trace)}, {"time-profgen", O_BOOL, P(time_trace)},
+    {"quiet", O_BOOL, P(quiet)},
     {NULL, 0, 0},
 };
 #undef A
@@ -213,6 +217,9 @@ static const opt_help help_defs[] = {
     {"show-source-locations", "", "Print source locations (the inline context, leaf first). Only work with show-disassembly-only"},
     {"show-canonical-fname", "", "Print canonical function name. Only work with show-disassembly-only"},
     {"x86-asm-syntax", "=<att>", "Syntax of the disassembly: att (the only one printed). Only work with show-disassembly-only"},
+    {"time-trace", "", "[lbr2prof] Print the wall and CPU time of each phase (opening the binaries, reading, unwinding, generation, pre-inlining, post-processing, writing) on stderr"},
+    {"time-profgen", "", "Alias for --time-trace (llvm-profgen's phase timer)"},
+    {"quiet", "", "[lbr2prof] No progress line: without it, a run longer than 2 s shows one on stderr when stderr is a terminal"},
     {"help", "", "Display available options (every flag of the command)"},
     {"h", "", "Alias for --help"},
     {NULL, NULL, NULL},
@@ -529,6 +536,8 @@ int cmd_profile(int argc, char **argv)
 {
     lp_error err = {0};
     lp_profgen_result r = {0};
+    lp_cli_progress prog;
+    lp_phases ph;
     prof_args a;
     int k = parse_args(&a, argc, argv);
 
@@ -541,13 +550,21 @@ int cmd_profile(int argc, char **argv)
     }
     if (k == 0 && validate(&a))
         k = -1;
-    a.o.warn = lp_cli_warn;
-    a.o.note = lp_cli_note;
+    lp_cli_progress_init(&prog, a.quiet);
+    lp_phases_init(&ph, prog.enabled ? lp_cli_progress_fn : NULL, &prog, 0.2);
+    a.o.warn = lp_cli_progress_warn;
+    a.o.warn_ctx = &prog;
+    a.o.note = lp_cli_progress_note;
+    a.o.note_ctx = &prog;
     a.o.info = stdout;
+    a.o.phases = &ph;
     if (k == 0 && (lp_profgen_run(&a.o, &r, &err) ||
                    lp_profgen_write(&a.o, &r, &err)))
         k = -2;
     lp_profgen_result_free(&r);
+    lp_phases_end(&ph);
+    if (k == 0 && a.time_trace)
+        lp_phases_print(&ph, "lbr2prof profile: time per phase", stderr);
     free_args(&a);
     return k == 0 || k == 1 ? 0 : k == -1 ? 2 : lp_cli_fail(&err);
 }

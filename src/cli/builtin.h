@@ -13,7 +13,10 @@
 #ifndef LBR2PROF_CLI_BUILTIN_H
 #define LBR2PROF_CLI_BUILTIN_H
 
+#include <stdbool.h>
+
 #include "lbr2prof/error.h"
+#include "lbr2prof/phases.h"
 
 typedef int (*lp_builtin_fn)(int argc, char **argv);
 
@@ -26,5 +29,20 @@ int lp_cli_usage_error(const char *cmd, const char *fmt, ...)
  * (ctx unused). */
 void lp_cli_warn(void *ctx, const char *msg);
 void lp_cli_note(void *ctx, const char *msg);
+
+/* progress.c: the progress line of a long run on a terminal (stderr).
+ * lp_cli_progress_fn is an lp_progress_fn (ctx: the lp_cli_progress);
+ * the warn and note callbacks erase the line before they print. */
+typedef struct lp_cli_progress {
+    bool enabled;               /* stderr is a terminal and not --quiet */
+    bool shown;                 /* a line is on the screen */
+    double after;               /* shown once the run is this old (s) */
+} lp_cli_progress;
+
+void lp_cli_progress_init(lp_cli_progress *p, bool quiet);
+void lp_cli_progress_fn(void *ctx, const lp_progress *pr);
+void lp_cli_progress_clear(lp_cli_progress *p);
+void lp_cli_progress_warn(void *ctx, const char *msg);
+void lp_cli_progress_note(void *ctx, const char *msg);
 
 #endif

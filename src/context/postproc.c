@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "lbr2prof/phases.h"
 
 /* ---- cold context trimming and merging ---------------------------------------- */
 
@@ -219,20 +220,24 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
 
     cs_trie_init(&st);
     if (o->preinliner && o->use_context_cost) {
+        lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
         if (!funcs && !(funcs = own = cs_funcs_collect(bins, nbins, NULL, t, err)))
             rc = -1;
         if (rc == 0)
             rc = cs_sizes_build(&st, bins, funcs, o, err);
         cs_funcs_free(own);
     }
+    lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     if (rc == 0)
         rc = cs_trie_summary(t, &s, err);
     if (rc == 0)
         *hot = o->hot_count >= 0 ? (uint64_t)o->hot_count
                                  : cs_percentile_count(&s, o->cutoff_hot);
     if (rc == 0 && o->preinliner) {
+        lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
         rc = cs_preinline(t, &st, &s, o, err);
         p->is_preinlined = 1;
+        lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     }
     if (rc == 0 && !direct && cs_trie_to_profile(t, p))
         rc = cs_oom(err);

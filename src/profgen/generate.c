@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lbr2prof/phases.h"
 #include "profgen/pg_internal.h"
 
 /* The flat generator's options: the command line's, with our messages. */
@@ -37,6 +38,7 @@ void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co)
     co->warn = o->warn;
     co->warn_ctx = o->warn_ctx;
     co->info = o->info;
+    co->phases = o->phases;
 }
 
 /* The CS options of a run: with probe tables when it is probe-based. */
@@ -86,6 +88,7 @@ static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
     show_probes(o, r);
     if (new_profile(r, err))
         return -1;
+    lp_phases_enter(o->phases, LP_PHASE_GENERATE);
     run_cs_opts(o, r, &co);
     rc = lp_cs_profile_consume(r->bins, r->nbins, r->raw_cs, &co, r->profile,
                                err);
@@ -109,12 +112,14 @@ static int from_counters(const lp_profgen_opts *o, lp_profgen_result *r,
     flat_opts(o, &fo);
     if (new_profile(r, err))
         return -1;
+    lp_phases_enter(o->phases, LP_PHASE_GENERATE);
     if (pg_probe_mode(r) ? lp_flat_generate_probes(r->bins[0], r->priv->probes[0],
                                                    r->raw_flat, &fo, r->profile,
                                                    err)
                          : lp_flat_generate(r->bins[0], r->raw_flat, &fo,
                                             r->profile, err))
         return -1;
+    lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     return lp_flat_postprocess(r->profile, &fo, err);
 }
 
@@ -146,6 +151,7 @@ static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
     int cs, rc;
 
     r->failed = LP_PROFGEN_INPUT;
+    lp_phases_enter(o->phases, LP_PHASE_READ);
     if ((cs = raw_is_cs(o->unsym, err)) < 0)
         return -1;
     if (!(f = fopen(o->unsym, "r")))
@@ -179,11 +185,13 @@ static int from_llvm_profile(const lp_profgen_opts *o, lp_profgen_result *r,
 
     r->failed = LP_PROFGEN_INPUT;
     r->kind = LP_PROFGEN_PROFILE;
+    lp_phases_enter(o->phases, LP_PHASE_READ);
     r->profile = lp_profile_read(o->llvm_prof, NULL, err);
     if (!r->profile)
         return -1;
     show_probes(o, r);
     r->failed = LP_PROFGEN_GENERATE;
+    lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     if (r->profile->is_cs) {
         r->context_sensitive = true;
         run_cs_opts(o, r, &co);

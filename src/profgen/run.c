@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lbr2prof/phases.h"
 #include "lbr2prof/reader.h"
 #include "profgen/pg_internal.h"
 
@@ -289,6 +290,7 @@ int lp_profgen_run(const lp_profgen_opts *o, lp_profgen_result *r,
                             " %u", (long long)o->max_search_depth, UINT32_MAX);
     if (!(r->priv = calloc(1, sizeof *r->priv)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
+    lp_phases_enter(o->phases, LP_PHASE_BINARIES);
     if (choose_binaries(o, r, err))
         return -1;
     pg_open_early(o, r);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lbr2prof/phases.h"
 #include "lbr2prof/reader.h"
 #include "lbr2prof/pt.h"
 #include "profgen/pg_internal.h"
@@ -229,6 +230,15 @@ int pg_next_event(lp_reader *r, lp_ptsynth *pt, const lp_event **ev,
     return pt ? lp_ptsynth_next(pt, r, ev, err) : lp_reader_next(r, ev, err);
 }
 
+/* The reading's position, for a progress report. */
+static void tick(lp_phases *ph, const lp_reader *r, uint64_t samples)
+{
+    uint64_t done, total;
+
+    lp_reader_progress(r, &done, &total);
+    lp_phases_read(ph, done, total, samples);
+}
+
 /* One pass over the trace. perf.data: every event goes to the per-process
  * address map run->map (NULL for perf script text, where the aggregator's
  * own single-base map follows the mmaps). */
@@ -242,6 +252,7 @@ int pg_read_trace(pg_run *run, lp_error *err)
     lp_reader *r;
     lp_ptsynth *pt;
     size_t nids = 0;
+    uint64_t nev = 0;
     bool text;
     int k;
 
@@ -259,9 +270,15 @@ int pg_read_trace(pg_run *run, lp_error *err)
         lp_reader_close(r);
         return -1;
     }
-    while ((k = pg_next_event(r, pt, &ev, err)) == 1)
+    if (a->phases)              /* the size, for the phase's first report */
+        tick(a->phases, r, 0);
+    lp_phases_enter(a->phases, LP_PHASE_READ);
+    while ((k = pg_next_event(r, pt, &ev, err)) == 1) {
         if (trace_event(run, info, &nids, ev, err))
             break;
+        if ((++nev & 1023) == 0 && a->phases)
+            tick(a->phases, r, run->r->stats.samples);
+    }
     lp_ptsynth_close(pt);
     rs = lp_reader_stats_get(r);
     if (run->uw && text)
@@ -310,6 +327,7 @@ static int new_unwinder(pg_run *run, lp_error *err)
     uo.drop_unknown = a->drop_unknown_callers;
     uo.map = run->map;
     uo.addr_contexts = pg_probe_mode(run->r);
+    uo.phases = a->phases;
     run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
     return run->uw ? 0 : -1;
 }
@@ -334,6 +352,7 @@ static int finish_unwinder(pg_run *run, lp_error *err)
     if (ignored > 0)
         pg_warn(run->o, "%" PRIu64 " samples without a call stack were "
                 "ignored: the trace has hybrid samples", ignored);
+    lp_phases_enter(run->o->phases, LP_PHASE_UNWIND);
     run->r->raw_cs = lp_unwind_finish(run->uw, err);
     run->r->context_sensitive = true;
     return run->r->raw_cs ? 0 : -1;

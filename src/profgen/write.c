@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "lbr2prof/outfile.h"
+#include "lbr2prof/phases.h"
 #include "profgen/pg_internal.h"
 
 /* --populate-profile-symbol-list: every function of the binary. */
@@ -79,6 +80,7 @@ int lp_profgen_write(const lp_profgen_opts *o, const lp_profgen_result *r,
 {
     if (!o->output)
         return lp_error_set(err, LP_EUSAGE, "no output file");
+    lp_phases_enter(o->phases, LP_PHASE_WRITE);
     if (r->kind == LP_PROFGEN_PROFILE)
         return write_profile(o, r->nbins ? r->bins[0] : NULL, r->profile, err);
     return write_raw(o, r, err);

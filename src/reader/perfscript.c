@@ -1335,6 +1335,11 @@ const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p)
     return &p->stats;
 }
 
+uint64_t lp_pscript_offset(const lp_pscript *p)
+{
+    return p->base + p->pos;
+}
+
 int lp_pscript_is_hybrid(const lp_pscript *p)
 {
     return p->mode == PS_HYBRID;

@@ -42,6 +42,8 @@ typedef struct lp_pscript_stats {
 } lp_pscript_stats;
 
 const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p);
+/* Bytes of the input consumed so far (progress reports). */
+uint64_t lp_pscript_offset(const lp_pscript *p);
 
 /* A sample from the block cache, not made into an event yet. */
 typedef struct lp_pscript_ref {

@@ -67,6 +67,7 @@ typedef struct pf_batch {
     size_t used, cap;
     int end_rc;
     uint64_t end_seen;
+    uint64_t end_off;           /* the parser's input offset after it */
     lp_error end_err;
 } pf_batch;
 
@@ -91,6 +92,7 @@ struct lp_pfetch {
     pf_batch *cur;
     size_t i, j;
     lp_event made;
+    uint64_t off;               /* input offset of what was handed over */
     lp_reader_idle_fn idle;     /* lp_pfetch_set_idle */
     void *idle_ctx;
 };
@@ -242,10 +244,12 @@ static void batch_fill(lp_pfetch *f, pf_batch *b)
         }
     }
     b->end_seen = lp_pscript_stats_get(f->p)->samples_seen;
+    b->end_off = lp_pscript_offset(f->p);
     return;
 oom:
     b->end_rc = lp_error_set(&b->end_err, LP_ENOMEM, "reader: out of memory");
     b->end_seen = lp_pscript_stats_get(f->p)->samples_seen;
+    b->end_off = lp_pscript_offset(f->p);
 }
 
 static void *producer(void *arg)
@@ -360,6 +364,7 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
             f->cur = &f->b[f->head];
             pthread_mutex_unlock(&f->mu);
             f->i = f->j = 0;
+            f->off = f->cur->end_off;
         }
         if (f->i < f->cur->n) {
             const pf_item *it = &f->cur->it[f->i++];
@@ -385,6 +390,11 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         pthread_mutex_unlock(&f->mu);
         f->cur = NULL;
     }
+}
+
+uint64_t lp_pfetch_offset(const lp_pfetch *f)
+{
+    return f->started == 2 ? lp_pscript_offset(f->p) : f->off;
 }
 
 void lp_pfetch_free(lp_pfetch *f)

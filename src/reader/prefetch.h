@@ -26,6 +26,8 @@ void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx);
 int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                    lp_error *err);
 /* Stops and joins the thread; frees the batches (not `p`). */
+/* The input offset of the batch being handed over (progress reports). */
+uint64_t lp_pfetch_offset(const lp_pfetch *f);
 void lp_pfetch_free(lp_pfetch *f);
 
 #endif

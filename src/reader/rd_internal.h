@@ -191,6 +191,7 @@ struct lp_reader {
     lp_pscript *text;    /* perf script text backend, when the input is text */
     lp_pfetch *pf;       /* ... parsing on its own thread (prefetch.c) */
     FILE *own_text_f;    /* stream we opened for the text backend */
+    uint64_t text_size;  /* the text's size when it is a regular file */
 };
 
 /* rd_input.c */

@@ -82,7 +82,11 @@ static lp_reader *fail_open(lp_reader *r)
 static lp_reader *open_text(lp_reader *r, FILE *f, const void *prefix,
                             size_t n, const char *name, lp_error *err)
 {
+    struct stat st;
+
     r->info.format = LP_FMT_PERF_SCRIPT;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+        r->text_size = (uint64_t)st.st_size;
     r->text = lp_pscript_open(f, prefix, n, name, err);
     if (r->text)
         r->pf = lp_pfetch_new(r->text, err);
@@ -615,6 +619,31 @@ const lp_file_info *lp_reader_info(const lp_reader *r)
 const lp_reader_stats *lp_reader_stats_get(const lp_reader *r)
 {
     return &r->stats;
+}
+
+void lp_reader_progress(const lp_reader *r, uint64_t *done, uint64_t *total)
+{
+    uint64_t d = 0, t = 0;
+    size_t i;
+
+    if (r->text) {
+        *done = lp_pfetch_offset(r->pf);
+        *total = r->text_size;
+        return;
+    }
+    for (i = 0; i < r->nr_files; i++) {
+        const rd_file *f = &r->files[i];
+        if (!f->is_mem)
+            t = UINT64_MAX;     /* a stream: its size is not known */
+        else if (t != UINT64_MAX)
+            t += f->end;
+        if (i < r->cur_file)
+            d += f->is_mem ? f->end : f->pos;
+        else if (i == r->cur_file)
+            d += f->pos;
+    }
+    *done = d;
+    *total = t == UINT64_MAX ? 0 : t;
 }
 
 void lp_reader_close(lp_reader *r)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lbr2prof/phases.h"
 #include "unwind/uw_internal.h"
 #include "util/grow.h"
 #include "util/zalloc.h"
@@ -697,6 +698,8 @@ int uw_flush(lp_unwinder *u, lp_error *err)
     u->infer_pending = true;    /* the graphs learn these samples' calls */
     for (i = 0; i < m && rc == 0; i++) {
         g = v[i];
+        if ((i & 4095) == 0)
+            lp_phases_items(u->o.phases, i, m);
         uw_decode(u, g, &ncs, &nlbr);
         u->st.distinct++;
         if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))

@@ -260,6 +260,9 @@ own no-repair-frames prof "$NI $T" --no-repair-frames "frame repair off: llvm-pr
 own drop-unknown-callers prof "$RC $T --compress-recursion=0" --drop-unknown-callers \
     "code of unknown callers dropped, not kept truncated"
 elsewhere script-fp-callchains test_cs_unwind_conformance.sh
+own time-trace err "$NI $T" --time-trace "the time of each phase on stderr (test_progress.sh checks the table)"
+own time-profgen err "$NI $T" --time-profgen "llvm-profgen's name for --time-trace (test_progress.sh)"
+elsewhere quiet test_progress.sh
 elsewhere cs-fold-recursion test_cs_generate_conformance.sh
 
 # taken, for what llvm-profgen 22 does with them on probe profiles; here a

@@ -223,6 +223,11 @@ static void test_via_reader_file(void **state)
     assert_int_equal(rc, -1);
     assert_int_equal(samples, 3000);
     assert_int_equal(lp_reader_stats_get(r)->text_sample_starts, 3001);
+    /* progress: the file's size, and how far the parser got */
+    uint64_t done, total;
+    lp_reader_progress(r, &done, &total);
+    assert_int_equal(total, t.len);
+    assert_true(done > t.len / 2 && done <= t.len);
     lp_reader_close(r);
     unlink(path);
     free(path);

@@ -970,11 +970,17 @@ static void test_directory(void **state)
     if (!r)
         fail_msg("%s", err.msg);
     assert_int_equal(lp_reader_info(r)->format, LP_FMT_PERF_DIR);
+    uint64_t done, total;
+    lp_reader_progress(r, &done, &total);
+    assert_true(total >= d.len + d0.len + d1.len);  /* every file's records */
+    assert_true(done < total);
     assert_int_equal(next_ev(r)->kind, LP_EV_MMAP);
     static const uint64_t want[] = { 4, 2, 1, 5, 3 };
     for (int i = 0; i < 5; i++)
         assert_int_equal(next_kind(r, LP_EV_SAMPLE)->u.sample.ip, want[i]);
     expect_end(r);
+    lp_reader_progress(r, &done, &total);
+    assert_int_equal(done, total);
     lp_reader_close(r);
     for (const char *n = "data.1"; n; n = !strcmp(n, "data.1") ? "data.0"
                                           : !strcmp(n, "data.0") ? "data" : NULL) {

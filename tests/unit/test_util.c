@@ -13,10 +13,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lbr2prof/error.h"
 #include "lbr2prof/outfile.h"
+#include "lbr2prof/phases.h"
 #include "util/sort.h"
 #include "util/zalloc.h"
 
@@ -148,6 +150,100 @@ static void test_sort_stable(void **state)
  * resident at once. Were the malloc + memset pair turned into calloc (GCC
  * does this unless kept apart), the fresh pages of a large block would
  * not be, and the first write into each would need a TLB shoot-down. */
+/* Burn about `s` seconds of CPU on the calling thread. */
+static void spin(double s)
+{
+    struct timespec a, b;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9 < s);
+}
+
+typedef struct seen {
+    int calls, finals;
+    lp_phase phases[16];
+    lp_progress last;
+} seen;
+
+static void record_progress(void *ctx, const lp_progress *p)
+{
+    seen *s = ctx;
+
+    if (s->calls < 16)
+        s->phases[s->calls] = p->phase;
+    s->calls++;
+    s->finals += p->final;
+    s->last = *p;
+}
+
+/* Time goes to the phase that was current, adds up when a phase comes
+ * back, and the callback sees every change, the reading's numbers at most
+ * every period, and the end once. */
+static void test_phases_account_and_report(void **state)
+{
+    lp_phases ph;
+    seen s = {0};
+    char buf[4096];
+    FILE *f;
+    (void)state;
+
+    lp_phases_init(&ph, record_progress, &s, 1000.0);
+    lp_phases_enter(&ph, LP_PHASE_READ);
+    spin(0.02);
+    lp_phases_read(&ph, 10, 100, 7);            /* not due: no call */
+    assert_int_equal(s.calls, 1);
+    lp_phases_enter(&ph, LP_PHASE_UNWIND);
+    lp_phases_items(&ph, 3, 9);
+    lp_phases_enter(&ph, LP_PHASE_READ);
+    spin(0.02);
+    lp_phases_enter(&ph, LP_PHASE_READ);        /* no change: no call */
+    lp_phases_end(&ph);
+    lp_phases_end(&ph);                         /* once */
+    assert_int_equal(s.calls, 4);
+    assert_int_equal(s.finals, 1);
+    assert_int_equal(s.phases[0], LP_PHASE_READ);
+    assert_int_equal(s.phases[1], LP_PHASE_UNWIND);
+    assert_int_equal(s.phases[2], LP_PHASE_READ);
+    assert_int_equal(s.last.bytes, 10);
+    assert_int_equal(s.last.total_bytes, 100);
+    assert_int_equal(s.last.samples, 7);
+    assert_true(ph.cpu[LP_PHASE_READ] >= 0.035);
+    assert_true(ph.wall[LP_PHASE_READ] >= 0.035);
+    assert_true(ph.cpu[LP_PHASE_UNWIND] < 0.01);
+    assert_true(ph.wall[LP_PHASE_GENERATE] == 0);
+    assert_non_null(f = fmemopen(buf, sizeof buf, "w"));
+    lp_phases_print(&ph, "test", f);
+    fclose(f);
+    assert_non_null(strstr(buf, "reading the trace"));
+    assert_non_null(strstr(buf, "unwinding"));
+    assert_null(strstr(buf, "generation"));     /* phases never entered */
+    assert_non_null(strstr(buf, "Total"));
+}
+
+/* A due reading report calls back; NULL is taken everywhere. */
+static void test_phases_read_when_due(void **state)
+{
+    lp_phases ph;
+    seen s = {0};
+    (void)state;
+
+    lp_phases_init(&ph, record_progress, &s, 0.001);
+    lp_phases_enter(&ph, LP_PHASE_READ);
+    spin(0.005);
+    lp_phases_read(&ph, 5, 0, 1);
+    assert_int_equal(s.calls, 2);
+    assert_int_equal(s.last.phase, LP_PHASE_READ);
+    assert_true(s.last.elapsed > 0);
+    lp_phases_init(NULL, NULL, NULL, 0);
+    lp_phases_enter(NULL, LP_PHASE_READ);
+    lp_phases_read(NULL, 1, 2, 3);
+    lp_phases_items(NULL, 1, 2);
+    lp_phases_end(NULL);
+    assert_string_equal(lp_phase_name(LP_PHASE_PREINLINE), "pre-inlining");
+}
+
 static void test_zalloc_written_is_resident(void **state)
 {
     size_t bytes = 4u << 20, page = (size_t)sysconf(_SC_PAGESIZE), i, n;
@@ -180,6 +276,8 @@ int main(void)
         cmocka_unit_test(test_outfile_bad_dir),
         cmocka_unit_test(test_outfile_special_in_place),
         cmocka_unit_test(test_zalloc_written_is_resident),
+        cmocka_unit_test(test_phases_account_and_report),
+        cmocka_unit_test(test_phases_read_when_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
