@@ -12,6 +12,11 @@ libpfm4-dev libpfm4 uthash-dev libcmocka-dev libzstd-dev linux-perf llvm-19 clan
 libclang-rt-19-dev zlib1g-dev libjansson-dev libmicrohttpd-dev libmicrohttpd12
 libstdc++6 libxxhash-dev curl python3-jsonschema chromium time libipt-dev
 libzydis-dev libzydis4.0"
+# `install-deps.sh bench`: scripts/bench.sh also fetches the better-sqlite3
+# npm package (the SQLite amalgamation), with npm unless one is there
+if [ "${1:-}" = bench ]; then
+    command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+fi
 
 missing=""
 for p in $PKGS; do
