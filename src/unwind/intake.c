@@ -29,25 +29,39 @@
  * per-process address map (perf.data: any of the binaries), else
  * llvm-profgen's single base (binary 0); then "code" = an instruction
  * start of that binary. */
-uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code)
+static uint64_t canon(lp_unwinder *u, uint64_t rt)
 {
     uint64_t c = rt - u->base + u->preferred;
     int b;
 
     if (u->o.map) {
         if ((b = lp_addrmap_resolve(u->o.map, u->pid, rt, &c)) < 0 ||
-            (size_t)b >= u->nbins || c > UW_VA_MASK) {
-            *code = false;
+            (size_t)b >= u->nbins || c > UW_VA_MASK)
             return UW_EXT;
-        }
         c = uw_enc((size_t)b, c);
     } else if (c > UW_VA_MASK) {
-        *code = false;
         return UW_EXT;
     }
+    return c > UW_EXT && (uw_addr(u, c)->flags & UW_AI_CODE) ? c : UW_EXT;
+}
 
-    *code = c > UW_EXT && (uw_addr(u, c)->flags & UW_AI_CODE);
-    return *code ? c : UW_EXT;
+/* Through the cache: a sample's ~70 addresses are mostly ones seen
+ * before (the address map's lookups were a quarter of the intake). */
+uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code)
+{
+    uint32_t gen = (uint32_t)u->memo_gen + 1;
+    uw_cslot *s;
+
+    if (!u->canon && !(u->canon = calloc((size_t)1 << UW_CS_BITS, sizeof *u->canon))) {
+        uint64_t c = canon(u, rt);
+        *code = c != UW_EXT;
+        return c;
+    }
+    s = &u->canon[uw_mix(rt, u->pid) & (((size_t)1 << UW_CS_BITS) - 1)];
+    if (s->gen != gen || s->rt != rt || s->pid != u->pid)
+        *s = (uw_cslot){rt, canon(u, rt), u->pid, gen ? gen : 1};
+    *code = s->c != UW_EXT;
+    return s->c;
 }
 
 /* The user part of a perf.data callchain: the entries after

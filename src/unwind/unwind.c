@@ -374,6 +374,7 @@ void lp_unwind_free(lp_unwinder *u)
     lp_ctxcount_free(u->cc);
     free(u->bins);
     free(u->ainfo);
+    free(u->canon);
     free(u->ft);
     free(u->memo);
     free(u->dig);

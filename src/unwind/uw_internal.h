@@ -104,6 +104,16 @@ typedef struct uw_ftslot {
 #define UW_AC_BITS 16
 #define UW_AC_SIZE (((size_t)1 << UW_AC_BITS) * sizeof(uw_ainfo))
 
+/* uw_canon's answers (direct-mapped by process and runtime address),
+ * valid for one memo generation: the address map, the single base and
+ * the binaries' mappings do not change within one. */
+typedef struct uw_cslot {
+    uint64_t rt, c;             /* c: the frame address, UW_EXT: not code */
+    uint32_t pid, gen;          /* gen: memo_gen's low bits + 1, 0 empty */
+} uw_cslot;
+
+#define UW_CS_BITS 14
+
 /* ---- aggregated samples -------------------------------------------------- */
 
 typedef struct uw_agg {
@@ -276,6 +286,7 @@ struct lp_unwinder {
     uint32_t pid;               /* the sample being taken in (address map) */
     const char *name;           /* basename of the binary */
     uw_ainfo *ainfo;            /* 1 << UW_AC_BITS slots */
+    uw_cslot *canon;            /* 1 << UW_CS_BITS slots, made at first use */
     uw_ftslot *ft;              /* UW_FT_SIZE slots, made at first use */
     /* intake scratch */
     uint64_t *cs;
