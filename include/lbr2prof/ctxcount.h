@@ -95,6 +95,11 @@ lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
  * instead of copying them: the caller keeps them valid (and unchanged) as
  * long as cc's entries (the unwinder's names are its binaries'). */
 void lp_ctxcount_borrow_names(lp_ctxcount *cc);
+/* Move every entry of src into dst in src's insertion order: an entry dst
+ * has gets src's counts added (dst's was_leaf_inlined is kept), the others
+ * are appended. src is left empty. 0, or -1 on OOM (err set). Both tables
+ * must hold names that stay valid as long as dst (borrowed or not). */
+int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err);
 /* Lookup by printed key; NULL if absent. */
 lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
                                const char *key);

@@ -47,6 +47,8 @@ int lp_counters_add_range(lp_counters *c, uint64_t start, uint64_t end,
                           uint64_t n);
 int lp_counters_add_branch(lp_counters *c, uint64_t src, uint64_t dst,
                            uint64_t n);
+/* Add every count of src to dst (saturating). 0, or -1 on OOM. */
+int lp_counters_merge(lp_counters *dst, const lp_counters *src);
 /* Sorted by (a, b); malloc'ed array (free()), count returned, -1 on OOM. */
 long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out);
 long lp_counters_branches(const lp_counters *c, lp_addr_pair_count **out);

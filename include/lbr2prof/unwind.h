@@ -70,6 +70,9 @@ typedef struct lp_unwind_opts {
                                    compressed and trimmed as addresses */
     struct lp_phases *phases;   /* progress of the unwinding (phases.h),
                                    may be NULL */
+    size_t parallel_min;        /* distinct samples from which the flush
+                                   runs on two threads when two CPUs are
+                                   there (0: 1024; SIZE_MAX: never) */
 } lp_unwind_opts;
 
 void lp_unwind_opts_default(lp_unwind_opts *o);
@@ -177,6 +180,9 @@ typedef struct lp_unwind_stats {
                                    frame-pointer walk misses: entry, exit,
                                    frameless) the LBR shows too: the same */
     uint64_t cfi_lbr_disagree;  /* ... another one (the CFI's is used) */
+    uint64_t parallel;          /* distinct samples a second thread unwound
+                                   (the parallel flush; the result is the
+                                   same as one thread's) */
 } lp_unwind_stats;
 
 typedef struct lp_unwinder lp_unwinder;

@@ -382,6 +382,46 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
     return &c->e;
 }
 
+/* Every entry of src, in its insertion order, into dst: an entry dst has
+ * already gets src's counts (dst's was_leaf_inlined stays: dst's entry
+ * came first), any other one moves over, appended to dst's order. Merging
+ * the tables of two runs over consecutive parts of a sequence of samples
+ * gives the table of one run over the whole sequence. src is left empty. */
+int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
+{
+    size_t i, k;
+    ctx_ent *c, *d;
+    ctx_slot *s;
+    uint64_t h;
+
+    for (i = 0; i < src->n; i++) {
+        c = src->v[i];
+        h = lp_hash_bytes(c->hkey, c->hlen);
+        if ((d = lookup(dst, c->hkey, c->hlen, h))) {
+            if (lp_counters_merge(d->e.counters, c->e.counters))
+                goto oom;
+            ent_free(c);
+        } else {
+            if (reserve(dst))
+                goto oom;
+            s = slot_of(dst, h, c->hkey, c->hlen);
+            *s = (ctx_slot){h, c};
+            dst->v[dst->n++] = c;
+        }
+        src->v[i] = NULL;
+    }
+    src->n = 0;
+    lp_ctxcount_clear(src);
+    return 0;
+oom:
+    /* what was not moved stays in src (freed with it); moved entries and
+     * entries already merged are dst's or gone */
+    for (k = 0; i < src->n; i++)
+        src->v[k++] = src->v[i];
+    src->n = k;
+    return lp_error_set(err, LP_ENOMEM, "context table: out of memory");
+}
+
 /* ---- address contexts --------------------------------------------------------- */
 
 /* "0x7f4 @ 0x7bf": each address minus base when it is binary bin's, else

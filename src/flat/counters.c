@@ -130,6 +130,22 @@ int lp_counters_add_branch(lp_counters *c, uint64_t s, uint64_t d, uint64_t n)
     return add(&c->branches, s, d, n);
 }
 
+static int merge_tab(pair_tab *dst, const pair_tab *src)
+{
+    uint32_t i;
+
+    for (i = 0; i < src->n; i++)
+        if (add(dst, src->v[i].a, src->v[i].b, src->v[i].count))
+            return -1;
+    return 0;
+}
+
+int lp_counters_merge(lp_counters *dst, const lp_counters *src)
+{
+    return merge_tab(&dst->ranges, &src->ranges) ||
+           merge_tab(&dst->branches, &src->branches) ? -1 : 0;
+}
+
 static int pair_cmp(const void *x, const void *y)
 {
     const lp_addr_pair_count *p = x, *q = y;

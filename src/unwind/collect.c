@@ -163,10 +163,14 @@ static uint64_t leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
     bool fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
     uw_sig g;
     size_t k;
+    int rc;
 
     if (id)
         return id;
-    if (lp_binary_symbolize(b, uw_va(addr), &g.f, &k, err))
+    uw_lock(u);
+    rc = lp_binary_symbolize(b, uw_va(addr), &g.f, &k, err);
+    uw_unlock(u);
+    if (rc)
         return 0;
     g.k = (uint32_t)k;
     g.bin = (uint32_t)uw_bin_of(addr);
@@ -217,12 +221,16 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
     lp_ctx_frame leaf;
     lp_binary *b;
     bool fs;
+    int rc;
 
     *wli = false;
     for (i = 0; i < n; i++) {
         b = uw_bin(u, a[i]);
         fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
-        if (lp_binary_symbolize(b, uw_va(a[i]), &fr, &k, err))
+        uw_lock(u);
+        rc = lp_binary_symbolize(b, uw_va(a[i]), &fr, &k, err);
+        uw_unlock(u);
+        if (rc)
             return -1;
         if (k == 0)
             return 0;
@@ -621,8 +629,10 @@ static int walk_hole_child(walk *w, int32_t hole, int32_t c, fstack *s)
         if (u->rec)
             return lp_error_set(w->err, LP_EUSAGE, "unwinder: a caller to "
                                 "infer while recording ahead");
+        uw_lock(u);
         site = uw_infer_caller(u, below, above,
                                u->nodes[hole].flags & UW_NF_OPT, w->err);
+        uw_unlock(u);
         if (site == UINT64_MAX)
             return -1;
     }

@@ -191,7 +191,7 @@ static int add_pending(lp_unwinder *u, lp_error *err)
             uint64_t a = u->infer_lbr[i].src, b = u->infer_lbr[i].dst;
             size_t k = uw_bin_of(a);
             if (a <= UW_LAST_SENTINEL || b <= UW_LAST_SENTINEL || k != uw_bin_of(b) ||
-                k >= u->nbins || (uw_addr(u, a)->flags & UW_AI_RET))
+                k >= u->nbins || (uw_addr(u->infer_cu, a)->flags & UW_AI_RET))
                 continue;
             if (!graph_of(u, k, err) ||
                 lp_tailcall_add_branch(u->tcs[k], uw_va(a), uw_va(b), err))
@@ -258,7 +258,7 @@ static int candidate(search *q, uint64_t site, uint64_t entry, bool sampled,
     if (!sampled && (r = lp_binary_ref_check(u->bins[q->k], site, entry, err)) != 1)
         return r;
     if (q->found ||
-        uw_leaf_state(u, uw_enc(q->k, site)) != LP_UW_LEAF_BODY)
+        uw_leaf_state(u->infer_cu, uw_enc(q->k, site)) != LP_UW_LEAF_BODY)
         q->ambiguous = true;
     q->found = site;
     return 0;
@@ -309,8 +309,10 @@ static int find_site(lp_unwinder *u, size_t k, const lp_function *bf,
     return 0;
 }
 
-uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
-                         bool optional, lp_error *err)
+/* u: the unwinder whose inference state is used (a worker's owner); its
+ * infer_cu: the unwinder whose address caches are used (the worker). */
+static uint64_t infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
+                             bool optional, lp_error *err)
 {
     const lp_func_range *ar = uw_func_range(u, above);
     size_t k = uw_bin_of(above);
@@ -343,6 +345,15 @@ uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
         (optional && (!bf || lp_tailcall_reaches(u->tcs[k], bf, ar->func) != 0)))
         return 0;
     return v;
+}
+
+uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
+                         bool optional, lp_error *err)
+{
+    lp_unwinder *o = uw_owner(u);
+
+    o->infer_cu = u;
+    return infer_caller(o, below, above, optional, err);
 }
 
 void uw_infer_free(lp_unwinder *u)

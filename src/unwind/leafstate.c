@@ -54,7 +54,7 @@ enum lp_uw_leaf lp_unwind_leaf_state(lp_binary *bin, uint64_t vaddr)
 
 #define UW_PATH_MAX 256
 
-size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2])
+static size_t interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2])
 {
     const lp_func_range *fr;
     bool body = true, missing = true, some_body = false, known = true;
@@ -92,4 +92,14 @@ size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2])
         return 1;
     out[1] = !known ? UW_LOST : missing ? UW_HOLE : UW_OPT;
     return 2;
+}
+
+size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2])
+{
+    size_t n;
+
+    uw_lock(u);
+    n = interrupted(u, addr, out);
+    uw_unlock(u);
+    return n;
 }

@@ -130,9 +130,12 @@ static bool calls_itself(lp_unwinder *u, uint64_t cs)
 {
     const lp_func_range *a, *b;
     lp_inst in;
+    int k;
 
-    if (lp_binary_inst(uw_bin(u, cs), uw_va(cs), &in, NULL) != 1 || in.indirect ||
-        !in.target)
+    uw_lock(u);
+    k = lp_binary_inst(uw_bin(u, cs), uw_va(cs), &in, NULL);
+    uw_unlock(u);
+    if (k != 1 || in.indirect || !in.target)
         return true;
     a = uw_func_range(u, cs);
     b = lp_binary_func_range(uw_bin(u, cs), in.target);
@@ -268,8 +271,8 @@ static int symbolize(lp_unwinder *u, uint64_t a, const lp_frame **f, size_t *n,
 /* unwindLinear's walk from end back to target; an invalid range
  * (isValidFallThroughRange false) gets no piece. Each address is
  * symbolized once (the binary's cache keeps the frames). */
-static const uw_split *make_split(lp_unwinder *u, uint64_t target,
-                                  uint64_t end, lp_error *err)
+static const uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
+                                      uint64_t end, lp_error *err)
 {
     uint64_t p = end, e = end, prev;
     const lp_frame *fp = NULL, *fq;
@@ -317,6 +320,17 @@ static const uw_split *make_split(lp_unwinder *u, uint64_t target,
 oom:
     lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     return NULL;
+}
+
+static const uw_split *make_split(lp_unwinder *u, uint64_t target,
+                                  uint64_t end, lp_error *err)
+{
+    const uw_split *s;
+
+    uw_lock(u);
+    s = split_unlocked(u, target, end, err);
+    uw_unlock(u);
+    return s;
 }
 
 /* For lp_unwind_warm_next: what unwinding this sample will look up - the
@@ -398,10 +412,14 @@ static int32_t count_frame(const lp_unwinder *u, const uw_state *st)
 static int probe_linear(lp_unwinder *u, uw_state *st, uint64_t target,
                         uint64_t end, lp_error *err)
 {
-    int v = uw_bin_of(target) == uw_bin_of(end)
-                ? lp_binary_valid_fallthrough(uw_bin(u, end), uw_va(target),
-                                              uw_va(end), err)
-                : 0;
+    int v = 0;
+
+    if (uw_bin_of(target) == uw_bin_of(end)) {
+        uw_lock(u);
+        v = lp_binary_valid_fallthrough(uw_bin(u, end), uw_va(target),
+                                        uw_va(end), err);
+        uw_unlock(u);
+    }
 
     if (v < 0)
         return -1;

@@ -419,6 +419,16 @@ const lp_func_range *uw_func_range(const lp_unwinder *u, uint64_t a)
     return a > UW_LAST_SENTINEL ? lp_binary_func_range(uw_bin(u, a), uw_va(a)) : NULL;
 }
 
+static bool fallthrough(lp_unwinder *u, uint64_t a, uint64_t b)
+{
+    int v;
+
+    uw_lock(u);
+    v = lp_binary_valid_fallthrough(uw_bin(u, a), uw_va(a), uw_va(b), NULL);
+    uw_unlock(u);
+    return v == 1;
+}
+
 bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b)
 {
     uw_ftslot *f;
@@ -428,15 +438,25 @@ bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b)
     if (a <= UW_LAST_SENTINEL || b <= UW_LAST_SENTINEL || uw_bin_of(a) != uw_bin_of(b))
         return false;
     if (!u->ft && !(u->ft = calloc(UW_FT_SIZE, sizeof *u->ft)))
-        return lp_binary_valid_fallthrough(uw_bin(u, a), uw_va(a), uw_va(b), NULL) == 1;
+        return fallthrough(u, a, b);
     f = &u->ft[(size_t)(uw_mix(a, b) & (UW_FT_SIZE - 1))];
     if (f->a != a || f->b != b || !f->known) {
         f->a = a;
         f->b = b;
         f->known = true;
-        f->ok = lp_binary_valid_fallthrough(uw_bin(u, a), uw_va(a), uw_va(b), NULL) == 1;
+        f->ok = fallthrough(u, a, b);
     }
     return f->ok;
+}
+
+static bool inst(lp_unwinder *u, uint64_t vaddr, lp_inst *in)
+{
+    int k;
+
+    uw_lock(u);
+    k = lp_binary_inst(uw_bin(u, vaddr), uw_va(vaddr), in, NULL);
+    uw_unlock(u);
+    return k == 1;
 }
 
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr)
@@ -449,8 +469,7 @@ uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr)
     memset(e, 0, sizeof *e);
     e->addr = vaddr;
     e->flags = UW_AI_VALID;
-    if (vaddr > UW_EXT && uw_bin_of(vaddr) < u->nbins &&
-        lp_binary_inst(uw_bin(u, vaddr), uw_va(vaddr), &in, NULL) == 1) {
+    if (vaddr > UW_EXT && uw_bin_of(vaddr) < u->nbins && inst(u, vaddr, &in)) {
         e->flags |= UW_AI_CODE;
         if (in.kind == LP_INST_CALL)
             e->flags |= UW_AI_CALL;
@@ -466,12 +485,16 @@ uint64_t uw_callsite(lp_unwinder *u, uint64_t vaddr)
 {
     uw_ainfo *e;
     uint64_t cs = 0;
+    int k;
 
     if (vaddr == UW_EXT)
         return UW_EXT;
     e = uw_addr(u, vaddr);
     if (!(e->flags & UW_AI_CS)) {
-        if (lp_binary_call_site(uw_bin(u, vaddr), uw_va(vaddr), &cs, NULL) != 1)
+        uw_lock(u);
+        k = lp_binary_call_site(uw_bin(u, vaddr), uw_va(vaddr), &cs, NULL);
+        uw_unlock(u);
+        if (k != 1)
             cs = 0;
         else
             cs = uw_enc(uw_bin_of(vaddr), cs);
@@ -488,7 +511,9 @@ bool uw_in_prolog_epilog(lp_unwinder *u, uint64_t vaddr)
     bool in;
 
     if (!(e->flags & UW_AI_PE)) {
+        uw_lock(u);
         in = lp_binary_in_prolog_epilog(uw_bin(u, vaddr), uw_va(vaddr));
+        uw_unlock(u);
         e = uw_addr(u, vaddr);
         e->flags |= UW_AI_PE | (in ? UW_AI_IN_PE : 0);
     }
@@ -501,9 +526,13 @@ enum lp_uw_leaf uw_leaf_state(lp_unwinder *u, uint64_t vaddr)
     enum lp_uw_leaf s;
 
     if (!e->leaf) {
-        if (!u->leaves && !(u->leaves = lp_leaf_cache_new(NULL)))
+        uw_lock(u);
+        if (!u->leaves && !(u->leaves = lp_leaf_cache_new(NULL))) {
+            uw_unlock(u);
             return LP_UW_LEAF_UNKNOWN;
+        }
         s = uw_classify_leaf(uw_bin(u, vaddr), u->leaves, uw_va(vaddr));
+        uw_unlock(u);
         e = uw_addr(u, vaddr);
         e->leaf = (uint8_t)(s + 1);
     }
@@ -688,27 +717,33 @@ static int replay(lp_unwinder *u, const uw_replay *r, uint64_t n,
     return rc ? lp_error_set(err, LP_ENOMEM, "unwinder: out of memory") : 0;
 }
 
+int uw_flush_one(lp_unwinder *u, const uw_agg *g, lp_error *err)
+{
+    size_t ncs, nlbr;
+
+    uw_decode(u, g, &ncs, &nlbr);
+    u->st.distinct++;
+    if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    return g->replay >= 0 ? replay(u, &u->replays[g->replay], g->repeat, err)
+                          : uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err);
+}
+
 int uw_flush(lp_unwinder *u, lp_error *err)
 {
-    size_t ncs, nlbr, m = 0, i;
-    uw_agg **v = flush_order(u, &m), *g;
+    size_t m = 0, i;
+    uw_agg **v = flush_order(u, &m);
     int rc = 0;
 
     if (!v)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     u->infer_pending = true;    /* the graphs learn these samples' calls */
-    for (i = 0; i < m && rc == 0; i++) {
-        g = v[i];
-        if ((i & 4095) == 0)
-            lp_phases_items(u->o.phases, i, m);
-        uw_decode(u, g, &ncs, &nlbr);
-        u->st.distinct++;
-        if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))
-            rc = lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        else if (g->replay >= 0
-                     ? replay(u, &u->replays[g->replay], g->repeat, err)
-                     : uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err))
-            rc = -1;
+    if ((rc = uw_flush_parallel(u, v, m, err)) == 1) {
+        for (i = 0, rc = 0; i < m && rc == 0; i++) {
+            if ((i & 4095) == 0)
+                lp_phases_items(u->o.phases, i, m);
+            rc = uw_flush_one(u, v[i], err);
+        }
     }
     free(v);
     if (rc)

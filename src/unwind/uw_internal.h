@@ -16,6 +16,7 @@
 #ifndef LBR2PROF_UNWIND_INTERNAL_H
 #define LBR2PROF_UNWIND_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <uthash.h>
@@ -275,6 +276,14 @@ typedef struct uw_file {        /* an open file of a mapping */
 
 struct lp_unwinder {
     lp_unwind_opts o;
+    /* the parallel flush (unwind.c): a worker is a copy of the unwinder
+     * with caches, scratch and results of its own; `owner` is the
+     * unwinder it works for (whose inference state and leaf cache it
+     * shares), NULL for the unwinder itself. While workers run, `lock`
+     * (recursive) guards the binaries and what the workers share; NULL:
+     * one thread, no locking. */
+    pthread_mutex_t *lock;
+    struct lp_unwinder *owner;
     lp_binary **bins;
     size_t nbins;
     lp_binary *bin;             /* bins[0], the profiled program */
@@ -352,6 +361,8 @@ struct lp_unwinder {
     uw_map infer_cache;         /* (below function, callee function) ->
                                    encoded call site, or 1: none */
     bool infer_pending;         /* samples of this flush not in the graphs */
+    struct lp_unwinder *infer_cu; /* during uw_infer_caller: the unwinder
+                                   whose address caches it uses */
     uw_map enriched;            /* (function, 0 callers / 1 callees) -> 1:
                                    its static edges are in the graph */
     const lp_function **enrich_stack;
@@ -372,6 +383,26 @@ enum { UW_LOST_NONLOCAL = 1, UW_LOST_ASYNC = 2, UW_LOST_NORET = 3,
        UW_LOST_LANDING = 4 };
 
 /* ---- helpers between the files ----------------------------------------------- */
+
+/* Around every call into the binaries (and the shared leaf cache and
+ * inference state) that may run on a worker of the parallel flush. */
+static inline void uw_lock(const lp_unwinder *u)
+{
+    if (u->lock)
+        pthread_mutex_lock(u->lock);
+}
+
+static inline void uw_unlock(const lp_unwinder *u)
+{
+    if (u->lock)
+        pthread_mutex_unlock(u->lock);
+}
+
+/* The unwinder whose inference state (infer.c) u uses. */
+static inline lp_unwinder *uw_owner(lp_unwinder *u)
+{
+    return u->owner ? u->owner : u;
+}
 
 void uw_warnf(const lp_unwinder *u, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -487,6 +518,12 @@ int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order);
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err);
 /* Unwind and drop everything pending. */
 int uw_flush(lp_unwinder *u, lp_error *err);
+/* One pending sample at the flush: unwound, or its recording replayed. */
+int uw_flush_one(lp_unwinder *u, const uw_agg *g, lp_error *err);
+/* parallel.c: the flush of v[0..m) (llvm-profgen's order) on two threads,
+ * with the result of one: 0, -1 on error, 1 when it is not worth it (or a
+ * thread could not be had): then nothing was done. */
+int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err);
 /* Record the consecutive LBR pairs of a sample (warnInvalidRange). */
 int uw_note_pairs(lp_unwinder *u, const uw_lbr *lbr, size_t n,
                   uint64_t repeat);

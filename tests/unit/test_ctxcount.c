@@ -138,6 +138,49 @@ static void test_borrowed_names(void **state)
     lp_ctxcount_free(copy);
 }
 
+/* Merging b into a: a's entries first, then b's new ones in b's order;
+ * a shared entry keeps a's was_leaf_inlined and gets both counts; b is
+ * left empty and usable. */
+static void test_merge(void **state)
+{
+    lp_ctxcount *a = lp_ctxcount_new(), *b = lp_ctxcount_new();
+    lp_ctx_frame f1[] = {{"main", {1, 0}}, {"foo", {0, 0}}};
+    lp_ctx_frame f2[] = {{"bar", {0, 0}}};
+    lp_ctx_frame f3[] = {{"main", {2, 0}}, {"baz", {0, 0}}};
+    lp_addr_pair_count *r;
+    lp_ctx_entry *e, **v;
+    lp_error err;
+    long n;
+    (void)state;
+
+    assert_non_null(e = lp_ctxcount_get(a, 0, f1, 2, true, &err));
+    assert_int_equal(lp_counters_add_range(e->counters, 0x10, 0x20, 3), 0);
+    assert_non_null(e = lp_ctxcount_get(a, 0, f2, 1, false, &err));
+    assert_non_null(e = lp_ctxcount_get(b, 0, f3, 2, false, &err));
+    assert_int_equal(lp_counters_add_branch(e->counters, 0x1, 0x2, 5), 0);
+    assert_non_null(e = lp_ctxcount_get(b, 0, f1, 2, false, &err));
+    assert_int_equal(lp_counters_add_range(e->counters, 0x10, 0x20, 4), 0);
+    assert_int_equal(lp_counters_add_range(e->counters, 0x30, 0x40, 1), 0);
+    assert_int_equal(lp_ctxcount_merge(a, b, &err), 0);
+    assert_int_equal(lp_ctxcount_size(b), 0);
+    assert_int_equal(lp_ctxcount_size(a), 3);
+    n = lp_ctxcount_all(a, &v);
+    assert_int_equal(n, 3);
+    assert_string_equal(v[0]->key, "main:1 @ foo");
+    assert_true(v[0]->was_leaf_inlined);
+    assert_string_equal(v[1]->key, "bar");
+    assert_string_equal(v[2]->key, "main:2 @ baz");
+    assert_int_equal(lp_counters_ranges(v[0]->counters, &r), 2);
+    assert_int_equal(r[0].count, 7);
+    assert_int_equal(r[1].count, 1);
+    free(r);
+    free(v);
+    assert_non_null(lp_ctxcount_find(a, 0, "main:2 @ baz"));
+    assert_non_null(lp_ctxcount_get(b, 0, f2, 1, false, &err)); /* usable */
+    lp_ctxcount_free(a);
+    lp_ctxcount_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_table_and_raw),
         cmocka_unit_test(test_clear),
         cmocka_unit_test(test_borrowed_names),
+        cmocka_unit_test(test_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,24 @@ static char *raw_string(const lp_ctxcount *cc, uint64_t base)
 
     assert_int_equal(lp_ctxcount_write_raw(f, cc, 0, base, &e), 0);
     fclose(f);
+    return buf;
+}
+
+/* The contexts in the table's order (what generation walks), each with
+ * its was_leaf_inlined: what raw_string, sorted, does not show. */
+static char *order_string(const lp_ctxcount *cc)
+{
+    lp_ctx_entry **v;
+    char *buf = NULL;
+    size_t len;
+    long n = lp_ctxcount_all(cc, &v), i;
+    FILE *f = open_memstream(&buf, &len);
+
+    assert_true(n >= 0);
+    for (i = 0; i < n; i++)
+        fprintf(f, "%d [%s] %d\n", v[i]->bin, v[i]->key, v[i]->was_leaf_inlined);
+    fclose(f);
+    free(v);
     return buf;
 }
 
@@ -718,9 +737,10 @@ static void keep_warning(void *ctx, const char *msg)
  * each sample, as the reader's idle hook would; *st gets the statistics.
  * Each sample is taken `times` times, the warming after the first: what
  * the warming recorded is replayed with a larger count. */
-static char *run_script_warm(const char *script, const char *bin, bool repair,
-                             int warm, int times, lp_unwind_stats *st,
-                             size_t *warmed, char **warnings)
+static char *run_script_par(const char *script, const char *bin, bool repair,
+                            int warm, int times, lp_unwind_stats *st,
+                            size_t *warmed, char **warnings, size_t par_min,
+                            char **order)
 {
     lp_binary *b = open_bin(bin);
     lp_reader_opts ro = {0};
@@ -735,6 +755,7 @@ static char *run_script_warm(const char *script, const char *bin, bool repair,
 
     lp_unwind_opts_default(&o);
     o.repair_frames = repair;
+    o.parallel_min = par_min;
     if (warnings) {
         o.warn = keep_warning;
         o.warn_ctx = warnings;
@@ -764,12 +785,22 @@ static char *run_script_warm(const char *script, const char *bin, bool repair,
     assert_non_null(cc = lp_unwind_finish(u, &e));
     assert_int_equal(lp_unwind_warm_next(u), 0); /* finished: nothing */
     out = raw_string(cc, lp_binary_preferred_base(b));
+    if (order)
+        *order = order_string(cc);
     if (st)
         *st = *lp_unwind_stats_get(u);
     lp_ctxcount_free(cc);
     lp_unwind_free(u);
     lp_binary_close(b);
     return out;
+}
+
+static char *run_script_warm(const char *script, const char *bin, bool repair,
+                             int warm, int times, lp_unwind_stats *st,
+                             size_t *warmed, char **warnings)
+{
+    return run_script_par(script, bin, repair, warm, times, st, warmed,
+                          warnings, SIZE_MAX, NULL);
 }
 
 static char *run_script(const char *script, const char *bin, bool repair)
@@ -832,6 +863,62 @@ static void test_warm_next_same(void **state)
     assert_true(nonempty >= 20); /* the repair drops some inputs' only sample */
     assert_true(warmed >= 40);   /* and the warming did happen */
     assert_true(notes >= 4);     /* counted notes were compared too */
+}
+
+static int cpus(void)
+{
+    cpu_set_t set;
+
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+/* The flush on two threads (parallel.c, forced from the second distinct
+ * sample on) gives what one thread gives: the contexts in the same order
+ * with the same was_leaf_inlined, the same counts, warnings (counted
+ * notes included) and statistics - with and without the repair, with
+ * samples recorded ahead and replayed (warm 8, each sample taken three
+ * times) and without. */
+static void test_parallel_flush_same(void **state)
+{
+    static const char *const names[][2] = {
+        {"noinline-cs-noprobe", NULL}, {"inline-cs-noprobe", NULL},
+        {"callback-external-addr", NULL},
+        {"recursion-compression-noprobe", NULL}, {"cs-preinline-cost", NULL},
+        {"func-split", NULL}, {"unique-linkage-name-dwarf", NULL},
+        {"cs-interrupt", "noinline-cs-noprobe"},
+        {"cs-invalid-ret-addr", "noinline-cs-noprobe"},
+        {"external-address", "inline-cs-noprobe"},
+        {"artificial-branch", "noinline-cs-noprobe"},
+    };
+    char script[256], bin[256];
+    size_t i, parallel = 0, n = 0;
+    int rep, w;
+
+    (void)state;
+    for (i = 0; i < sizeof names / sizeof *names; i++)
+        for (rep = 0; rep < 2; rep++)
+            for (w = 0; w <= 8; w += 8) {
+                lp_unwind_stats s0, s1;
+                char *one, *two, *w0 = NULL, *w1 = NULL, *o0 = NULL, *o1 = NULL;
+                int times = w ? 3 : 1;
+                snprintf(script, sizeof script, IN "%s.perfscript", names[i][0]);
+                snprintf(bin, sizeof bin, IN "%s.perfbin",
+                         names[i][1] ? names[i][1] : names[i][0]);
+                one = run_script_par(script, bin, rep, w, times, &s0, &n, &w0,
+                                     SIZE_MAX, &o0);
+                two = run_script_par(script, bin, rep, w, times, &s1, &n, &w1,
+                                     2, &o1);
+                assert_string_equal(two, one);
+                assert_string_equal(o1, o0);
+                assert_string_equal(w1 ? w1 : "", w0 ? w0 : "");
+                assert_int_equal(s0.parallel, 0);
+                parallel += s1.parallel;
+                s1.parallel = 0;
+                assert_memory_equal(&s0, &s1, sizeof s0);
+                free(one), free(two), free(w0), free(w1), free(o0), free(o1);
+            }
+    if (cpus() >= 2)
+        assert_true(parallel >= 10);    /* the second thread did work */
 }
 
 static void test_repair_noinline_cs(void **state)
@@ -1119,7 +1206,11 @@ static void test_user_stack(void **state)
  * exits, calls, returns, external code, the restorer, addresses after no
  * call): the unwinder, repair on and off, never fails or misbehaves (the
  * ASan build runs this too). */
-static void test_random_samples(void **state)
+/* 3000 random samples over the fixture's addresses (and external code,
+ * a restorer, unmapped addresses): one pass of options; the raw profile,
+ * the context order and the statistics. Each run draws the same samples. */
+static char *random_run(lp_binary *b, int pass, size_t par_min,
+                        lp_unwind_stats *st, char **order)
 {
     static const uint64_t pool[] = {
         0x401000, 0x401010, 0x401012, 0x401020, 0x401025, 0x401030, 0x401035,
@@ -1132,48 +1223,75 @@ static void test_random_samples(void **state)
     const size_t np = sizeof pool / sizeof *pool;
     uint64_t seed = 12345, stack[8];
     lp_branch_entry br[12];
-    lp_binary *b;
     lp_unwind_opts o;
     lp_error e = {0};
     lp_unwinder *u;
     lp_ctxcount *cc;
-    int pass, i;
     size_t k, ns, nb;
+    char *out;
+    int i;
+
+#define RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33)
+    lp_unwind_opts_default(&o);
+    o.repair_frames = pass < 3;
+    o.compress_recursion = pass == 1 ? 0 : -1;
+    o.parallel_min = par_min;
+    assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
+    for (k = 0; k < 2; k++)
+        assert_int_equal(lp_unwind_mmap(u, &restorer_map()[k], &e), 0);
+    for (i = 0; i < 3000; i++) {
+        lp_hybrid_sample h = {0};
+        ns = 1 + RND() % 7;
+        nb = RND() % 12;
+        for (k = 0; k < ns; k++)
+            stack[k] = pool[RND() % np];
+        for (k = 0; k < nb; k++) {
+            br[k].from = pool[RND() % np];
+            br[k].to = pool[RND() % np];
+            br[k].flags = 0;
+        }
+        h.stack = stack;
+        h.nstack = ns;
+        h.fp_walk = RND() & 1;
+        h.br = br;
+        h.nbr = nb;
+        h.repeat = 1 + RND() % 3;
+        assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
+    }
+#undef RND
+    assert_non_null(cc = lp_unwind_finish(u, &e));
+    out = raw_string(cc, 0);
+    *order = order_string(cc);
+    *st = *lp_unwind_stats_get(u);
+    lp_ctxcount_free(cc);
+    lp_unwind_free(u);
+    return out;
+}
+
+/* Random samples unwind without a crash under every option set, and the
+ * flush on two threads gives one thread's result on them (contexts, their
+ * order and was_leaf_inlined, counts, statistics). */
+static void test_random_samples(void **state)
+{
+    lp_binary *b;
+    size_t parallel = 0;
+    int pass;
 
     NEED_FIXTURE();
     b = open_bin(fixture);
-#define RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33)
     for (pass = 0; pass < 4; pass++) {
-        lp_unwind_opts_default(&o);
-        o.repair_frames = pass < 3;
-        o.compress_recursion = pass == 1 ? 0 : -1;
-        assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
-        for (k = 0; k < 2; k++)
-            assert_int_equal(lp_unwind_mmap(u, &restorer_map()[k], &e), 0);
-        for (i = 0; i < 3000; i++) {
-            lp_hybrid_sample h = {0};
-            ns = 1 + RND() % 7;
-            nb = RND() % 12;
-            for (k = 0; k < ns; k++)
-                stack[k] = pool[RND() % np];
-            for (k = 0; k < nb; k++) {
-                br[k].from = pool[RND() % np];
-                br[k].to = pool[RND() % np];
-                br[k].flags = 0;
-            }
-            h.stack = stack;
-            h.nstack = ns;
-            h.fp_walk = RND() & 1;
-            h.br = br;
-            h.nbr = nb;
-            h.repeat = 1 + RND() % 3;
-            assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
-        }
-        assert_non_null(cc = lp_unwind_finish(u, &e));
-        lp_ctxcount_free(cc);
-        lp_unwind_free(u);
+        lp_unwind_stats s0, s1;
+        char *o0, *o1, *one = random_run(b, pass, SIZE_MAX, &s0, &o0);
+        char *two = random_run(b, pass, 2, &s1, &o1);
+        assert_string_equal(two, one);
+        assert_string_equal(o1, o0);
+        parallel += s1.parallel;
+        s1.parallel = 0;
+        assert_memory_equal(&s0, &s1, sizeof s0);
+        free(one), free(two), free(o0), free(o1);
     }
-#undef RND
+    if (cpus() >= 2)
+        assert_true(parallel > 1000);
     lp_binary_close(b);
 }
 
@@ -1494,6 +1612,7 @@ int main(void)
         cmocka_unit_test(test_003_text_chain_caller),
         cmocka_unit_test(test_003_7_cet_mov),
         cmocka_unit_test(test_warm_next_same),
+        cmocka_unit_test(test_parallel_flush_same),
         cmocka_unit_test(test_repair_noinline_cs),
         cmocka_unit_test(test_signal_handler_sampled),
         cmocka_unit_test(test_signal_in_frameless),

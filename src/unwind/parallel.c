@@ -1,0 +1,257 @@
+/*
+ * parallel.c - the flush on two threads. The pending distinct samples, in
+ * llvm-profgen's order, are cut in two consecutive parts: this thread
+ * unwinds the first, a worker the second. A worker is a copy of the
+ * unwinder with caches, scratch, context table, statistics and notes of
+ * its own; it shares the binaries, the leaf cache and the inference state
+ * (infer.c) under one lock, which every call into them takes (uw_lock).
+ * The worker's context table is then merged into the unwinder's in its
+ * insertion order (lp_ctxcount_merge): a context of both parts keeps the
+ * first part's entry and was_leaf_inlined, the others are appended - the
+ * table one thread would have made going through the samples in order,
+ * entry for entry and count for count. Statistics add, notes add, the
+ * LBR-pair weights add. Samples recorded ahead (uw_replay) are replayed
+ * by this thread: their contexts are its own. Owns the split, the worker
+ * and the merge; not the unwinding (trie.c, collect.c).
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbr2prof/phases.h"
+#include "unwind/uw_internal.h"
+#include "util/zalloc.h"
+
+/* Below this many distinct samples one thread does it all: a worker costs
+ * a thread, the warm-up of its caches and the merge. */
+#define UW_PAR_MIN 1024
+
+typedef struct job {
+    lp_unwinder *w;
+    uw_agg **v;
+    size_t from, to;
+    size_t done;                /* samples done, read by the other thread */
+    int rc;
+    lp_error err;
+} job;
+
+static int cpus(void)
+{
+    cpu_set_t set;
+
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+/* ---- the worker ----------------------------------------------------------- */
+
+static void worker_free(lp_unwinder *w)
+{
+    uw_note *n, *tn;
+    uw_set64 *e, *te;
+    uw_note **tabs[] = {&w->notes_repaired, &w->notes_dropped,
+                        &w->notes_contextless, &w->notes_lost};
+    size_t i;
+
+    if (!w)
+        return;
+    for (i = 0; i < sizeof tabs / sizeof *tabs; i++)
+        HASH_ITER(hh, *tabs[i], n, tn) {
+            HASH_DEL(*tabs[i], n);
+            free(n);
+        }
+    HASH_ITER(hh, w->invalid_ret, e, te) {
+        HASH_DEL(w->invalid_ret, e);
+        free(e);
+    }
+    free(w->ainfo);
+    free(w->ft);
+    free(w->cs);
+    free(w->lbr);
+    free(w->nodes);
+    free(w->recs);
+    free(w->stk);
+    free(w->frames);
+    free(w->akey);
+    free(w->pieces);
+    free(w->splits.s);
+    free(w->ctxc.pfx.s);
+    free(w->ctxc.leaf.s);
+    free(w->ctxc.dedup.s);
+    free(w->ctxc.ctx.s);
+    free(w->ctxc.sigs);
+    free(w->ctxc.ids);
+    uw_arena_free(&w->cache_arena);
+    free(w->root_entries);
+    free(w->pairs.s);
+    lp_ctxcount_free(w->cc);
+    free(w);
+}
+
+/* A worker for u: what u only reads during a flush is shared; the rest
+ * starts empty. */
+static lp_unwinder *worker_new(lp_unwinder *u)
+{
+    lp_unwinder *w = calloc(1, sizeof *w);
+
+    if (!w)
+        return NULL;
+    w->o = u->o;
+    w->lock = u->lock;
+    w->owner = u;
+    w->bins = u->bins;
+    w->nbins = u->nbins;
+    w->bin = u->bin;
+    w->leaves = u->leaves;      /* shared, under the lock */
+    w->fs_disc = u->fs_disc;
+    w->base = u->base;
+    w->preferred = u->preferred;
+    w->text_offset = u->text_offset;
+    w->loaded_by_mmap = u->loaded_by_mmap;
+    w->missing_warned = true;
+    w->pid = u->pid;
+    w->name = u->name;
+    w->maps = u->maps;          /* read only */
+    w->nmaps = u->nmaps;
+    w->other_maps = u->other_maps;
+    w->agg = u->agg;            /* the pending samples, read only */
+    w->memo_gen = u->memo_gen;
+    /* uw_decode's scratch holds the largest sample: the intake grew u's */
+    w->cs_cap = u->cs_cap;
+    w->lbr_cap = u->lbr_cap;
+    if (!(w->cs = malloc((w->cs_cap ? w->cs_cap : 1) * sizeof *w->cs)) ||
+        !(w->lbr = malloc((w->lbr_cap ? w->lbr_cap : 1) * sizeof *w->lbr)) ||
+        !(w->ainfo = lp_zalloc_written(UW_AC_SIZE)) ||
+        !(w->root_entries = calloc(u->nbins, sizeof *w->root_entries)) ||
+        !(w->cc = lp_ctxcount_new())) {
+        worker_free(w);
+        return NULL;
+    }
+    lp_ctxcount_borrow_names(w->cc);
+    return w;
+}
+
+/* ---- the merge ------------------------------------------------------------ */
+
+static int merge_notes(uw_note **into, uw_note *from)
+{
+    uw_note *n, *t;
+
+    HASH_ITER(hh, from, n, t)
+        if (uw_note_add(into, n->k[0], n->k[1], n->count))
+            return -1;
+    return 0;
+}
+
+static int merge(lp_unwinder *u, lp_unwinder *w, lp_error *err)
+{
+    uint64_t *a = (uint64_t *)&u->st;
+    const uint64_t *b = (const uint64_t *)&w->st;
+    uw_set64 *e, *t;
+    size_t i;
+
+    if (lp_ctxcount_merge(u->cc, w->cc, err))
+        return -1;
+    for (i = 0; i < sizeof u->st / sizeof *a; i++)
+        a[i] += b[i];
+    for (i = 0; w->pairs.s && i <= w->pairs.mask; i++)
+        if (w->pairs.s[i].v &&
+            uw_map_add(&u->pairs, w->pairs.s[i].k1, w->pairs.s[i].k2, w->pairs.s[i].v))
+            goto oom;
+    if (merge_notes(&u->notes_repaired, w->notes_repaired) ||
+        merge_notes(&u->notes_dropped, w->notes_dropped) ||
+        merge_notes(&u->notes_contextless, w->notes_contextless) ||
+        merge_notes(&u->notes_lost, w->notes_lost))
+        goto oom;
+    HASH_ITER(hh, w->invalid_ret, e, t)
+        if (uw_set_add(&u->invalid_ret, e->v))
+            goto oom;
+    u->untracked_ext |= w->untracked_ext;
+    return 0;
+oom:
+    return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+}
+
+/* ---- the threads ------------------------------------------------------------ */
+
+static void *worker_main(void *arg)
+{
+    job *j = arg;
+    size_t i;
+
+    j->rc = 0;
+    for (i = j->from; i < j->to && j->rc == 0; i++) {
+        if (j->v[i]->replay < 0) {      /* recordings are the owner's */
+            j->rc = uw_flush_one(j->w, j->v[i], &j->err);
+            j->w->st.parallel++;
+        }
+        __atomic_store_n(&j->done, i + 1 - j->from, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* Where the second part starts: half the work, counted in key bytes (a
+ * sample's LBR and call stack). */
+static size_t split_at(uw_agg **v, size_t m)
+{
+    uint64_t total = 0, half;
+    size_t i;
+
+    for (i = 0; i < m; i++)
+        total += v[i]->len;
+    half = total / 2;
+    for (i = 0, total = 0; i < m && total < half; i++)
+        total += v[i]->len;
+    return i;
+}
+
+int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
+{
+    pthread_mutexattr_t at;
+    pthread_mutex_t mu;
+    pthread_t th;
+    job j = {0};
+    size_t s, i;
+    int rc = 0;
+
+    if (m < (u->o.parallel_min ? u->o.parallel_min : UW_PAR_MIN) || m < 2 ||
+        cpus() < 2)
+        return 1;
+    if (u->o.repair_frames && !u->leaves && !(u->leaves = lp_leaf_cache_new(NULL)))
+        return 1;
+    if (pthread_mutexattr_init(&at))
+        return 1;
+    if (pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE) ||
+        pthread_mutex_init(&mu, &at)) {
+        pthread_mutexattr_destroy(&at);
+        return 1;
+    }
+    pthread_mutexattr_destroy(&at);
+    u->lock = &mu;
+    s = split_at(v, m);
+    j = (job){worker_new(u), v, s, m, 0, 0, {0}};
+    if (!j.w || pthread_create(&th, NULL, worker_main, &j)) {
+        worker_free(j.w);
+        u->lock = NULL;
+        pthread_mutex_destroy(&mu);
+        return 1;
+    }
+    for (i = 0; i < s && rc == 0; i++) {
+        if ((i & 4095) == 0)
+            lp_phases_items(u->o.phases, i + __atomic_load_n(&j.done, __ATOMIC_RELAXED), m);
+        rc = uw_flush_one(u, v[i], err);
+    }
+    for (i = s; i < m && rc == 0; i++)
+        if (v[i]->replay >= 0)
+            rc = uw_flush_one(u, v[i], err);
+    pthread_join(th, NULL);
+    u->lock = NULL;
+    pthread_mutex_destroy(&mu);
+    if (rc == 0 && j.rc) {
+        *err = j.err;
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = merge(u, j.w, err);
+    worker_free(j.w);
+    return rc;
+}
