@@ -49,8 +49,10 @@ typedef void (*lp_progress_fn)(void *ctx, const lp_progress *p);
 
 typedef struct lp_phases {
     double wall[LP_PHASE_COUNT], cpu[LP_PHASE_COUNT];
+    double own[LP_PHASE_COUNT];     /* CPU of the marking thread alone: with
+                                       cpu, how much ran on other threads */
     lp_phase cur;
-    double t_wall, t_cpu;           /* when the current phase started */
+    double t_wall, t_cpu, t_own;    /* when the current phase started */
     double start;                   /* wall at lp_phases_init */
     lp_progress_fn fn;              /* NULL: timings only */
     void *ctx;
@@ -75,7 +77,8 @@ void lp_phases_items(lp_phases *ph, uint64_t done, uint64_t todo);
 void lp_phases_end(lp_phases *ph);
 const char *lp_phase_name(lp_phase p);
 /* The table of phases, LLVM's timer report layout: CPU (every thread of
- * the process) and wall time per phase and in total. */
+ * the process), the main thread's CPU and wall time per phase and in
+ * total. */
 void lp_phases_print(const lp_phases *ph, const char *title, FILE *f);
 
 #ifdef __cplusplus

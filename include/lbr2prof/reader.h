@@ -308,6 +308,9 @@ typedef struct lp_reader_opts {
     lp_order order;
     int force_text;          /* treat input as perf script text */
     int skip_payloads;       /* leave stack_user/regs/raw unparsed (faster) */
+    int no_thread;           /* read perf.data in the caller's thread (a
+                                mapped file-mode perf.data is otherwise read
+                                on a thread of its own, ahead; same events) */
 } lp_reader_opts;
 
 typedef struct lp_reader lp_reader;

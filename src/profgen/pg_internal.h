@@ -75,8 +75,9 @@ int pg_trace_binaries(const lp_profgen_opts *o, const char *trace, bool text,
                       char *const *skip,
                       size_t nskip, char ***out, size_t *n, lp_error *err);
 
-/* trace.c, perf script text: open the trace and start parsing it now, on
- * the reader's thread, so that it overlaps opening the binaries. Any
+/* trace.c, perf script text or a perf.data file: open the trace and start
+ * reading it now, on the reader's thread, so that it overlaps opening the
+ * binaries. Any
  * failure is left for pg_read_trace to meet again and report in its
  * place. */
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r);

@@ -194,6 +194,7 @@ static void reader_opts(const lp_profgen_opts *a, bool unwinding,
     memset(ro, 0, sizeof *ro);
     ro->force_text = a->perfscript != NULL;
     ro->skip_payloads = !unwinding; /* the unwinder reads user registers and stacks */
+    ro->no_thread = a->itrace != NULL; /* the PT synthesizer reads alongside */
 }
 
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
@@ -201,7 +202,8 @@ void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
     lp_reader_opts ro;
     lp_error ignored;
 
-    if (!o->perfscript || o->unsym || o->llvm_prof)
+    if (o->unsym || o->llvm_prof || o->itrace || !pg_trace_path(o) ||
+        !strcmp(pg_trace_path(o), "-"))
         return;
     reader_opts(o, !o->ignore_stack_samples && !o->leading_ip_only, &ro);
     if ((r->priv->early = lp_reader_open(pg_trace_path(o), &ro, &ignored)))

@@ -1,8 +1,10 @@
 /*
- * prefetch.c - runs the perf script text parser (perfscript.c) on a thread
- * of its own, a few batches ahead of the consumer. Parsing text is about
- * half of the work of a profile made from perf script input; on a second
- * core it overlaps with unwinding and profile generation.
+ * prefetch.c - runs the perf script text parser (perfscript.c), or the
+ * perf.data reader's walk over a mapped file (reader.c: records, the
+ * ordering queue, decoding), on a thread of its own, a few batches ahead
+ * of the consumer. Parsing text is about half of the work of a profile
+ * made from perf script input, reading perf.data a third; on a second
+ * core it overlaps with the unwinder's intake, unwinding and generation.
  *
  * Owns the batches and the hand-off between the two threads. Does not own
  * parsing: the consumer sees the same events, in the same order, with the
@@ -41,6 +43,17 @@
 #define PF_ITEMS 1024
 #define PF_EVENTS 128
 #define PF_BYTES (32u << 10)
+/* perf.data: every item is an event, copied whole (~800 bytes with 32 LBR
+ * entries): 8 batches of 256 events, each arena 256 KiB (2.7 MiB in all,
+ * one hand-off per 256 samples: with 128-event batches the hand-offs'
+ * polling cost more than the walk). */
+#define PF_DATA_NBATCH 8
+#define PF_DATA_EVENTS 256
+#define PF_DATA_BYTES (256u << 10)
+/* ... and a batch takes the walk ~0.1 ms: polling longer than a fraction
+ * of that only burns the CPU the other thread could have (measured: both
+ * sides spent 8-10% of their time polling with the text's 0.4 ms). */
+#define PF_DATA_SPIN_NS 20000L
 
 /* A side that finds the ring empty (consumer) or full (producer) polls
  * for up to PF_SPIN_NS before it sleeps on the condition variable. A batch
@@ -79,6 +92,7 @@ struct lp_pfetch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pf_batch b[PF_NBATCH];
+    size_t nbatch, maxev;        /* batches in the ring, events a batch */
     size_t head, tail;          /* ring: consumer at head, producer at tail */
     size_t nfull;               /* changed under mu, atomically: also polled */
     int stop;
@@ -87,6 +101,7 @@ struct lp_pfetch {
      * next batch (still valid: the parser is not called in between) */
     const lp_event *owed;
     uint64_t owed_seen;
+    bool owed_body;
     /* consumer only: its batch (b[head]), position in it (item i, event
      * j), and the event made from the last reference */
     pf_batch *cur;
@@ -95,6 +110,10 @@ struct lp_pfetch {
     uint64_t off;               /* input offset of what was handed over */
     lp_reader_idle_fn idle;     /* lp_pfetch_set_idle */
     void *idle_ctx;
+    /* perf.data (p NULL): the reader's walk */
+    lp_pfetch_next_fn next;
+    lp_pfetch_off_fn off_fn;
+    void *ctx;
 };
 
 /* ---- the hand-off --------------------------------------------------------- */
@@ -160,25 +179,55 @@ static int stays(const lp_event *e)
     return e->kind == LP_EV_SAMPLE && e->u.sample.dup_id != 0;
 }
 
-/* Bytes the deep copy of `e` takes in the arena. */
-static size_t copy_size(const lp_event *e)
+static size_t rnd8(size_t n)
 {
-    if (stays(e))
-        return 0;
-    if (e->kind == LP_EV_SAMPLE)
-        return ((e->u.sample.callchain_nr * sizeof(uint64_t) + 7) & ~7ul) +
-               ((e->u.sample.branch_nr * sizeof(lp_branch_entry) + 7) & ~7ul);
-    if (e->kind == LP_EV_MMAP && e->u.mmap.filename)
-        return (strlen(e->u.mmap.filename) + 1 + 7) & ~(size_t)7;
-    return 0;
+    return (n + 7) & ~(size_t)7;
 }
 
-/* Append a copy of `e`; 0 if it does not fit (the batch is then full). The
- * text backend sets no other pointer fields (no registers, user stack or
- * branch counters); `attr` and `source` live as long as the backend. */
-static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen)
+static size_t nregs(const lp_sample *s)
 {
-    size_t need = copy_size(e);
+    return s->regs_user ? (size_t)__builtin_popcountll(s->regs_user_mask) : 0;
+}
+
+/* Bytes the deep copy of `e` takes in the arena (`body`: its record body
+ * too, which lives in the reader's scratch). */
+static size_t copy_size(const lp_event *e, bool body)
+{
+    const lp_sample *s = &e->u.sample;
+    size_t n = body && e->body ? rnd8(e->body_size) : 0;
+
+    if (stays(e))
+        return n;
+    if (e->kind == LP_EV_SAMPLE)
+        return n + rnd8(s->callchain_nr * sizeof(uint64_t)) +
+               rnd8(s->branch_nr * sizeof(lp_branch_entry)) +
+               (s->branch_counters ? rnd8(s->branch_nr * sizeof(uint64_t)) : 0) +
+               rnd8(nregs(s) * sizeof(uint64_t)) +
+               (s->stack_user ? rnd8(s->stack_user_size) : 0);
+    if (e->kind == LP_EV_MMAP && e->u.mmap.filename)
+        return n + rnd8(strlen(e->u.mmap.filename) + 1);
+    if (e->kind == LP_EV_COMM && e->u.comm.comm)
+        return n + rnd8(strlen(e->u.comm.comm) + 1);
+    return n;
+}
+
+/* The perf.data fields text samples never have. */
+static void copy_sample_extra(pf_batch *b, lp_sample *s)
+{
+    if (s->branch_counters)
+        s->branch_counters = arena_copy(b, s->branch_counters,
+                                        s->branch_nr * sizeof(uint64_t));
+    if (s->regs_user)
+        s->regs_user = arena_copy(b, s->regs_user, nregs(s) * sizeof(uint64_t));
+    if (s->stack_user)
+        s->stack_user = arena_copy(b, s->stack_user, s->stack_user_size);
+}
+
+/* Append a copy of `e`; 0 if it does not fit (the batch is then full).
+ * `attr` and `source` live as long as the reader. */
+static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen, bool body)
+{
+    size_t need = copy_size(e, body);
     lp_event *d;
 
     if (need > b->cap - b->used) {
@@ -200,13 +249,24 @@ static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen)
         s->branches = s->branch_nr
             ? arena_copy(b, s->branches, s->branch_nr * sizeof(lp_branch_entry))
             : NULL;
+        copy_sample_extra(b, s);
     } else if (e->kind == LP_EV_MMAP && e->u.mmap.filename) {
         d->u.mmap.filename = arena_copy(b, e->u.mmap.filename,
                                         strlen(e->u.mmap.filename) + 1);
+    } else if (e->kind == LP_EV_COMM && e->u.comm.comm) {
+        d->u.comm.comm = arena_copy(b, e->u.comm.comm, strlen(e->u.comm.comm) + 1);
     }
+    if (body && e->body)
+        d->body = arena_copy(b, e->body, e->body_size);
     b->it[b->n++] = (pf_item){{NULL, 0, 0}, seen};
     b->nev++;
     return 1;
+}
+
+static void batch_end(lp_pfetch *f, pf_batch *b)
+{
+    b->end_seen = f->p ? lp_pscript_stats_get(f->p)->samples_seen : 0;
+    b->end_off = f->p ? lp_pscript_offset(f->p) : f->off_fn(f->ctx);
 }
 
 /* Parse into b until it is full or the input ends. */
@@ -218,12 +278,20 @@ static void batch_fill(lp_pfetch *f, pf_batch *b)
     b->n = b->nev = 0;
     b->used = 0;
     b->end_rc = 1;
-    if (f->owed && batch_add(b, f->owed, f->owed_seen) < 0)
+    if (f->owed && batch_add(b, f->owed, f->owed_seen, f->owed_body) < 0)
         goto oom;
     f->owed = NULL;
-    while (b->n < PF_ITEMS && b->nev < PF_EVENTS) {
+    while (b->n < PF_ITEMS && b->nev < f->maxev) {
         lp_pscript_ref ref;
-        uint64_t seen;
+        uint64_t seen = 0;
+        bool body = false;
+        if (!f->p) {            /* perf.data: events only */
+            if ((rc = f->next(f->ctx, &e, &body, &b->end_err)) <= 0) {
+                b->end_rc = rc;
+                break;
+            }
+            goto event;
+        }
         rc = lp_pscript_next_ref(f->p, &e, &ref, &b->end_err);
         if (rc <= 0) {
             b->end_rc = rc;
@@ -234,22 +302,22 @@ static void batch_fill(lp_pfetch *f, pf_batch *b)
             b->it[b->n++] = (pf_item){ref, seen};
             continue;
         }
-        rc = batch_add(b, e, seen);
+event:
+        rc = batch_add(b, e, seen, body);
         if (rc < 0)
             goto oom;
         if (rc == 0) {
             f->owed = e;
             f->owed_seen = seen;
+            f->owed_body = body;
             break;
         }
     }
-    b->end_seen = lp_pscript_stats_get(f->p)->samples_seen;
-    b->end_off = lp_pscript_offset(f->p);
+    batch_end(f, b);
     return;
 oom:
     b->end_rc = lp_error_set(&b->end_err, LP_ENOMEM, "reader: out of memory");
-    b->end_seen = lp_pscript_stats_get(f->p)->samples_seen;
-    b->end_off = lp_pscript_offset(f->p);
+    batch_end(f, b);
 }
 
 static void *producer(void *arg)
@@ -260,9 +328,9 @@ static void *producer(void *arg)
         pf_batch *b;
         int end;
 
-        spin_while(f, PF_NBATCH);
+        spin_while(f, f->nbatch);
         pthread_mutex_lock(&f->mu);
-        while (f->nfull == PF_NBATCH && !f->stop)
+        while (f->nfull == f->nbatch && !f->stop)
             pthread_cond_wait(&f->cv, &f->mu);
         if (f->stop) {
             pthread_mutex_unlock(&f->mu);
@@ -275,7 +343,7 @@ static void *producer(void *arg)
         end = b->end_rc <= 0;
 
         pthread_mutex_lock(&f->mu);
-        f->tail = (f->tail + 1) % PF_NBATCH;
+        f->tail = (f->tail + 1) % f->nbatch;
         __atomic_add_fetch(&f->nfull, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
@@ -294,7 +362,22 @@ static int cpus(void)
     return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 
+static lp_pfetch *pfetch_new(lp_pscript *p, lp_pfetch_next_fn next,
+                             lp_pfetch_off_fn off, void *ctx, lp_error *err);
+
 lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err)
+{
+    return pfetch_new(p, NULL, NULL, NULL, err);
+}
+
+lp_pfetch *lp_pfetch_new_fn(lp_pfetch_next_fn next, lp_pfetch_off_fn off,
+                            void *ctx, lp_error *err)
+{
+    return pfetch_new(NULL, next, off, ctx, err);
+}
+
+static lp_pfetch *pfetch_new(lp_pscript *p, lp_pfetch_next_fn next,
+                             lp_pfetch_off_fn off, void *ctx, lp_error *err)
 {
     lp_pfetch *f = calloc(1, sizeof *f);
     size_t k;
@@ -302,13 +385,18 @@ lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err)
     if (!f)
         goto oom;
     f->p = p;
-    f->spin_ns = cpus() > 1 ? PF_SPIN_NS : 0;
-    for (k = 0; k < PF_NBATCH; k++) {
+    f->next = next;
+    f->off_fn = off;
+    f->ctx = ctx;
+    f->spin_ns = cpus() < 2 ? 0 : p ? PF_SPIN_NS : PF_DATA_SPIN_NS;
+    f->nbatch = p ? PF_NBATCH : PF_DATA_NBATCH;
+    f->maxev = p ? PF_EVENTS : PF_DATA_EVENTS;
+    for (k = 0; k < f->nbatch; k++) {
         pf_batch *b = &f->b[k];
         b->it = malloc(PF_ITEMS * sizeof *b->it);
-        b->ev = malloc(PF_EVENTS * sizeof *b->ev);
-        b->arena = malloc(PF_BYTES);
-        b->cap = PF_BYTES;
+        b->ev = malloc(f->maxev * sizeof *b->ev);
+        b->cap = p ? PF_BYTES : PF_DATA_BYTES;
+        b->arena = malloc(b->cap);
         if (!b->it || !b->ev || !b->arena)
             goto oom;
     }
@@ -329,8 +417,14 @@ oom:
 static int next_inline(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                        lp_error *err)
 {
-    int rc = lp_pscript_next(f->p, ev, err);
+    bool body;
+    int rc;
 
+    if (!f->p) {
+        *seen = 0;
+        return f->next(f->ctx, ev, &body, err);
+    }
+    rc = lp_pscript_next(f->p, ev, err);
     *seen = lp_pscript_stats_get(f->p)->samples_seen;
     return rc;
 }
@@ -384,7 +478,7 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
             return f->cur->end_rc;
         }
         pthread_mutex_lock(&f->mu);
-        f->head = (f->head + 1) % PF_NBATCH;
+        f->head = (f->head + 1) % f->nbatch;
         __atomic_sub_fetch(&f->nfull, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
@@ -394,7 +488,9 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
 
 uint64_t lp_pfetch_offset(const lp_pfetch *f)
 {
-    return f->started == 2 ? lp_pscript_offset(f->p) : f->off;
+    if (f->started == 2)
+        return f->p ? lp_pscript_offset(f->p) : f->off_fn(f->ctx);
+    return f->off;
 }
 
 void lp_pfetch_free(lp_pfetch *f)

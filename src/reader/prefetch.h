@@ -5,11 +5,19 @@
 #ifndef LBR2PROF_READER_PREFETCH_H
 #define LBR2PROF_READER_PREFETCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "reader/perfscript.h"
 
 typedef struct lp_pfetch lp_pfetch;
+
+/* perf.data: the next event of the reader's own walk, as lp_reader_next;
+ * *body set when the event's body lives in the reader's scratch (it is
+ * then copied with the event); the input consumed so far. */
+typedef int (*lp_pfetch_next_fn)(void *ctx, const lp_event **ev, bool *body,
+                                 lp_error *err);
+typedef uint64_t (*lp_pfetch_off_fn)(void *ctx);
 
 /* `p` stays owned by the caller and must outlive the lp_pfetch; after
  * lp_pfetch_new only the prefetcher's thread calls into it until
@@ -17,6 +25,12 @@ typedef struct lp_pfetch lp_pfetch;
  * lp_pfetch_next has returned 0 or -1. The thread starts at the first
  * lp_pfetch_next (inline parsing if it cannot be started). */
 lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err);
+/* The same for perf.data: events from next(ctx), deep-copied (call chain,
+ * branches, counters, registers, user stack, file and command names, the
+ * body when asked). ctx must outlive the lp_pfetch; only its thread calls
+ * next and off until lp_pfetch_free or the end of input. */
+lp_pfetch *lp_pfetch_new_fn(lp_pfetch_next_fn next, lp_pfetch_off_fn off,
+                            void *ctx, lp_error *err);
 /* Start the thread now (else at the first lp_pfetch_next). */
 void lp_pfetch_start(lp_pfetch *f);
 /* The consumer's idle work (lp_reader_set_idle): called on the

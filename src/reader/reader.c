@@ -153,6 +153,26 @@ static int open_dir_streams(lp_reader *r, const char *dir, lp_error *err)
     return rc;
 }
 
+static int thread_next(void *ctx, const lp_event **ev, bool *body, lp_error *err);
+static uint64_t thread_off(void *ctx);
+
+/* The walk of a file-mode perf.data (or directory) held in memory runs on
+ * a thread of its own: attributes and build-ids are all in the header, so
+ * nothing the consumer reads changes while it runs. Pipe mode (records
+ * that add attributes) and streams are read in the caller's thread. */
+static bool threaded(const lp_reader *r)
+{
+    size_t i;
+
+    if (r->opts.no_thread || (r->info.format != LP_FMT_PERF_FILE &&
+                              r->info.format != LP_FMT_PERF_DIR))
+        return false;
+    for (i = 0; i < r->nr_files; i++)
+        if (!r->files[i].is_mem)
+            return false;
+    return true;
+}
+
 /* files[0] is open and holds a perf.data header. */
 static lp_reader *open_perf(lp_reader *r, const char *dir, lp_error *err)
 {
@@ -160,6 +180,8 @@ static lp_reader *open_perf(lp_reader *r, const char *dir, lp_error *err)
         return fail_open(r);
     if (dir && r->info.format == LP_FMT_PERF_DIR &&
         open_dir_streams(r, dir, err) < 0)
+        return fail_open(r);
+    if (threaded(r) && !(r->pf = lp_pfetch_new_fn(thread_next, thread_off, r, err)))
         return fail_open(r);
     return r;
 }
@@ -569,11 +591,9 @@ static int run_step(lp_reader *r, const rd_raw *raw, lp_error *err)
     return enqueue(r, raw, t, err) < 0 ? -1 : 0;
 }
 
-int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err)
+/* The perf.data walk itself (on the prefetcher's thread when there is one). */
+static int next_direct(lp_reader *r, const lp_event **ev, lp_error *err)
 {
-    if (r->text) {
-        return lp_pfetch_next(r->pf, ev, &r->stats.text_sample_starts, err);
-    }
     for (;;) {
         int rc;
         switch (r->state) {
@@ -611,26 +631,35 @@ int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err)
     }
 }
 
-const lp_file_info *lp_reader_info(const lp_reader *r)
+/* Whether p points into one of the mapped input files (else into the
+ * reader's scratch). */
+static bool in_mapping(const lp_reader *r, const void *p)
 {
-    return &r->info;
+    const uint8_t *q = p;
+    size_t i;
+
+    for (i = 0; i < r->nr_files; i++)
+        if (r->files[i].is_mem && q >= r->files[i].base &&
+            q < r->files[i].base + r->files[i].end)
+            return true;
+    return false;
 }
 
-const lp_reader_stats *lp_reader_stats_get(const lp_reader *r)
+static int thread_next(void *ctx, const lp_event **ev, bool *body, lp_error *err)
 {
-    return &r->stats;
+    lp_reader *r = ctx;
+    int rc = next_direct(r, ev, err);
+
+    *body = rc == 1 && (*ev)->body && !in_mapping(r, (*ev)->body);
+    return rc;
 }
 
-void lp_reader_progress(const lp_reader *r, uint64_t *done, uint64_t *total)
+/* Bytes of the record streams consumed and their total (0: unknown). */
+static void data_position(const lp_reader *r, uint64_t *done, uint64_t *total)
 {
     uint64_t d = 0, t = 0;
     size_t i;
 
-    if (r->text) {
-        *done = lp_pfetch_offset(r->pf);
-        *total = r->text_size;
-        return;
-    }
     for (i = 0; i < r->nr_files; i++) {
         const rd_file *f = &r->files[i];
         if (!f->is_mem)
@@ -644,6 +673,57 @@ void lp_reader_progress(const lp_reader *r, uint64_t *done, uint64_t *total)
     }
     *done = d;
     *total = t == UINT64_MAX ? 0 : t;
+}
+
+static uint64_t thread_off(void *ctx)
+{
+    uint64_t d, t;
+
+    data_position(ctx, &d, &t);
+    return d;
+}
+
+int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err)
+{
+    uint64_t seen;
+
+    if (r->text)
+        return lp_pfetch_next(r->pf, ev, &r->stats.text_sample_starts, err);
+    if (r->pf)
+        return lp_pfetch_next(r->pf, ev, &seen, err);
+    return next_direct(r, ev, err);
+}
+
+const lp_file_info *lp_reader_info(const lp_reader *r)
+{
+    return &r->info;
+}
+
+const lp_reader_stats *lp_reader_stats_get(const lp_reader *r)
+{
+    return &r->stats;
+}
+
+void lp_reader_progress(const lp_reader *r, uint64_t *done, uint64_t *total)
+{
+    uint64_t d;
+    size_t i;
+
+    if (r->text) {
+        *done = lp_pfetch_offset(r->pf);
+        *total = r->text_size;
+        return;
+    }
+    if (!r->pf) {
+        data_position(r, done, total);
+        return;
+    }
+    /* the walk is on the prefetcher's thread: its position at the batch
+     * handed over, and the sizes, which the walk does not change */
+    *done = lp_pfetch_offset(r->pf);
+    for (i = 0, d = 0; i < r->nr_files; i++)
+        d += r->files[i].end;
+    *total = d;
 }
 
 void lp_reader_close(lp_reader *r)

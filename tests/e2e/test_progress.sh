@@ -7,8 +7,9 @@
 #     start, so a short run shows it);
 #   - with the default delay (2 s) a short run shows nothing;
 #   - on a pipe, and with --quiet on a terminal, there is none;
-#   - --time-trace (and llvm-profgen's --time-profgen) print the wall and
-#     CPU time of each phase on stderr;
+#   - --time-trace (and llvm-profgen's --time-profgen) print the CPU time
+#     (all threads, the main thread's) and the wall time of each phase on
+#     stderr;
 #   - none of them changes the profile.
 set -u
 command -v script >/dev/null 2>&1 || { echo "script(1) not found"; exit 77; }
@@ -73,7 +74,8 @@ for flag in --time-trace --time-profgen; do
     missing=
     for p in "opening the binaries" "reading the trace" "unwinding" "generation" \
         "pre-inlining" "post-processing" "writing" "Total"; do
-        grep -q "^ *[0-9.]* ( *[0-9.]*%) *[0-9.]* ( *[0-9.]*%)  $p\$" tt.err || missing="$missing [$p]"
+        grep -q "^ *[0-9.]* ( *[0-9.]*%) *[0-9.]* ( *[0-9.]*%) *[0-9.]* ( *[0-9.]*%)  $p\$" tt.err ||
+            missing="$missing [$p]"
     done
     if [ -n "$missing" ] || ! grep -q "Total Execution Time: [0-9.]* seconds CPU" tt.err; then
         fail "$flag: phases missing:$missing"; cat tt.err

@@ -354,6 +354,91 @@ static void test_all_sample_fields(void **state)
                     run_all_fields(swap, group, hw, pipe);
 }
 
+/* Two events carry the same content (pointers followed). */
+static void same_event(const lp_event *x, const lp_event *y)
+{
+    const lp_sample *a = &x->u.sample, *b = &y->u.sample;
+
+    assert_int_equal(x->kind, y->kind);
+    assert_int_equal(x->type, y->type);
+    assert_int_equal(x->offset, y->offset);
+    assert_int_equal(x->time, y->time);
+    assert_int_equal(x->body_size, y->body_size);
+    assert_memory_equal(x->body, y->body, x->body_size);
+    if (x->kind == LP_EV_MMAP)
+        assert_string_equal(x->u.mmap.filename, y->u.mmap.filename);
+    if (x->kind != LP_EV_SAMPLE)
+        return;
+    assert_int_equal(a->ip, b->ip);
+    assert_int_equal(a->time, b->time);
+    assert_int_equal(a->callchain_nr, b->callchain_nr);
+    assert_memory_equal(a->callchain, b->callchain, a->callchain_nr * 8);
+    assert_int_equal(a->branch_nr, b->branch_nr);
+    if (a->branch_nr)
+        assert_memory_equal(a->branches, b->branches, a->branch_nr * sizeof *a->branches);
+    assert_int_equal(a->stack_user_size, b->stack_user_size);
+    if (a->stack_user_size)
+        assert_memory_equal(a->stack_user, b->stack_user, a->stack_user_size);
+    assert_int_equal(a->regs_user_mask, b->regs_user_mask);
+}
+
+/* A file-mode perf.data is read on the prefetcher's thread: the events,
+ * their order and contents, the statistics and the position at the end
+ * are those of the walk in the caller's thread (no_thread), over many
+ * batches (rounds, mmaps, byte-swapped records decoded out of place, and
+ * samples with every field). */
+static void test_thread_same_events(void **state)
+{
+    pw d, f;
+    lp_error e1, e2;
+    pw_attr a = basic_attr(ST_BASIC);
+    lp_reader_opts o1 = {0}, o2 = {0};
+    const lp_event *x, *y;
+    uint64_t d1, t1, d2, t2;
+    int swap, k1, k2, n;
+    (void)state;
+
+    for (swap = 0; swap < 2; swap++) {
+        pw_init(&d, swap);
+        w_mmap(&d, 1, 0x1000, "/main", 0);
+        for (n = 0; n < 3000; n++) {
+            w_sample(&d, 0x1000 + (uint64_t)n % 97, 1, 100 + (uint64_t)(n * 7919 % 5003));
+            if (n % 500 == 499) {
+                w_round(&d);
+                w_mmap(&d, 1, 0x2000 + (uint64_t)n, "/lib", 100);
+            }
+        }
+        pw_file(&f, swap, &a, 1, 128, &d, NULL, 0);
+        o2.no_thread = 1;
+        lp_reader *r1 = lp_reader_open_mem(f.b, f.len, "t.data", &o1, &e1);
+        lp_reader *r2 = lp_reader_open_mem(f.b, f.len, "t.data", &o2, &e2);
+        assert_non_null(r1);
+        assert_non_null(r2);
+        for (n = 0;; n++) {
+            k1 = lp_reader_next(r1, &x, &e1);
+            k2 = lp_reader_next(r2, &y, &e2);
+            assert_int_equal(k1, k2);
+            if (k1 != 1)
+                break;
+            same_event(x, y);
+        }
+        assert_true(n > 3000);
+        assert_memory_equal(lp_reader_stats_get(r1), lp_reader_stats_get(r2),
+                            sizeof(lp_reader_stats));
+        lp_reader_progress(r1, &d1, &t1);
+        lp_reader_progress(r2, &d2, &t2);
+        assert_int_equal(d1, d2);
+        assert_int_equal(t1, t2);
+        assert_int_equal(d1, t1);
+        lp_reader_close(r1);
+        lp_reader_close(r2);
+        pw_free(&f);
+        pw_free(&d);
+    }
+    for (swap = 0; swap < 2; swap++) /* every field, through the thread */
+        run_all_fields(swap, 1, 1, 0);
+}
+
 /* skip_payloads stops after the branch stack. */
 static void test_skip_payloads(void **state)
 {
@@ -1141,6 +1226,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attr_sizes),
         cmocka_unit_test(test_all_sample_fields),
+        cmocka_unit_test(test_thread_same_events),
         cmocka_unit_test(test_skip_payloads),
         cmocka_unit_test(test_record_types),
         cmocka_unit_test(test_pipe_unaligned),
