@@ -40,7 +40,8 @@
 #            scripts/pgo/json-work.cpp: parse, query, modify, dump, CBOR,
 #            MessagePack, diff, patch; train 80 records, evaluate 8000
 #
-# Knobs (environment): PGO_PAIRS (rounds, default 30), PGO_CALLGRIND
+# Knobs (environment): PGO_PAIRS (rounds, default 30; 0 reprints the last
+# run's timings with what else changed), PGO_CALLGRIND
 # (0/1), PGO_DIR (cache, default build-pgo/ in the tree), PGO_NICE
 # (niceness of everything, default 10), PGO_VARIANTS (default "profgen
 # default drop norepair"), PGO_LBR2PROF (the lbr2prof that records and
@@ -265,18 +266,21 @@ instructions() {
 textsize() { size -A "$1" | awk '$1 == ".text" { print $2 }'; }
 # total samples of a text profile: the sum of its top-level profiles' totals
 proftotal() { awk -F: '/^[^ \t]/ { n = split($0, a, ":"); s += a[n - 1] } END { printf "%d\n", s }' "$1"; }
+# contexts the pre-inliner inlined: call-site profiles nested in others
+profinlined() { grep -cE '^ +[0-9]+(\.[0-9]+)?: [^0-9 ][^ ]*:[0-9]+$' "$1" || true; }
 
 # summary: one table row per build
 summary() {
     for b in none $VARIANTS; do
-        prof=- total=- secs=-
+        total=- secs=- inl=-
         if [ "$b" != none ]; then
             total=$(proftotal "$C/prof/$b.txt")
             secs=$(cat "$C/prof/$b.secs")
+            inl=$(profinlined "$C/prof/$b.txt")
         fi
         ir=-
         [ "$CALLGRIND" = 1 ] && ir=$(cat "$C/bin/$b.ir")
-        echo "$b $(textsize "$C/bin/$b") $total $secs $ir"
+        echo "$b $(textsize "$C/bin/$b") $total $secs $ir $inl"
     done >"$C/builds.txt"
     perl -e '
         my ($prog, $times, $builds) = @ARGV;
@@ -284,24 +288,24 @@ summary() {
         open(T, "<", $times) or die;
         while (<T>) { my ($r, $b, $tc, $wa) = split; $t{$b}[$r] = $tc; $w{$b}[$r] = $wa }
         open(B, "<", $builds) or die;
-        my %info; while (<B>) { my @f = split; push @order, $f[0]; $info{$f[0]} = [@f[1..4]] }
-        sub q { my @s = sort { $a <=> $b } @_; my $at = sub { my $p = $_[0] * $#s;
+        my %info; while (<B>) { my @f = split; push @order, $f[0]; $info{$f[0]} = [@f[1..5]] }
+        sub quart { my @s = sort { $a <=> $b } @_; my $at = sub { my $p = $_[0] * $#s;
             my $i = int($p); $i == $#s ? $s[$i] : $s[$i] + ($p - $i) * ($s[$i + 1] - $s[$i]) };
             (&$at(0.25), &$at(0.5), &$at(0.75)) }
         sub ratio { my ($h, $a, $b) = @_; my @r;
             for my $i (0 .. $#{$h->{$a}}) { push @r, $h->{$a}[$i] / $h->{$b}[$i] if $h->{$b}[$i] }
-            my ($q1, $m, $q3) = q(@r); sprintf("%.3f [%.3f-%.3f]", $m, $q1, $q3) }
+            my ($q1, $m, $q3) = quart(@r); sprintf("%.3f [%.3f-%.3f]", $m, $q1, $q3) }
         my $ref = exists $t{profgen} ? "profgen" : undef;
-        my (undef, $mn) = q(@{$t{none}});
-        printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %s\n", "program", "build",
+        my (undef, $mn) = quart(@{$t{none}});
+        printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", "program", "build",
             "cpu vs none [IQR]", "cpu vs profgen [IQR]", "wall vs none [IQR]", "Ir/none",
-            ".text", "samples", "prof s";
+            ".text", "samples", "inlined", "prof s";
         for my $b (@order) {
-            my ($text, $tot, $secs, $ir) = @{$info{$b}};
+            my ($text, $tot, $secs, $ir, $inl) = @{$info{$b}};
             my $irr = $ir ne "-" && $info{none}[3] ne "-" ? sprintf("%.4f", $ir / $info{none}[3]) : "-";
-            printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %s\n", $prog, $b,
+            printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", $prog, $b,
                 ratio(\%t, $b, "none"), $ref ? ratio(\%t, $b, $ref) : "-", ratio(\%w, $b, "none"),
-                $irr, $text, $tot, $secs;
+                $irr, $text, $tot, $inl, $secs;
         }
         printf "%-8s (none: median cpu %.1f ms a run, %d rounds)\n", $prog, $mn, scalar @{$t{none}};
     ' "$P" "$C/times.tsv" "$C/builds.txt"
@@ -320,15 +324,19 @@ for P in $PROGRAMS; do
         build "$v" "$C/prof/$v.prof"
     done
     check
-    log "$P: timing $PAIRS rounds of: none $VARIANTS"
-    timing
+    if [ "$PAIRS" -gt 0 ]; then
+        log "$P: timing $PAIRS rounds of: none $VARIANTS"
+        timing
+    fi
+    [ -s "$C/times.tsv" ] || { log "$P: no timings (PGO_PAIRS=0 reuses the last run's)"; exit 1; }
     [ "$CALLGRIND" = 1 ] && instructions
     summary | tee "$C/table.txt"
 done
 echo
 echo "pgo-bench: ratios are medians over rounds of (build's time / other build's time), IQR in brackets;"
 echo "  cpu = task-clock of the run, wall = elapsed; Ir = callgrind instructions on the smaller input;"
-echo "  samples = total samples of the profile (text, top-level totals); prof s = seconds to make it."
+echo "  samples = total samples of the profile (text, top-level totals); inlined = contexts the"
+echo "  pre-inliner inlined; prof s = seconds to make the profile."
 echo "  This machine may be shared (load average now: $(cut -d' ' -f1-3 /proc/loadavg)): wall times are"
 echo "  noisy there; the rounds' rotation spreads load drift over all builds alike."
 for P in $PROGRAMS; do cat "$D/$P/table.txt"; done
