@@ -19,10 +19,32 @@ sub readprof {
     my ($f) = @_;
     my (%tot, %head, $ctx);
     open(my $h, "<", $f) or die "cs-compare.pl: $f: $!\n";
+    my ($raw, $israw);
     while (<$h>) {
-        next if /^\s/;
         chomp;
+        if (defined $raw && /^\s/) {
+            if (/^\s+([0-9a-f]+)-([0-9a-f]+):(\d+)$/) {
+                $tot{$raw} += (hex($2) - hex($1) + 1) * $3;
+            } elsif (/^\s+([0-9a-f]+)->([0-9a-f]+):(\d+)$/) {
+                $head{$raw} += $3;
+            } elsif (!/^\s+\d+$/) {
+                die "cs-compare.pl: $f line $.: not a range, branch or count: $_\n";
+            }
+            next;
+        }
+        next if /^\s/;
         my ($name, $t, $hd);
+        if (/^\[(.*)\]$/) {    # a raw profile's context
+            $israw = 1;
+            ($raw = $1) =~ s/.* @ //;
+            $raw =~ s/:[0-9.]+$//;
+            $raw = "(none)" if $raw eq "";
+            $ctx++;
+            $tot{$raw} += 0;
+            $head{$raw} += 0;
+            next;
+        }
+        $raw = undef;
         if (/^\[(.*)\]:(\d+):(\d+)$/) {
             ($name, $t, $hd) = ($1, $2, $3);
             $name =~ s/.* @ //;
@@ -36,30 +58,32 @@ sub readprof {
         $tot{$name} += $t;
         $head{$name} += $hd;
     }
-    return (\%tot, \%head, $ctx // 0);
+    return (\%tot, \%head, $ctx // 0, $israw);
 }
 
-my ($ta, $ha, $ca) = readprof($fa);
-my ($tb, $hb, $cb) = readprof($fb);
+my ($ta, $ha, $ca, $rawa) = readprof($fa);
+my ($tb, $hb, $cb, $rawb) = readprof($fb);
+die "cs-compare.pl: $fa and $fb are not both raw or both symbolized\n" if !$rawa != !$rawb;
+my ($lt, $lh) = $rawa ? ("range x bytes", "branches") : ("total samples", "head samples");
 my %all = map { $_ => 1 } keys %$ta, keys %$tb;
 my ($sa, $sb, $sha, $shb) = (0, 0, 0, 0);
-my ($lt, $lh, $ltsum, $lhsum) = (0, 0, 0, 0);
+my ($nt, $nh, $ltsum, $lhsum) = (0, 0, 0, 0);
 my @short;
 for my $f (keys %all) {
     my ($a, $b) = ($ta->{$f} // 0, $tb->{$f} // 0);
     my ($x, $y) = ($ha->{$f} // 0, $hb->{$f} // 0);
     ($sa, $sb, $sha, $shb) = ($sa + $a, $sb + $b, $sha + $x, $shb + $y);
-    if ($a < $b) { $lt++; $ltsum += $b - $a }
-    if ($x < $y) { $lh++; $lhsum += $y - $x }
+    if ($a < $b) { $nt++; $ltsum += $b - $a }
+    if ($x < $y) { $nh++; $lhsum += $y - $x }
     push @short, [$f, $a, $b, $x, $y] if $a < $b || $x < $y;
 }
 printf "%-14s %14s %14s %9s\n", "", "A", "B", "A/B";
-printf "%-14s %14d %14d %9.4f\n", "total samples", $sa, $sb, $sb ? $sa / $sb : 0;
-printf "%-14s %14d %14d %9.4f\n", "head samples", $sha, $shb, $shb ? $sha / $shb : 0;
+printf "%-14s %14d %14d %9.4f\n", $lt, $sa, $sb, $sb ? $sa / $sb : 0;
+printf "%-14s %14d %14d %9.4f\n", $lh, $sha, $shb, $shb ? $sha / $shb : 0;
 printf "%-14s %14d %14d\n", "profiles", $ca, $cb;
 printf "%-14s %14d %14d\n", "functions", scalar keys %$ta, scalar keys %$tb;
 printf "functions with a smaller total in A: %d (%d samples short), a smaller head: %d (%d short)\n",
-    $lt, $ltsum, $lh, $lhsum;
+    $nt, $ltsum, $nh, $lhsum;
 @short = sort { ($b->[2] - $b->[1]) <=> ($a->[2] - $a->[1]) || $a->[0] cmp $b->[0] } @short;
 printf "%-40s %12s %12s %10s %10s\n", "function (A short of B)", "total A", "total B", "head A", "head B"
     if @short;

@@ -9,8 +9,10 @@
 #     leaf), the range counts weighted by their bytes and the branch
 #     counts of lbr2prof >= llvm-profgen's;
 #  2. flat CS profiles, symbolized, cold contexts not merged: per function,
-#     total and head samples of lbr2prof >= llvm-profgen's
-#     (scripts/pgo/cs-compare.pl).
+#     total and head samples of lbr2prof >= llvm-profgen's.
+# Both by scripts/pgo/cs-compare.pl. (2 can fall short where 1 does not:
+# llvm-profgen infers a call-site count from a child context without head
+# samples, docs/pgo-bench.md; not on these workloads.)
 # The same checks must fail for `--drop-unknown-callers` (the default mode
 # before it kept truncated contexts) on at least one workload: they can fail.
 set -u
@@ -22,26 +24,7 @@ fails=0
 bites=0
 FLAT="--csspgo-preinliner=0 --gen-cs-nested-profile=0 --csprof-merge-cold-context=0 --format=text"
 
-# per leaf function of a raw CS profile: range bytes x count, branch count
-rawsum() {
-    perl -e '
-        my (%r, %b, $f);
-        while (<STDIN>) {
-            if (/^\[(.*)\]$/) { $f = $1; $f =~ s/.* @ //; $f =~ s/:[0-9.]+$//; $f = "(none)" if $f eq ""; next }
-            if (/^\s+([0-9a-f]+)-([0-9a-f]+):(\d+)$/) { $r{$f} += (hex($2) - hex($1) + 1) * $3; $b{$f} += 0; next }
-            if (/^\s+([0-9a-f]+)->([0-9a-f]+):(\d+)$/) { $b{$f} += $3; $r{$f} += 0 }
-        }
-        print "$_ $r{$_} $b{$_}\n" for sort keys %r;' <"$1"
-}
-# fewer FILE_A FILE_B: the functions with smaller sums in A than in B
-fewer() {
-    perl -e '
-        my %a; open(A, "<", $ARGV[0]) or die; while (<A>) { my @f = split; $a{$f[0]} = [@f[1, 2]] }
-        open(B, "<", $ARGV[1]) or die;
-        while (<B>) { my @f = split; my $x = $a{$f[0]} // [0, 0];
-            print "  $f[0]: ranges $x->[0] < $f[1]\n" if $x->[0] < $f[1];
-            print "  $f[0]: branches $x->[1] < $f[2]\n" if $x->[1] < $f[2] }' "$1" "$2"
-}
+CMP="perl $TOP/scripts/pgo/cs-compare.pl"
 
 for w in "qsort_cb 300" "sigjmp 200" "kernel 40"; do
     set -- $w
@@ -56,7 +39,6 @@ for w in "qsort_cb 300" "sigjmp 200" "kernel 40"; do
     # shellcheck disable=SC2086
     llvm-profgen-22 --perfscript=$b.script --binary=$b $FLAT --output=$b.pg.txt >/dev/null 2>&1
     [ -s $b.pg.raw ] && [ -s $b.pg.txt ] || { echo "FAIL $b: llvm-profgen-22"; fails=$((fails + 1)); continue; }
-    rawsum $b.pg.raw >$b.pg.sum
     for mode in default drop; do
         opt=
         [ $mode = drop ] && opt=--drop-unknown-callers
@@ -64,20 +46,21 @@ for w in "qsort_cb 300" "sigjmp 200" "kernel 40"; do
         "$LBR2PROF" $b.data --binary=$b --skip-symbolization $opt --output=$b.$mode.raw >/dev/null 2>&1 &&
             "$LBR2PROF" $b.data --binary=$b $FLAT $opt --output=$b.$mode.txt >/dev/null 2>&1 ||
             { echo "FAIL $b $mode: lbr2prof"; fails=$((fails + 1)); continue; }
-        rawsum $b.$mode.raw >$b.$mode.sum
-        fewer $b.$mode.sum $b.pg.sum >$b.$mode.short
-        perl "$TOP/scripts/pgo/cs-compare.pl" $b.$mode.txt $b.pg.txt 5 >$b.$mode.cmp
+        $CMP $b.$mode.raw $b.pg.raw 5 >$b.$mode.rawcmp
+        raw=$?
+        $CMP $b.$mode.txt $b.pg.txt 5 >$b.$mode.cmp
         flat=$?
-        if [ $mode = default ]; then
-            if [ -s $b.$mode.short ] || [ $flat -ne 0 ]; then
+        if [ $raw -gt 1 ] || [ $flat -gt 1 ]; then
+            echo "FAIL $b $mode: cs-compare.pl"; cat $b.$mode.rawcmp $b.$mode.cmp; fails=$((fails + 1))
+        elif [ $mode = default ]; then
+            if [ $raw -ne 0 ] || [ $flat -ne 0 ]; then
                 echo "FAIL $b: the default mode keeps fewer counts than llvm-profgen-22 in some functions"
-                cat $b.$mode.short
-                sed -n '6,$p' $b.$mode.cmp
+                sed -n '6,$p' $b.$mode.rawcmp $b.$mode.cmp
                 fails=$((fails + 1))
             else
                 echo "ok $b: every function keeps >= llvm-profgen-22's counts ($(sed -n 2p $b.$mode.cmp))"
             fi
-        elif [ -s $b.$mode.short ] && [ $flat -ne 0 ]; then
+        elif [ $raw -ne 0 ] && [ $flat -ne 0 ]; then
             bites=$((bites + 1))
             echo "   ($b: --drop-unknown-callers is short: $(sed -n 6p $b.$mode.cmp))"
         fi
