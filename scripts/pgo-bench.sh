@@ -32,10 +32,10 @@
 #            deps/sqlite3/sqlite3.c) + scripts/pgo/sqlite-work.c (SQL
 #            workload: inserts, joins, grouping, sorting, windows, CTEs);
 #            train 600 rows seed 1, evaluate 20000 rows seed 2
-#   lbr2prof this tree's lbr2prof making a CS profile from a perf.data:
-#            train on inputs/kernel.data (tests/workloads/kernel.c),
-#            evaluate on a recording of scripts/gen-callgraph.pl's
-#            1,500-function program (`cg 1000 8`, ~5,000 samples)
+#   lbr2prof this tree's lbr2prof making a CS profile from a perf.data of
+#            scripts/gen-callgraph.pl's 1,500-function program: train on a
+#            short run's (`cg 12 8`, 101 samples), evaluate on a longer
+#            one's (`cg 1000 8`, ~5,000 samples)
 #   json     nlohmann/json (Debian nlohmann-json3-dev, header-only C++) +
 #            scripts/pgo/json-work.cpp: parse, query, modify, dump, CBOR,
 #            MessagePack, diff, patch; train 80 records, evaluate 8000
@@ -116,13 +116,14 @@ json_cg() { echo "1500 2"; }
 lbr2prof_fetch() {
     mkdir -p "$S"
     (cd "$TOP" && tar cf - Makefile include src) | (cd "$S" && rm -rf include src && tar xf -)
-    # the evaluation input and the callgrind run's: recordings of another
-    # program, scripts/gen-callgraph.pl's (many contexts, inline frames,
-    # recursion), made once
-    if ! [ -f "$S/cg.data" ] || ! [ -f "$S/cg-small.data" ]; then
-        log "lbr2prof: recording its inputs (gen-callgraph.pl 1500 1: cg 1000 8 and cg 250 8)"
+    # its inputs, all recordings of another program, scripts/gen-callgraph.pl's
+    # (many contexts, inline frames, recursion), made once: the training
+    # run's (a short run: ~100 samples), the evaluation's and callgrind's
+    if ! [ -f "$S/cg.data" ] || ! [ -f "$S/cg-small.data" ] || ! [ -f "$S/cg-train.data" ]; then
+        log "lbr2prof: recording its inputs (gen-callgraph.pl 1500 1: cg 12 8, cg 1000 8 and cg 250 8)"
         perl "$TOP/scripts/gen-callgraph.pl" 1500 1 >"$S/cg.c"
         $NICE $CC -O2 -g -fno-omit-frame-pointer "$S/cg.c" -o "$S/cg"
+        $NICE "$L" record --simulate -c 150 --seed 2 -o "$S/cg-train.data" -- "$S/cg" 12 8 >/dev/null 2>&1
         $NICE "$L" record --simulate -c 60 --seed 1 -o "$S/cg-small.data" -- "$S/cg" 250 8 >/dev/null 2>&1
         $NICE "$L" record --simulate -c 60 --seed 1 -o "$S/cg.data.tmp" -- "$S/cg" 1000 8 >/dev/null 2>&1
         mv "$S/cg.data.tmp" "$S/cg.data"
@@ -136,8 +137,8 @@ lbr2prof_build() {
     $NICE make -s -C "$S" -j2 BUILD="$b" CC=$CC OPT= CFLAGS="$* -Wno-error" "$b/lbr2prof" >/dev/null &&
         mv "$b/lbr2prof" "$o" && rm -rf "$b"
 }
-lbr2prof_train() { echo "$TOP/inputs/kernel.data --binary $TOP/inputs/kernel -o \$OUTF"; }
-lbr2prof_period() { echo 29; }
+lbr2prof_train() { echo "$S/cg-train.data --binary $S/cg -o \$OUTF"; }
+lbr2prof_period() { echo 211; }
 lbr2prof_eval() { echo "$S/cg.data --binary $S/cg -o \$OUTF"; }
 lbr2prof_cg() { echo "$S/cg-small.data --binary $S/cg -o \$OUTF"; }
 
