@@ -27,10 +27,15 @@ typedef struct prof_args {
     const char *format;         /* --format as given */
     const char *binaries[MAX_BINARIES];  /* --binary, repeatable */
     char *events[MAX_EVENTS];   /* --perf-event / --perf-events filter */
+    char **traces;              /* PERF.DATA arguments, --perfdata and
+                                   --perfscript values (comma lists split),
+                                   in order; owned */
+    size_t ntraces;
+    unsigned trace_kinds;       /* 1: perf.data, 2: perf script text */
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT, O_BINARY,
-                O_INT, O_TRI, O_IGNORED, O_UNSUPP };
+                O_INT, O_TRI, O_IGNORED, O_UNSUPP, O_TRACE };
 
 typedef struct opt_def {
     const char *name;
@@ -40,8 +45,8 @@ typedef struct opt_def {
 
 #define A(f) offsetof(prof_args, o.f)
 static const opt_def opt_defs[] = {
-    {"perfdata", O_STR, A(perfdata)}, {"pd", O_STR, A(perfdata)},
-    {"perfscript", O_STR, A(perfscript)}, {"ps", O_STR, A(perfscript)},
+    {"perfdata", O_TRACE, A(perfdata)}, {"pd", O_TRACE, A(perfdata)},
+    {"perfscript", O_TRACE, A(perfscript)}, {"ps", O_TRACE, A(perfscript)},
     {"unsymbolized-profile", O_STR, A(unsym)}, {"up", O_STR, A(unsym)},
     {"llvm-sample-profile", O_STR, A(llvm_prof)},
     {"binary", O_BINARY, 0}, {"debug-binary", O_STR, A(debug_binary)},
@@ -52,6 +57,7 @@ static const opt_def opt_defs[] = {
     {"skip-symbolization", O_BOOL, A(skip_symbolization)},
     {"use-offset", O_BOOL, A(use_offset)},
     {"use-first-loadable-segment-as-base", O_BOOL, A(first_loadable_base)},
+    {"raw-header", O_BOOL, A(raw_header)}, /* lbr2prof's */
     {"ignore-stack-samples", O_BOOL, A(ignore_stack_samples)},
     {"use-md5", O_BOOL, A(use_md5)},
     {"populate-profile-symbol-list", O_BOOL, A(populate_symbol_list)},
@@ -104,10 +110,15 @@ static const opt_def opt_defs[] = {
 #undef A
 
 static const char usage_text[] =
-    "usage: lbr2prof [profile] PERF.DATA -o OUT [--binary=PATH] [options]\n"
+    "usage: lbr2prof [profile] PERF.DATA... -o OUT [--binary=PATH] [options]\n"
     "       lbr2prof --perfscript=FILE|--perfdata=FILE|--unsymbolized-profile=FILE\n"
     "       (PERF.DATA or FILE may be - for stdin, e.g. perf record -o - | lbr2prof -)\n"
     "                --binary=PATH --output=OUT [llvm-profgen options]\n"
+    "several traces (any processes, hosts, load addresses): more PERF.DATA\n"
+    "  arguments, --perfdata/--perfscript repeated or FILE1,FILE2; one profile as\n"
+    "  from one recording holding all their samples\n"
+    "--skip-symbolization --raw-header: the mergeable raw profile (binaries,\n"
+    "  build-ids, bases; `lbr2prof merge` sums them, --unsymbolized-profile reads it)\n"
     "options (as llvm-profgen 19): --format=extbinary|text|binary, --use-md5,\n"
     "  --skip-symbolization, --use-offset=BOOL, --use-first-loadable-segment-as-base,\n"
     "  --ignore-stack-samples, --update-total-samples, --fill-zero-for-all-funcs,\n"
@@ -167,6 +178,38 @@ static int add_events(prof_args *a, const char *v)
     }
 }
 
+/* One trace in order; text: perf script. */
+static int add_trace(prof_args *a, const char *v, size_t len, bool text)
+{
+    char **nv = realloc(a->traces, (a->ntraces + 1) * sizeof *nv);
+
+    if (!nv)
+        return -1;
+    a->traces = nv;
+    if (!(nv[a->ntraces] = strndup(v, len)))
+        return -1;
+    a->ntraces++;
+    a->trace_kinds |= text ? 2 : 1;
+    return 0;
+}
+
+/* --perfdata/--perfscript: repeatable, and a comma list unless the whole
+ * value names a file. */
+static int add_traces(prof_args *a, const char *v, bool text)
+{
+    const char *c;
+    struct stat st;
+
+    if (!*v)
+        return -1;
+    if (!strchr(v, ',') || stat(v, &st) == 0)
+        return add_trace(a, v, strlen(v), text);
+    for (; (c = strchr(v, ',')); v = c + 1)
+        if (c == v || add_trace(a, v, (size_t)(c - v), text))
+            return -1;
+    return *v ? add_trace(a, v, strlen(v), text) : -1;
+}
+
 static int set_opt(prof_args *a, const opt_def *d, const char *v)
 {
     char *base = (char *)a + d->off, *e;
@@ -181,6 +224,7 @@ static int set_opt(prof_args *a, const opt_def *d, const char *v)
         a->o.have_sample_period = true;
         return *e || !*v || v[0] == '-' ? -1 : 0;
     case O_EVENT: return add_events(a, v);
+    case O_TRACE: return add_traces(a, v, d->off == offsetof(prof_args, o.perfscript));
     case O_BINARY:
         if (a->o.nbinaries == MAX_BINARIES)
             return -1;
@@ -252,10 +296,28 @@ static int parse_args(prof_args *a, int argc, char **argv)
             i += n;
             continue;
         }
-        if (a->o.perfdata)
-            return bad_usage("more than one input: '%s'", argv[i]);
-        a->o.perfdata = argv[i++];
+        if (add_trace(a, argv[i], strlen(argv[i]), false))
+            return bad_usage("out of memory at '%s'", argv[i]);
+        i++;
     }
+    return 0;
+}
+
+/* The traces to the driver: the first as perfdata or perfscript, the
+ * others after it; one kind only. */
+static int set_traces(prof_args *a)
+{
+    if (a->ntraces == 0)
+        return 0;
+    if (a->trace_kinds == 3)
+        return bad_usage("%s", "perf.data and perf script (--perfscript) "
+                               "inputs cannot be mixed in one run");
+    if (a->trace_kinds == 2)
+        a->o.perfscript = a->traces[0];
+    else
+        a->o.perfdata = a->traces[0];
+    a->o.more_traces = (const char *const *)a->traces + 1;
+    a->o.nmore_traces = a->ntraces - 1;
     return 0;
 }
 
@@ -271,6 +333,28 @@ static int output_format(const prof_args *a, lp_prof_format *f)
         return bad_usage("%s: Profile encoding format unsupported for writing "
                          "operations", s);
     return bad_usage("Cannot find option named '%s' for --format", s);
+}
+
+/* The traces after the first: files (at most one "-" in all, with a
+ * --binary); --raw-header only with --skip-symbolization. */
+static int check_more_traces(const prof_args *pa)
+{
+    size_t i, nstdin = 0;
+    struct stat st;
+
+    for (i = 0; i < pa->ntraces; i++) {
+        if (strcmp(pa->traces[i], "-") == 0)
+            nstdin++;
+        else if (i > 0 && stat(pa->traces[i], &st) != 0)
+            return bad_usage("Input perf file does not exist: %s", pa->traces[i]);
+    }
+    if (nstdin > 1)
+        return bad_usage("%s", "standard input (-) can be only one of the inputs");
+    if (nstdin && !pa->o.nbinaries)
+        return bad_usage("%s", "--binary is required when a trace comes from stdin");
+    if (pa->o.raw_header && !pa->o.skip_symbolization)
+        return bad_usage("%s", "--raw-header needs --skip-symbolization");
+    return 0;
 }
 
 static int validate(prof_args *pa)
@@ -295,6 +379,8 @@ static int validate(prof_args *pa)
         return bad_usage("%s", "--binary is required when the trace comes from stdin");
     if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
+    if (check_more_traces(pa))
+        return -1;
     if (a->compress_recursion < -1)
         return bad_usage("%s", "Value of --compress-recursion should >= -1");
     return output_format(pa, &pa->o.format);
@@ -309,7 +395,7 @@ int cmd_profile(int argc, char **argv)
     prof_args a;
     int k = parse_args(&a, argc, argv);
 
-    if (k == 0 && validate(&a))
+    if (k == 0 && (set_traces(&a) || validate(&a)))
         k = -1;
     a.o.warn = lp_cli_warn;
     a.o.note = lp_cli_note;
@@ -320,5 +406,8 @@ int cmd_profile(int argc, char **argv)
     lp_profgen_result_free(&r);
     while (a.o.nr_events > 0)
         free(a.events[--a.o.nr_events]);
+    while (a.ntraces > 0)
+        free(a.traces[--a.ntraces]);
+    free(a.traces);
     return k == 0 || k == 1 ? 0 : k == -1 ? 2 : lp_cli_fail(&err);
 }

@@ -42,18 +42,21 @@ void pg_warn(const lp_profgen_opts *o, const char *fmt, ...)
 void pg_note(const lp_profgen_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The path of the trace, or NULL for profile inputs. */
+/* The path of the (first) trace, or NULL for profile inputs. */
 const char *pg_trace_path(const lp_profgen_opts *o);
+/* The traces of the run: pg_trace_path, then o->more_traces. */
+size_t pg_ntraces(const lp_profgen_opts *o);
+const char *pg_trace_at(const lp_profgen_opts *o, size_t i);
 /* The base unsymbolized addresses are relative to (--use-offset...). */
 uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin);
 
-/* discover.c: the most sampled user-space file of the trace, located on
- * disk (malloc'ed path), or NULL with err. */
-char *pg_find_binary(const char *trace, bool text, lp_error *err);
+/* discover.c: the most sampled user-space file (path and build-id) of
+ * the traces, located on disk (malloc'ed path), or NULL with err. */
+char *pg_find_binary(const lp_profgen_opts *o, lp_error *err);
 /* discover.c: every other sampled file found on disk with its recorded
  * build-id and DWARF functions, most sampled first, not `skip` (the paths
  * already chosen). *out malloc'ed array of malloc'ed paths. */
-int pg_trace_binaries(const char *trace, bool text, char *const *skip,
+int pg_trace_binaries(const lp_profgen_opts *o, char *const *skip,
                       size_t nskip, char ***out, size_t *n, lp_error *err);
 
 /* trace.c, perf script text: open the trace and start parsing it now, on

@@ -37,6 +37,16 @@ const char *pg_trace_path(const lp_profgen_opts *o)
     return o->perfdata ? o->perfdata : o->perfscript;
 }
 
+size_t pg_ntraces(const lp_profgen_opts *o)
+{
+    return pg_trace_path(o) ? 1 + o->nmore_traces : 0;
+}
+
+const char *pg_trace_at(const lp_profgen_opts *o, size_t i)
+{
+    return i == 0 ? pg_trace_path(o) : o->more_traces[i - 1];
+}
+
 uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin)
 {
     return !o->use_offset ? 0
@@ -131,18 +141,29 @@ static int add_path(lp_profgen_result *r, const char *p, lp_error *err)
     return 0;
 }
 
-/* No --binary: the most sampled file of the trace. */
+/* The first trace read from standard input, or the first trace. */
+static const char *stdin_trace(const lp_profgen_opts *o)
+{
+    size_t i;
+
+    for (i = 0; i < pg_ntraces(o); i++)
+        if (strcmp(pg_trace_at(o, i), "-") == 0)
+            return pg_trace_at(o, i);
+    return pg_trace_path(o);
+}
+
+/* No --binary: the most sampled file of the traces. */
 static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
                          lp_error *err)
 {
-    const char *trace = pg_trace_path(o);
+    const char *trace = stdin_trace(o);
     char *found;
     int rc;
 
     if (!trace || strcmp(trace, "-") == 0)
         return lp_error_set(err, LP_EUSAGE, "--binary is required%s",
                             trace ? " when the trace comes from stdin" : "");
-    if (!(found = pg_find_binary(trace, o->perfscript != NULL, err)))
+    if (!(found = pg_find_binary(o, err)))
         return -1;
     pg_note(o, "using binary %s", found);
     r->discovered = true;
@@ -155,7 +176,7 @@ static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
 static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
                               lp_error *err)
 {
-    const char *trace = pg_trace_path(o);
+    const char *trace = stdin_trace(o);
     char **more = NULL;
     size_t i, n = 0;
     int rc;
@@ -163,8 +184,7 @@ static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     if (!trace || strcmp(trace, "-") == 0)
         return lp_error_set(err, LP_EUSAGE, "--binaries-from-trace needs a "
                             "trace file (not a profile, not stdin)");
-    rc = pg_trace_binaries(trace, o->perfscript != NULL, r->paths, r->nbins,
-                           &more, &n, err);
+    rc = pg_trace_binaries(o, r->paths, r->nbins, &more, &n, err);
     for (i = 0; i < n; i++) {
         if (rc == 0 && (rc = add_path(r, more[i], err)) == 0)
             pg_note(o, "also using binary %s", more[i]);

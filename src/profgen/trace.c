@@ -208,28 +208,36 @@ static int warm_unwinder(void *uw)
     return lp_unwind_warm_next(uw);
 }
 
-/* One pass over the trace. perf.data: every event goes to the per-process
- * address map run->map (NULL for perf script text, where the aggregator's
- * own single-base map follows the mmaps). */
-int pg_read_trace(pg_run *run, lp_error *err)
+/* The next trace of the run: the processes of the one before are gone
+ * (its pids mean nothing in this one), and so are the reader's sample ids
+ * the unwinder remembered. */
+static int next_trace(pg_run *run, lp_error *err)
 {
-    const lp_profgen_opts *a = run->o;
-    lp_reader_opts ro;
+    if (lp_lbr_agg_flush(run->agg, err))
+        return -1;
+    if (run->map)
+        lp_addrmap_next_input(run->map);
+    if (run->uw)
+        lp_unwind_next_input(run->uw);
+    return 0;
+}
+
+/* One trace: every event in reader order. perf.data: every event goes to
+ * the per-process address map run->map (NULL for perf script text, where
+ * the aggregator's own single-base map follows the mmaps). *starts: what
+ * llvm-profgen counts as its samples (text: every line taken as the start
+ * of one; perf.data: the unwinder's samples). */
+static int read_one(pg_run *run, lp_reader *r, bool force_text,
+                    uint64_t *starts, bool *text_seen, lp_error *err)
+{
+    const lp_file_info *info = lp_reader_info(r);
     const lp_reader_stats *rs;
-    const lp_file_info *info;
     const lp_event *ev;
-    lp_reader *r;
+    uint64_t calls = run->uw ? lp_unwind_stats_get(run->uw)->sample_calls : 0;
     size_t nids = 0;
-    bool text;
+    bool text = force_text || info->format == LP_FMT_PERF_SCRIPT;
     int k;
 
-    reader_opts(a, run->uw != NULL, &ro);
-    r = run->r->priv->early;
-    run->r->priv->early = NULL;
-    if (!r && !(r = lp_reader_open(pg_trace_path(a), &ro, err)))
-        return -1;
-    info = lp_reader_info(r);
-    text = ro.force_text || info->format == LP_FMT_PERF_SCRIPT;
     run->markers = !text;
     if (run->uw)
         lp_reader_set_idle(r, warm_unwinder, run->uw);
@@ -237,13 +245,39 @@ int pg_read_trace(pg_run *run, lp_error *err)
         if (trace_event(run, info, &nids, ev, err))
             break;
     rs = lp_reader_stats_get(r);
-    if (run->uw && text)
-        lp_unwind_set_total_samples(run->uw, rs->text_sample_starts);
-    run->r->stats.lost = rs->lost_events + rs->lost_samples;
-    if (k == 1)
-        k = -1;
-    lp_reader_close(r);
-    return k < 0 ? -1 : 0;
+    *text_seen |= text;
+    *starts += text ? rs->text_sample_starts
+               : run->uw ? lp_unwind_stats_get(run->uw)->sample_calls - calls : 0;
+    run->r->stats.lost += rs->lost_events + rs->lost_samples;
+    return k == 0 ? 0 : -1;
+}
+
+/* Every trace, in order, as one recording. */
+int pg_read_trace(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    size_t i, n = pg_ntraces(a);
+    uint64_t starts = 0;
+    bool text_seen = false;
+    lp_reader_opts ro;
+    lp_reader *r;
+    int rc = 0;
+
+    reader_opts(a, run->uw != NULL, &ro);
+    for (i = 0; i < n && rc == 0; i++) {
+        r = i == 0 ? run->r->priv->early : NULL;
+        if (i == 0)
+            run->r->priv->early = NULL;
+        if (i > 0 && next_trace(run, err))
+            return -1;
+        if (!r && !(r = lp_reader_open(pg_trace_at(a, i), &ro, err)))
+            return -1;
+        rc = read_one(run, r, ro.force_text, &starts, &text_seen, err);
+        lp_reader_close(r);
+    }
+    if (rc == 0 && run->uw && text_seen)
+        lp_unwind_set_total_samples(run->uw, starts);
+    return rc;
 }
 
 /* ---- the counters ------------------------------------------------------------ */
