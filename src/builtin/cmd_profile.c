@@ -373,7 +373,7 @@ static int validate(prof_args *pa)
                                "(or a perf.data argument) is required");
     if (!a->output)
         return bad_usage("%s", "--output (-o) is required");
-    if (!a->nbinaries && !a->perfdata && !a->perfscript)
+    if (!a->nbinaries && a->llvm_prof) /* a raw profile's header may name them */
         return bad_usage("%s", "--binary is required");
     if (!a->nbinaries && strcmp(in, "-") == 0)
         return bad_usage("%s", "--binary is required when the trace comes from stdin");

@@ -426,13 +426,17 @@ static void write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
                 sep, v[i].b - base, v[i].count);
 }
 
-static int write_entry(FILE *f, const lp_ctx_entry *e, uint64_t base)
+static int write_entry(FILE *f, const lp_ctx_entry *e, uint64_t base,
+                       bool attrs)
 {
     lp_addr_pair_count *r = NULL, *b = NULL;
     long nr = lp_counters_ranges(e->counters, &r);
     long nb = lp_counters_branches(e->counters, &b);
 
     if (nr >= 0 && nb >= 0) {
+        if (attrs && (e->was_leaf_inlined || e->leaf_inlined_mixed))
+            fprintf(f, "#leaf-inlined %d%s\n", e->was_leaf_inlined,
+                    e->leaf_inlined_mixed ? " mixed" : "");
         fprintf(f, "[%s]\n", e->key);
         write_pairs(f, nr, r, base, "-");
         write_pairs(f, nb, b, base, "->");
@@ -442,8 +446,8 @@ static int write_entry(FILE *f, const lp_ctx_entry *e, uint64_t base)
     return nr < 0 || nb < 0 ? -1 : 0;
 }
 
-int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
-                          uint64_t base, lp_error *err)
+static int write_raw(FILE *f, const lp_ctxcount *cc, int bin, uint64_t base,
+                     bool attrs, lp_error *err)
 {
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_sorted(cc, &v), i;
@@ -451,9 +455,21 @@ int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
 
     for (i = 0; i < n && rc == 0; i++)
         if (v[i]->bin == bin)
-            rc = write_entry(f, v[i], base);
+            rc = write_entry(f, v[i], base, attrs);
     free(v);
     if (rc)
         return lp_error_set(err, LP_ENOMEM, "raw profile: out of memory");
     return 0;
+}
+
+int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
+                          uint64_t base, lp_error *err)
+{
+    return write_raw(f, cc, bin, base, false, err);
+}
+
+int lp_ctxcount_write_raw_attrs(FILE *f, const lp_ctxcount *cc, int bin,
+                                uint64_t base, lp_error *err)
+{
+    return write_raw(f, cc, bin, base, true, err);
 }

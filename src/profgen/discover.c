@@ -241,6 +241,16 @@ static char *locate(const file_hits *h, bool strict)
     return best;
 }
 
+char *pg_locate(const char *path, const uint8_t *id, size_t nid,
+                const char *near)
+{
+    file_hits h = {(char *)path, 0, {0}, 0, near};
+
+    h.build_id_size = (uint8_t)(nid > sizeof h.build_id ? sizeof h.build_id : nid);
+    memcpy(h.build_id, id, h.build_id_size);
+    return locate(&h, true);
+}
+
 /* The user-space file that holds the most sampled IPs (with branch
  * stacks), found at its recorded path or by basename (see locate). */
 char *pg_find_binary(const lp_profgen_opts *o, lp_error *err)

@@ -7,6 +7,7 @@
 
 #include "lbr2prof/addrmap.h"
 #include "lbr2prof/profgen.h"
+#include "lbr2prof/rawmerge.h"
 
 /* Address map warnings, held until we know whether binaries[0] was found:
  * if not, its build-id mismatch is the error message. */
@@ -23,6 +24,8 @@ struct lp_profgen_priv {
     lp_reader *early;           /* perf script text, opened and parsing
                                    while the binaries open (pg_read_trace
                                    takes it) */
+    lp_ctxcount *own_cc;        /* owns raw_flat read from a mergeable raw
+                                   profile (binary 0's empty context) */
 };
 
 /* One run over a trace. */
@@ -53,6 +56,12 @@ uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin);
 /* discover.c: the most sampled user-space file (path and build-id) of
  * the traces, located on disk (malloc'ed path), or NULL with err. */
 char *pg_find_binary(const lp_profgen_opts *o, lp_error *err);
+/* discover.c: where a binary recorded as `path` with build-id `id` is
+ * now: that path, perf's build-id cache, its basename next to the file
+ * `near`, or in the current directory, with that build-id (when nid > 0).
+ * malloc'ed, or NULL. */
+char *pg_locate(const char *path, const uint8_t *id, size_t nid,
+                const char *near);
 /* discover.c: every other sampled file found on disk with its recorded
  * build-id and DWARF functions, most sampled first, not `skip` (the paths
  * already chosen). *out malloc'ed array of malloc'ed paths. */
@@ -69,6 +78,20 @@ int pg_read_trace(pg_run *run, lp_error *err);
 /* trace.c: counters of the run: flat (raw_flat) or per context (raw_cs). */
 int pg_count_trace(pg_run *run, lp_error *err);
 void pg_run_free(pg_run *run);
+
+/* rawio.c: --unsymbolized-profile: 1 and h read when the file is
+ * lbr2prof's mergeable raw profile, 0 when llvm-profgen's, -1. */
+int pg_raw_header(const char *path, lp_rawhdr *h, lp_error *err);
+/* rawio.c: no --binary for a mergeable raw profile: its binaries, found
+ * where they were recorded (pg_locate). */
+int pg_raw_binaries(const lp_profgen_opts *o, char ***paths, size_t *n,
+                    lp_error *err);
+/* rawio.c: a mergeable raw profile into r->raw_cs or r->raw_flat, after
+ * checking that r->bins are its binaries. */
+int pg_raw_read(const lp_profgen_opts *o, lp_profgen_result *r, lp_error *err);
+/* rawio.c: --skip-symbolization --raw-header. */
+int pg_raw_write(FILE *f, const lp_profgen_opts *o, const lp_profgen_result *r,
+                 lp_error *err);
 
 /* generate.c: the routes after the binaries are open. */
 int pg_generate(const lp_profgen_opts *o, lp_profgen_result *r,

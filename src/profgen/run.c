@@ -114,6 +114,7 @@ void lp_profgen_result_free(lp_profgen_result *r)
     if (r->priv) {
         lp_lbr_agg_free(r->priv->agg);
         lp_counters_free(r->priv->own);
+        lp_ctxcount_free(r->priv->own_cc);
         lp_reader_close(r->priv->early);
         free(r->priv);
     }
@@ -194,6 +195,23 @@ static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     return rc;
 }
 
+/* No --binary for an unsymbolized profile: those its header names. */
+static int raw_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
+                        lp_error *err)
+{
+    char **paths;
+    size_t i, n;
+    int rc = pg_raw_binaries(o, &paths, &n, err);
+
+    for (i = 0; i < n; i++) {
+        if (rc == 0 && (rc = add_path(r, paths[i], err)) == 0)
+            pg_note(o, "using binary %s", paths[i]);
+        free(paths[i]);
+    }
+    free(paths);
+    return rc;
+}
+
 /* The paths: --binary as given, else the most sampled file; then, with
  * --binaries-from-trace, every other sampled file with DWARF. */
 static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
@@ -204,6 +222,8 @@ static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     for (i = 0; i < o->nbinaries; i++)
         if (add_path(r, o->binaries[i], err))
             return -1;
+    if (o->nbinaries == 0 && o->unsym)
+        return raw_binaries(o, r, err);
     if (o->nbinaries == 0 && discover_main(o, r, err))
         return -1;
     return o->binaries_from_trace ? add_trace_binaries(o, r, err) : 0;

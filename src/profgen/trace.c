@@ -375,6 +375,11 @@ int pg_count_trace(pg_run *run, lp_error *err)
     if (rc == 0 && run->map && !lp_addrmap_loaded(run->map, 0))
         rc = not_found(run, err);
     release_warnings(&run->held, rc == 0);
+    if (rc != 0 && a->raw_header && run->r->failed == LP_PROFGEN_BINARY) {
+        pg_warn(a, "%s (--raw-header: written without its counts, for a merge)",
+                err->msg);
+        rc = 0;                 /* a shard of a larger run: its share is none */
+    }
     if (rc == 0 && run->uw && lp_unwind_stats_get(run->uw)->sample_calls > 0)
         rc = finish_unwinder(run, err);
     else if (rc == 0 && !(run->r->raw_flat = lp_lbr_agg_finish(run->agg, err)))
