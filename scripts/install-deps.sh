@@ -10,7 +10,8 @@ set -eu
 PKGS="build-essential pkg-config libelf-dev libdw-dev libcapstone-dev
 libpfm4-dev libpfm4 uthash-dev libcmocka-dev libzstd-dev linux-perf llvm-19 clang-19
 libclang-rt-19-dev zlib1g-dev libjansson-dev libmicrohttpd-dev libmicrohttpd12
-libstdc++6 libxxhash-dev curl python3-jsonschema chromium time"
+libstdc++6 libxxhash-dev curl python3-jsonschema chromium time
+python3-distributed"
 
 missing=""
 for p in $PKGS; do
