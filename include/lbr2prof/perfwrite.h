@@ -84,6 +84,10 @@ int lp_perfwrite_lost(lp_perfwrite *w, uint64_t id, uint64_t lost,
                       uint32_t pid, uint32_t tid, uint64_t time,
                       lp_error *err);
 int lp_perfwrite_finished_round(lp_perfwrite *w, lp_error *err);
+/* One event as the reader gives it: SAMPLE, MMAP (as MMAP2), COMM, FORK
+ * and EXIT are written, other kinds skipped (0). For tools that rewrite
+ * recordings (merging, splitting). */
+int lp_perfwrite_event(lp_perfwrite *w, const lp_event *ev, lp_error *err);
 /* A complete record as the kernel wrote it (hardware mode). */
 int lp_perfwrite_raw(lp_perfwrite *w, const void *rec, size_t size,
                      lp_error *err);
