@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/lines.h"
 
 typedef struct raw_in {
     FILE *f;
@@ -31,15 +32,7 @@ typedef struct raw_in {
 /* TraceStream::advance: the next line without its '\n' */
 static void advance(raw_in *r)
 {
-    ssize_t n = getline(&r->line, &r->cap, r->f);
-
-    if (n < 0) {
-        r->eof = true;
-        return;
-    }
-    r->lineno++;
-    if (n > 0 && r->line[n - 1] == '\n')
-        r->line[n - 1] = 0;
+    r->eof = !lp_next_line(r->f, &r->line, &r->cap, &r->lineno);
 }
 
 static int invalid(raw_in *r, lp_error *err)

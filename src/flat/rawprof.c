@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/lines.h"
 
 static int write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
                        uint64_t base, const char *sep)
@@ -60,14 +61,7 @@ static int bad(raw_reader *r, lp_error *err, const char *what)
 /* 1: a line, 0: EOF */
 static int next_line(raw_reader *r)
 {
-    ssize_t n = getline(&r->line, &r->cap, r->f);
-
-    if (n < 0)
-        return 0;
-    r->lineno++;
-    if (n > 0 && r->line[n - 1] == '\n')
-        r->line[--n] = 0;
-    return 1;
+    return lp_next_line(r->f, &r->line, &r->cap, &r->lineno);
 }
 
 static int parse_num(const char *s, const char *end, int base, uint64_t *v)

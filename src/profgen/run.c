@@ -173,26 +173,37 @@ static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
     return rc;
 }
 
+/* Binaries found (paths[0..n), malloc'ed, freed here) to the run's,
+ * each announced as "<verb> binary X"; rc: how finding them went. */
+static int add_found(const lp_profgen_opts *o, lp_profgen_result *r,
+                     char **paths, size_t n, const char *verb, int rc,
+                     lp_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (rc == 0 && (rc = add_path(r, paths[i], err)) == 0)
+            pg_note(o, "%s binary %s", verb, paths[i]);
+        free(paths[i]);
+    }
+    free(paths);
+    return rc;
+}
+
 /* --binaries-from-trace: every other sampled file with DWARF. */
 static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
                               lp_error *err)
 {
     const char *trace = stdin_trace(o);
     char **more = NULL;
-    size_t i, n = 0;
+    size_t n = 0;
     int rc;
 
     if (!trace || strcmp(trace, "-") == 0)
         return lp_error_set(err, LP_EUSAGE, "--binaries-from-trace needs a "
                             "trace file (not a profile, not stdin)");
     rc = pg_trace_binaries(o, r->paths, r->nbins, &more, &n, err);
-    for (i = 0; i < n; i++) {
-        if (rc == 0 && (rc = add_path(r, more[i], err)) == 0)
-            pg_note(o, "also using binary %s", more[i]);
-        free(more[i]);
-    }
-    free(more);
-    return rc;
+    return add_found(o, r, more, n, "also using", rc, err);
 }
 
 /* No --binary for an unsymbolized profile: those its header names. */
@@ -200,16 +211,10 @@ static int raw_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
                         lp_error *err)
 {
     char **paths;
-    size_t i, n;
+    size_t n;
     int rc = pg_raw_binaries(o, &paths, &n, err);
 
-    for (i = 0; i < n; i++) {
-        if (rc == 0 && (rc = add_path(r, paths[i], err)) == 0)
-            pg_note(o, "using binary %s", paths[i]);
-        free(paths[i]);
-    }
-    free(paths);
-    return rc;
+    return add_found(o, r, paths, n, "using", rc, err);
 }
 
 /* The paths: --binary as given, else the most sampled file; then, with

@@ -14,6 +14,7 @@
 
 #include "lbr2prof/csprofile.h"
 #include "lbr2prof/rawmerge.h"
+#include "util/lines.h"
 
 static const char *const base_names[] = {"preferred", "first-loadable", "none"};
 
@@ -159,14 +160,7 @@ static int bad(const hdr_in *r, lp_error *err, const char *what)
 /* The next line without its '\n'; 0 at the end. */
 static int next_line(hdr_in *r)
 {
-    ssize_t n = getline(&r->line, &r->cap, r->f);
-
-    if (n < 0)
-        return 0;
-    r->lineno++;
-    if (n > 0 && r->line[n - 1] == '\n')
-        r->line[n - 1] = 0;
-    return 1;
+    return lp_next_line(r->f, &r->line, &r->cap, &r->lineno);
 }
 
 static int parse_u64(const char *s, int radix, uint64_t *v)
