@@ -354,6 +354,9 @@ static int check_more_traces(const prof_args *pa)
         return bad_usage("%s", "--binary is required when a trace comes from stdin");
     if (pa->o.raw_header && !pa->o.skip_symbolization)
         return bad_usage("%s", "--raw-header needs --skip-symbolization");
+    if (pa->o.raw_header && pa->ntraces == 0)
+        return bad_usage("%s", "--raw-header needs traces (its header says what "
+                               "counted them; `lbr2prof merge` sums raw profiles)");
     return 0;
 }
 

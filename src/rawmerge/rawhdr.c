@@ -70,7 +70,8 @@ int lp_rawhdr_add_binary(lp_rawhdr *h, const char *path, const uint8_t *id,
     if (!(b->path = strdup(path)))
         return lp_error_set(err, LP_ENOMEM, "raw header: out of memory");
     b->build_id_size = nid > sizeof b->build_id ? sizeof b->build_id : nid;
-    memcpy(b->build_id, id, b->build_id_size);
+    if (b->build_id_size)
+        memcpy(b->build_id, id, b->build_id_size);
     b->base = base;
     h->nbins++;
     return 0;

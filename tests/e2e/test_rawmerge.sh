@@ -124,5 +124,8 @@ grep -q "plain.raw: not an lbr2prof raw profile" err || { cat err; fail "no head
 sed 's/^#binary 0 [0-9a-f]*/#binary 0 zz/' hdr.raw > bad.raw
 "$L" merge -o x.raw bad.raw 2> err && fail "a bad header was accepted"
 grep -q "bad.raw: line 4" err || { cat err; fail "bad header: message"; }
-echo "ok   other options, flat with CS, no header, bad header: refused"
+"$L" --unsymbolized-profile=hdr.raw --skip-symbolization --raw-header -o x.raw 2> err &&
+    fail "--raw-header of a raw profile"
+grep -q "raw-header needs traces" err || { cat err; fail "--raw-header of a raw profile: message"; }
+echo "ok   other options, flat with CS, no header, bad header, rewriting a raw profile: refused"
 echo "PASS"
