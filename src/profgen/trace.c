@@ -64,14 +64,17 @@ static int not_found(pg_run *run, lp_error *err)
 {
     const lp_profgen_opts *a = run->o;
     const char *w = main_warning(run);
+    char where[64] = "";
 
     run->r->failed = LP_PROFGEN_BINARY;
+    if (a->nmore_traces)
+        snprintf(where, sizeof where, " (and %zu more traces)", a->nmore_traces);
     if (w)
-        return lp_error_set(err, LP_EFORMAT, "%s: %s", a->perfdata, w);
-    return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
+        return lp_error_set(err, LP_EFORMAT, "%s%s: %s", a->perfdata, where, w);
+    return lp_error_set(err, LP_EFORMAT, "%s%s: No relevant mmap event is found "
                         "in perf data for %s (no mmap matched its build-id, "
-                        "path or basename%s).", a->perfdata, run->r->paths[0],
-                        a->pid >= 0 ? " in the --pid process" : "");
+                        "path or basename%s).", a->perfdata, where,
+                        run->r->paths[0], a->pid >= 0 ? " in the --pid process" : "");
 }
 
 /* ---- samples ------------------------------------------------------------------ */
