@@ -415,35 +415,14 @@ long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out)
 
 /* ---- the unsymbolized writer ---------------------------------------------- */
 
-static void write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
-                        uint64_t base, const char *sep)
-{
-    long i;
-
-    fprintf(f, "  %ld\n", n);
-    for (i = 0; i < n; i++)
-        fprintf(f, "  %" PRIx64 "%s%" PRIx64 ":%" PRIu64 "\n", v[i].a - base,
-                sep, v[i].b - base, v[i].count);
-}
-
 static int write_entry(FILE *f, const lp_ctx_entry *e, uint64_t base,
                        bool attrs)
 {
-    lp_addr_pair_count *r = NULL, *b = NULL;
-    long nr = lp_counters_ranges(e->counters, &r);
-    long nb = lp_counters_branches(e->counters, &b);
-
-    if (nr >= 0 && nb >= 0) {
-        if (attrs && (e->was_leaf_inlined || e->leaf_inlined_mixed))
-            fprintf(f, "#leaf-inlined %d%s\n", e->was_leaf_inlined,
-                    e->leaf_inlined_mixed ? " mixed" : "");
-        fprintf(f, "[%s]\n", e->key);
-        write_pairs(f, nr, r, base, "-");
-        write_pairs(f, nb, b, base, "->");
-    }
-    free(r);
-    free(b);
-    return nr < 0 || nb < 0 ? -1 : 0;
+    if (attrs && (e->was_leaf_inlined || e->leaf_inlined_mixed))
+        fprintf(f, "#leaf-inlined %d%s\n", e->was_leaf_inlined,
+                e->leaf_inlined_mixed ? " mixed" : "");
+    fprintf(f, "[%s]\n", e->key);
+    return lp_rawprof_write_blocks(f, e->counters, base, "  ");
 }
 
 static int write_raw(FILE *f, const lp_ctxcount *cc, int bin, uint64_t base,
@@ -458,7 +437,8 @@ static int write_raw(FILE *f, const lp_ctxcount *cc, int bin, uint64_t base,
             rc = write_entry(f, v[i], base, attrs);
     free(v);
     if (rc)
-        return lp_error_set(err, LP_ENOMEM, "raw profile: out of memory");
+        return lp_error_set(err, n < 0 ? LP_ENOMEM : LP_EIO, "raw profile: %s",
+                            n < 0 ? "out of memory" : "write error");
     return 0;
 }
 
