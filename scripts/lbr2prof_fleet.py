@@ -375,6 +375,9 @@ def main(argv):
         log("error: %s" % e)
         log("(an unreadable input fails the run; --skip-bad-inputs leaves it out)")
         rc = 2
+    except KeyboardInterrupt:
+        log("interrupted")
+        rc = 130
     except Exception as e:      # lbr2prof's or the engine's error
         log("error: %s: %s" % (type(e).__name__, e))
         rc = 1
