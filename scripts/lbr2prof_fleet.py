@@ -358,7 +358,6 @@ def main(argv):
             % (len(files), "s" if len(files) != 1 else "",
                client.scheduler.address, workers_line(client)))
         shards, merges, final, gen = build_graph(client, args, files, opts, work)
-        total = len(shards) + len(merges) + 1
         log("%d shards (%d file%s each), %d merges (fan-in %d), 1 generation"
             % (len(shards), args.files_per_shard, "s" if args.files_per_shard > 1 else "",
                len(merges), args.fan_in))
