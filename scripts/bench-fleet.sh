@@ -13,7 +13,9 @@
 #     to the run over the unsplit recording);
 #   - `lbr2prof fleet --local-workers 1` and `--local-workers 2` (fan-in 4),
 #     outputs checked equal to the reference; the wall ratio 1 worker /
-#     2 workers, and each against the reference;
+#     2 workers, and each against the reference; then the same with every
+#     shard waiting 1 s before its lbr2prof (no CPU: what the engine
+#     overlaps when the machine's CPUs are not the limit);
 #   - merge throughput: the SHARDS raw profiles (--skip-symbolization
 #     --raw-header) summed by one `lbr2prof merge`, MB of raw profiles per
 #     second of wall and of CPU time; the sum checked equal to the single
@@ -90,6 +92,22 @@ for k in 1 2; do
 done
 # shellcheck disable=SC2154
 echo "wall ratio 1 worker / 2 workers: $(ratio "$fleet1" "$fleet2")x; 2 workers vs one run: $(ratio "$single" "$fleet2")x (outputs identical)"
+
+# The same with every shard waiting a second first (no CPU): what the
+# engine overlaps when the CPUs are not the limit (on a shared machine the
+# lines above are bound by the other load).
+printf '#!/bin/sh\ncase "$1" in merge | --unsymbolized-profile=*) ;; *) sleep 1 ;; esac\nexec "%s" "$@"\n' \
+    "$L" > wait-lbr2prof.sh
+chmod +x wait-lbr2prof.sh
+for k in 1 2; do
+    # shellcheck disable=SC2086
+    timed "fleet, $k worker(s), 1 s wait a shard" sh -c \
+        "exec '$L' fleet --local-workers $k --fan-in 4 --lbr2prof='$W/wait-lbr2prof.sh' --binary=cg -o wait$k.prof $SHARDS 2> wait$k.log"
+    eval "wait$k=\$T_WALL"
+    cmp -s wait$k.prof single.prof || { echo "bench-fleet.sh: fleet ($k, waiting) output differs"; exit 1; }
+done
+# shellcheck disable=SC2154
+echo "with a 1 s wait a shard: wall ratio 1 worker / 2 workers: $(ratio "$wait1" "$wait2")x"
 
 i=0
 for s in $SHARDS; do
