@@ -12,7 +12,7 @@ PKGS="build-essential pkg-config libelf-dev libdw-dev libcapstone-dev
 libpfm4-dev libpfm4 uthash-dev libcmocka-dev libzstd-dev linux-perf llvm-19 clang-19 llvm-22 clang-22
 libclang-rt-19-dev zlib1g-dev libjansson-dev libmicrohttpd-dev libmicrohttpd12
 libstdc++6 libxxhash-dev curl python3-jsonschema chromium time libipt-dev
-libzydis-dev libzydis4.0"
+libzydis-dev libzydis4.0 python3-distributed"
 # scripts/pgo-bench.sh: a C++ program's library, instruction counts, and npm
 # (the better-sqlite3 package) unless some npm is there already
 if [ "${1:-}" = pgo ]; then
