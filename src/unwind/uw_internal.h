@@ -341,10 +341,8 @@ struct lp_unwinder {
     uw_map infer_cache;         /* (below function, callee function) ->
                                    encoded call site, or 1: none */
     bool infer_pending;         /* samples of this flush not in the graphs */
-    uw_map enriched;            /* (function, 0 callers / 1 callees) -> 1:
-                                   its static edges are in the graph */
-    const lp_function **enrich_stack;
-    size_t enrich_cap;
+    uw_map enriched;            /* (function, 0 into / 1 out of) -> 1: its
+                                   static tail calls are in the graph */
     const lp_function **closure; /* a tail closure being searched */
     size_t nclosure, closure_cap;
     uw_lbr *infer_lbr;          /* decoding scratch */
