@@ -2,6 +2,8 @@
 # Installs, with apt-get, every Debian package lbr2prof needs to build, test
 # and compare itself with the reference tools. Installs only what is missing,
 # so a second run costs a few dpkg queries.
+# `install-deps.sh pgo` adds what scripts/pgo-bench.sh needs besides,
+# `install-deps.sh bench` what scripts/bench.sh needs.
 set -eu
 
 # libpfm4, libmicrohttpd12, libstdc++6 and libzydis4.0 are named although the -dev
@@ -11,12 +13,16 @@ PKGS="build-essential pkg-config libelf-dev libdw-dev libcapstone-dev
 libpfm4-dev libpfm4 uthash-dev libcmocka-dev libzstd-dev linux-perf llvm-19 clang-19 llvm-22 clang-22
 libclang-rt-19-dev zlib1g-dev libjansson-dev libmicrohttpd-dev libmicrohttpd12
 libstdc++6 libxxhash-dev curl python3-jsonschema chromium time libipt-dev
-libzydis-dev libzydis4.0"
-# `install-deps.sh bench`: scripts/bench.sh also fetches the better-sqlite3
-# npm package (the SQLite amalgamation), with npm unless one is there
-if [ "${1:-}" = bench ]; then
-    command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+libzydis-dev libzydis4.0 python3-distributed"
+# scripts/pgo-bench.sh: a C++ program's library, instruction counts, and npm
+# (the better-sqlite3 package) unless some npm is there already
+if [ "${1:-}" = pgo ]; then
+    PKGS="$PKGS nlohmann-json3-dev valgrind"
 fi
+# `install-deps.sh bench`: scripts/bench.sh fetches the same npm package
+case "${1:-}" in
+pgo|bench) command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm" ;;
+esac
 
 missing=""
 for p in $PKGS; do

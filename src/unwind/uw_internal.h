@@ -363,10 +363,8 @@ struct lp_unwinder {
     bool infer_pending;         /* samples of this flush not in the graphs */
     struct lp_unwinder *infer_cu; /* during uw_infer_caller: the unwinder
                                    whose address caches it uses */
-    uw_map enriched;            /* (function, 0 callers / 1 callees) -> 1:
-                                   its static edges are in the graph */
-    const lp_function **enrich_stack;
-    size_t enrich_cap;
+    uw_map enriched;            /* (function, 0 into / 1 out of) -> 1: its
+                                   static tail calls are in the graph */
     const lp_function **closure; /* a tail closure being searched */
     size_t nclosure, closure_cap;
     uw_lbr *infer_lbr;          /* decoding scratch */
