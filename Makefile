@@ -50,7 +50,7 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 
 $(BUILD)/gen/builtins.inc: $(wildcard src/builtin/*.c)
 	@mkdir -p $(dir $@)
-	@grep -h 'LP_BUILTIN(' $^ /dev/null | sed 's/.*\(LP_BUILTIN(.*)\).*/\1/' | sort > $@.tmp
+	@grep -h 'LP_BUILTIN[_A-Z]*(' $^ /dev/null | sed 's/.*\(LP_BUILTIN[_A-Z]*(.*)\).*/\1/' | sort > $@.tmp
 	@mv $@.tmp $@
 
 $(BUILD)/obj/src/cli/main.o: $(BUILD)/gen/builtins.inc
