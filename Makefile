@@ -96,7 +96,8 @@ fuzz: deps
 	  n=$$(basename $$f .c); \
 	  echo "  FUZZ $$n"; \
 	  clang-19 -std=gnu11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) \
-	    -fsanitize=fuzzer,address,undefined $$f $(LIB_SRCS) -o build-fuzz/$$n $(LDLIBS_ALL) || exit 1; \
+	    -fsanitize=fuzzer,address,undefined $$f tests/fuzz/common/artifact_dir.c $(LIB_SRCS) \
+	    -o build-fuzz/$$n $(LDLIBS_ALL) || exit 1; \
 	done
 
 clean:
