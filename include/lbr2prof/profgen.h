@@ -75,6 +75,9 @@ typedef struct lp_profgen_opts {
     uint64_t sample_period;
     bool show_mmap_events;      /* --show-mmap-events (to info) */
     bool show_detailed_warning; /* --show-detailed-warning */
+    bool strict;                /* --strict: a cut-off perf.data is an error
+                                   (default: its complete records make the
+                                   profile, with a warning; reader.h) */
 
     /* the virtual unwinder (hybrid samples) */
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */

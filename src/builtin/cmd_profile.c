@@ -67,6 +67,7 @@ static const opt_def opt_defs[] = {
     {"populate-profile-symbol-list", O_BOOL, A(populate_symbol_list)},
     {"show-detailed-warning", O_BOOL, A(show_detailed_warning)},
     {"show-mmap-events", O_BOOL, A(show_mmap_events)},
+    {"strict", O_BOOL, A(strict)}, /* lbr2prof's */
     {"pid", O_I64, A(pid)},
     {"fill-zero-for-all-funcs", O_BOOL, A(flat.fill_zero_for_all_funcs)},
     {"update-total-samples", O_BOOL, A(flat.update_total_samples)},
@@ -158,6 +159,7 @@ static const opt_help help_defs[] = {
     {"populate-profile-symbol-list", "", "Populate profile symbol list (only meaningful for --format=extbinary)"},
     {"show-detailed-warning", "", "Show detailed warning message"},
     {"show-mmap-events", "", "Print binary load events"},
+    {"strict", "", "[lbr2prof] A perf.data cut off (a recording killed, a disk that filled up) is an error; by default its complete records make the profile, with a warning naming the file, the offset and the records read"},
     {"pid", "=<process Id>", "Process Id for the profiled executable binary"},
     {"fill-zero-for-all-funcs", "", "Attribute all functions' range with zero count even it's not hit by any samples"},
     {"update-total-samples", "", "Update total samples by accumulating all its body samples"},

@@ -48,7 +48,9 @@ static void usage(FILE *o)
             "                        (perf record --call-graph dwarf): plain (the\n"
             "                        kernel's walk), validated, or repaired (also\n"
             "                        the caller lost at a function's entry/exit)\n"
-            "      --fp-stats        with --fp-callchain: counters on stderr\n");
+            "      --fp-stats        with --fp-callchain: counters on stderr\n"
+            "      --strict          a perf.data cut off inside a record is an error\n"
+            "                        (default: its complete records, and a warning)\n");
 }
 
 /* One option with a value. 0, or the exit status of a usage error. */
@@ -104,6 +106,7 @@ static int parse_args(int argc, char **argv, sc_args *a)
         {"adjust", required_argument, NULL, 'a'},
         {"fp-callchain", required_argument, NULL, 'c'},
         {"fp-stats", no_argument, NULL, 's'},
+        {"strict", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -119,6 +122,7 @@ static int parse_args(int argc, char **argv, sc_args *a)
         case 't': a->o.show_task = true; break;
         case 'r': a->o.raw_addr = true; break;
         case 's': a->fp_stats = 1; break;
+        case 'S': a->o.strict = true; break;
         case 'h': usage(stdout); return 1;
         case '?': usage(stderr); return 2;
         default:

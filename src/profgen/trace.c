@@ -186,6 +186,9 @@ static void reader_opts(const lp_profgen_opts *a, bool unwinding,
 {
     memset(ro, 0, sizeof *ro);
     ro->force_text = a->perfscript != NULL;
+    ro->strict = a->strict;
+    ro->warn = a->warn;
+    ro->warn_ctx = a->warn_ctx;
     ro->skip_payloads = !unwinding; /* the unwinder reads user registers and stacks */
 }
 
