@@ -112,7 +112,7 @@ static const opt_def opt_defs[] = {
     {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},
     {"sample-period", O_U64, A(sample_period)},
     /* llvm-profgen's, not implemented: refused, never silently ignored */
-    {"kernel", O_UNSUPP, 0}, {"mark-all-context-preinlined", O_UNSUPP, 0},
+    {"kernel", O_BOOL, A(kernel)}, {"mark-all-context-preinlined", O_UNSUPP, 0},
     {"csprof-max-unsymbolized-context-depth", O_UNSUPP, 0},
     {"data-access-perftrace", O_UNSUPP, 0},
     /* inspection (llvm-profgen's): the listing of the binary, no profile */
@@ -199,7 +199,7 @@ static const opt_help help_defs[] = {
     {"perf-event", "=<event>", "[llvm-profgen 19] Ignore samples not matching the given event names (repeatable)"},
     {"perf-events", "=<e1,e2>", "[llvm-profgen 19] Comma-delimited version of --perf-event"},
     {"sample-period", "=<uint>", "[llvm-profgen 19] The sampling period (-c) used for perf data; counts are scaled by it"},
-    {"kernel", "", "Not supported (refused): profiles of a Linux kernel binary"},
+    {"kernel", "", "Generate the profile for Linux kernel binary (--binary=VMLINUX, placed by the [kernel.kallsyms] mmap in every process)"},
     {"mark-all-context-preinlined", "", "Not supported (refused): mark all function samples as preinlined"},
     {"csprof-max-unsymbolized-context-depth", "=<int>", "Not supported (refused): depth limit of the unsymbolized profile's contexts"},
     {"data-access-perftrace", "=<path>", "Not supported (refused): vtable profiles from memory access events"},
@@ -465,6 +465,9 @@ static int validate(prof_args *pa)
         return bad_usage("%s", "--binary is required");
     if (!a->nbinaries && strcmp(in, "-") == 0)
         return bad_usage("%s", "--binary is required when the trace comes from stdin");
+    if (!a->nbinaries && a->kernel)
+        return bad_usage("%s", "--kernel needs --binary=VMLINUX (the kernel image "
+                               "with DWARF, as built; it is not found from the trace)");
     if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
     if (a->compress_recursion < -1)

@@ -270,7 +270,7 @@ warns infer-missing-frames "--perfscript=$D/noinline-tailcall-probe.perfscript -
 warns max-search-depth "$IC $T" --max-search-depth=1
 
 # refused
-refused kernel --kernel
+elsewhere kernel test_kernel_profile.sh
 refused mark-all-context-preinlined --mark-all-context-preinlined
 refused csprof-max-unsymbolized-context-depth --csprof-max-unsymbolized-context-depth=1
 refused data-access-perftrace --data-access-perftrace=x
