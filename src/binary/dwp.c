@@ -350,6 +350,22 @@ static int open_unit(lp_dwp *d, dwp_unit *u, const uint8_t **buf,
     return 0;
 }
 
+/* An opened unit: what its range lists need, and into the table. */
+static void keep_unit(lp_dwp *d, dwp_unit *u, const uint8_t *const *buf, const size_t *len,
+                      const lp_dwp_skel *sk)
+{
+    u->low_pc = sk->low_pc;
+    u->info_end = buf[S_INFO] + len[S_INFO];
+    u->rng = buf[S_RNGLISTS];
+    u->rng_size = len[S_RNGLISTS];
+    u->addr = sk->addr;
+    u->addr_size = sk->addr_size;
+    u->ranges = sk->ranges;
+    u->ranges_size = sk->ranges_size;
+    HASH_ADD_PTR(d->units, dw, u);
+    d->nopen++;
+}
+
 int lp_dwp_unit(lp_dwp *d, const lp_dwp_skel *sk, Dwarf_Die *split,
                 lp_error *err)
 {
@@ -369,16 +385,7 @@ int lp_dwp_unit(lp_dwp *d, const lp_dwp_skel *sk, Dwarf_Die *split,
         free_unit(u);
         return -1;
     }
-    u->low_pc = sk->low_pc;
-    u->info_end = buf[S_INFO] + len[S_INFO];
-    u->rng = buf[S_RNGLISTS];
-    u->rng_size = len[S_RNGLISTS];
-    u->addr = sk->addr;
-    u->addr_size = sk->addr_size;
-    u->ranges = sk->ranges;
-    u->ranges_size = sk->ranges_size;
-    HASH_ADD_PTR(d->units, dw, u);
-    d->nopen++;
+    keep_unit(d, u, buf, len, sk);
     return 1;
 }
 
@@ -463,16 +470,7 @@ static int add_file_unit(lp_dwp *d, dwo_scan *sc, const uint8_t *info, size_t n,
         free_unit(u);
         return 0;
     }
-    u->low_pc = sk->low_pc;
-    u->info_end = info + n;
-    u->rng = sc->buf[S_RNGLISTS];
-    u->rng_size = sc->len[S_RNGLISTS];
-    u->addr = sk->addr;
-    u->addr_size = sk->addr_size;
-    u->ranges = sk->ranges;
-    u->ranges_size = sk->ranges_size;
-    HASH_ADD_PTR(d->units, dw, u);
-    d->nopen++;
+    keep_unit(d, u, sc->buf, sc->len, sk);
     return 1;
 }
 
