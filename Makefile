@@ -21,7 +21,7 @@ CFLAGS_ALL  = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wno-missing-field-init
 # libpfm4, libmicrohttpd and libstdc++ are not linked: record, serve and
 # the demangler dlopen them at first use (src/util/dynlib.h,
 # docs/dependencies.md), so the other commands do not load them.
-LDLIBS_ALL  = -ldw -lelf -lcapstone -lzstd -ljansson -lxxhash -lz -lpthread -lm $(LDLIBS)
+LDLIBS_ALL  = -ldw -lelf -lcapstone -lipt -lzstd -ljansson -lxxhash -lz -lpthread -lm $(LDLIBS)
 
 ifeq ($(SAN),1)
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

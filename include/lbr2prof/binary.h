@@ -183,6 +183,14 @@ typedef struct lp_xref {
 } lp_xref;
 long lp_binary_refs_to(lp_binary *b, uint64_t target, const lp_xref **refs,
                        lp_error *err);
+/* The same without decoding: every site whose bytes encode a direct call
+ * or jump to target (kind as the bytes say), those decoding has refuted
+ * left out - a superset of the real ones; lp_binary_ref_check(site) says
+ * whether one is real (1, 0; -1 on error), decoding its code once. */
+long lp_binary_ref_candidates(lp_binary *b, uint64_t target,
+                              const lp_xref **refs, lp_error *err);
+int lp_binary_ref_check(lp_binary *b, uint64_t site, uint64_t target,
+                        lp_error *err);
 
 /* Convenience predicates (false when addr is not an instruction start or
  * on error). is_uncond_branch is llvm-profgen's UncondBranchAddrSet: calls,

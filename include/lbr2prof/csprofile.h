@@ -77,6 +77,24 @@ typedef struct lp_cs_opts {
     lp_warn_fn warn;                /* may be NULL */
     void *warn_ctx;
     FILE *info;                     /* --show-density output, may be NULL */
+    /* pseudo-probe binaries (llvm-profgen 22's probe-based generation):
+     * the binaries' probe tables, indexed like bins (NULL: line-based
+     * profiles); counters then have address contexts (ctxcount.h) */
+    lp_probes *const *probes;
+    int compress_recursion;         /* --compress-recursion (-1), applied
+                                       to probe contexts as they are
+                                       expanded */
+    int max_context_depth;          /* --csprof-max-context-depth (-1) */
+    /* --infer-missing-frames (probe-based profiles): the hook that puts
+     * back the frames tail calls left out of a context. Called with a
+     * context's call-site addresses plus the leaf's address
+     * (LP_CTX_ADDR), it sets *out (malloc'ed, the caller frees it) to the
+     * completed context, leaf last, and returns its length, or -1 on no
+     * memory. NULL: contexts as unwound (llvm-profgen with
+     * --infer-missing-frames=0). */
+    long (*infer_frames)(void *ctx, const uint64_t *in, size_t n,
+                         uint64_t **out);
+    void *infer_ctx;
 } lp_cs_opts;
 
 void lp_cs_opts_default(lp_cs_opts *o);
@@ -93,6 +111,30 @@ void lp_cs_opts_default(lp_cs_opts *o);
  * `!Attributes: 1` is lost on this route). */
 int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
                    lp_ctxcount *cc, bool *is_cs, lp_error *err);
+/* The same for a pseudo-probe binary: "[0x7f4 @ 0x7bf]" headers are
+ * address contexts (hex, plus base for binary `bin`'s; a value of 2^48
+ * or more is another binary's LP_CTX_ADDR). llvm-profgen 22 crashes on
+ * such input; this reads it as lp_ctxcount_write_raw wrote it. */
+int lp_cs_raw_read_addrs(FILE *f, const char *name, int bin, uint64_t base,
+                         lp_ctxcount *cc, bool *is_cs, lp_error *err);
+
+/* The body of lbr2prof's mergeable raw profile (include/lbr2prof/rawmerge.h):
+ * the same blocks, and '#' lines: "#section N" (the blocks after it are
+ * binary N's, 0 <= N < nbins, addresses relative to bases[N]) and
+ * "#leaf-inlined V" / "#leaf-inlined V mixed" (the next context's
+ * attributes; combined with an entry already in cc: inlined if either
+ * says so, mixed if either does or they differ). Counts are multiplied by
+ * `weight`. Blocks before any "#section" are binary 0's. */
+typedef struct lp_cs_raw_opts {
+    const uint64_t *bases;      /* nbins of them */
+    size_t nbins;
+    uint64_t weight;            /* 0 counts as 1 */
+    unsigned long lineno;       /* lines already read (the header) */
+    size_t mixed_joined;        /* out: contexts already in cc that are
+                                   mixed once these attributes join */
+} lp_cs_raw_opts;
+int lp_cs_raw_read_body(FILE *f, const char *name, lp_cs_raw_opts *o,
+                        lp_ctxcount *cc, bool *is_cs, lp_error *err);
 
 /* ---- generation and post-processing ----------------------------------- */
 
@@ -106,7 +148,7 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
                    const lp_cs_opts *o, lp_profile *out, lp_error *err);
 
 /* postProcessProfiles on a flat CS profile p (from lp_cs_generate, or read
- * with lp_profile_read_text for --llvm-sample-profile), in place:
+ * with lp_profile_read for --llvm-sample-profile), in place:
  * summary and thresholds, the pre-inliner (context sizes from bins; the
  * functions measured are those touched by cc's counters, or, with cc
  * NULL, those named in p), cold trimming/merging, nested conversion

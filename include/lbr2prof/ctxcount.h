@@ -18,6 +18,13 @@
  * Single-binary runs use index 0 throughout and never have those. A
  * context's frames may come from several binaries; its leaf is in the
  * entry's.
+ *
+ * Binaries with pseudo probes have address contexts instead
+ * (llvm-profgen's AddrBasedCtxKey): the call-site addresses of the
+ * callers of the code counted, root first, without the leaf frame (the
+ * generator finds it from the probes of the counted addresses); printed
+ * "0x7f4 @ 0x7bf" (the empty context ""). Each address is encoded as
+ * LP_CTX_ADDR(bin, vaddr). A table holds one kind of context.
  */
 #ifndef LBR2PROF_CTXCOUNT_H
 #define LBR2PROF_CTXCOUNT_H
@@ -46,6 +53,11 @@ extern "C" {
 #define LP_CTX_XBIN_VADDR(a) \
     (((a) >> 47) & 1 ? (a) | ~((UINT64_C(1) << 48) - 1) : (a) & ((UINT64_C(1) << 48) - 1))
 
+/* An address of binary `bin` in an address context. */
+#define LP_CTX_ADDR(bin, vaddr) (((uint64_t)(bin) << 48) | ((vaddr) & ((UINT64_C(1) << 48) - 1)))
+#define LP_CTX_ADDR_BIN(a) ((size_t)((a) >> 48))
+#define LP_CTX_ADDR_VADDR(a) ((a) & ((UINT64_C(1) << 48) - 1))
+
 typedef struct lp_ctx_frame {
     const char *func;       /* function name as symbolized (interned) */
     lp_loc loc;             /* call site in func; {0,0} for the leaf */
@@ -59,7 +71,13 @@ typedef struct lp_ctx_entry {
     bool was_leaf_inlined;  /* the leaf address was in an inlined frame (the
                                first writer's value is kept, as llvm-profgen
                                keeps the first key inserted) */
+    bool leaf_inlined_mixed;/* leaves both inlined and not gave this context
+                               (the value above is then the first's; set by
+                               the unwinder and the mergeable raw profile) */
     lp_counters *counters;  /* owned by the entry */
+    const uint64_t *addrs;  /* address contexts: the call sites, root first
+                               (LP_CTX_ADDR); NULL for frame contexts */
+    size_t naddrs;
 } lp_ctx_entry;
 
 typedef struct lp_ctxcount lp_ctxcount;
@@ -75,6 +93,11 @@ void lp_ctxcount_clear(lp_ctxcount *cc);
 lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
                               const lp_ctx_frame *frames, size_t n,
                               bool was_leaf_inlined, lp_error *err);
+/* The entry for the address context (bin, addrs[0..n)) (pseudo-probe
+ * binaries), created empty if absent. NULL only on allocation failure. */
+lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
+                                    const uint64_t *addrs, size_t n,
+                                    lp_error *err);
 /* From now on keep the frame names lp_ctxcount_get is given by pointer
  * instead of copying them: the caller keeps them valid (and unchanged) as
  * long as cc's entries (the unwinder's names are its binaries'). */
@@ -108,9 +131,16 @@ int lp_ctx_parse_key(const char *key, lp_ctx_frame **frames, size_t *n,
 
 /* The CS unsymbolized profile of binary `bin`, as llvm-profgen writes it:
  * per context in key order "[key]" then the ranges and branches indented
- * by two spaces, addresses minus `base`. */
+ * by two spaces, addresses minus `base`. Address contexts print their
+ * binary-`bin` addresses minus `base` too (and are ordered by that text);
+ * an address of another binary prints as its LP_CTX_ADDR value. */
 int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
                           uint64_t base, lp_error *err);
+/* The same, each context with attributes preceded by lbr2prof's line
+ * "#leaf-inlined V" or "#leaf-inlined V mixed" (the mergeable raw profile,
+ * include/lbr2prof/rawmerge.h). */
+int lp_ctxcount_write_raw_attrs(FILE *f, const lp_ctxcount *cc, int bin,
+                                uint64_t base, lp_error *err);
 
 #ifdef __cplusplus
 }

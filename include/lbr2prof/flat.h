@@ -22,6 +22,7 @@
 #include "lbr2prof/addrmap.h"
 #include "lbr2prof/binary.h"
 #include "lbr2prof/error.h"
+#include "lbr2prof/probe.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/reader.h"
 
@@ -106,6 +107,11 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err);
 
+/* llvm-profgen's NumTotalSample, the denominator of the leaf-external
+ * warning of lp_lbr_agg_stack_sample's samples (perf script text: every
+ * line taken as the start of a sample). Default: the number of calls. */
+void lp_lbr_agg_set_total_samples(lp_lbr_agg *a, uint64_t n);
+
 /* Samples are not counted at once: identical ones (same process, stack
  * and addresses) wait in a bounded table and are counted once with the sum
  * of their repeats (llvm-profgen's AggregatedSamples). lp_lbr_agg_flush
@@ -149,12 +155,15 @@ void lp_range_warn_summary(lp_warn_fn fn, void *ctx, const lp_range_stats *st);
  * segment with --use-offset, 0 without). */
 int lp_rawprof_write(FILE *f, const lp_counters *c, uint64_t base,
                      lp_error *err);
+/* The range block then the branch block of counters c, every line
+ * prefixed by `indent` (a CS profile's contexts indent them by two
+ * spaces): what lp_rawprof_write and lp_ctxcount_write_raw share. 0, or
+ * -1 on a write error. */
+int lp_rawprof_write_blocks(FILE *f, const lp_counters *c, uint64_t base,
+                            const char *indent);
 /* Strict reader; adds `base` back. Flat (no [context]) profiles only. */
 int lp_rawprof_read(FILE *f, const char *name, uint64_t base, lp_counters *c,
                     lp_error *err);
-
-/* 1 if the ELF file has both pseudo-probe sections, 0 if not, -1 on error. */
-int lp_flat_has_pseudo_probes(const char *path, lp_error *err);
 
 /* ---- profile generation (ProfileGenerator) ----------------------------- */
 
@@ -178,6 +187,13 @@ void lp_flat_opts_default(lp_flat_opts *o);
 
 int lp_flat_generate(lp_binary *bin, const lp_counters *c,
                      const lp_flat_opts *o, lp_profile *out, lp_error *err);
+/* The same for a binary with pseudo probes (llvm-profgen 22's
+ * generateProbeBasedProfile): bodies keyed by probe id, call targets at
+ * call probes, CFG checksums; out becomes probe-based. pr is bin's probe
+ * table: decoded here for the profiled functions unless it already is. */
+int lp_flat_generate_probes(lp_binary *bin, lp_probes *pr,
+                            const lp_counters *c, const lp_flat_opts *o,
+                            lp_profile *out, lp_error *err);
 /* computeSummaryAndThreshold, trimColdProfiles, filterAmbiguousProfile,
  * calculateAndShowDensity. */
 int lp_flat_postprocess(lp_profile *p, const lp_flat_opts *o, lp_error *err);

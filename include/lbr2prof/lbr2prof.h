@@ -27,5 +27,6 @@
 #include "lbr2prof/record.h"
 #include "lbr2prof/report.h"
 #include "lbr2prof/fpunwind.h"
+#include "lbr2prof/cfiunwind.h"
 
 #endif

@@ -9,7 +9,7 @@
  * Records reuse the reader's event structs (lbr2prof/reader.h), so a test
  * can compare what was written with what the reader gives back.
  * Non-sample records carry the sample_id_all trailer for the sample_type
- * bits TID and TIME (the only id bits this writer supports).
+ * bits TID, TIME and IDENTIFIER (the only id bits this writer supports).
  */
 #ifndef LBR2PROF_PERFWRITE_H
 #define LBR2PROF_PERFWRITE_H
@@ -53,6 +53,8 @@ extern "C" {
  * are ignored (128 and none). */
 typedef struct lp_perfwrite_opts {
     lp_attr attr;
+    uint64_t id;                /* the event's sample id (attr ids section,
+                                   IDENTIFIER fields); 0: none */
     const char *event_name;     /* EVENT_DESC name, e.g. "br_inst_retired.near_taken:u" */
     int argc;                   /* CMDLINE feature */
     char *const *argv;
@@ -84,6 +86,31 @@ int lp_perfwrite_lost(lp_perfwrite *w, uint64_t id, uint64_t lost,
                       uint32_t pid, uint32_t tid, uint64_t time,
                       lp_error *err);
 int lp_perfwrite_finished_round(lp_perfwrite *w, lp_error *err);
+
+/* AUX area tracing (Intel PT): ITRACE_START and AUX records (with the
+ * sample_id trailer), the AUXTRACE_INFO user record (u32 type, then the
+ * `n` u64 private words), and AUXTRACE records: the header below, then
+ * `size` bytes of trace padded with zeros to a multiple of 8 (the size
+ * written is the padded one, as perf record writes it). */
+typedef struct lp_perfwrite_aux_buf {
+    uint64_t offset;            /* position of the data in its AUX buffer */
+    uint64_t reference;         /* a TSC value: perf's reference timestamp */
+    uint32_t idx, tid, cpu;     /* mmap index, thread (-1), cpu (-1) */
+} lp_perfwrite_aux_buf;
+int lp_perfwrite_itrace_start(lp_perfwrite *w, uint32_t pid, uint32_t tid,
+                              uint64_t time, lp_error *err);
+int lp_perfwrite_aux(lp_perfwrite *w, uint64_t aux_offset, uint64_t aux_size,
+                     uint64_t flags, uint32_t pid, uint32_t tid, uint64_t time,
+                     lp_error *err);
+int lp_perfwrite_auxtrace_info(lp_perfwrite *w, uint32_t type,
+                               const uint64_t *priv, size_t n, lp_error *err);
+int lp_perfwrite_auxtrace(lp_perfwrite *w, const void *data, uint64_t size,
+                          const lp_perfwrite_aux_buf *a, lp_error *err);
+
+/* One event as the reader gives it: SAMPLE, MMAP (as MMAP2), COMM, FORK
+ * and EXIT are written, other kinds skipped (0). For tools that rewrite
+ * recordings (merging, splitting). */
+int lp_perfwrite_event(lp_perfwrite *w, const lp_event *ev, lp_error *err);
 /* A complete record as the kernel wrote it (hardware mode). */
 int lp_perfwrite_raw(lp_perfwrite *w, const void *rec, size_t size,
                      lp_error *err);

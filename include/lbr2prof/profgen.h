@@ -45,13 +45,23 @@
 extern "C" {
 #endif
 
+struct lp_itrace;
+
 typedef struct lp_profgen_opts {
     /* input: exactly one */
     const char *perfdata;       /* --perfdata, or the PERF.DATA argument;
                                    "-" = standard input */
     const char *perfscript;     /* --perfscript (perf script text) */
     const char *unsym;          /* --unsymbolized-profile */
-    const char *llvm_prof;      /* --llvm-sample-profile (text) */
+    const char *llvm_prof;      /* --llvm-sample-profile (any format) */
+    const char *const *more_traces; /* lbr2prof's: further traces of the
+                                   kind of perfdata/perfscript (more
+                                   PERF.DATA arguments, --perfdata or
+                                   --perfscript repeated or comma lists),
+                                   read after it in order as one recording
+                                   holding all their samples; each trace's
+                                   pids are its own */
+    size_t nmore_traces;
 
     /* binaries */
     const char *const *binaries;/* --binary (repeatable): [0] the profiled
@@ -64,8 +74,13 @@ typedef struct lp_profgen_opts {
     const char *dwp;            /* --dwp */
     bool use_dwarf_correlation; /* --use-dwarf-correlation: a line-based
                                    profile even with pseudo probes */
+    bool show_pseudo_probe;     /* --show-pseudo-probe: the probe
+                                   descriptions of binaries[0] to info */
 
     /* reading the trace */
+    const struct lp_itrace *itrace; /* --itrace: the samples perf synthesizes
+                                   from Intel PT data (a perf.data file;
+                                   lbr2prof/pt.h); NULL: recorded samples */
     int64_t pid;                /* --pid, -1 none */
     const char *const *events;  /* --perf-event(s): only these events */
     size_t nr_events;
@@ -86,6 +101,10 @@ typedef struct lp_profgen_opts {
     /* the virtual unwinder (hybrid samples) */
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */
     int64_t max_context_depth;  /* --csprof-max-context-depth, -1 unlimited */
+    int64_t max_unsym_context_depth; /* --csprof-max-unsymbolized-context-
+                                   depth (llvm-profgen 22), -1 unlimited:
+                                   address contexts (pseudo-probe binaries)
+                                   only, as in llvm-profgen */
     bool no_repair_frames;      /* --no-repair-frames */
     bool drop_unknown_callers;  /* --drop-unknown-callers: drop (and count)
                                    code whose callers are not known instead
@@ -113,6 +132,12 @@ typedef struct lp_profgen_opts {
                                    profile */
     bool use_offset;            /* --use-offset (true) */
     bool first_loadable_base;   /* --use-first-loadable-segment-as-base */
+    bool raw_header;            /* --raw-header (lbr2prof's): with
+                                   skip_symbolization, the mergeable raw
+                                   profile (docs/rawmerge.md): binaries,
+                                   build-ids, bases, options, statistics
+                                   and context attributes in '#' lines;
+                                   every binary's contexts */
     lp_prof_format format;      /* --format (extbinary) */
     bool use_md5;               /* --use-md5 (extbinary only) */
     bool populate_symbol_list;  /* --populate-profile-symbol-list */

@@ -36,6 +36,7 @@ struct lp_fsamples {
     char *context;          /* top-level key (== name for flat profiles) */
     uint64_t total, head;
     uint32_t attrs;         /* !Attributes bitmask (CS) */
+    uint64_t checksum;      /* !CFGChecksum (probe-based profiles; 0: none) */
     lp_body_rec *body;      /* records sorted by loc (model.c's) */
     lp_callsite *callsites; /* call sites sorted by loc (model.c's) */
     uint32_t nr_body, body_cap, nr_callsites, callsite_cap;
@@ -47,6 +48,10 @@ typedef struct lp_profile {
     size_t nr_funcs;
     int is_cs;              /* keys are contexts: text prints [ctx] */
     int is_preinlined;      /* the CS pre-inliner ran (extbinary flag) */
+    int is_probe_based;          /* probe-based: offsets are probe ids, functions
+                             * carry CFG checksums (text !CFGChecksum,
+                             * extbinary FuncMetadata "probe" flag) */
+    int is_fs;              /* FS discriminators (extbinary summary flag) */
 } lp_profile;
 
 lp_profile *lp_profile_new(void);
@@ -98,7 +103,9 @@ void lp_fs_clear(lp_fsamples *fs);
  * targets are added (saturating), inlinees merged recursively; an inlinee
  * created by the merge takes the source's attributes (LLVM copies the
  * context into an empty profile). dst's own name and attributes stay.
- * -1 on no memory. */
+ * Checksums: dst without one takes src's; two different ones merge
+ * nothing (LLVM's hash_mismatch, which its callers ignore: one profile is
+ * dropped). -1 on no memory. */
 int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src);
 /* Move src's counts, body and inlinees into dst, which must be empty
  * (just created); attributes are moved too. src is left empty. */
@@ -128,6 +135,34 @@ typedef struct lp_context_frame {
 size_t lp_context_split(const char *ctx, lp_context_frame *out, size_t max);
 
 uint64_t lp_sat_add(uint64_t a, uint64_t b);
+
+/* ---- function names (LLVM FunctionId) ------------------------------------ */
+
+/* A profile read from an MD5 name table names functions by their 64-bit
+ * MD5 (llvm::MD5Hash of the name), printed in decimal as LLVM prints
+ * them. Such a name is the decimal digits of a non-zero 64-bit value
+ * without a leading zero (no function name is all digits); 1 and the
+ * value in *v if `name` is one. */
+int lp_name_md5(const char *name, uint64_t *v);
+/* The MD5 hash code of a name: its value for an MD5 name, else MD5Hash. */
+uint64_t lp_name_hash(const char *name);
+/* LLVM's FunctionId order: MD5 names numerically and before string
+ * names, string names as strcmp. Every ordering of names uses it. */
+int lp_name_cmp(const char *a, const char *b);
+
+/* ---- weighted merging (llvm-profdata merge --sample) --------------------- */
+
+enum {
+    LP_MERGE_OVERFLOW = 1,      /* a count saturated (LLVM counter_overflow) */
+    LP_MERGE_HASH_MISMATCH = 2, /* CFG checksums differ: src (or an inlinee
+                                 * of it) was not merged, as in LLVM */
+};
+/* LLVM FunctionSamples::merge(src, weight): every count of src times
+ * `weight` added to dst (saturating), inlinees recursively; a profile
+ * whose checksum differs from a non-zero dst checksum is skipped. The
+ * LP_MERGE_* events seen are or'ed into *status. -1 on no memory. */
+int lp_fs_merge_weighted(lp_fsamples *dst, const lp_fsamples *src,
+                         uint64_t weight, unsigned *status);
 
 /* Sorted views, for writers and tests. Arrays are malloc'ed; free() them.
  * Return the element count, or (size_t)-1 on allocation failure. */
@@ -181,12 +216,16 @@ typedef enum lp_prof_format {
 typedef struct lp_write_opts {
     lp_prof_format format;
     int use_md5;            /* extbinary only: MD5 name table */
-    int fs_discriminator;   /* extbinary: flag the summary section "fs" */
+    int fs_discriminator;   /* extbinary: flag the summary section "fs"
+                             * (also when the profile's is_fs is set) */
     const char *const *symbol_list; /* extbinary ProfileSymbolList, or NULL */
     size_t nr_symbols;
     int context_summary;    /* a CS profile's summary per context, not
                                merged by function (llvm's
                                --profile-summary-contextless=false) */
+    int compress;           /* extbinary: zlib every section (as LLVM's
+                             * --compress-all-sections) */
+    int partial;            /* extbinary: flag the summary "partial" */
 } lp_write_opts;
 
 int lp_profile_write(FILE *f, const lp_profile *p, const lp_write_opts *o,
@@ -222,10 +261,120 @@ uint64_t lp_summary_count_for_cutoff(const lp_summary *s, uint32_t cutoff);
 uint64_t lp_md5_hash64(const void *data, size_t len);
 void lp_md5(const void *data, size_t len, uint8_t digest[16]);
 
-/* ---- reader (LLVM text format) ---------------------------------------- */
+/* ---- merging profiles (llvm-profdata merge --sample) ---------------------- */
+
+/* Called for a top-level context whose merge saw LP_MERGE_* events. */
+typedef void (*lp_merge_warn_fn)(void *ctx, const char *context,
+                                 unsigned status);
+/* Merge every top-level profile of src into dst with `weight`, by
+ * context. The first input sets dst's kind; later ones must match it
+ * (probe-based or not, CS or not: else an LP_EUNSUPP error, as
+ * llvm-profdata's); pre-inlined and FS flags accumulate. */
+int lp_profile_merge(lp_profile *dst, const lp_profile *src, uint64_t weight,
+                     int first, lp_merge_warn_fn warn, void *ctx,
+                     lp_error *err);
+/* A copy of p whose every name (top-level, context frames, inlinees, call
+ * targets) is its MD5 name, to merge MD5 and string-named profiles by
+ * function. */
+lp_profile *lp_profile_md5_names(const lp_profile *p, lp_error *err);
+
+/* Profile files merged as `llvm-profdata merge --sample` merges them. */
+typedef struct lp_merge_input {
+    const char *path;
+    uint64_t weight;            /* >= 1 */
+} lp_merge_input;
+enum {
+    LP_MERGE_FAIL_ANY,          /* an unreadable input fails the merge */
+    LP_MERGE_FAIL_ALL,          /* ... only if no input can be read */
+    LP_MERGE_FAIL_WARN,         /* unreadable inputs are skipped */
+};
+typedef struct lp_merge_opts {
+    int fail_mode;              /* LP_MERGE_FAIL_* */
+    int keep_symbols;           /* unite the inputs' symbol lists */
+    void (*warn)(void *ctx, const char *msg); /* lp_warn_fn: skipped inputs,
+                                 * checksum mismatches, saturation */
+    void *ctx;
+} lp_merge_opts;
+typedef struct lp_merge_result {
+    lp_profile *profile;
+    char **symbols;             /* the inputs' symbol lists, in order */
+    size_t nr_symbols;
+    size_t merged, skipped;     /* inputs */
+} lp_merge_result;
+/* Read and merge in[0..n) (inputs mixing MD5 and string names are merged
+ * by function). On failure err names the input; res is left empty. */
+int lp_profile_merge_files(const lp_merge_input *in, size_t n,
+                           const lp_merge_opts *o, lp_merge_result *res,
+                           lp_error *err);
+void lp_merge_result_free(lp_merge_result *r);
+
+/* ---- readers (text, binary, extbinary) --------------------------------- */
 
 /* Parse an LLVM text sample profile. `name` is used in messages. */
 lp_profile *lp_profile_read_text(FILE *f, const char *name, lp_error *err);
+
+/* One entry of an extbinary section header table. */
+typedef struct lp_prof_section {
+    uint64_t type, flags, offset, size;
+} lp_prof_section;
+
+/* What a profile file holds besides its profiles (what llvm-profdata
+ * show prints from it). */
+typedef struct lp_prof_info {
+    lp_prof_format format;
+    /* the profile summary: the file's (binary formats), computed as LLVM's
+     * reader computes it (text) */
+    uint64_t total_count, max_count, max_function_count;
+    uint64_t num_counts, num_functions;
+    lp_summary_entry *cutoffs;
+    size_t nr_cutoffs;
+    char **symbols;             /* ProfileSymbolList, in file order */
+    size_t nr_symbols;
+    lp_prof_section *sections;  /* extbinary header table, in file order */
+    size_t nr_sections;
+    int md5;                    /* names came from an MD5 name table */
+    int partial;                /* summary flag "partial" */
+} lp_prof_info;
+
+/* The format of a profile from its first bytes: LP_PROF_TEXT (first
+ * record "NAME:TOTAL:HEAD" or "[CONTEXT]:TOTAL:HEAD" after comments and
+ * blank lines), LP_PROF_BINARY, LP_PROF_EXTBINARY (ULEB128 "SPROF42"
+ * magic), or 0. */
+int lp_profile_sniff(const void *head, size_t n);
+/* Read a sample profile in any of the three formats (path "-": standard
+ * input). info (may be NULL) is filled; free it with lp_prof_info_free.
+ * Errors name the file, the line or offset and what was expected. */
+lp_profile *lp_profile_read(const char *path, lp_prof_info *info,
+                            lp_error *err);
+lp_profile *lp_profile_read_mem(const void *data, size_t len,
+                                const char *name, lp_prof_info *info,
+                                lp_error *err);
+/* The extbinary section header table only (info->sections). */
+int lp_profile_read_sections(const char *path, lp_prof_info *info,
+                             lp_error *err);
+void lp_prof_info_free(lp_prof_info *info);
+/* LLVM's name of an extbinary section type ("LBRProfileSection"...). */
+const char *lp_prof_section_name(uint64_t type);
+
+/* ---- llvm-profdata show --sample ------------------------------------------ */
+
+typedef struct lp_show_opts {
+    const char *function;       /* that function (or CS context) only */
+    int all_functions;          /* every function even with `function` */
+    int detailed_summary;       /* the summary and its cutoffs */
+    int hot_func_list;          /* the hot function table */
+    uint32_t topn;              /* the hot function table, first N rows */
+    int prof_sym_list;          /* the profile symbol list */
+    int json;                   /* the functions as JSON (all of them) */
+} lp_show_opts;
+
+/* What `llvm-profdata show --sample` (LLVM 22) prints for the profile p
+ * read with info. *missing is set when `function` has no profile (an
+ * empty profile is printed, as llvm-profdata prints). */
+int lp_profile_show(FILE *f, const lp_profile *p, const lp_prof_info *info,
+                    const lp_show_opts *o, int *missing, lp_error *err);
+/* What `--show-sec-info-only` prints: the extbinary section table. */
+void lp_profile_show_sections(FILE *f, const lp_prof_info *info);
 
 #ifdef __cplusplus
 }

@@ -136,7 +136,9 @@ typedef enum lp_event_kind {
     LP_EV_UNTHROTTLE,
     LP_EV_FINISHED_ROUND,
     LP_EV_FINISHED_INIT,
-    LP_EV_OTHER,         /* any other record; `type` tells which */
+    LP_EV_OTHER,         /* any other record; `type` tells which, `body`
+                            holds it */
+    LP_EV_AUXTRACE_ERROR,/* synthesized by lbr2prof/pt.h (u.aux_error) */
 } lp_event_kind;
 
 typedef struct lp_branch_entry {
@@ -224,6 +226,8 @@ typedef struct lp_sample_id {
     uint32_t cpu;
 } lp_sample_id;
 
+struct lp_auxtrace_error;
+
 typedef struct lp_event {
     lp_event_kind kind;
     uint32_t type;           /* raw record type (PERF_RECORD_*) */
@@ -234,6 +238,12 @@ typedef struct lp_event {
     int compressed;          /* came out of a COMPRESSED record */
     const char *source;      /* file name the record came from */
     lp_sample_id sid;        /* non-sample records */
+    const uint8_t *body;     /* the record after its 8-byte header, in the
+                                file's byte order (info.byte_swapped) */
+    uint32_t body_size;
+    const uint8_t *payload;  /* AUXTRACE (71): the trace bytes that follow
+                                the record (valid until the next event) */
+    uint64_t payload_size;
     union {
         lp_sample sample;
         lp_mmap_event mmap;
@@ -241,6 +251,7 @@ typedef struct lp_event {
         lp_task_event task;
         lp_lost_event lost;
         lp_throttle_event throttle;
+        struct lp_auxtrace_error *aux_error;
     } u;
 } lp_event;
 

@@ -28,11 +28,18 @@ typedef struct lp_record_opts {
     uint64_t period;                /* -c */
     uint64_t freq;                  /* -F (hardware mode only) */
     uint32_t user_stack;            /* --user-stack=SIZE, 0 = off */
+    int no_user_callchain;          /* --call-graph=dwarf: no frame-pointer
+                                       walk of user code in the callchain
+                                       (perf's exclude_callchain_user), the
+                                       user stack instead (8192 bytes unless
+                                       --user-stack says) */
     int no_branch_stack;            /* hardware: callchains only (PMUs
                                        without LBR, tests of the ring path) */
     /* --simulate only */
     uint64_t seed;                  /* jitter of the period */
     const char *truth_path;         /* --truth FILE (JSON) */
+    int intel_pt;                   /* --intel-pt: the branch trace as Intel
+                                       PT (AUX data) instead of LBR samples */
     FILE *debug_dump;               /* --debug-dump: one line per sample */
     char *const *record_argv;       /* lbr2prof's own argv for CMDLINE */
     int record_argc;

@@ -24,6 +24,8 @@
 extern "C" {
 #endif
 
+struct lp_itrace;
+
 /* perf script's -F fields that lbr2prof prints. */
 enum lp_script_field {
     LP_SCRIPT_COMM = 1u << 0,
@@ -44,6 +46,10 @@ typedef struct lp_script_opts {
     int fp_mode;                /* enum lp_fp_mode; 0: recorded callchain */
     FILE *fp_stats;             /* with fp_mode: the walk's counters are
                                    written here after the run (NULL: no) */
+    const struct lp_itrace *itrace; /* --itrace: the samples perf synthesizes
+                                   from Intel PT data (lbr2prof/pt.h); NULL:
+                                   the recorded events only (--no-itrace) */
+    uint64_t pt_errors;         /* out: instruction trace errors printed */
     bool v5;                    /* a Symbolication API v5 request */
     lp_sym_perf_opts v5o;       /* its options */
     bool strict;                /* --strict: a cut-off perf.data is an error

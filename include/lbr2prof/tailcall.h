@@ -150,23 +150,11 @@ lp_tailcall_answer lp_tailcall_find_fn(lp_tailcall *tc, uint64_t call_site,
                                        const lp_function *callee,
                                        const uint64_t **path, size_t *n);
 
-/* The frame a call stack lost below a frame in `callee` (the frame
- * repair's unknown caller, src/unwind): the one sampled call site that
- * reaches callee directly or by tail calls and lies in `below` or in a
- * function `below` reaches by tail calls (below NULL: any function; what
- * the stack has under the lost frame is then not known). A candidate that
- * `veto(ctx, site)` refuses (e.g. a call made without a frame, which a
- * frame-pointer walk would have lost together with its caller) makes the
- * answer ambiguous, wherever it lies. Counted exactly and independently of
- * earlier queries, whatever opts.mode says: LP_TC_UNIQUE with *site,
- * LP_TC_NONE (no candidate), LP_TC_AMBIGUOUS (several, a vetoed one, or
- * too many to count), LP_TC_UNKNOWN (memory; or `below` without bin, which
- * says what function a site is in). */
-lp_tailcall_answer lp_tailcall_find_caller(lp_tailcall *tc,
-                                           const lp_function *below,
-                                           const lp_function *callee,
-                                           bool (*veto)(void *ctx, uint64_t site),
-                                           void *ctx, uint64_t *site);
+/* The call sites (sampled or added; not tail calls) that reach f: their
+ * number, *out (valid until the next call, add or free). -1 on memory
+ * exhaustion. */
+long lp_tailcall_call_sites(lp_tailcall *tc, const lp_function *f,
+                            const uint64_t **out);
 
 /* The functions with a tail-call site (sampled or added) that reaches f:
  * their number, *out (valid until the next call, add or free). -1 on

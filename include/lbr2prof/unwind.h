@@ -65,6 +65,16 @@ typedef struct lp_unwind_opts {
                                    perf.data callchain is taken whole, its
                                    kernel and user parts without the
                                    markers, as perf script prints it */
+    int max_unsym_depth;        /* address contexts: also keep at most this
+                                   many addresses (llvm-profgen 22's
+                                   --csprof-max-unsymbolized-context-depth,
+                                   -1: no limit; the smaller limit wins) */
+    bool addr_contexts;         /* pseudo-probe binaries (llvm-profgen's
+                                   probe-based unwinding): ranges are not
+                                   cut by inline context, the code of a
+                                   frame is counted in its caller's
+                                   address context (ctxcount.h), contexts
+                                   compressed and trimmed as addresses */
 } lp_unwind_opts;
 
 void lp_unwind_opts_default(lp_unwind_opts *o);
@@ -90,12 +100,17 @@ typedef struct lp_hybrid_sample {
                                    the same id have the same stack and LBR
                                    (the intake is then done once) */
     const lp_sample *regs_stack; /* the perf.data sample when it has
-                                   PERF_SAMPLE_REGS_USER (ip, sp, bp) and
+                                   PERF_SAMPLE_REGS_USER (ip, sp, bp; all
+                                   general registers for CFI) and
                                    STACK_USER, else NULL: with the repair,
                                    its stack gives the caller of a leaf at
                                    a function's entry or exit or in a
                                    frameless function when the LBR does not
-                                   (the LBR has priority) */
+                                   (the LBR has priority), and the whole
+                                   call stack, unwound with the binaries'
+                                   CFI, when the frame-pointer walk is not
+                                   provably right (stack may then be empty:
+                                   perf record --call-graph dwarf) */
 } lp_hybrid_sample;
 
 /* What happened to the samples; counts weighted by repeat unless noted. */
@@ -150,6 +165,23 @@ typedef struct lp_unwind_stats {
                                    the trace (through tail calls too) */
     uint64_t intakes_reused;    /* samples (unweighted) taken in as an
                                    earlier one with the same dup_id was */
+    /* CFI stacks (the repair; samples with user registers and stack) */
+    uint64_t cfi_stacks;        /* the frame-pointer walk was not provably
+                                   right: the call stack came from a CFI
+                                   walk of the user stack */
+    uint64_t cfi_changed;       /* ... and differs from the recorded walk */
+    uint64_t cfi_frames;        /* frames those walks found by CFI rules */
+    uint64_t cfi_fp_frames;     /* ... by the frame-pointer rule, where no
+                                   CFI covers the code */
+    uint64_t cfi_partial;       /* CFI stacks that end in the binaries'
+                                   code before the outermost frame: the
+                                   callers below are not known */
+    uint64_t cfi_failed;        /* the walk found no caller at all: the
+                                   frame-pointer walk was used */
+    uint64_t cfi_lbr_agree;     /* CFI stacks whose leaf's caller (one the
+                                   frame-pointer walk misses: entry, exit,
+                                   frameless) the LBR shows too: the same */
+    uint64_t cfi_lbr_disagree;  /* ... another one (the CFI's is used) */
 } lp_unwind_stats;
 
 typedef struct lp_unwinder lp_unwinder;
@@ -183,6 +215,10 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,
  * sample was done, 0 if none is left (more may come with later samples). */
 int lp_unwind_warm_next(lp_unwinder *u);
 
+/* The samples that follow come from another trace (several in one run):
+ * what was remembered by dup_id or pid is not reused across the two. */
+void lp_unwind_next_input(lp_unwinder *u);
+
 /* llvm-profgen's NumTotalSample, the denominator of the leaf-external
  * warning (for perf script text: every line taken as the start of a
  * sample). Default: the number of lp_unwind_sample calls. */
@@ -205,6 +241,9 @@ size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k);
 /* trimContext: keep the last `depth` frames (depth < 0: all). Returns the
  * new length. */
 size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth);
+/* The same on address contexts (AddressStack::getContextKey). */
+size_t lp_ctx_compress_addrs(uint64_t *a, size_t n, int k);
+size_t lp_ctx_trim_addrs(uint64_t *a, size_t n, int depth);
 
 /* What the frame repair makes of a sampled leaf IP: whether the
  * frame-pointer walk that produced the callchain saw the direct caller.

@@ -55,12 +55,16 @@ typedef struct lp_arch_ops {
 const lp_arch_ops *lp_arch_ops_for(enum lp_arch arch);
 
 /* Two capstone handles: fast without CS_OPT_DETAIL (size and id only),
- * full with it (classification), each with its reusable cs_insn. */
+ * full with it (classification), each with its reusable cs_insn; on x86,
+ * Zydis for what capstone cannot decode (opened at the first such
+ * instruction; NULL if libZydis is not installed). */
 typedef struct lp_decoder {
     const lp_arch_ops *ops;
     csh fast, full;
     cs_insn *fi, *di;
     bool fast_open, full_open;
+    bool zy_tried;              /* x86: Zydis loaded at capstone's first miss */
+    struct lp_zydis *zy;
 } lp_decoder;
 
 /* The standalone prefix instruction LLVM's x86 decoder makes of the

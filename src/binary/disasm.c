@@ -3,111 +3,53 @@
  * symbol-to-symbol regions (as llvm-profgen's dissassembleSymbol), decodes
  * a region the first time one of its addresses is asked about, classifies
  * instructions through a per-arch ops table, and answers the instruction
- * queries of binary.h. Does not know about DWARF or functions.
+ * queries of binary.h. x86 instructions are classified by the shared
+ * classifier (insn/insn.h), AArch64 ones here. Does not know about DWARF
+ * or functions.
  *
- * Decoding: capstone's detail (groups, operands) is what classification
- * reads, but filling it is ~20% of capstone's cost and only branches need
+ * Decoding: capstone's detail (operands; groups on AArch64) is what
+ * classification reads, but filling it is ~20% of capstone's cost and only branches need
  * it. An instruction whose bytes may be a branch (ops->may_branch) is
  * decoded with the detail handle; any other with the plain one, and again
  * with detail if its id still can be a branch (ops->branch_id), so the
  * result is the detail path's whatever the byte screen says.
+ *
+ * VEX/EVEX instructions capstone 4 cannot decode on x86 - AVX-512, AMX
+ * and newer, which LLVM's MC decoder (llvm-profgen's) knows - are decoded
+ * by Zydis, loaded at the first such instruction (most binaries have
+ * none), and classified by the same classifier; what neither decodes is
+ * skipped a byte at a time, as llvm-profgen does.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "binary/binary_internal.h"
+#include "insn/insn.h"
 
 /* ---- per-arch classification ------------------------------------------ */
 
-static bool has_group(const cs_insn *in, uint8_t g)
+/* x86: the shared classifier (insn/insn.h) in lp_inst's terms - kinds by
+ * LLVM's view, an indirect call/jump without a target, a return with
+ * neither. */
+static void inst_of_flow(lp_flow f, lp_inst *o)
 {
-    for (uint8_t i = 0; i < in->detail->groups_count; i++)
-        if (in->detail->groups[i] == g)
-            return true;
-    return false;
+    static const uint8_t kind[] = {
+        [LP_FLOW_NONE] = LP_INST_OTHER, [LP_FLOW_CALL] = LP_INST_CALL,
+        [LP_FLOW_RET] = LP_INST_RET, [LP_FLOW_JUMP] = LP_INST_UNCOND_BR,
+        [LP_FLOW_COND] = LP_INST_COND_BR,
+    };
+    o->kind = kind[f.kind];
+    if (f.kind == LP_FLOW_NONE || f.kind == LP_FLOW_RET)
+        return;
+    o->indirect = (f.flags & LP_FLOW_INDIRECT) != 0;
+    o->target = f.target;
 }
 
 static void classify_x86(const cs_insn *in, lp_inst *o)
 {
-    const cs_x86 *x = &in->detail->x86;
-    bool imm = x->op_count > 0 && x->operands[0].type == X86_OP_IMM;
-    if (has_group(in, CS_GRP_CALL))
-        o->kind = LP_INST_CALL;
-    else if (has_group(in, CS_GRP_RET) || has_group(in, CS_GRP_IRET))
-        o->kind = LP_INST_RET;
-    else if (has_group(in, CS_GRP_JUMP) || in->id == X86_INS_LOOP ||
-             in->id == X86_INS_LOOPE || in->id == X86_INS_LOOPNE)
-        /* capstone 4 leaves loop* out of its jump group; LLVM (and so
-         * llvm-profgen) calls them conditional branches */
-        o->kind = (in->id == X86_INS_JMP || in->id == X86_INS_LJMP)
-                      ? LP_INST_UNCOND_BR : LP_INST_COND_BR;
-    else
-        return;
-    if (o->kind == LP_INST_RET)
-        return;
-    o->indirect = !imm;
-    if (imm)
-        o->target = (uint64_t)x->operands[0].imm;
-}
-
-/* Every id capstone 4 puts in CS_GRP_CALL/RET/IRET/JUMP in 64-bit mode
- * (test_disasm enumerates the opcode space to check), JCXZ besides, and
- * loop/loope/loopne, which classify_x86 takes for conditional branches
- * (LLVM's view) though capstone 4 has them in no group. */
-static bool branch_id_x86(unsigned id)
-{
-    switch (id) {
-    case X86_INS_CALL: case X86_INS_LCALL: case X86_INS_JMP:
-    case X86_INS_LJMP: case X86_INS_RET: case X86_INS_RETF:
-    case X86_INS_RETFQ: case X86_INS_IRET: case X86_INS_IRETD:
-    case X86_INS_IRETQ: case X86_INS_SYSRET: case X86_INS_SYSEXIT:
-    case X86_INS_XBEGIN: case X86_INS_JCXZ: case X86_INS_JECXZ:
-    case X86_INS_JRCXZ: case X86_INS_JO: case X86_INS_JNO: case X86_INS_JB:
-    case X86_INS_JAE: case X86_INS_JE: case X86_INS_JNE: case X86_INS_JBE:
-    case X86_INS_JA: case X86_INS_JS: case X86_INS_JNS: case X86_INS_JP:
-    case X86_INS_JNP: case X86_INS_JL: case X86_INS_JGE: case X86_INS_JLE:
-    case X86_INS_JG: case X86_INS_LOOP: case X86_INS_LOOPE:
-    case X86_INS_LOOPNE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Legacy prefixes (26 2e 36 3e 64-67 f0 f2 f3) and REX (40-4f), one bit
- * per byte value. */
-static bool is_x86_prefix(uint8_t c)
-{
-    static const uint64_t set[4] = {
-        1ull << 0x26 | 1ull << 0x2e | 1ull << 0x36 | 1ull << 0x3e,
-        0xffffull | 0xfull << (0x64 - 0x40),
-        0,
-        1ull << (0xf0 - 0xc0) | 1ull << (0xf2 - 0xc0) | 1ull << (0xf3 - 0xc0),
-    };
-    return set[c >> 6] >> (c & 63) & 1;
-}
-
-/* The opcode after legacy/REX prefixes: jcc (7x, 0f 8x), loop/jrcxz
- * (e0-e3), call/jmp (e8, e9, eb, 9a, ea, ff /2-/5), ret/iret (c2, c3, ca,
- * cb, cf), sysret/sysexit (0f 07, 0f 35), xbegin (c7 f8). */
-static bool may_branch_x86(const uint8_t *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n && is_x86_prefix(p[i]))
-        i++;
-    if (i + 1 >= n)
-        return true;
-    uint8_t o = p[i], m = p[i + 1], reg = (m >> 3) & 7;
-    switch (o) {
-    case 0x0f: return (m & 0xf0) == 0x80 || m == 0x07 || m == 0x35;
-    case 0xff: return reg >= 2 && reg <= 5;
-    case 0xc7: return m == 0xf8;
-    case 0x9a: case 0xc2: case 0xc3: case 0xca: case 0xcb: case 0xcf:
-    case 0xe8: case 0xe9: case 0xea: case 0xeb:
-        return true;
-    default:
-        return (o & 0xf0) == 0x70 || (o >= 0xe0 && o <= 0xe3);
-    }
+    lp_x86_desc d;
+    lp_x86_desc_cs(in, &d);
+    inst_of_flow(lp_x86_flow(&d), o);
 }
 
 static void classify_arm64(const cs_insn *in, lp_inst *o)
@@ -162,8 +104,8 @@ static bool may_branch_arm64(const uint8_t *p, size_t n)
 }
 
 static const lp_arch_ops arch_ops[] = {
-    {LP_ARCH_X86_64, CS_ARCH_X86, CS_MODE_64, classify_x86, branch_id_x86,
-     may_branch_x86},
+    {LP_ARCH_X86_64, CS_ARCH_X86, CS_MODE_64, classify_x86,
+     lp_x86_cs_branch_id, lp_x86_bytes_may_branch},
     {LP_ARCH_AARCH64, CS_ARCH_ARM64, CS_MODE_ARM, classify_arm64,
      branch_id_arm64, may_branch_arm64},
 };
@@ -216,6 +158,7 @@ int lp_decoder_open(lp_decoder *d, const lp_arch_ops *ops)
 
 void lp_decoder_close(lp_decoder *d)
 {
+    lp_zydis_close(d->zy);
     if (d->fi)
         cs_free(d->fi, 1);
     if (d->di)
@@ -225,6 +168,30 @@ void lp_decoder_close(lp_decoder *d)
     if (d->full_open)
         cs_close(&d->full);
     memset(d, 0, sizeof *d);
+}
+
+/* A VEX/EVEX instruction capstone 4 cannot decode (AVX-512, AMX,
+ * AVX-VNNI..., which LLVM's decoder knows): Zydis, loaded at the first
+ * one, gives the length and the description; false if it cannot either
+ * (or is not installed). Other encodings are left to capstone: Zydis
+ * accepts more of the legacy space than LLVM does. */
+static bool decode_unknown(lp_decoder *d, const uint8_t *code, size_t left,
+                           uint64_t addr, lp_inst *o)
+{
+    lp_x86_desc desc;
+    unsigned len;
+
+    if (d->ops->arch != LP_ARCH_X86_64 || !lp_x86_bytes_vex(code, left))
+        return false;
+    if (!d->zy_tried) {
+        d->zy_tried = true;
+        d->zy = lp_zydis_open(NULL);
+    }
+    if (!d->zy || !(len = lp_zydis_decode(d->zy, code, left, addr, &desc)))
+        return false;
+    o->size = (uint8_t)len;
+    inst_of_flow(lp_x86_flow(&desc), o);
+    return true;
 }
 
 bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
@@ -241,14 +208,14 @@ bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
     }
     if (!d->ops->may_branch(code, left)) {
         if (!cs_disasm_iter(d->fast, &c, &n, &a, d->fi))
-            return false;
+            return decode_unknown(d, code, left, addr, o);
         o->size = (uint8_t)d->fi->size;
         if (!d->ops->branch_id(d->fi->id))
             return true;
         c = code, n = left, a = addr;
     }
     if (!cs_disasm_iter(d->full, &c, &n, &a, d->di))
-        return false;
+        return decode_unknown(d, code, left, addr, o);
     o->size = (uint8_t)d->di->size;
     d->ops->classify(d->di, o);
     return true;

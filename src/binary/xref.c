@@ -22,7 +22,7 @@ enum { XR_UNKNOWN = 0, XR_YES = 1, XR_NO = 2 };
 typedef struct xr_hit {
     uint64_t target, site;
     uint8_t state;              /* XR_*: decoded yet, and what it was */
-    uint8_t kind;               /* enum lp_inst_kind, once XR_YES */
+    uint8_t kind;               /* enum lp_inst_kind the bytes encode */
 } xr_hit;
 
 struct lp_xref_index {
@@ -62,7 +62,8 @@ static bool is_entry(const lp_binary *b, uint64_t t)
     return r && r->is_entry && r->start == t;
 }
 
-static int add_hit(lp_xref_index *x, uint64_t target, uint64_t site)
+static int add_hit(lp_xref_index *x, uint64_t target, uint64_t site,
+                   uint8_t kind)
 {
     if (x->n == x->cap) {
         size_t nc = x->cap ? 2 * x->cap : 1024;
@@ -72,7 +73,7 @@ static int add_hit(lp_xref_index *x, uint64_t target, uint64_t site)
         x->hits = h;
         x->cap = nc;
     }
-    x->hits[x->n++] = (xr_hit){target, site, XR_UNKNOWN, 0};
+    x->hits[x->n++] = (xr_hit){target, site, XR_UNKNOWN, kind};
     return 0;
 }
 
@@ -101,7 +102,11 @@ static int scan_region(const lp_binary *b, lp_xref_index *x,
         if (!(t = rel_target(p, r->sec_size - off, r->sec_addr + off)) ||
             (t > r->start && t < r->end) || (t == r->start && p[0] != 0xe8))
             continue;
-        if (is_entry(b, t) && add_hit(x, t, r->sec_addr + off))
+        if (is_entry(b, t) &&
+            add_hit(x, t, r->sec_addr + off,
+                    p[0] == 0xe8 ? LP_INST_CALL
+                    : p[0] == 0xe9 || p[0] == 0xeb ? LP_INST_UNCOND_BR
+                                                   : LP_INST_COND_BR))
             return -1;
     }
     return 0;
@@ -137,18 +142,16 @@ static int check(lp_binary *b, xr_hit *h, lp_error *err)
     if ((k = lp_binary_inst(b, h->site, &in, err)) < 0)
         return -1;
     h->state = k == 1 && !in.indirect && in.target == h->target &&
-                       (in.kind == LP_INST_CALL || in.kind == LP_INST_UNCOND_BR ||
-                        in.kind == LP_INST_COND_BR)
-                   ? XR_YES : XR_NO;
-    h->kind = in.kind;
+                       in.kind == h->kind ? XR_YES : XR_NO;
     return 0;
 }
 
-long lp_binary_refs_to(lp_binary *b, uint64_t target, const lp_xref **refs,
-                       lp_error *err)
+/* The hits of target: [*lo, *hi) of x->hits. 0, or -1 (err). */
+static int hits_of(lp_binary *b, uint64_t target, size_t *lo, size_t *hi,
+                   lp_error *err)
 {
     lp_xref_index *x;
-    size_t lo = 0, hi, n = 0;
+    size_t l = 0, h;
 
     if (b->arch != LP_ARCH_X86_64)
         return lp_error_set(err, LP_EUSAGE, "%s: direct references are only "
@@ -156,24 +159,85 @@ long lp_binary_refs_to(lp_binary *b, uint64_t target, const lp_xref **refs,
     if (!b->xrefs && !(b->xrefs = build(b, err)))
         return -1;
     x = b->xrefs;
-    hi = x->n;
-    while (lo < hi) {           /* the first hit of target */
-        size_t mid = lo + (hi - lo) / 2;
+    h = x->n;
+    while (l < h) {             /* the first hit of target */
+        size_t mid = l + (h - l) / 2;
         if (x->hits[mid].target < target)
-            lo = mid + 1;
+            l = mid + 1;
         else
-            hi = mid;
+            h = mid;
     }
-    for (hi = lo; hi < x->n && x->hits[hi].target == target; hi++)
-        if (check(b, &x->hits[hi], err))
+    for (h = l; h < x->n && x->hits[h].target == target; h++)
+        ;
+    *lo = l;
+    *hi = h;
+    return 0;
+}
+
+static int out_room(lp_xref_index *x, size_t n, lp_error *err)
+{
+    lp_xref *o;
+
+    if (n <= x->out_cap)
+        return 0;
+    if (!(o = realloc(x->out, n * sizeof *o)))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    x->out = o;
+    x->out_cap = n;
+    return 0;
+}
+
+long lp_binary_ref_candidates(lp_binary *b, uint64_t target,
+                              const lp_xref **refs, lp_error *err)
+{
+    size_t lo, hi, n = 0;
+    lp_xref_index *x;
+
+    if (hits_of(b, target, &lo, &hi, err))
+        return -1;
+    x = b->xrefs;
+    if (out_room(x, hi - lo, err))
+        return -1;
+    for (; lo < hi; lo++)
+        if (x->hits[lo].state != XR_NO)
+            x->out[n++] = (lp_xref){x->hits[lo].site,
+                                    x->hits[lo].kind};
+    *refs = x->out;
+    return (long)n;
+}
+
+int lp_binary_ref_check(lp_binary *b, uint64_t site, uint64_t target,
+                        lp_error *err)
+{
+    size_t lo, hi;
+    lp_xref_index *x;
+
+    if (hits_of(b, target, &lo, &hi, err))
+        return -1;
+    x = b->xrefs;
+    for (; lo < hi; lo++)
+        if (x->hits[lo].site == site) {
+            if (check(b, &x->hits[lo], err))
+                return -1;
+            return x->hits[lo].state == XR_YES;
+        }
+    return 0;
+}
+
+long lp_binary_refs_to(lp_binary *b, uint64_t target, const lp_xref **refs,
+                       lp_error *err)
+{
+    size_t lo, hi, n = 0;
+    lp_xref_index *x;
+
+    if (hits_of(b, target, &lo, &hi, err))
+        return -1;
+    x = b->xrefs;
+    for (size_t i = lo; i < hi; i++)
+        if (check(b, &x->hits[i], err))
             return -1;
-    if (hi - lo > x->out_cap) {
-        lp_xref *o = realloc(x->out, (hi - lo) * sizeof *o);
-        if (!o)
-            return lp_error_set(err, LP_ENOMEM, "out of memory");
-        x->out = o;
-        x->out_cap = hi - lo;
-    }
+    if (out_room(x, hi - lo, err))
+        return -1;
     for (; lo < hi; lo++)
         if (x->hits[lo].state == XR_YES)
             x->out[n++] = (lp_xref){x->hits[lo].site, x->hits[lo].kind};

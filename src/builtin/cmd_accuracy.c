@@ -1,7 +1,8 @@
 /*
  * cmd_accuracy.c - `lbr2prof accuracy --truth FILE --binary BIN PROFILE`:
  * builds the ideal profile from the truth of a `record --simulate` run and
- * compares PROFILE (LLVM text; CS or flat) with it (docs/accuracy.md).
+ * compares PROFILE (an LLVM sample profile, any format; CS or flat) with
+ * it (docs/accuracy.md).
  * Hidden debug options write the ideal profile itself.
  * LP_BUILTIN(accuracy, cmd_accuracy, "compare a profile with the truth of a simulated recording")
  */
@@ -27,7 +28,8 @@ static void usage(FILE *o)
             "  --truth FILE      truth of `lbr2prof record --simulate --truth FILE`\n"
             "  --binary BIN      the profiled binary (with debug info)\n"
             "  --debug-binary F  read symbols and DWARF from F instead\n"
-            "  PROFILE           LLVM text profile to judge: CS, made with\n"
+            "  PROFILE           LLVM sample profile to judge (text, binary or\n"
+            "                    extbinary): CS, made with\n"
             "                    --csspgo-preinliner=0 --gen-cs-nested-profile=0\n"
             "                    --csprof-merge-cold-context=0 --compress-recursion=0,\n"
             "                    or flat (compared per function)\n"
@@ -152,19 +154,6 @@ static void warn_flags(const char *path, int flags)
                 "make it with --csspgo-preinliner=0\n", path);
 }
 
-static lp_profile *read_profile(const char *path, lp_error *err)
-{
-    FILE *f = fopen(path, "re");
-    lp_profile *p;
-
-    if (!f) {
-        lp_error_set(err, LP_EIO, "%s: cannot open", path);
-        return NULL;
-    }
-    p = lp_profile_read_text(f, path, err);
-    fclose(f);
-    return p;
-}
 
 static void print_header(const acc_opts *o, const lp_ideal *id)
 {
@@ -182,7 +171,7 @@ static void print_header(const acc_opts *o, const lp_ideal *id)
 static int compare(const acc_opts *o, lp_binary *bin, const lp_ideal *id,
                    lp_error *err)
 {
-    lp_profile *prof = read_profile(o->profile, err), *ideal = NULL;
+    lp_profile *prof = lp_profile_read(o->profile, NULL, err), *ideal = NULL;
     lp_accuracy a;
     int flags, rc = -1;
 

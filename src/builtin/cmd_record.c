@@ -17,14 +17,17 @@
 
 static const char usage[] =
     "usage: lbr2prof record [-e EVENT] [-c PERIOD | -F FREQ] [-o perf.data]\n"
-    "                       [--user-stack=SIZE] [--no-branch-stack]\n"
-    "                       (-p PID | -- CMD ARGS...)\n"
+    "                       [--user-stack=SIZE] [--call-graph=fp|dwarf]\n"
+    "                       [--no-branch-stack] (-p PID | -- CMD ARGS...)\n"
     "       lbr2prof record --simulate [-c PERIOD] [--seed N] [--truth FILE]\n"
-    "                       [--debug-dump FILE] [--user-stack=SIZE] [-o perf.data]\n"
-    "                       -- CMD ARGS...\n";
+    "                       [--debug-dump FILE] [--user-stack=SIZE]\n"
+    "                       [--call-graph=fp|dwarf] [-o perf.data]\n"
+    "                       -- CMD ARGS...\n"
+    "       lbr2prof record --simulate --intel-pt [--truth FILE] [-o perf.data]\n"
+    "                       -- CMD ARGS...   (the branch trace as Intel PT)\n";
 
 enum { OPT_SIMULATE = 256, OPT_SEED, OPT_TRUTH, OPT_DUMP, OPT_USTACK, OPT_HELP,
-       OPT_NOBR };
+       OPT_NOBR, OPT_CALLGRAPH, OPT_PT };
 
 static const struct option longopts[] = {
     {"event", required_argument, NULL, 'e'},
@@ -37,7 +40,9 @@ static const struct option longopts[] = {
     {"truth", required_argument, NULL, OPT_TRUTH},
     {"debug-dump", required_argument, NULL, OPT_DUMP},
     {"user-stack", required_argument, NULL, OPT_USTACK},
+    {"call-graph", required_argument, NULL, OPT_CALLGRAPH},
     {"no-branch-stack", no_argument, NULL, OPT_NOBR},
+    {"intel-pt", no_argument, NULL, OPT_PT},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -72,6 +77,7 @@ static int parse(int argc, char **argv, cli *c)
         case 'o': c->o.output = optarg; break;
         case OPT_SIMULATE: c->simulate = 1; break;
         case OPT_TRUTH: c->o.truth_path = optarg; break;
+        case OPT_PT: c->o.intel_pt = 1; break;
         case OPT_DUMP: c->dump_path = optarg; break;
         case OPT_NOBR: c->o.no_branch_stack = 1; break;
         case 'c':
@@ -96,10 +102,17 @@ static int parse(int argc, char **argv, cli *c)
                 return lp_cli_usage_error("record", "--user-stack wants 1..32768 bytes, not '%s'", optarg);
             c->o.user_stack = (uint32_t)((v + 7) & ~7ull);
             break;
+        case OPT_CALLGRAPH:     /* perf's fp and dwarf (no user callchain) */
+            if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf"))
+                return lp_cli_usage_error("record", "--call-graph wants fp or dwarf, not '%s'", optarg);
+            c->o.no_user_callchain = strcmp(optarg, "dwarf") == 0;
+            break;
         case OPT_HELP: fputs(usage, stdout); return 1;
         default: fputs(usage, stderr); return 2;
         }
     }
+    if (c->o.no_user_callchain && !c->o.user_stack)
+        c->o.user_stack = 8192;         /* perf's default for dwarf */
     c->o.argv = argv + optind;
     c->o.argc = argc - optind;
     return 0;
@@ -120,6 +133,14 @@ static int check(cli *c)
                                   "every -c of them)");
     if (!c->simulate && (c->o.truth_path || c->dump_path || c->o.seed))
         return lp_cli_usage_error("record", "--truth, --debug-dump and --seed need --simulate");
+    if (c->o.intel_pt && !c->simulate)
+        return lp_cli_usage_error("record", "--intel-pt needs --simulate (this "
+                                  "machine has no PT hardware access)");
+    if (c->o.intel_pt && (c->o.period || c->o.seed || c->dump_path ||
+                          c->o.user_stack))
+        return lp_cli_usage_error("record", "--intel-pt records the whole branch "
+                                  "trace: it takes neither -c, --seed, "
+                                  "--debug-dump nor --user-stack");
     return 0;
 }
 

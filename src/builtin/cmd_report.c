@@ -43,7 +43,8 @@ static void usage(FILE *f)
         "  (hybrid samples): the context-sensitive profile `lbr2prof PERF.DATA`\n"
         "  makes (not nested), with the sample-quality counts of the run;\n"
         "  otherwise the samples' callchains, symbolized (leaf = sampled IP).\n"
-        "  PROFILE: an LLVM text sample profile, flat or context-sensitive.\n"
+        "  PROFILE: an LLVM sample profile (text, binary or extbinary; flat,\n"
+        "  nested or context-sensitive; MD5 names are reported as hashes).\n"
         "  --format=FMT        text (default), json, folded, speedscope, svg\n"
         "  -o, --output=FILE   write FILE atomically (default: standard output)\n"
         "  --binary=ELF        symbols and source lines (repeatable: for\n"
@@ -168,7 +169,8 @@ static int parse_args(int argc, char **argv, rp_args *a)
     return 0;
 }
 
-/* An LLVM text sample profile, lines from the first --binary. */
+/* An LLVM sample profile (text, binary or extbinary), lines from the
+ * first --binary. */
 static lp_report *from_profile(const rp_args *a, lp_error *err)
 {
     lp_binary_opts bo = {a->debug_binary, NULL, -1, 0};
@@ -177,17 +179,11 @@ static lp_report *from_profile(const rp_args *a, lp_error *err)
     lp_binary *bin = NULL;
     lp_profile *p;
     lp_report *r = NULL;
-    FILE *f;
 
     if (a->nbinaries > 1)
         fprintf(stderr, "lbr2prof report: a profile takes one --binary; "
                         "using %s\n", a->binaries[0]);
-    if (!(f = fopen(a->input, "r"))) {
-        lp_error_set(err, LP_EIO, "%s: cannot open", a->input);
-        return NULL;
-    }
-    p = lp_profile_read_text(f, a->input, err);
-    fclose(f);
+    p = lp_profile_read(a->input, NULL, err);
     if (p && a->nbinaries && !(bin = lp_binary_open(a->binaries[0], &bo, err))) {
         lp_profile_free(p);
         return NULL;
@@ -237,6 +233,8 @@ static int run_driver(const rp_args *a, int text, bool flat,
     o.ignore_stack_samples = flat;
     o.strict = a->strict;
     o.cs.gen_nested = false;
+    /* a report shows source lines: pseudo-probe binaries through DWARF */
+    o.use_dwarf_correlation = true;
     o.warn = lp_cli_warn;
     o.note = lp_cli_note;
     return lp_profgen_run(&o, res, err);
@@ -331,14 +329,8 @@ static lp_report *build(const rp_args *a, lp_error *err)
         return NULL;
     switch (kind) {
     case LP_RIN_LLVM_TEXT:
-        return from_profile(a, err);
     case LP_RIN_LLVM_BINARY:
-        lp_error_set(err, LP_EUNSUPP, "%s: a binary (extbinary) LLVM sample "
-                     "profile; report reads the text format: run "
-                     "`llvm-profdata-19 merge --sample --text %s -o "
-                     "PROFILE.txt` and report on PROFILE.txt", a->input,
-                     a->input);
-        return NULL;
+        return from_profile(a, err);
     case LP_RIN_PERF_DATA:
     case LP_RIN_PERF_SCRIPT:
         return from_trace_route(a, kind == LP_RIN_PERF_SCRIPT, err);

@@ -16,6 +16,7 @@
 
 #include "cli/builtin.h"
 #include "lbr2prof/fpunwind.h"
+#include "lbr2prof/pt.h"
 #include "lbr2prof/script.h"
 
 #define SC_MAX_BINARIES 64
@@ -25,6 +26,7 @@ typedef struct sc_args {
     lp_script_opts o;
     const char *input;
     int fp_stats;
+    lp_itrace itrace;
     const char *binaries[SC_MAX_BINARIES];
 } sc_args;
 
@@ -50,7 +52,11 @@ static void usage(FILE *o)
             "                        the caller lost at a function's entry/exit)\n"
             "      --fp-stats        with --fp-callchain: counters on stderr\n"
             "      --strict          a perf.data cut off inside a record is an error\n"
-            "                        (default: its complete records, and a warning)\n");
+            "                        (default: its complete records, and a warning)\n"
+            "      --itrace=OPTS     samples from Intel PT data, as perf: i[N[i|t|ns|us|ms]]\n"
+            "                        (instructions), b (branches), l[N] (last branches),\n"
+            "                        e (errors), s[N] (skip); default: none (--no-itrace)\n"
+            "      --no-itrace       the recorded events only (the default)\n");
 }
 
 /* One option with a value. 0, or the exit status of a usage error. */
@@ -83,6 +89,13 @@ static int set_value(sc_args *a, int c, const char *v)
                                       "all_but_first, none)", v);
         o->v5o.adjust = o->v5o.mode != LP_ADJUST_NONE;
         return 0;
+    case 'I': {
+        lp_error e;
+        if (lp_itrace_parse(v, &a->itrace, &e) < 0)
+            return lp_cli_usage_error("script", "%s", e.msg);
+        o->itrace = &a->itrace;
+        return 0;
+    }
     case 'c':
         if (lp_fp_mode_parse(v, &fm) < 0)
             return lp_cli_usage_error("script", "bad --fp-callchain '%s' "
@@ -107,6 +120,8 @@ static int parse_args(int argc, char **argv, sc_args *a)
         {"fp-callchain", required_argument, NULL, 'c'},
         {"fp-stats", no_argument, NULL, 's'},
         {"strict", no_argument, NULL, 'S'},
+        {"itrace", required_argument, NULL, 'I'},
+        {"no-itrace", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -123,6 +138,7 @@ static int parse_args(int argc, char **argv, sc_args *a)
         case 'r': a->o.raw_addr = true; break;
         case 's': a->fp_stats = 1; break;
         case 'S': a->o.strict = true; break;
+        case 'N': a->o.itrace = NULL; break;
         case 'h': usage(stdout); return 1;
         case '?': usage(stderr); return 2;
         default:
@@ -165,6 +181,9 @@ int cmd_script(int argc, char **argv)
         setvbuf(stdout, obuf, _IOFBF, SC_OUT_BUF);
     if (lp_script_run(a.input, &a.o, stdout, &err) < 0)
         return lp_cli_fail(&err);
+    if (a.o.pt_errors) /* as perf's closing warning */
+        fprintf(stderr, "%llu instruction trace errors\n",
+                (unsigned long long)a.o.pt_errors);
     if (ferror(stdout)) {
         lp_error_set(&err, LP_EIO, "-: write error on standard output");
         return lp_cli_fail(&err);

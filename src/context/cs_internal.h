@@ -215,6 +215,12 @@ const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
                      lp_error *err);
+/* generateProbeBasedProfile into t (empty) from cc's address contexts,
+ * with o->probes (decoded here for the profiled functions). consume as
+ * above. */
+int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                           lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
+                           lp_error *err);
 /* postProcessProfiles from the trie t (consumed) into p (empty); funcs:
  * the profiled functions for the context sizes (NULL: named in t). */
 int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,

@@ -36,6 +36,7 @@ void lp_cs_opts_default(lp_cs_opts *o)
     o->cutoff_cold = 999999;
     o->density_threshold = 50;
     o->density_cutoff_hot = 990000;
+    o->compress_recursion = o->max_context_depth = -1;
 }
 
 typedef struct gen {
@@ -353,7 +354,11 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
     int rc;
 
     cs_trie_init(&t);
-    rc = cs_generate_trie(&t, bins, nbins, (lp_ctxcount *)cc, false, o, err);
+    rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, (lp_ctxcount *)cc,
+                                            false, o, err)
+                   : cs_generate_trie(&t, bins, nbins, (lp_ctxcount *)cc, false,
+                                      o, err);
+    out->is_probe_based = o->probes != NULL;
     if (rc == 0 && cs_trie_to_profile(&t, out))
         rc = cs_oom(err);
     cs_trie_free(&t);
@@ -374,7 +379,9 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
         !(funcs = cs_funcs_collect(bins, nbins, cc, NULL, err)))
         rc = -1;
     if (rc == 0)
-        rc = cs_generate_trie(&t, bins, nbins, cc, consume, o, err);
+        rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o, err)
+                       : cs_generate_trie(&t, bins, nbins, cc, consume, o, err);
+    out->is_probe_based = o->probes != NULL;
     if (rc == 0)
         rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, out, err);
     cs_funcs_free(funcs);

@@ -382,6 +382,68 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
     return &c->e;
 }
 
+/* ---- address contexts --------------------------------------------------------- */
+
+/* "0x7f4 @ 0x7bf": each address minus base when it is binary bin's, else
+ * its LP_CTX_ADDR value. s has room for 22 bytes an address. */
+static size_t print_addrs(char *s, const uint64_t *a, size_t n, int bin,
+                          uint64_t base)
+{
+    size_t o = 0, i;
+
+    for (i = 0; i < n; i++) {
+        uint64_t v = LP_CTX_ADDR_BIN(a[i]) == (size_t)bin
+                         ? LP_CTX_ADDR_VADDR(a[i]) - base : a[i];
+        o += (size_t)sprintf(s + o, "%s0x%" PRIx64, i ? " @ " : "", v);
+    }
+    s[o] = 0;
+    return o;
+}
+
+lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
+                                    const uint64_t *addrs, size_t n,
+                                    lp_error *err)
+{
+    size_t room = sizeof bin + 22 * n + 1, len;
+    uint64_t h;
+    ctx_ent *c;
+
+    if (room > cc->kcap) {
+        char *k = realloc(cc->kbuf, room * 2);
+        if (!k)
+            goto oom;
+        cc->kbuf = k;
+        cc->kcap = room * 2;
+    }
+    memcpy(cc->kbuf, &bin, sizeof bin);
+    len = sizeof bin + print_addrs(cc->kbuf + sizeof bin, addrs, n, -1, 0);
+    h = lp_hash_bytes(cc->kbuf, len);
+    if ((c = lookup(cc, cc->kbuf, len, h)))
+        return &c->e;
+    if (reserve(cc) ||
+        !(c = calloc(1, sizeof *c + n * sizeof *addrs + len + 1)))
+        goto oom;
+    c->e.addrs = (const uint64_t *)(c + 1);
+    if (n)
+        memcpy((uint64_t *)(c + 1), addrs, n * sizeof *addrs);
+    c->e.naddrs = n;
+    c->hkey = (char *)((uint64_t *)(c + 1) + n);
+    memcpy(c->hkey, cc->kbuf, len);
+    c->hlen = len;
+    c->e.key = c->hkey + sizeof bin;
+    c->e.bin = bin;
+    if (!(c->e.counters = lp_counters_new())) {
+        free(c);
+        goto oom;
+    }
+    *slot_of(cc, h, c->hkey, len) = (ctx_slot){h, c};
+    cc->v[cc->n++] = c;
+    return &c->e;
+oom:
+    lp_error_set(err, LP_ENOMEM, "context table: out of memory");
+    return NULL;
+}
+
 static int entry_cmp(const void *x, const void *y)
 {
     const lp_ctx_entry *a = *(lp_ctx_entry *const *)x;
@@ -415,45 +477,85 @@ long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out)
 
 /* ---- the unsymbolized writer ---------------------------------------------- */
 
-static void write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
-                        uint64_t base, const char *sep)
+static int write_entry(FILE *f, const lp_ctx_entry *e, const char *key,
+                       uint64_t base, bool attrs)
 {
-    long i;
-
-    fprintf(f, "  %ld\n", n);
-    for (i = 0; i < n; i++)
-        fprintf(f, "  %" PRIx64 "%s%" PRIx64 ":%" PRIu64 "\n", v[i].a - base,
-                sep, v[i].b - base, v[i].count);
+    if (attrs && (e->was_leaf_inlined || e->leaf_inlined_mixed))
+        fprintf(f, "#leaf-inlined %d%s\n", e->was_leaf_inlined,
+                e->leaf_inlined_mixed ? " mixed" : "");
+    fprintf(f, "[%s]\n", key);
+    return lp_rawprof_write_blocks(f, e->counters, base, "  ");
 }
 
-static int write_entry(FILE *f, const lp_ctx_entry *e, uint64_t base)
-{
-    lp_addr_pair_count *r = NULL, *b = NULL;
-    long nr = lp_counters_ranges(e->counters, &r);
-    long nb = lp_counters_branches(e->counters, &b);
+typedef struct printed {        /* an address context and its text */
+    const lp_ctx_entry *e;
+    char *key;
+} printed;
 
-    if (nr >= 0 && nb >= 0) {
-        fprintf(f, "[%s]\n", e->key);
-        write_pairs(f, nr, r, base, "-");
-        write_pairs(f, nb, b, base, "->");
+static int printed_cmp(const void *x, const void *y)
+{
+    return strcmp(((const printed *)x)->key, ((const printed *)y)->key);
+}
+
+/* Address contexts: keys printed relative to base, in their text order
+ * (llvm-profgen's std::map<std::string>). */
+static int write_addr_entries(FILE *f, lp_ctx_entry **v, long n, int bin,
+                              uint64_t base, bool attrs)
+{
+    printed *pv = calloc(n ? (size_t)n : 1, sizeof *pv);
+    long i, m = 0;
+    int rc = pv ? 0 : -1;
+
+    for (i = 0; i < n && rc == 0; i++) {
+        if (v[i]->bin != bin)
+            continue;
+        if (!(pv[m].key = malloc(22 * v[i]->naddrs + 1))) {
+            rc = -1;
+            break;
+        }
+        print_addrs(pv[m].key, v[i]->addrs, v[i]->naddrs, bin, base);
+        pv[m++].e = v[i];
     }
-    free(r);
-    free(b);
-    return nr < 0 || nb < 0 ? -1 : 0;
+    if (rc == 0)
+        qsort(pv, (size_t)m, sizeof *pv, printed_cmp);
+    for (i = 0; i < m && rc == 0; i++)
+        rc = write_entry(f, pv[i].e, pv[i].key, base, attrs);
+    for (i = 0; pv && i < m; i++)
+        free(pv[i].key);
+    free(pv);
+    return rc;
+}
+
+static int write_raw(FILE *f, const lp_ctxcount *cc, int bin, uint64_t base,
+                     bool attrs, lp_error *err)
+{
+    lp_ctx_entry **v = NULL;
+    long n = lp_ctxcount_sorted(cc, &v), i;
+    int rc = n < 0 ? -1 : 0;
+    bool addr = false;
+
+    for (i = 0; i < n; i++)
+        addr |= v[i]->addrs != NULL;
+    if (rc == 0 && addr)
+        rc = write_addr_entries(f, v, n, bin, base, attrs);
+    for (i = 0; i < n && rc == 0 && !addr; i++)
+        if (v[i]->bin == bin)
+            rc = write_entry(f, v[i], v[i]->key, base, attrs);
+    free(v);
+    if (rc)
+        return lp_error_set(err, n < 0 ? LP_ENOMEM : LP_EIO, "raw profile: %s",
+                            n < 0 ? "out of memory" : "write error");
+    return 0;
 }
 
 int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
                           uint64_t base, lp_error *err)
 {
-    lp_ctx_entry **v = NULL;
-    long n = lp_ctxcount_sorted(cc, &v), i;
-    int rc = n < 0 ? -1 : 0;
+    return write_raw(f, cc, bin, base, false, err);
+}
 
-    for (i = 0; i < n && rc == 0; i++)
-        if (v[i]->bin == bin)
-            rc = write_entry(f, v[i], base);
-    free(v);
-    if (rc)
-        return lp_error_set(err, LP_ENOMEM, "raw profile: out of memory");
-    return 0;
+int lp_ctxcount_write_raw_attrs(FILE *f, const lp_ctxcount *cc, int bin,
+                                uint64_t base, lp_error *err)
+{
+    return write_raw(f, cc, bin, base, true, err);
 }

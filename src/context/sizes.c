@@ -5,7 +5,10 @@
  * location 0.0 under the root, then its callers at their call sites, raw
  * DWARF discriminators), and a profile context's size is the deepest size
  * found walking that trie from the context's leaf up its callers, or else
- * the first size found going down first children. Owns the size trie's
+ * the first size found going down first children. With pseudo probes the
+ * call sites are probe ids read from the DWARF discriminators, and every
+ * inline frame that kept probes in the probe inline tree is made known
+ * with a size of 0 (trackInlineesOptimizedAway). Owns the size trie's
  * contents; the trie structure is trie.c's.
  */
 #include <inttypes.h>
@@ -72,6 +75,11 @@ static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbin
         s->oom = 1;
     for (i = 0; i < n; i++) {
         lp_binary *b = (size_t)v[i]->bin < nbins ? bins[v[i]->bin] : NULL;
+        for (k = 0; k < (long)v[i]->naddrs; k++) {  /* address contexts */
+            size_t ab = LP_CTX_ADDR_BIN(v[i]->addrs[k]);
+            if (ab < nbins && bins[ab])
+                add_addr(s, bins[ab], (int)ab, LP_CTX_ADDR_VADDR(v[i]->addrs[k]));
+        }
         if (!b)
             continue;
         m = lp_counters_ranges_view(v[i]->counters, &r);
@@ -109,21 +117,39 @@ typedef struct size_walk {      /* the previous instruction's size node */
     const lp_frame *fr;
     size_t n;
     cs_node *node;
+    bool probes;                /* call sites are probe ids */
 } size_walk;
+
+/* A caller frame's call site in the size trie: line offset and raw
+ * discriminator, or with probes the probe id packed in the discriminator
+ * (symbolize with UseProbeDiscriminator). */
+static lp_loc site_of(const size_walk *w, const lp_frame *f)
+{
+    lp_probe_disc d;
+
+    if (!w->probes)
+        return (lp_loc){f->line_offset, f->discriminator};
+    lp_probe_disc_decode(f->discriminator, &d);
+    return (lp_loc){d.index, 0};
+}
 
 /* Same inline context: the same functions and call sites, whatever the
  * leaf line (the size trie keys the leaf at 0.0). */
 static bool same_context(const size_walk *w, const lp_frame *fr, size_t n)
 {
     size_t i;
+    lp_loc a, b;
 
     if (!w->node || n != w->n)
         return false;
     for (i = 0; i < n; i++) {
         if (strcmp(fr[i].func, w->fr[i].func) != 0)
             return false;
-        if (i + 1 < n && (fr[i].line_offset != w->fr[i].line_offset ||
-                          fr[i].discriminator != w->fr[i].discriminator))
+        if (i + 1 == n)
+            continue;
+        a = site_of(w, &fr[i]);
+        b = site_of(w, &w->fr[i]);
+        if (a.line != b.line || a.disc != b.disc)
             return false;
     }
     return true;
@@ -139,13 +165,12 @@ static int add_inst(cs_trie *st, size_walk *w, const lp_frame *fr, size_t n,
 
     if (!same_context(w, fr, n)) {
         for (i = n; i-- > 0;) {
-            lp_loc loc = i + 1 == n ? (lp_loc){0, 0}
-                                    : (lp_loc){fr[i].line_offset, fr[i].discriminator};
+            lp_loc loc = i + 1 == n ? (lp_loc){0, 0} : site_of(w, &fr[i]);
             if (!(nm = cs_intern(st, fr[i].func, strlen(fr[i].func))) ||
                 !(cur = cs_child_get(st, cur, loc, nm)))
                 return -1;
         }
-        *w = (size_walk){fr, n, cur};
+        *w = (size_walk){fr, n, cur, w->probes};
     }
     w->node->size += size;
     w->node->has_size = true;
@@ -154,11 +179,11 @@ static int add_inst(cs_trie *st, size_walk *w, const lp_frame *fr, size_t n,
 
 /* computeInlinedContextSizeForRange over [start, end) */
 static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
-                       const lp_cs_opts *o, lp_error *err)
+                       bool probes, const lp_cs_opts *o, lp_error *err)
 {
     const lp_frame *fr;
     uint64_t ip = UINT64_MAX;
-    size_walk w = {NULL, 0, NULL};
+    size_walk w = {NULL, 0, NULL, probes};
     lp_inst in;
     size_t n;
     int k = lp_binary_inst_at_or_after(b, start, &ip, err);
@@ -218,6 +243,106 @@ void cs_funcs_free(cs_funcs *s)
     free(s);
 }
 
+/* ---- inlinees optimized away (probe binaries) ---------------------------- */
+
+typedef struct probe_frame {    /* ProbeFrameStack's (name, call site) */
+    const char *name;
+    uint32_t site;
+    uint32_t node, next_kid;    /* the DFS position */
+} probe_frame;
+
+/* The size node of the frames f[0..n) (callers first): made known with
+ * a size of 0. */
+static int make_known(cs_trie *st, const probe_frame *f, size_t n)
+{
+    cs_node *cur = &st->root;
+    const cs_name *nm;
+    size_t i;
+
+    for (i = n; i-- > 0;) {
+        lp_loc loc = {f[i].site, 0};
+        if (!(nm = cs_intern(st, f[i].name, strlen(f[i].name))) ||
+            !(cur = cs_child_get(st, cur, loc, nm)))
+            return -1;
+    }
+    cur->has_size = true;
+    return 0;
+}
+
+/* trackInlineesOptimizedAway from the function's top-level probe record
+ * (the last one of that name: TopLevelProbeFrameMap), depth first. */
+static int track_inlinees(cs_trie *st, lp_probes *pr, const char *fname)
+{
+    const lp_probe_node *nodes;
+    const uint32_t *tops;
+    size_t nt = lp_probes_tops(pr, &tops), i, depth = 0, cap = 16;
+    uint32_t top = LP_PROBE_NONE;
+    probe_frame *f;
+    int rc = 0;
+
+    lp_probes_nodes(pr, &nodes);
+    for (i = 0; i < nt; i++)
+        if (strcmp(lp_probes_node_name(pr, tops[i]), fname) == 0)
+            top = tops[i];
+    if (top == LP_PROBE_NONE)
+        return 0;
+    if (!(f = malloc(cap * sizeof *f)))
+        return -1;
+    f[depth++] = (probe_frame){lp_probes_node_name(pr, top), 0, top, 0};
+    if (nodes[top].nprobes)
+        rc = make_known(st, f, depth);
+    while (depth && rc == 0) {
+        probe_frame *t = &f[depth - 1];
+        const lp_probe_node *nd = &nodes[t->node];
+        uint32_t c;
+
+        if (t->next_kid == nd->nchildren) {
+            depth--;
+            continue;
+        }
+        c = nd->first_child + t->next_kid++;
+        t->site = nodes[c].site;
+        if (depth == cap) {
+            probe_frame *nf = realloc(f, (cap *= 2) * sizeof *f);
+            if (!nf) {
+                rc = -1;
+                break;
+            }
+            f = nf;
+        }
+        f[depth++] = (probe_frame){lp_probes_node_name(pr, c), 0, c, 0};
+        if (nodes[c].nprobes)
+            rc = make_known(st, f, depth);
+    }
+    free(f);
+    return rc;
+}
+
+/* decodePseudoProbe for the profiled functions of the probe tables not
+ * decoded yet (--llvm-sample-profile: no counters decoded them). */
+static int decode_probes(lp_probes *const *probes, cs_funcs *s, lp_error *err)
+{
+    const lp_function **v;
+    size_t n = HASH_COUNT(s->head), k;
+    func_ent *e;
+    int rc = 0, b;
+
+    if (!(v = malloc((n ? n : 1) * sizeof *v)))
+        return cs_oom(err);
+    for (e = s->head; e && rc == 0; e = e->hh.next) {
+        b = e->bin;
+        if (!probes[b] || lp_probes_decoded(probes[b]))
+            continue;
+        k = 0;
+        for (func_ent *x = s->head; x; x = x->hh.next)
+            if (x->bin == b)
+                v[k++] = x->f;
+        rc = lp_probes_decode_for(probes[b], v, k, err);
+    }
+    free(v);
+    return rc;
+}
+
 int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
                    const lp_cs_opts *o, lp_error *err)
 {
@@ -225,11 +350,19 @@ int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
     size_t k;
     int rc = 0;
 
+    if (o->probes && decode_probes(o->probes, s, err))
+        return -1;
     HASH_SRT(hh, s->head, sort_by_name); /* only the warnings' order */
-    for (e = s->head; e && rc == 0; e = e->hh.next)
+    for (e = s->head; e && rc == 0; e = e->hh.next) {
+        lp_probes *pr = o->probes ? o->probes[e->bin] : NULL;
+
         for (k = 0; k < e->f->nranges && rc == 0; k++)
             rc = range_sizes(st, bins[e->bin], e->f->ranges[k]->start,
-                             e->f->ranges[k]->end, o, err);
+                             e->f->ranges[k]->end, pr != NULL, o, err);
+        if (rc == 0 && pr && lp_probes_decoded(pr) &&
+            track_inlinees(st, pr, e->f->name))
+            rc = cs_oom(err);
+    }
     return rc;
 }
 

@@ -84,6 +84,11 @@ struct lp_lbr_agg {
     size_t pending_bytes;
     pend_key *kbuf;             /* key being built */
     size_t kcap;
+    /* hybrid samples with their stacks ignored (HybridPerfReader's
+     * leaf-external warning): samples, those with an external leaf, and
+     * llvm-profgen's NumTotalSample when the caller knows it */
+    uint64_t stack_calls, leaf_external, total_samples;
+    bool total_set;
 };
 
 lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
@@ -481,9 +486,24 @@ static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
     return 0;
 }
 
+/* parsePerfTraces' leaf-external summary, for hybrid samples */
+static void warn_leaf_external(const lp_lbr_agg *a)
+{
+    uint64_t total = a->total_set ? a->total_samples : a->stack_calls;
+
+    if (a->leaf_external && total)
+        lp_warnf(a->o.warn, a->o.warn_ctx, "%.2f%%(%" PRIu64 "/%" PRIu64
+                 ") of samples have leaf external frame in call stack.",
+                 (double)a->leaf_external * 100 / total, a->leaf_external,
+                 total);
+}
+
 lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err)
 {
-    if (lp_lbr_agg_flush(a, err) || warn_invalid_ranges(a, err))
+    if (lp_lbr_agg_flush(a, err))
+        return NULL;
+    warn_leaf_external(a);
+    if (warn_invalid_ranges(a, err))
         return NULL;
     return a->c;
 }
@@ -493,10 +513,21 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             uint64_t repeat, lp_error *err)
 {
     size_t i;
+    bool code;
 
     for (i = 0; i < ns && stack[i] >= LP_CONTEXT_MAX; i++)
         ;
+    a->stack_calls++;
     if (i == ns)
         return 0; /* no frame: HybridPerfReader rejects the sample */
+    (void)canon(a, stack[i], &code);
+    a->leaf_external += !code;
     return enqueue(a, PEND_STACK, stack[i], br, n, repeat, err);
 }
+
+void lp_lbr_agg_set_total_samples(lp_lbr_agg *a, uint64_t n)
+{
+    a->total_samples = n;
+    a->total_set = true;
+}
+

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbr2prof/flat.h"
+#include "flat/flat_internal.h"
 #include "util/sort.h"
 
 void lp_flat_opts_default(lp_flat_opts *o)
@@ -187,8 +187,8 @@ static int rv_add(rvec *r, uint64_t a, uint64_t b, uint64_t n)
 
 /* preprocessRangeCounter: add zero ranges for the functions touched (or all
  * functions), then cut into disjoint ranges. */
-static int preprocess(lp_binary *bin, const lp_counters *c, bool all_funcs,
-                      djvec *out)
+int flat_preprocess(lp_binary *bin, const lp_counters *c, bool all_funcs,
+                    lp_addr_pair_count **out_v, size_t *out_n)
 {
     lp_addr_pair_count *r = NULL;
     const lp_function *const *funcs;
@@ -216,10 +216,12 @@ static int preprocess(lp_binary *bin, const lp_counters *c, bool all_funcs,
         }
     }
     free(r);
+    *out_v = NULL;
+    *out_n = 0;
     if (rc == 0) {
-        nd = lp_flat_disjoint_ranges(all.v, all.n, &out->v);
+        nd = lp_flat_disjoint_ranges(all.v, all.n, out_v);
         rc = nd < 0;
-        out->n = nd < 0 ? 0 : (size_t)nd;
+        *out_n = nd < 0 ? 0 : (size_t)nd;
     }
     free(all.v);
     return rc ? -1 : 0;
@@ -327,7 +329,7 @@ static int boundary(gen *g, const lp_addr_pair_count *br)
     return 0;
 }
 
-static int finish_functions(lp_profile *p, bool update_total, lp_error *err)
+int flat_finish_functions(lp_profile *p, bool update_total, lp_error *err)
 {
     lp_fsamples **v;
     size_t n = lp_profile_all(p, &v), i;
@@ -354,7 +356,8 @@ int lp_flat_generate(lp_binary *bin, const lp_counters *c,
     size_t j;
     int rc;
 
-    rc = preprocess(bin, c, o->fill_zero_for_all_funcs, &d) ? oom(err) : 0;
+    rc = flat_preprocess(bin, c, o->fill_zero_for_all_funcs, &d.v, &d.n)
+             ? oom(err) : 0;
     for (j = 0; rc == 0 && j < d.n; j++)
         rc = body_range(&g, &d.v[j]);
     free(d.v);
@@ -367,7 +370,7 @@ int lp_flat_generate(lp_binary *bin, const lp_counters *c,
     free(br);
     if (rc)
         return -1;
-    return finish_functions(out, o->update_total_samples, err);
+    return flat_finish_functions(out, o->update_total_samples, err);
 }
 
 /* ---- post-processing ---------------------------------------------------------- */

@@ -29,6 +29,7 @@
 #include "lbr2prof/binary.h"
 #include "lbr2prof/fpunwind.h"
 #include "lbr2prof/reader.h"
+#include "insn/insn.h"
 
 /* ---- data ------------------------------------------------------------------ */
 
@@ -123,29 +124,30 @@ static int stack_op_size(const cs_x86 *x)
     return x->op_count && x->operands[0].size == 2 ? 2 : 8;
 }
 
-/* Control flow by capstone's groups; 1 if the instruction was one. */
-static bool flow_effect(csh cs, const cs_insn *in, insn_eff *e)
+/* Control flow, by the shared classifier (insn/insn.h); 1 if the
+ * instruction is a branch or a trap. Traps and far transfers other than
+ * calls end the path here (a far call returns like a near one). */
+static bool flow_effect(const cs_insn *in, insn_eff *e)
 {
-    const cs_x86 *x = &in->detail->x86;
-    bool imm = x->op_count == 1 && x->operands[0].type == X86_OP_IMM;
+    lp_x86_desc d;
+    lp_flow f;
 
-    if (in->id == X86_INS_UD2 || in->id == X86_INS_UD2B ||
-        in->id == X86_INS_UD0 || in->id == X86_INS_HLT ||
-        in->id == X86_INS_INT3 || in->id == X86_INS_LJMP ||
-        in->id == X86_INS_RETF || in->id == X86_INS_RETFQ)
+    lp_x86_desc_cs(in, &d);
+    f = lp_x86_flow(&d);
+    if ((f.flags & LP_FLOW_TRAP) ||
+        ((f.flags & LP_FLOW_FAR) && f.kind != LP_FLOW_CALL))
         e->kind = EF_STOP;
-    else if (cs_insn_group(cs, in, CS_GRP_RET))
+    else if (f.kind == LP_FLOW_RET)
         e->kind = EF_RET;
-    else if (cs_insn_group(cs, in, CS_GRP_CALL))
+    else if (f.kind == LP_FLOW_CALL)
         e->kind = EF_CALL;
-    else if (in->id == X86_INS_JMP)
-        e->kind = imm ? EF_JMP : EF_JMP_IND;
-    else if (cs_insn_group(cs, in, CS_GRP_JUMP))
-        e->kind = imm ? EF_JCC : EF_JMP_IND;
+    else if (f.kind == LP_FLOW_JUMP || f.kind == LP_FLOW_COND)
+        e->kind = (f.flags & LP_FLOW_INDIRECT) ? EF_JMP_IND
+                  : f.kind == LP_FLOW_JUMP     ? EF_JMP
+                                               : EF_JCC;
     else
         return false;
-    if (imm)
-        e->target = (uint64_t)x->operands[0].imm;
+    e->target = f.target;
     return true;
 }
 
@@ -218,7 +220,7 @@ static void decode_effect(csh cs, const cs_insn *in, insn_eff *e)
     e->addr = in->address;
     e->size = (uint8_t)in->size;
     e->pad = in->id == X86_INS_NOP || in->id == X86_INS_INT3;
-    if (flow_effect(cs, in, e) || frame_effect(in, e))
+    if (flow_effect(in, e) || frame_effect(in, e))
         return;
     if (cs_regs_access(cs, in, rr, &nr, rw, &nw) != CS_ERR_OK)
         nw = 0;

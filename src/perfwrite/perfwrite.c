@@ -21,10 +21,12 @@
 /* ---- data structures --------------------------------------------------- */
 
 enum { HDR_SIZE = 104, ATTR_OFF = HDR_SIZE, IDS_SECT = 16,
-       DATA_OFF = ATTR_OFF + LP_PERF_ATTR_SIZE + IDS_SECT };
+       IDS_OFF = ATTR_OFF + LP_PERF_ATTR_SIZE + IDS_SECT,
+       MAX_DATA_OFF = IDS_OFF + 8 };
 
 enum { REC_MMAP2 = 10, REC_COMM = 3, REC_EXIT = 4, REC_FORK = 7,
-       REC_SAMPLE = 9, REC_LOST = 2, REC_FINISHED_ROUND = 68 };
+       REC_SAMPLE = 9, REC_LOST = 2, REC_AUX = 11, REC_ITRACE_START = 12,
+       REC_FINISHED_ROUND = 68, REC_AUXTRACE_INFO = 70, REC_AUXTRACE = 71 };
 
 enum { FEAT_BUILD_ID = 2, FEAT_HOSTNAME = 3, FEAT_OSRELEASE = 4,
        FEAT_VERSION = 5, FEAT_ARCH = 6, FEAT_NRCPUS = 7, FEAT_CMDLINE = 11,
@@ -33,7 +35,7 @@ enum { FEAT_BUILD_ID = 2, FEAT_HOSTNAME = 3, FEAT_OSRELEASE = 4,
 #define SUPPORTED_SAMPLE                                                    \
     (LP_SAMPLE_IP | LP_SAMPLE_TID | LP_SAMPLE_TIME | LP_SAMPLE_PERIOD |     \
      LP_SAMPLE_CALLCHAIN | LP_SAMPLE_BRANCH_STACK | LP_SAMPLE_REGS_USER |   \
-     LP_SAMPLE_STACK_USER)
+     LP_SAMPLE_STACK_USER | LP_SAMPLE_IDENTIFIER)
 
 typedef struct dso_bid {
     char *filename;
@@ -50,6 +52,8 @@ typedef struct buf {
 struct lp_perfwrite {
     lp_outfile out;
     lp_attr attr;
+    uint64_t id;            /* the event's sample id, 0: none */
+    uint64_t data_off;      /* where the records start */
     char *event_name;
     char **argv;
     int argc;
@@ -156,6 +160,8 @@ static int copy_opts(lp_perfwrite *w, const lp_perfwrite_opts *o)
     if (uname(&u) != 0)
         memset(&u, 0, sizeof u);
     w->attr = o->attr;
+    w->id = o->id;
+    w->data_off = o->id ? IDS_OFF + 8 : IDS_OFF;
     w->attr.size = LP_PERF_ATTR_SIZE;
     w->attr.ids = NULL;
     w->attr.nr_ids = 0;
@@ -201,7 +207,7 @@ lp_perfwrite *lp_perfwrite_open(const char *path, const lp_perfwrite_opts *o,
                                 lp_error *err)
 {
     lp_perfwrite *w;
-    uint8_t zero[DATA_OFF];
+    uint8_t zero[MAX_DATA_OFF];
 
     if (!path || strcmp(path, "-") == 0) {
         lp_error_set(err, LP_EUSAGE,
@@ -227,7 +233,7 @@ lp_perfwrite *lp_perfwrite_open(const char *path, const lp_perfwrite_opts *o,
         return NULL;
     }
     memset(zero, 0, sizeof zero); /* header + attr, rewritten at close */
-    if (fwrite(zero, 1, sizeof zero, w->out.fp) != sizeof zero) {
+    if (fwrite(zero, 1, w->data_off, w->out.fp) != w->data_off) {
         lp_error_set(err, LP_EIO, "%s: write failed: %s", path, strerror(errno));
         lp_perfwrite_abort(w);
         return NULL;
@@ -252,6 +258,8 @@ static int put_id_trailer(lp_perfwrite *w, uint32_t pid, uint32_t tid,
         (put32(&w->rec, pid) || put32(&w->rec, tid)))
         return -1;
     if ((w->attr.sample_type & LP_SAMPLE_TIME) && put64(&w->rec, time))
+        return -1;
+    if ((w->attr.sample_type & LP_SAMPLE_IDENTIFIER) && put64(&w->rec, w->id))
         return -1;
     return 0;
 }
@@ -368,6 +376,18 @@ int lp_perfwrite_exit(lp_perfwrite *w, const lp_task_event *t, lp_error *err)
     return task_rec(w, REC_EXIT, t, err);
 }
 
+int lp_perfwrite_event(lp_perfwrite *w, const lp_event *ev, lp_error *err)
+{
+    switch (ev->kind) {
+    case LP_EV_SAMPLE: return lp_perfwrite_sample(w, &ev->u.sample, ev->misc, err);
+    case LP_EV_MMAP: return lp_perfwrite_mmap2(w, &ev->u.mmap, ev->time, err);
+    case LP_EV_COMM: return lp_perfwrite_comm(w, &ev->u.comm, ev->time, err);
+    case LP_EV_FORK: return lp_perfwrite_fork(w, &ev->u.task, err);
+    case LP_EV_EXIT: return lp_perfwrite_exit(w, &ev->u.task, err);
+    default: return 0;
+    }
+}
+
 static int put_sample_tail(lp_perfwrite *w, const lp_sample *s)
 {
     uint64_t st = w->attr.sample_type, i;
@@ -410,6 +430,8 @@ int lp_perfwrite_sample(lp_perfwrite *w, const lp_sample *s, uint16_t misc,
     buf *b = &w->rec;
     int oom = begin_rec(w, REC_SAMPLE, misc);
 
+    if (!oom && (st & LP_SAMPLE_IDENTIFIER))
+        oom = put64(b, w->id);
     if (!oom && (st & LP_SAMPLE_IP))
         oom = put64(b, s->ip);
     if (!oom && (st & LP_SAMPLE_TID))
@@ -439,6 +461,53 @@ int lp_perfwrite_lost(lp_perfwrite *w, uint64_t id, uint64_t lost,
     oom = oom || put64(&w->rec, id) || put64(&w->rec, lost) ||
           put_id_trailer(w, pid, tid, time);
     return end_rec(w, oom, err);
+}
+
+int lp_perfwrite_itrace_start(lp_perfwrite *w, uint32_t pid, uint32_t tid,
+                              uint64_t time, lp_error *err)
+{
+    int oom = begin_rec(w, REC_ITRACE_START, LP_CPUMODE_USER);
+
+    oom = oom || put32(&w->rec, pid) || put32(&w->rec, tid) ||
+          put_id_trailer(w, pid, tid, time);
+    return end_rec(w, oom, err);
+}
+
+int lp_perfwrite_aux(lp_perfwrite *w, uint64_t aux_offset, uint64_t aux_size,
+                     uint64_t flags, uint32_t pid, uint32_t tid, uint64_t time,
+                     lp_error *err)
+{
+    int oom = begin_rec(w, REC_AUX, LP_CPUMODE_USER);
+
+    oom = oom || put64(&w->rec, aux_offset) || put64(&w->rec, aux_size) ||
+          put64(&w->rec, flags) || put_id_trailer(w, pid, tid, time);
+    return end_rec(w, oom, err);
+}
+
+int lp_perfwrite_auxtrace_info(lp_perfwrite *w, uint32_t type,
+                               const uint64_t *priv, size_t n, lp_error *err)
+{
+    int oom = begin_rec(w, REC_AUXTRACE_INFO, 0);
+
+    oom = oom || put32(&w->rec, type) || put32(&w->rec, 0) ||
+          put(&w->rec, priv, n * 8);
+    return end_rec(w, oom, err);
+}
+
+int lp_perfwrite_auxtrace(lp_perfwrite *w, const void *data, uint64_t size,
+                          const lp_perfwrite_aux_buf *a, lp_error *err)
+{
+    uint64_t padded = (size + 7) & ~7ull;
+    static const uint8_t zeros[8];
+    int oom = begin_rec(w, REC_AUXTRACE, 0);
+
+    oom = oom || put64(&w->rec, padded) || put64(&w->rec, a->offset) ||
+          put64(&w->rec, a->reference) || put32(&w->rec, a->idx) ||
+          put32(&w->rec, a->tid) || put32(&w->rec, a->cpu) ||
+          put32(&w->rec, 0);
+    if (end_rec(w, oom, err) || lp_perfwrite_raw(w, data, size, err))
+        return -1;
+    return padded > size ? lp_perfwrite_raw(w, zeros, padded - size, err) : 0;
 }
 
 int lp_perfwrite_finished_round(lp_perfwrite *w, lp_error *err)
@@ -499,7 +568,8 @@ static int feat_event_desc(lp_perfwrite *w, buf *b)
 
     encode_attr(&w->attr, a);
     return put32(b, 1) || put32(b, LP_PERF_ATTR_SIZE) || put(b, a, sizeof a) ||
-           put32(b, 0) || put_hstring(b, w->event_name);
+           put32(b, w->id ? 1 : 0) || put_hstring(b, w->event_name) ||
+           (w->id && put64(b, w->id));
 }
 
 static int feat_nrcpus(buf *b)
@@ -538,7 +608,7 @@ static int write_features(lp_perfwrite *w, uint64_t bitmap[4], lp_error *err)
     buf table = {0}, bodies = {0};
     int has_br = (w->attr.sample_type & LP_SAMPLE_BRANCH_STACK) != 0;
     uint64_t nfeat = NR_FEATURES - (has_br ? 0 : 1);
-    uint64_t base = DATA_OFF + w->data_size + nfeat * 16, off;
+    uint64_t base = w->data_off + w->data_size + nfeat * 16, off;
     size_t i;
     int oom = 0;
 
@@ -567,7 +637,7 @@ static int write_features(lp_perfwrite *w, uint64_t bitmap[4], lp_error *err)
 static int write_header(lp_perfwrite *w, const uint64_t bitmap[4],
                         lp_error *err)
 {
-    uint8_t h[DATA_OFF] = {0}, attr[LP_PERF_ATTR_SIZE];
+    uint8_t h[MAX_DATA_OFF] = {0}, attr[LP_PERF_ATTR_SIZE];
     uint64_t v;
 
     memcpy(h, "PERFILE2", 8);
@@ -575,13 +645,18 @@ static int write_header(lp_perfwrite *w, const uint64_t bitmap[4],
     v = LP_PERF_ATTR_SIZE + IDS_SECT; memcpy(h + 16, &v, 8);
     v = ATTR_OFF; memcpy(h + 24, &v, 8);
     v = LP_PERF_ATTR_SIZE + IDS_SECT; memcpy(h + 32, &v, 8);
-    v = DATA_OFF; memcpy(h + 40, &v, 8);
+    v = w->data_off; memcpy(h + 40, &v, 8);
     memcpy(h + 48, &w->data_size, 8);
     memcpy(h + 72, bitmap, 32);
     encode_attr(&w->attr, attr);
-    memcpy(h + ATTR_OFF, attr, sizeof attr); /* ids section stays {0, 0} */
+    memcpy(h + ATTR_OFF, attr, sizeof attr); /* ids section: {0, 0} or the id */
+    if (w->id) {
+        v = IDS_OFF; memcpy(h + ATTR_OFF + LP_PERF_ATTR_SIZE, &v, 8);
+        v = 8; memcpy(h + ATTR_OFF + LP_PERF_ATTR_SIZE + 8, &v, 8);
+        memcpy(h + IDS_OFF, &w->id, 8);
+    }
     if (fseek(w->out.fp, 0, SEEK_SET) != 0 ||
-        fwrite(h, 1, sizeof h, w->out.fp) != sizeof h)
+        fwrite(h, 1, w->data_off, w->out.fp) != w->data_off)
         return lp_error_set(err, LP_EIO, "%s: cannot rewrite the header: %s",
                             w->out.path, strerror(errno));
     return 0;

@@ -39,12 +39,34 @@ void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co)
     co->info = o->info;
 }
 
+/* The CS options of a run: with probe tables when it is probe-based. */
+static void run_cs_opts(const lp_profgen_opts *o, const lp_profgen_result *r,
+                        lp_cs_opts *co)
+{
+    pg_cs_opts(o, co);
+    co->compress_recursion = (int)o->compress_recursion;
+    co->max_context_depth = o->max_context_depth < -1 ? -1
+                            : o->max_context_depth > INT32_MAX ? INT32_MAX
+                                                               : (int)o->max_context_depth;
+    if (pg_probe_mode(r))
+        co->probes = r->priv->probes;
+}
+
 static int new_profile(lp_profgen_result *r, lp_error *err)
 {
     r->kind = LP_PROFGEN_PROFILE;
     if (!(r->profile = lp_profile_new()))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     return 0;
+}
+
+/* decodePseudoProbe's --show-pseudo-probe output: the descriptions,
+ * when a profile is generated from a probe binary. */
+static void show_probes(const lp_profgen_opts *o, const lp_profgen_result *r)
+{
+    if (o->show_pseudo_probe && o->info && pg_probe_mode(r) &&
+        !o->skip_symbolization)
+        lp_probes_print_descs(r->priv->probes[0], o->info);
 }
 
 /* Per-context counters -> the CS profile (the counters are used up), or
@@ -61,9 +83,10 @@ static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
         r->kind = LP_PROFGEN_RAW_CS;
         return 0;
     }
+    show_probes(o, r);
     if (new_profile(r, err))
         return -1;
-    pg_cs_opts(o, &co);
+    run_cs_opts(o, r, &co);
     rc = lp_cs_profile_consume(r->bins, r->nbins, r->raw_cs, &co, r->profile,
                                err);
     lp_ctxcount_free(r->raw_cs);
@@ -82,9 +105,15 @@ static int from_counters(const lp_profgen_opts *o, lp_profgen_result *r,
         r->kind = LP_PROFGEN_RAW_FLAT;
         return 0;
     }
+    show_probes(o, r);
     flat_opts(o, &fo);
-    if (new_profile(r, err) ||
-        lp_flat_generate(r->bins[0], r->raw_flat, &fo, r->profile, err))
+    if (new_profile(r, err))
+        return -1;
+    if (pg_probe_mode(r) ? lp_flat_generate_probes(r->bins[0], r->priv->probes[0],
+                                                   r->raw_flat, &fo, r->profile,
+                                                   err)
+                         : lp_flat_generate(r->bins[0], r->raw_flat, &fo,
+                                            r->profile, err))
         return -1;
     return lp_flat_postprocess(r->profile, &fo, err);
 }
@@ -107,16 +136,24 @@ static int raw_is_cs(const char *path, lp_error *err)
     return cs;
 }
 
-/* --unsymbolized-profile, with contexts or flat. */
+/* --unsymbolized-profile, with contexts or flat: lbr2prof's mergeable raw
+ * profile (rawio.c) or llvm-profgen's. */
 static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
                       lp_error *err)
 {
     uint64_t base = pg_raw_base(o, r->bins[0]);
+    lp_rawhdr hdr = {0};
     bool is_cs;
     FILE *f;
     int cs, rc;
 
     r->failed = LP_PROFGEN_INPUT;
+    if ((cs = pg_raw_header(o->unsym, &hdr, err)) != 0) {
+        lp_rawhdr_free(&hdr);
+        if (cs < 0 || pg_raw_read(o, r, err))
+            return -1;
+        return r->raw_cs ? from_contexts(o, r, err) : from_counters(o, r, err);
+    }
     if ((cs = raw_is_cs(o->unsym, err)) < 0)
         return -1;
     if (!(f = fopen(o->unsym, "r")))
@@ -124,7 +161,8 @@ static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
     if (cs && !(r->raw_cs = lp_ctxcount_new()))
         rc = lp_error_set(err, LP_ENOMEM, "out of memory");
     else if (cs)
-        rc = lp_cs_raw_read(f, o->unsym, 0, base, r->raw_cs, &is_cs, err);
+        rc = (pg_probe_mode(r) ? lp_cs_raw_read_addrs : lp_cs_raw_read)(
+            f, o->unsym, 0, base, r->raw_cs, &is_cs, err);
     else if (!(r->priv->own = lp_counters_new()))
         rc = lp_error_set(err, LP_ENOMEM, "out of memory");
     else
@@ -138,27 +176,25 @@ static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
     return from_counters(o, r, err);
 }
 
-/* --llvm-sample-profile: read, then post-process as a flat or CS
+/* --llvm-sample-profile: read (text, binary or extbinary, as
+ * llvm-profgen's SampleProfileReader), then post-process as a flat or CS
  * profile. */
 static int from_llvm_profile(const lp_profgen_opts *o, lp_profgen_result *r,
                              lp_error *err)
 {
     lp_flat_opts fo;
     lp_cs_opts co;
-    FILE *f;
 
     r->failed = LP_PROFGEN_INPUT;
     r->kind = LP_PROFGEN_PROFILE;
-    if (!(f = fopen(o->llvm_prof, "r")))
-        return lp_error_set(err, LP_EIO, "%s: cannot open", o->llvm_prof);
-    r->profile = lp_profile_read_text(f, o->llvm_prof, err);
-    fclose(f);
+    r->profile = lp_profile_read(o->llvm_prof, NULL, err);
     if (!r->profile)
         return -1;
+    show_probes(o, r);
     r->failed = LP_PROFGEN_GENERATE;
     if (r->profile->is_cs) {
         r->context_sensitive = true;
-        pg_cs_opts(o, &co);
+        run_cs_opts(o, r, &co);
         return lp_cs_postprocess(r->bins, r->nbins, NULL, &co, r->profile, err);
     }
     flat_opts(o, &fo);

@@ -59,6 +59,63 @@ uint64_t lp_sat_add(uint64_t a, uint64_t b)
     return a + b < a ? UINT64_MAX : a + b;
 }
 
+/* ---- names (LLVM FunctionId) ----------------------------------------- */
+
+/* An MD5 name's value from the `len` bytes at s (see lp_name_md5). */
+static int md5_span(const char *s, size_t len, uint64_t *v)
+{
+    uint64_t x = 0, d;
+    size_t i;
+
+    if (len == 0 || len > 20 || s[0] < '1' || s[0] > '9')
+        return 0;
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        d = (uint64_t)(s[i] - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return 0;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 1;
+}
+
+int lp_name_md5(const char *name, uint64_t *v)
+{
+    return md5_span(name, strlen(name), v);
+}
+
+uint64_t lp_name_hash(const char *name)
+{
+    uint64_t v;
+
+    return lp_name_md5(name, &v) ? v : lp_md5_hash64(name, strlen(name));
+}
+
+/* FunctionId::compare on two names given as spans */
+static int name_span_cmp(const char *a, size_t la, const char *b, size_t lb)
+{
+    uint64_t x = 0, y = 0;
+    int ha = md5_span(a, la, &x), hb = md5_span(b, lb, &y), c;
+
+    if (ha && hb)
+        return x < y ? -1 : x > y;
+    if (ha != hb)
+        return ha ? -1 : 1;
+    if ((c = memcmp(a, b, la < lb ? la : lb)) != 0)
+        return c < 0 ? -1 : 1;
+    return la < lb ? -1 : la > lb;
+}
+
+int lp_name_cmp(const char *a, const char *b)
+{
+    /* real names never start with a digit: strcmp unless one does */
+    if ((unsigned char)(a[0] - '1') > 8 && (unsigned char)(b[0] - '1') > 8)
+        return strcmp(a, b);
+    return name_span_cmp(a, strlen(a), b, strlen(b));
+}
+
 static int loc_cmp(lp_loc a, lp_loc b)
 {
     if (a.line != b.line)
@@ -268,13 +325,15 @@ static uint32_t target_lower(const lp_body_rec *b, const char *s, int *found)
     uint32_t i;
     int c = 1;
 
-    for (i = 0; i < b->nt && (c = strcmp(b->t[i].name, s)) < 0; i++)
+    for (i = 0; i < b->nt && (c = lp_name_cmp(b->t[i].name, s)) < 0; i++)
         ;
     *found = i < b->nt && c == 0;
     return i;
 }
 
-int lp_body_add_target(lp_body_rec *b, const char *callee, uint64_t n)
+/* The call target `callee` of b, added with count 0 if absent; NULL on
+ * no memory. */
+static struct lp_target *target_slot(lp_body_rec *b, const char *callee)
 {
     int found;
     uint32_t i = target_lower(b, callee, &found);
@@ -283,13 +342,22 @@ int lp_body_add_target(lp_body_rec *b, const char *callee, uint64_t n)
 
     if (!found) {
         if (reserve(&v, &b->ct, b->nt, sizeof *b->t) || !(name = strdup(callee)))
-            return -1;
+            return NULL;
         b->t = v;
         memmove(&b->t[i + 1], &b->t[i], (b->nt - i) * sizeof *b->t);
         b->nt++;
         b->t[i] = (struct lp_target){name, 0};
     }
-    b->t[i].count = lp_sat_add(b->t[i].count, n);
+    return &b->t[i];
+}
+
+int lp_body_add_target(lp_body_rec *b, const char *callee, uint64_t n)
+{
+    struct lp_target *t = target_slot(b, callee);
+
+    if (!t)
+        return -1;
+    t->count = lp_sat_add(t->count, n);
     return 0;
 }
 
@@ -331,7 +399,7 @@ static uint32_t callee_lower(const lp_callsite *c, const char *s, int *found)
     uint32_t i;
     int k = 1;
 
-    for (i = 0; i < c->n && (k = strcmp(c->v[i]->name, s)) < 0; i++)
+    for (i = 0; i < c->n && (k = lp_name_cmp(c->v[i]->name, s)) < 0; i++)
         ;
     *found = i < c->n && k == 0;
     return i;
@@ -391,7 +459,7 @@ static int target_cmp(const void *a, const void *b)
 
     if (x->count != y->count)
         return x->count > y->count ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return lp_name_cmp(x->name, y->name);
 }
 
 /* The views of all records share one block of targets, owned by v[0]. */
@@ -459,7 +527,7 @@ static int top_cmp(const void *a, const void *b)
 
     if (x->total != y->total)
         return x->total > y->total ? -1 : 1;
-    return strcmp(x->context, y->context);
+    return lp_name_cmp(x->context, y->context);
 }
 
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
@@ -644,14 +712,30 @@ void lp_fs_drop_callees(lp_fsamples *fs, lp_name_pred pred)
 
 /* ---- merging and moving (CS generation) ----------------------------------- */
 
-static int merge_record(lp_body_rec *dst, const lp_body_rec *src)
+/* LLVM SaturatingMultiplyAdd: acc + x * w, saturating (flagged) */
+static uint64_t mul_add(uint64_t acc, uint64_t x, uint64_t w, unsigned *st)
 {
+    unsigned __int128 r = (unsigned __int128)x * w + acc;
+
+    if (r > UINT64_MAX) {
+        *st |= LP_MERGE_OVERFLOW;
+        return UINT64_MAX;
+    }
+    return (uint64_t)r;
+}
+
+static int merge_record(lp_body_rec *dst, const lp_body_rec *src, uint64_t w,
+                        unsigned *st)
+{
+    struct lp_target *t;
     uint32_t i;
 
-    dst->count = lp_sat_add(dst->count, src->count);
-    for (i = 0; i < src->nt; i++)
-        if (lp_body_add_target(dst, src->t[i].name, src->t[i].count))
+    dst->count = mul_add(dst->count, src->count, w, st);
+    for (i = 0; i < src->nt; i++) {
+        if (!(t = target_slot(dst, src->t[i].name)))
             return -1;
+        t->count = mul_add(t->count, src->t[i].count, w, st);
+    }
     return 0;
 }
 
@@ -691,20 +775,27 @@ static int body_union(lp_fsamples *dst, const lp_fsamples *src)
     return 0;
 }
 
-int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
+int lp_fs_merge_weighted(lp_fsamples *dst, const lp_fsamples *src,
+                         uint64_t w, unsigned *st)
 {
     lp_fsamples *callee;
     uint32_t i, j;
 
-    dst->total = lp_sat_add(dst->total, src->total);
-    dst->head = lp_sat_add(dst->head, src->head);
+    if (!dst->checksum) {
+        dst->checksum = src->checksum;
+    } else if (dst->checksum != src->checksum) {
+        *st |= LP_MERGE_HASH_MISMATCH;
+        return 0;
+    }
+    dst->total = mul_add(dst->total, src->total, w, st);
+    dst->head = mul_add(dst->head, src->head, w, st);
     if (body_union(dst, src))
         return -1;
     /* every src location is in dst now: merge in src's order */
     for (i = 0, j = 0; i < src->nr_body; i++) {
         while (loc_cmp(dst->body[j].loc, src->body[i].loc) < 0)
             j++;
-        if (merge_record(&dst->body[j], &src->body[i]))
+        if (merge_record(&dst->body[j], &src->body[i], w, st))
             return -1;
     }
     for (i = 0; i < src->nr_callsites; i++)
@@ -715,10 +806,17 @@ int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
                 return -1;
             if (fresh)
                 callee->attrs = e->attrs; /* a fresh profile copies the context */
-            if (lp_fs_merge(callee, e))
+            if (lp_fs_merge_weighted(callee, e, w, st))
                 return -1;
         }
     return 0;
+}
+
+int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
+{
+    unsigned st = 0;
+
+    return lp_fs_merge_weighted(dst, src, 1, &st);
 }
 
 void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
@@ -726,6 +824,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->total = src->total;
     dst->head = src->head;
     dst->attrs = src->attrs;
+    dst->checksum = src->checksum;
     dst->body = src->body;
     dst->nr_body = src->nr_body;
     dst->body_cap = src->body_cap;
@@ -734,6 +833,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->callsite_cap = src->callsite_cap;
     src->total = src->head = 0;
     src->attrs = 0;
+    src->checksum = 0;
     src->body = NULL;
     src->callsites = NULL;
     src->nr_body = src->body_cap = src->nr_callsites = src->callsite_cap = 0;
@@ -871,21 +971,32 @@ static unsigned char *put_be32(unsigned char *o, uint32_t v)
 /* Byte key of a context whose memcmp order (then the shorter first) is
  * lp_context_cmp's: per frame its name and a NUL (names hold none: a name
  * that is a prefix of the other comes first), then line and discriminator
- * as 4 big-endian bytes each. A context whose key is a prefix of the
- * other's has fewer frames, the same ones. */
+ * as 4 big-endian bytes each. An MD5 name is a NUL then its value in 8
+ * big-endian bytes (before every string name, numerically among MD5
+ * names). A context whose key is a prefix of the other's has fewer
+ * frames, the same ones. */
 static int ctx_key_append(key_buf *k, const char *ctx)
 {
     ctx_frame_view f;
     unsigned char *o;
+    uint64_t h;
+    size_t n;
 
     while (next_frame(&ctx, &f)) {
-        if (lp_grow_bytes((void **)&k->b, &k->cap, k->n + f.len + 9, 4096))
+        if (lp_grow_bytes((void **)&k->b, &k->cap, k->n + f.len + 17, 4096))
             return -1;
         o = k->b + k->n;
-        memcpy(o, f.name, f.len);
-        o[f.len] = 0;
-        put_be32(put_be32(o + f.len + 1, f.line), f.disc);
-        k->n += f.len + 9;
+        if (md5_span(f.name, f.len, &h)) {
+            o[0] = 0;
+            put_be32(put_be32(o + 1, (uint32_t)(h >> 32)), (uint32_t)h);
+            n = 9;
+        } else {
+            memcpy(o, f.name, f.len);
+            o[f.len] = 0;
+            n = f.len + 1;
+        }
+        put_be32(put_be32(o + n, f.line), f.disc);
+        k->n += n + 8;
     }
     return 0;
 }
@@ -893,7 +1004,7 @@ static int ctx_key_append(key_buf *k, const char *ctx)
 int lp_context_cmp(const char *a, const char *b)
 {
     ctx_frame_view x, y;
-    size_t m, k = 0, pos = 0;
+    size_t k = 0, pos = 0;
     const char *sep;
     int c, ha, hb;
 
@@ -913,11 +1024,8 @@ int lp_context_cmp(const char *a, const char *b)
         hb = next_frame(&b, &y);
         if (!ha || !hb)
             return ha - hb;
-        m = x.len < y.len ? x.len : y.len;
-        if ((c = memcmp(x.name, y.name, m)) != 0)
-            return c < 0 ? -1 : 1;
-        if (x.len != y.len)
-            return x.len < y.len ? -1 : 1;
+        if ((c = name_span_cmp(x.name, x.len, y.name, y.len)) != 0)
+            return c;
         if (x.line != y.line)
             return x.line < y.line ? -1 : 1;
         if (x.disc != y.disc)

@@ -523,6 +523,12 @@ int rd_decode(lp_reader *r, const rd_raw *raw, lp_error *err)
     ev->offset = raw->off;
     ev->compressed = raw->zst;
     ev->source = r->files[raw->file_idx].name;
+    ev->body = (const uint8_t *)w;
+    ev->body_size = raw->size - 8u;
+    if (raw->type == RD_AUXTRACE) {
+        ev->payload = raw->payload;
+        ev->payload_size = raw->payload_size;
+    }
     r->stats.records++;
     dctx_init(&d, r, raw, w);
     if (raw->type >= RD_USER_START) {

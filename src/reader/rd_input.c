@@ -239,6 +239,49 @@ static int file_end(lp_reader *r, rd_file *f, lp_error *err)
                        : 0;
 }
 
+/* An AUXTRACE record's trace bytes: pointed to in a memory source, read
+ * into the reader's payload buffer from a stream (at most 1 GiB). */
+static int payload_read(lp_reader *r, rd_file *f, uint64_t n, rd_raw *raw,
+                        lp_error *err)
+{
+    uint64_t done = 0;
+
+    if (f->is_mem) {
+        if (f->end - f->pos < n)
+            return rd_errf(err, f->name, raw->off, 0, "AUXTRACE payload of "
+                           "%llu bytes runs past the end of the data (0x%llx)",
+                           (unsigned long long)n, (unsigned long long)f->end);
+        raw->payload = f->base + f->pos;
+        raw->payload_size = n;
+        f->pos += n;
+        return 0;
+    }
+    if (n > (1ull << 30))
+        return rd_errf(err, f->name, raw->off, 0, "AUXTRACE payload of %llu "
+                       "bytes, expected at most 1 GiB", (unsigned long long)n);
+    if (n > r->paybuf_cap) {
+        uint8_t *p = realloc(r->paybuf, n);
+        if (!p)
+            return lp_error_set(err, LP_ENOMEM, "%s: out of memory", f->name);
+        r->paybuf = p;
+        r->paybuf_cap = n;
+    }
+    while (done < n) {
+        size_t have = stream_fill(f, 1), k;
+        if (have == 0)
+            return rd_errf(err, f->name, raw->off, 0, "input ends inside a "
+                           "%llu-byte payload", (unsigned long long)n);
+        k = have < n - done ? have : (size_t)(n - done);
+        memcpy(r->paybuf + done, f->buf + f->b0, k);
+        f->b0 += k;
+        f->pos += k;
+        done += k;
+    }
+    raw->payload = r->paybuf;
+    raw->payload_size = n;
+    return 0;
+}
+
 /* Next record of one file: 1 got one, 0 end, -1 error. */
 static int file_next(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err)
 {
@@ -481,9 +524,18 @@ int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err)
             continue;
         }
         uint64_t extra;
+        raw->payload = NULL;
+        raw->payload_size = 0;
         if (payload_extra(r, raw, f->name, &extra, err) < 0)
             return -1;
-        if (extra) {
+        if (extra && raw->type == RD_AUXTRACE) {
+            if (!f->is_mem) {
+                memcpy(r->abuf, raw->p, raw->size);
+                raw->p = (const uint8_t *)r->abuf;
+            }
+            if (payload_read(r, f, extra, raw, err) < 0)
+                return -1;
+        } else if (extra) {
             /* The record bytes stay valid: skipping never moves a memory
              * source, and for streams we copy the record first. */
             if (!f->is_mem) {

@@ -86,6 +86,8 @@ typedef struct rd_raw {
     int file_idx;        /* index into rd_reader.files */
     int zst;             /* came out of a COMPRESSED record */
     int stable;          /* p points into a mapping that outlives the reader */
+    const uint8_t *payload; /* AUXTRACE: the bytes after the record */
+    uint64_t payload_size;
 } rd_raw;
 
 /* ---- byte sources ------------------------------------------------------- */
@@ -186,6 +188,8 @@ struct lp_reader {
     uint64_t comp_mmap_len; /* COMPRESSED feature: perf's buffer size */  /* after a failure every call returns this */
 
     uint64_t *abuf;      /* aligned copy of the record being decoded */
+    uint8_t *paybuf;     /* streams: the AUXTRACE payload being delivered */
+    size_t paybuf_cap;
     lp_event ev;
 
     lp_pscript *text;    /* perf script text backend, when the input is text */

@@ -635,6 +635,7 @@ void lp_reader_close(lp_reader *r)
     free(r->q.arena);
     free(r->q.arena2);
     free(r->abuf);
+    free(r->paybuf);
     free(r->pend_buf);
     free(r);
 }
@@ -648,6 +649,7 @@ const char *lp_event_kind_name(lp_event_kind k)
         [LP_EV_THROTTLE] = "THROTTLE", [LP_EV_UNTHROTTLE] = "UNTHROTTLE",
         [LP_EV_FINISHED_ROUND] = "FINISHED_ROUND",
         [LP_EV_FINISHED_INIT] = "FINISHED_INIT", [LP_EV_OTHER] = "OTHER",
+        [LP_EV_AUXTRACE_ERROR] = "AUXTRACE_ERROR",
     };
     if ((unsigned)k < sizeof names / sizeof names[0] && names[k])
         return names[k];

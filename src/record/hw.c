@@ -80,6 +80,7 @@ static void fill_attr(const lp_record_opts *o, const lp_pfm_event *ev,
     a->exclude_kernel = 1;
     a->exclude_hv = 1;
     a->exclude_callchain_kernel = 1;
+    a->exclude_callchain_user = o->no_user_callchain != 0;
     a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
     a->sample_id_all = 1;
     a->build_id = 1;

@@ -9,6 +9,7 @@
 
 #include "lbr2prof/fpunwind.h"
 #include "lbr2prof/machine.h"
+#include "lbr2prof/pt.h"
 #include "lbr2prof/reader.h"
 #include "lbr2prof/script.h"
 
@@ -25,6 +26,7 @@ typedef struct sc_state {
     lp_machine *m;
     lp_sym_perf *v5;            /* o->v5 */
     lp_fp_sampler *fps;         /* o->fp_mode */
+    lp_ptsynth *pt;             /* o->itrace: samples from Intel PT */
     FILE *out;
     int type_checked[SC_NR_TYPES];
     unsigned type_fields[SC_NR_TYPES];

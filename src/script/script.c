@@ -32,6 +32,9 @@ static int handle(sc_state *s, const lp_event *ev, lp_error *err)
         return ev->kind == LP_EV_SAMPLE ? lp_sym_perf_sample(s->v5, s->m, ev, err) : 0;
     switch (ev->kind) {
     case LP_EV_SAMPLE: return sc_print_sample(s, ev, err);
+    case LP_EV_AUXTRACE_ERROR:
+        lp_auxtrace_error_print(ev->u.aux_error, s->out);
+        return 0;
     case LP_EV_MMAP:
         if (s->o->show_mmap)
             sc_print_mmap(s, ev);
@@ -99,14 +102,33 @@ static int set_up(sc_state *s, lp_error *err)
     return 0;
 }
 
+/* --itrace: the AUX data of the file, read ahead as perf does. */
+static int open_pt(sc_state *s, const char *input, lp_error *err)
+{
+    if (!s->o->itrace)
+        return 0;
+    if (strcmp(input, "-") == 0)
+        return lp_error_set(err, LP_EUSAGE, "--itrace needs a perf.data file, "
+                            "not standard input (the AUX data is read first)");
+    return lp_ptsynth_open(input, s->o->itrace, &s->pt, err);
+}
+
+static int next_event(sc_state *s, const lp_event **ev, lp_error *err)
+{
+    if (s->pt)
+        return lp_ptsynth_next(s->pt, s->r, ev, err);
+    return lp_reader_next(s->r, ev, err);
+}
+
 static int run(sc_state *s, const char *input, lp_error *err)
 {
     const lp_event *ev;
     int r;
 
-    if (!(s->r = open_input(input, s->o, err)) || set_up(s, err) < 0)
+    if (!(s->r = open_input(input, s->o, err)) || set_up(s, err) < 0 ||
+        open_pt(s, input, err) < 0)
         return -1;
-    while ((r = lp_reader_next(s->r, &ev, err)) == 1)
+    while ((r = next_event(s, &ev, err)) == 1)
         if (handle(s, ev, err) < 0)
             return -1;
     if (r == 0 && s->v5)
@@ -151,6 +173,9 @@ int lp_script_run(const char *input, const lp_script_opts *o, FILE *out,
     s.out = out;
     r = run(&s, input, err);
     fflush(out);
+    if (s.pt)
+        ((lp_script_opts *)o)->pt_errors = lp_ptsynth_nr_errors(s.pt);
+    lp_ptsynth_close(s.pt);
     if (o->fp_stats && s.fps)
         write_fp_stats(o->fp_stats, s.fps);
     lp_fp_sampler_free(s.fps);

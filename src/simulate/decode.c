@@ -1,11 +1,14 @@
 /*
  * decode.c - the simulator's view of the tracee's code: memory access,
- * decoding of control-transfer instructions with capstone (each static
- * instruction decoded once, cached in uthash tables), straight-line blocks,
- * int3 patching and the emulation of a CTI from registers and memory.
- * Does not run the tracee (tracer.c) or write records (sample.c).
+ * decoding with Zydis (every instruction of the CPU it runs on, AVX-512
+ * and AMX included; each static instruction decoded once, cached in uthash
+ * tables) and classification by the shared classifier (insn/insn.h),
+ * straight-line blocks, int3 patching and the emulation of a CTI from
+ * registers and memory. Does not run the tracee (tracer.c) or write
+ * records (sample.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -70,91 +73,51 @@ static int poke_byte(pid_t pid, uint64_t addr, uint8_t b)
 
 /* ---- classification ---------------------------------------------------- */
 
-static void set_operand(cti *c, const cs_x86_op *op)
+/* The CTI kind of a described instruction, from the shared classifier.
+ * Far transfers and xbegin are stepped (the hardware decides where they
+ * go); traps (ud2, int3, hlt) are no CTIs: the kernel's signal is. */
+static uint8_t cti_kind_of(const lp_x86_desc *d, uint64_t *target)
 {
-    if (op->type == X86_OP_IMM) {
-        c->target = (uint64_t)op->imm;
-    } else if (op->type == X86_OP_REG) {
-        c->op_reg = op->reg;
-    } else if (op->type == X86_OP_MEM) {
-        c->op_is_mem = 1;
-        c->base = op->mem.base;
-        c->index = op->mem.index;
-        c->segment = op->mem.segment;
-        c->scale = op->mem.scale;
-        c->disp = op->mem.disp;
-    }
-}
+    lp_flow f = lp_x86_flow(d);
+    bool ind = (f.flags & LP_FLOW_INDIRECT) != 0;
 
-/* Fill kind/target of a decoded instruction; CTI_NONE if it is not one. */
-static void classify(cti *c, const cs_insn *in)
-{
-    const cs_x86 *x = &in->detail->x86;
-    const cs_detail *d = in->detail;
-    int jump = 0, call = 0, ret = 0, other = 0, i;
-
-    for (i = 0; i < d->groups_count; i++) {
-        jump |= d->groups[i] == CS_GRP_JUMP;
-        call |= d->groups[i] == CS_GRP_CALL;
-        ret |= d->groups[i] == CS_GRP_RET;
-        other |= d->groups[i] == CS_GRP_IRET;
+    *target = f.target;
+    if (f.flags & (LP_FLOW_FAR | LP_FLOW_ABORT))
+        return CTI_STEP;
+    switch (f.kind) {
+    case LP_FLOW_CALL: return ind ? CTI_CALL_IND : CTI_CALL;
+    case LP_FLOW_RET: return CTI_RET;
+    case LP_FLOW_JUMP: return ind ? CTI_JMP_IND : CTI_JMP;
+    case LP_FLOW_COND: return ind ? CTI_STEP : CTI_JCC;
+    default: return CTI_NONE;
     }
-    c->insn_id = in->id;
-    c->kind = CTI_NONE;
-    /* capstone 4 puts loop* in no group */
-    jump |= in->id == X86_INS_LOOP || in->id == X86_INS_LOOPE ||
-            in->id == X86_INS_LOOPNE || in->id == X86_INS_JRCXZ ||
-            in->id == X86_INS_JECXZ || in->id == X86_INS_JCXZ;
-    if (other || in->id == X86_INS_LJMP || in->id == X86_INS_LCALL ||
-        in->id == X86_INS_RETF || in->id == X86_INS_RETFQ ||
-        in->id == X86_INS_XBEGIN) {
-        c->kind = CTI_STEP;
-        return;
-    }
-    if (!jump && !call && !ret)
-        return;
-    if (x->op_count > 0)
-        set_operand(c, &x->operands[0]);
-    if (ret) {
-        c->kind = CTI_RET;
-        c->ret_imm = x->op_count > 0 ? (uint16_t)x->operands[0].imm : 0;
-    } else if (call) {
-        c->kind = x->op_count > 0 && x->operands[0].type == X86_OP_IMM
-                      ? CTI_CALL : CTI_CALL_IND;
-    } else if (in->id == X86_INS_JMP) {
-        c->kind = x->op_count > 0 && x->operands[0].type == X86_OP_IMM
-                      ? CTI_JMP : CTI_JMP_IND;
-    } else {
-        c->kind = CTI_JCC;
-    }
-    if ((c->kind == CTI_JCC || c->kind == CTI_JMP || c->kind == CTI_CALL) &&
-        !(x->op_count > 0 && x->operands[0].type == X86_OP_IMM))
-        c->kind = CTI_STEP;
 }
 
 /* Decode the instruction at `addr` from `code` (n bytes) into a new cti;
- * an undecodable instruction becomes CTI_STEP of length 1. */
+ * one the decoder does not know becomes CTI_UNKNOWN of length 1. */
 static cti *decode_one(sim *s, uint64_t addr, const uint8_t *code, size_t n)
 {
-    cs_insn *in = NULL;
     cti *c = calloc(1, sizeof *c);
-    size_t cnt;
+    unsigned len;
 
     if (!c)
         return NULL;
     c->addr = addr;
     c->orig = n ? code[0] : 0;
-    cnt = n ? cs_disasm(s->cs, code, n, addr, 1, &in) : 0;
-    if (cnt == 1) {
-        c->len = (uint8_t)in->size;
-        classify(c, in);
+    len = lp_zydis_decode(s->zy, code, n, addr, &c->d);
+    if (len) {
+        c->len = (uint8_t)len;
+        c->kind = cti_kind_of(&c->d, &c->target);
     } else {
         c->len = 1;
-        c->kind = CTI_STEP;
+        c->kind = CTI_UNKNOWN;
     }
-    if (in)
-        cs_free(in, cnt);
     return c;
+}
+
+int sim_step_taken(const cti *c, uint64_t rip)
+{
+    return c->kind == CTI_STEP && rip != c->addr + c->len;
 }
 
 cti *sim_cti_get(sim *s, uint64_t addr, lp_error *err)
@@ -333,77 +296,88 @@ int sim_count_partial(sim *s, uint64_t from, uint64_t upto, int inclusive,
 
 /* ---- emulation --------------------------------------------------------- */
 
-static uint64_t reg_value(const struct user_regs_struct *r, x86_reg reg,
+/* A neutral register's value (rip: the next instruction's address),
+ * truncated to its width; 0 for none. */
+static uint64_t reg_value(const struct user_regs_struct *r, lp_x86_reg reg,
                           uint64_t next_ip)
 {
-    switch (reg) {
-    case X86_REG_RAX: return r->rax;
-    case X86_REG_RBX: return r->rbx;
-    case X86_REG_RCX: return r->rcx;
-    case X86_REG_RDX: return r->rdx;
-    case X86_REG_RSI: return r->rsi;
-    case X86_REG_RDI: return r->rdi;
-    case X86_REG_RBP: return r->rbp;
-    case X86_REG_RSP: return r->rsp;
-    case X86_REG_R8: return r->r8;
-    case X86_REG_R9: return r->r9;
-    case X86_REG_R10: return r->r10;
-    case X86_REG_R11: return r->r11;
-    case X86_REG_R12: return r->r12;
-    case X86_REG_R13: return r->r13;
-    case X86_REG_R14: return r->r14;
-    case X86_REG_R15: return r->r15;
-    case X86_REG_RIP: return next_ip;
-    case X86_REG_EAX: return (uint32_t)r->rax;
-    case X86_REG_EBX: return (uint32_t)r->rbx;
-    case X86_REG_ECX: return (uint32_t)r->rcx;
-    case X86_REG_EDX: return (uint32_t)r->rdx;
-    case X86_REG_ESI: return (uint32_t)r->rsi;
-    case X86_REG_EDI: return (uint32_t)r->rdi;
-    case X86_REG_EBP: return (uint32_t)r->rbp;
-    case X86_REG_ESP: return (uint32_t)r->rsp;
-    case X86_REG_R8D: return (uint32_t)r->r8;
-    case X86_REG_R9D: return (uint32_t)r->r9;
-    case X86_REG_R10D: return (uint32_t)r->r10;
-    case X86_REG_R11D: return (uint32_t)r->r11;
-    case X86_REG_R12D: return (uint32_t)r->r12;
-    case X86_REG_R13D: return (uint32_t)r->r13;
-    case X86_REG_R14D: return (uint32_t)r->r14;
-    case X86_REG_R15D: return (uint32_t)r->r15;
-    case X86_REG_EIP: return (uint32_t)next_ip;
-    default: return 0;
+    static const size_t gpr[16] = {
+        offsetof(struct user_regs_struct, rax),
+        offsetof(struct user_regs_struct, rcx),
+        offsetof(struct user_regs_struct, rdx),
+        offsetof(struct user_regs_struct, rbx),
+        offsetof(struct user_regs_struct, rsp),
+        offsetof(struct user_regs_struct, rbp),
+        offsetof(struct user_regs_struct, rsi),
+        offsetof(struct user_regs_struct, rdi),
+        offsetof(struct user_regs_struct, r8),
+        offsetof(struct user_regs_struct, r9),
+        offsetof(struct user_regs_struct, r10),
+        offsetof(struct user_regs_struct, r11),
+        offsetof(struct user_regs_struct, r12),
+        offsetof(struct user_regs_struct, r13),
+        offsetof(struct user_regs_struct, r14),
+        offsetof(struct user_regs_struct, r15),
+    };
+    uint64_t v;
+
+    if (reg.id >= LP_X86_GPR && reg.id < LP_X86_GPR + 16)
+        memcpy(&v, (const char *)r + gpr[reg.id - LP_X86_GPR], sizeof v);
+    else if (reg.id == LP_X86_RIP)
+        v = next_ip;
+    else
+        return 0;
+    return reg.bits >= 64 ? v : v & ((1ull << reg.bits) - 1);
+}
+
+/* The count register of jrcxz/loop at `bits` (16, 32, 64). */
+static uint64_t count_reg(const struct user_regs_struct *r, unsigned bits)
+{
+    return bits >= 64 ? r->rcx : r->rcx & ((1ull << bits) - 1);
+}
+
+/* loop*: decrement the count register at its width (a 32-bit write
+ * clears the upper half, as every 32-bit register write does). */
+static uint64_t count_dec(struct user_regs_struct *r, unsigned bits)
+{
+    uint64_t m = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t v = (r->rcx - 1) & m;
+
+    r->rcx = bits == 16 ? (r->rcx & ~m) | v : v;
+    return v;
+}
+
+/* x86's condition `cc` on `flags`: the pair's base test, negated by the
+ * low bit. */
+static int cond_holds(unsigned cc, uint64_t f)
+{
+    int cf = f & 1, pf = (f >> 2) & 1, zf = (f >> 6) & 1, sf = (f >> 7) & 1,
+        of = (f >> 11) & 1, t;
+
+    switch (cc >> 1) {
+    case 0: t = of; break;
+    case 1: t = cf; break;
+    case 2: t = zf; break;
+    case 3: t = cf || zf; break;
+    case 4: t = sf; break;
+    case 5: t = pf; break;
+    case 6: t = sf != of; break;
+    default: t = zf || sf != of; break;
     }
+    return (cc & 1) ? !t : t;
 }
 
 static int jcc_taken(const cti *c, struct user_regs_struct *r)
 {
-    uint64_t f = r->eflags;
-    int cf = f & 1, pf = (f >> 2) & 1, zf = (f >> 6) & 1, sf = (f >> 7) & 1,
-        of = (f >> 11) & 1;
+    int zf = (r->eflags >> 6) & 1;
+    unsigned bits = c->d.count_bits;
 
-    switch (c->insn_id) {
-    case X86_INS_JAE: return !cf;
-    case X86_INS_JA: return !cf && !zf;
-    case X86_INS_JBE: return cf || zf;
-    case X86_INS_JB: return cf;
-    case X86_INS_JE: return zf;
-    case X86_INS_JNE: return !zf;
-    case X86_INS_JG: return !zf && sf == of;
-    case X86_INS_JGE: return sf == of;
-    case X86_INS_JL: return sf != of;
-    case X86_INS_JLE: return zf || sf != of;
-    case X86_INS_JNO: return !of;
-    case X86_INS_JNP: return !pf;
-    case X86_INS_JNS: return !sf;
-    case X86_INS_JO: return of;
-    case X86_INS_JP: return pf;
-    case X86_INS_JS: return sf;
-    case X86_INS_JCXZ: return (uint16_t)r->rcx == 0;
-    case X86_INS_JECXZ: return (uint32_t)r->rcx == 0;
-    case X86_INS_JRCXZ: return r->rcx == 0;
-    case X86_INS_LOOP: return --r->rcx != 0;
-    case X86_INS_LOOPE: return --r->rcx != 0 && zf;
-    case X86_INS_LOOPNE: return --r->rcx != 0 && !zf;
+    switch (c->d.mnem) {
+    case LP_X86_JCC: return cond_holds(c->d.cond, r->eflags);
+    case LP_X86_JCXZ: return count_reg(r, bits) == 0;
+    case LP_X86_LOOP: return count_dec(r, bits) != 0;
+    case LP_X86_LOOPE: return count_dec(r, bits) != 0 && zf;
+    case LP_X86_LOOPNE: return count_dec(r, bits) != 0 && !zf;
     default: return -1;
     }
 }
@@ -415,16 +389,23 @@ static int indirect_target(pid_t tid, const cti *c,
 {
     uint64_t next = c->addr + c->len, ea;
 
-    if (!c->op_is_mem) {
-        *out = reg_value(r, c->op_reg, next);
+    const lp_x86_desc *d = &c->d;
+
+    if (d->op == LP_X86_OP_REG && d->reg.id < LP_X86_BADREG) {
+        *out = reg_value(r, d->reg, next);
         return 0;
     }
-    ea = reg_value(r, c->base, next) +
-         reg_value(r, c->index, next) * (uint64_t)(c->scale ? c->scale : 1) +
-         (uint64_t)c->disp;
-    if (c->segment == X86_REG_FS)
+    if (d->op != LP_X86_OP_MEM || d->base.id == LP_X86_BADREG ||
+        d->index.id == LP_X86_BADREG)
+        return lp_error_set(err, LP_EUNSUPP, "simulate: cannot emulate the "
+                            "operand of the indirect branch at 0x%llx",
+                            (unsigned long long)c->addr);
+    ea = reg_value(r, d->base, next) +
+         reg_value(r, d->index, next) * (uint64_t)(d->scale ? d->scale : 1) +
+         (uint64_t)d->disp;
+    if (d->seg.id == LP_X86_FS)
         ea += r->fs_base;
-    else if (c->segment == X86_REG_GS)
+    else if (d->seg.id == LP_X86_GS)
         ea += r->gs_base;
     if (sim_read(tid, ea, out, 8) != 8)
         return lp_error_set(err, LP_EIO, "simulate: cannot read the target of "
@@ -444,8 +425,7 @@ int sim_emulate(pid_t tid, const cti *c, struct user_regs_struct *r,
         taken = jcc_taken(c, r);
         if (taken < 0)
             return lp_error_set(err, LP_EUNSUPP, "simulate: unknown conditional "
-                                "branch (capstone id %u) at 0x%llx", c->insn_id,
-                                (unsigned long long)c->addr);
+                                "branch at 0x%llx", (unsigned long long)c->addr);
         r->rip = taken ? c->target : next;
         return taken;
     case CTI_JMP:
@@ -475,7 +455,7 @@ int sim_emulate(pid_t tid, const cti *c, struct user_regs_struct *r,
                                 "address at 0x%llx (ret at 0x%llx)",
                                 (unsigned long long)r->rsp,
                                 (unsigned long long)c->addr);
-        r->rsp += 8 + c->ret_imm;
+        r->rsp += 8 + (c->d.op == LP_X86_OP_IMM ? (uint16_t)c->d.imm : 0);
         r->rip = t;
         return 1;
     default:

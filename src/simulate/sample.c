@@ -123,7 +123,7 @@ static int emit_sample(sim *s, thread_state *t,
     smp.tid = (uint32_t)t->tid;
     smp.time = s->time;
     smp.period = t->since_sample;
-    smp.callchain_nr = fp_walk(t->tid, r, chain);
+    smp.callchain_nr = s->opts->no_user_callchain ? 0 : fp_walk(t->tid, r, chain);
     smp.callchain = chain;
     for (i = 0; i < t->ring_n; i++) /* most recent first */
         br[i] = t->ring[(t->ring_head + LP_LBR_DEPTH - 1 - i) % LP_LBR_DEPTH];
@@ -181,6 +181,8 @@ int sim_taken(sim *s, thread_state *t, const cti *c,
         }
         ed->count++;
     }
+    if (s->opts->intel_pt) /* the branch goes into the trace, not samples */
+        return 0;
     if (++t->since_sample < t->next_period)
         return 0;
     if (emit_sample(s, t, r, err))

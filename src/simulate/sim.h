@@ -13,7 +13,6 @@
 #ifndef LBR2PROF_SIM_H
 #define LBR2PROF_SIM_H
 
-#include <capstone/capstone.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -23,8 +22,10 @@
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/perfwrite.h"
 #include "lbr2prof/record.h"
+#include "insn/insn.h"
 
-/* What a CTI does, decided once per static instruction. */
+/* What a CTI does, decided once per static instruction (from the shared
+ * classifier's lp_flow, insn/insn.h). */
 typedef enum cti_kind {
     CTI_NONE = 0,  /* not a CTI (never patched) */
     CTI_JCC,       /* conditional direct jump (incl. jrcxz, loop*) */
@@ -33,24 +34,33 @@ typedef enum cti_kind {
     CTI_CALL,      /* direct call */
     CTI_CALL_IND,  /* call reg/mem */
     CTI_RET,       /* ret / ret imm16 */
-    CTI_STEP,      /* anything else that may transfer control: single-step it */
+    CTI_STEP,      /* far transfer, iret, xbegin: single-step it; where it
+                      lands, if not next, is a taken branch */
+    CTI_UNKNOWN,   /* not decodable (length unknown): single-step it; never
+                      a branch, since every branch encoding is a legacy one
+                      the decoder knows */
 } cti_kind;
+
+/* --intel-pt (ptenc.c): the PMU type, config and its bits written in the
+ * attr and AUXTRACE_INFO: pt, tsc, noretcomp, branch enable. */
+#define SIM_PT_PMU_TYPE 8u
+#define SIM_PT_TSC_BIT (1ull << 10)
+#define SIM_PT_NORETCOMP_BIT (1ull << 11)
+#define SIM_PT_CONFIG (1ull | SIM_PT_TSC_BIT | SIM_PT_NORETCOMP_BIT | (1ull << 13))
+typedef struct sim_pt_thread sim_pt_thread;
+/* The clock starts here with --intel-pt: perf takes a zero TSC for none. */
+#define SIM_PT_TIME_BASE 1000000ull
 
 /* One decoded static CTI; the key is its address. */
 typedef struct cti {
     uint64_t addr;
     uint64_t target;     /* direct target */
-    uint32_t insn_id;    /* capstone X86_INS_* (condition of a JCC) */
-    uint16_t ret_imm;    /* ret imm16 */
+    lp_x86_desc d;       /* the decoder's description: condition, count
+                            width, operand of an indirect CTI, ret imm16 */
     uint8_t len;
     uint8_t kind;        /* cti_kind */
     uint8_t orig;        /* original first byte (patched to 0xcc) */
     uint8_t patched;
-    /* memory or register operand of an indirect CTI */
-    uint8_t op_is_mem;
-    x86_reg op_reg, base, index, segment;
-    int32_t scale;
-    int64_t disp;
     UT_hash_handle hh;
 } cti;
 
@@ -135,6 +145,7 @@ typedef struct thread_state {
     uint8_t ring_cut[LP_LBR_DEPTH];
     int pending_cut;
     uint64_t syscall_ip;    /* after the `syscall` of the syscall in flight */
+    sim_pt_thread *pt;      /* --intel-pt: the thread's trace encoder */
     UT_hash_handle hh;
 } thread_state;
 
@@ -142,7 +153,7 @@ typedef struct sim {
     const lp_record_opts *opts;
     lp_record_stats *st;
     lp_perfwrite *pw;
-    csh cs;
+    lp_zydis *zy;           /* the decoder (AVX-512, AMX: every CPU) */
     pid_t pid;              /* the traced process */
     pid_t stopped_tid;      /* a thread in ptrace-stop (for POKETEXT) */
     cti *ctis;
@@ -160,6 +171,7 @@ typedef struct sim {
     lp_outfile truth_out;   /* the --truth file, opened at the start */
     pid_t scan_pid;         /* process whose maps are being scanned */
     int truth_first;
+    uint32_t pt_next_idx;   /* --intel-pt: next AUX mmap index */
     char comm[16];
 } sim;
 
@@ -175,6 +187,9 @@ void sim_forget_all(sim *s);
  * Returns 1 if taken, 0 if not, -1 on error. */
 int sim_emulate(pid_t tid, const cti *c, struct user_regs_struct *r,
                 lp_error *err);
+/* After single-stepping `c` (CTI_STEP, CTI_UNKNOWN) the thread is at
+ * `rip`: was that a taken branch? */
+int sim_step_taken(const cti *c, uint64_t rip);
 int sim_count_partial(sim *s, uint64_t from, uint64_t upto, int inclusive,
                       lp_error *err);
 
@@ -188,6 +203,20 @@ int sim_read_comm(pid_t pid, char out[16]);
 int sim_taken(sim *s, thread_state *t, const cti *c,
               const struct user_regs_struct *r, lp_error *err);
 uint64_t sim_next_period(sim *s);
+
+/* ptenc.c (--intel-pt): the attr of the recording, the AUXTRACE_INFO
+ * record, and the trace of a thread: enabled at `ip` (its first use
+ * starts the thread's AUX buffer), a CTI's outcome, disabled (with a FUP
+ * at `fup_ip` for an asynchronous exit, 0 for a syscall), and its end
+ * (the buffer written out, the encoder freed). */
+void sim_pt_attr(lp_attr *a);
+int sim_pt_begin(sim *s, lp_error *err);
+int sim_pt_enable(sim *s, thread_state *t, uint64_t ip, lp_error *err);
+int sim_pt_cti(sim *s, thread_state *t, const cti *c, int taken, uint64_t to,
+               lp_error *err);
+int sim_pt_disable(sim *s, thread_state *t, uint64_t fup_ip, lp_error *err);
+int sim_pt_thread_end(sim *s, thread_state *t, lp_error *err);
+void sim_pt_thread_free(thread_state *t);
 
 /* stack.c */
 int sim_stack_init(stack_store *st);

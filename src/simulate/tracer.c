@@ -55,6 +55,7 @@ static thread_state *thread_new(sim *s, pid_t tid, pid_t pid, lp_error *err)
 static void thread_free(sim *s, thread_state *t)
 {
     HASH_DEL(s->threads, t);
+    sim_pt_thread_free(t);
     free(t->fr_node);
     free(t->fr_slot);
     free(t);
@@ -145,7 +146,8 @@ static int on_cti(sim *s, thread_state *t, cti *c, struct user_regs_struct *r,
     } else if (sim_count_partial(s, t->cur, c->addr, 1, err)) {
         return -1;
     }
-    if (c->kind == CTI_STEP) { /* un-patch, step once, re-patch */
+    if (c->kind == CTI_STEP || c->kind == CTI_UNKNOWN) {
+        /* un-patch, step once, re-patch */
         uint8_t orig = c->orig;
         uint64_t a = c->addr & ~7ull, word;
         errno = 0;
@@ -171,10 +173,12 @@ static int on_cti(sim *s, thread_state *t, cti *c, struct user_regs_struct *r,
                             strerror(errno));
     if (taken && sim_taken(s, t, c, r, err))
         return -1;
+    if (s->opts->intel_pt && sim_pt_cti(s, t, c, taken, r->rip, err))
+        return -1;
     return run_from(s, t, r->rip, 0, err);
 }
 
-/* The single step over a CTI_STEP instruction finished. */
+/* The single step over a CTI_STEP or CTI_UNKNOWN instruction finished. */
 static int on_step_done(sim *s, thread_state *t, struct user_regs_struct *r,
                         lp_error *err)
 {
@@ -183,7 +187,10 @@ static int on_step_done(sim *s, thread_state *t, struct user_regs_struct *r,
     t->stepping = 0;
     if (!c || sim_patch(s, c, err))
         return -1;
-    if (r->rip != c->addr + c->len && sim_taken(s, t, c, r, err))
+    if (sim_step_taken(c, r->rip) && sim_taken(s, t, c, r, err))
+        return -1;
+    if (s->opts->intel_pt &&
+        sim_pt_cti(s, t, c, sim_step_taken(c, r->rip), r->rip, err))
         return -1;
     return run_from(s, t, r->rip, 0, err);
 }
@@ -209,6 +216,8 @@ static int on_syscall_exit(sim *s, thread_state *t, int64_t rval,
     int ok = rval >= 0 || rval < -4095, scan = 0;
 
     t->in_syscall = 0;
+    if (s->opts->intel_pt && sim_pt_enable(s, t, rip, err))
+        return -1;
     if (ok && nr == SYS_munmap) {
         lo = a[0];
         hi = a[0] + a[1];
@@ -240,6 +249,8 @@ static int on_syscall(sim *s, thread_state *t, lp_error *err)
         t->syscall_nr = (long)si.entry.nr;
         memcpy(t->syscall_args, si.entry.args, sizeof t->syscall_args);
         if (sim_count_partial(s, t->cur, si.instruction_pointer - 2, 1, err))
+            return -1;
+        if (s->opts->intel_pt && sim_pt_disable(s, t, 0, err))
             return -1;
         if (ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL) && errno != ESRCH)
             return lp_error_set(err, LP_EIO, "simulate: ptrace: %s",
@@ -282,6 +293,9 @@ static int on_signal(sim *s, thread_state *t, int sig,
     }
     if (sim_count_partial(s, t->cur, r->rip, 0, err))
         return -1;
+    if (s->opts->intel_pt && !t->in_syscall &&
+        sim_pt_disable(s, t, r->rip, err))
+        return -1;
     t->into_handler = 1;
     t->pending_cut = 1;
     if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(intptr_t)sig) &&
@@ -319,6 +333,8 @@ static int on_trap(sim *s, thread_state *t, lp_error *err)
     if (t->into_handler) {
         t->into_handler = 0;
         if (s->truth && enter_handler(s, t, &r, err))
+            return -1;
+        if (s->opts->intel_pt && sim_pt_enable(s, t, r.rip, err))
             return -1;
         return run_from(s, t, r.rip, 0, err);
     }
@@ -368,6 +384,8 @@ static int release_held(sim *s, thread_state *n, lp_error *err)
     if (get_regs(n->tid, &r))
         return 0;
     s->stopped_tid = n->tid;
+    if (s->opts->intel_pt && sim_pt_enable(s, n, r.rip, err))
+        return -1;
     return run_from(s, n, r.rip, 0, err);
 }
 
@@ -452,6 +470,8 @@ static int on_thread_start(sim *s, thread_state *t, lp_error *err)
     t->started = 1;
     if (get_regs(t->tid, &r))
         return 0;
+    if (s->opts->intel_pt && sim_pt_enable(s, t, r.rip, err))
+        return -1;
     return run_from(s, t, r.rip, 0, err);
 }
 
@@ -459,6 +479,8 @@ static int on_exit_status(sim *s, thread_state *t, int status, lp_error *err)
 {
     if (t->tid == s->pid)
         s->st->exit_status = status;
+    if (s->opts->intel_pt && sim_pt_thread_end(s, t, err))
+        return -1;
     if (emit_task(s, 0, t->pid, t->pid == s->pid ? t->pid : s->pid, t->tid,
                   t->tid, err))
         return -1;
@@ -567,6 +589,14 @@ static void fill_attr(const lp_record_opts *o, lp_perfwrite_opts *po)
     lp_attr *a = &po->attr;
 
     memset(po, 0, sizeof *po);
+    po->argc = o->record_argc;
+    po->argv = o->record_argv;
+    if (o->intel_pt) {
+        sim_pt_attr(a);
+        po->id = 1;
+        po->event_name = "intel_pt//u";
+        return;
+    }
     a->type = 4; /* PERF_TYPE_RAW */
     a->config = 0x20c4; /* BR_INST_RETIRED.NEAR_TAKEN (Intel) */
     a->sample_period = o->period;
@@ -585,8 +615,6 @@ static void fill_attr(const lp_record_opts *o, lp_perfwrite_opts *po)
                LP_ATTR_SAMPLE_ID_ALL | LP_ATTR_EXCLUDE_CALLCHAIN_KERNEL |
                LP_ATTR_MMAP2 | LP_ATTR_COMM_EXEC | LP_ATTR_BUILD_ID;
     po->event_name = "br_inst_retired.near_taken:u";
-    po->argc = o->record_argc;
-    po->argv = o->record_argv;
 }
 
 static int trace_loop(sim *s, lp_error *err)
@@ -635,7 +663,7 @@ static void sim_free(sim *s)
     if (s->truth_maps)
         fclose(s->truth_maps);
     sim_stack_free(&s->stacks);
-    cs_close(&s->cs);
+    lp_zydis_close(s->zy);
 }
 
 static int setup(sim *s, const lp_record_opts *o, lp_error *err)
@@ -644,12 +672,16 @@ static int setup(sim *s, const lp_record_opts *o, lp_error *err)
     struct user_regs_struct r;
     thread_state *t;
 
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &s->cs) != CS_ERR_OK)
-        return lp_error_set(err, LP_EUNSUPP, "capstone: cannot open x86-64");
-    cs_option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
+    if (!(s->zy = lp_zydis_open(err)))
+        return -1;
     fill_attr(o, &po);
     if (!(s->pw = lp_perfwrite_open(o->output, &po, err)))
         return -1;
+    if (o->intel_pt) {
+        s->time = SIM_PT_TIME_BASE;
+        if (sim_pt_begin(s, err))
+            return -1;
+    }
     if (sim_truth_begin(s, err))
         return -1;
     if ((s->pid = start_child(o, err)) < 0) {
@@ -664,6 +696,8 @@ static int setup(sim *s, const lp_record_opts *o, lp_error *err)
         return lp_error_set(err, LP_EIO, "ptrace(GETREGS): %s", strerror(errno));
     if (emit_comm(s, s->pid, s->pid, 1, err) ||
         sim_scan_maps(s, s->pid, s->pid, err))
+        return -1;
+    if (o->intel_pt && sim_pt_enable(s, t, r.rip, err))
         return -1;
     return run_from(s, t, r.rip, 0, err);
 }
@@ -718,7 +752,7 @@ int lp_simulate_record(const lp_record_opts *o, lp_record_stats *st,
     sched_setaffinity(0, sizeof saved, &saved);
     st->seconds = (double)(t1.tv_sec - t0.tv_sec) +
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    st->instructions = s.time;
+    st->instructions = s.time - (o->intel_pt ? SIM_PT_TIME_BASE : 0);
     if (rc == 0)
         rc = sim_truth_finish(&s, err);
     if (rc == 0) {

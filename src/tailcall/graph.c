@@ -47,6 +47,7 @@ void lp_tailcall_free(lp_tailcall *tc)
     if (!tc)
         return;
     free(tc->callers);
+    free(tc->sites_out.v);
     tc_drop_pairs(tc);
     HASH_ITER(hh, tc->sites, s, st) {
         HASH_DEL(tc->sites, s);

@@ -258,10 +258,7 @@ static lp_tailcall_answer strict_find(lp_tailcall *tc, const tc_site *call,
     return LP_TC_TOO_DEEP;
 }
 
-/* ---- the lost caller of a frame (frame repair) --------------------------- */
-
-static lp_tailcall_answer answer(lp_tailcall *tc, lp_tailcall_answer a,
-                                 const uint64_t **path, size_t *n);
+/* ---- the graph walked backwards and forwards (frame repair) ------------- */
 
 /* Whether f reaches `to` (itself, or by tail calls); 2 when the budget
  * ran out (not known). */
@@ -274,47 +271,6 @@ static int strict_reaches(lp_tailcall *tc, const lp_function *f,
     c = strict_walks(tc, f, to);
     strict_unmark(tc);
     return tc->budget == 0 ? 2 : c > 0;
-}
-
-/* Whether call site s reaches callee: 0, 1, or 2 (not known). */
-static int site_reaches(lp_tailcall *tc, const tc_site *s,
-                        const lp_function *callee)
-{
-    int r, any = 0;
-
-    for (size_t i = 0; i < s->ntargets && any < 2; i++)
-        if ((r = strict_reaches(tc, s->targets[i], callee)) > any)
-            any = r;
-    return any;
-}
-
-static lp_tailcall_answer find_caller(lp_tailcall *tc, const lp_function *below,
-                                      const lp_function *callee,
-                                      bool (*veto)(void *, uint64_t), void *ctx,
-                                      uint64_t *site)
-{
-    const lp_func_range *r;
-    tc_site *s, *tmp;
-    size_t found = 0;
-    int k;
-
-    HASH_ITER(hh, tc->sites, s, tmp) {
-        if (s->tail || !s->ntargets || !(k = site_reaches(tc, s, callee)))
-            continue;
-        if (k == 2 || (veto && veto(ctx, s->addr)))
-            return LP_TC_AMBIGUOUS;
-        if (below) {
-            r = lp_binary_func_range(tc->bin, s->addr);
-            if (!r || !(k = strict_reaches(tc, below, r->func)))
-                continue;
-            if (k == 2)
-                return LP_TC_AMBIGUOUS;
-        }
-        if (found++)
-            return LP_TC_AMBIGUOUS;
-        *site = s->addr;
-    }
-    return found ? LP_TC_UNIQUE : LP_TC_NONE;
 }
 
 /* Append fn to the answer vector unless it is there. 0 or -1. */
@@ -333,6 +289,26 @@ static int answer_fn(lp_tailcall *tc, size_t *n, const lp_function *fn)
     }
     tc->callers[(*n)++] = fn;
     return 0;
+}
+
+long lp_tailcall_call_sites(lp_tailcall *tc, const lp_function *f,
+                            const uint64_t **out)
+{
+    tc_site *s, *tmp;
+    int rc = 0;
+
+    tc->sites_out.n = 0;
+    HASH_ITER(hh, tc->sites, s, tmp) {
+        if (s->tail)
+            continue;
+        for (size_t j = 0; j < s->ntargets && rc == 0; j++)
+            if (s->targets[j] == f) {
+                rc = tc_vec_push(&tc->sites_out, s->addr);
+                break;
+            }
+    }
+    *out = tc->sites_out.v;
+    return rc ? -1 : (long)tc->sites_out.n;
 }
 
 long lp_tailcall_tail_callers(lp_tailcall *tc, const lp_function *f,
@@ -379,26 +355,6 @@ int lp_tailcall_reaches(lp_tailcall *tc, const lp_function *from,
         return -1;
     r = strict_reaches(tc, from, to);
     return r == 2 ? -1 : r;
-}
-
-lp_tailcall_answer lp_tailcall_find_caller(lp_tailcall *tc,
-                                           const lp_function *below,
-                                           const lp_function *callee,
-                                           bool (*veto)(void *, uint64_t),
-                                           void *ctx, uint64_t *site)
-{
-    lp_tailcall_answer a;
-
-    tc->path.n = 0;
-    *site = 0;
-    if (!tc->sealed && tc_seal(tc))
-        tc->oom = true;
-    if (tc->oom || (below && !tc->bin) || !callee)
-        return answer(tc, LP_TC_UNKNOWN, NULL, NULL);
-    a = find_caller(tc, below, callee, veto, ctx, site);
-    if (a != LP_TC_UNIQUE)
-        *site = 0;
-    return answer(tc, a, NULL, NULL);
 }
 
 /* ---- queries -------------------------------------------------------------- */

@@ -87,6 +87,7 @@ struct lp_tailcall {
     bool oom;                       /* a query ran out of memory */
     uint32_t depth;                 /* LLVM: CurSearchingDepth */
     tc_vec path;                    /* the answer handed out */
+    tc_vec sites_out;               /* lp_tailcall_call_sites' answer */
     const lp_function **callers;    /* lp_tailcall_tail_callers' answer */
     size_t callers_cap;
     lp_tailcall_stats stats;

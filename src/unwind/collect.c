@@ -26,24 +26,35 @@
 
 /* ---- compression and trimming --------------------------------------------- */
 
-static bool frame_eq(const lp_ctx_frame *a, const lp_ctx_frame *b)
+static bool frame_eq(const void *x, const void *y)
 {
+    const lp_ctx_frame *a = x, *b = y;
+
     return a->loc.line == b->loc.line && a->loc.disc == b->loc.disc &&
            (a->func == b->func || strcmp(a->func, b->func) == 0);
 }
 
-/* compressRecursionContext's in-place algorithm: for each run length I, a
- * window of 2*I slides over the frames; a window whose halves are equal
- * drops its right half, otherwise the part of the right half that is not a
- * common suffix is copied down. The same reads and writes in the same
- * order, so the same result on every input. */
-size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k)
+static bool addr_eq(const void *x, const void *y)
 {
+    return *(const uint64_t *)x == *(const uint64_t *)y;
+}
+
+/* compressRecursionContext's in-place algorithm on elements of `size`
+ * bytes: for each run length I, a window of 2*I slides over the elements;
+ * a window whose halves are equal drops its right half, otherwise the
+ * part of the right half that is not a common suffix is copied down. The
+ * same reads and writes in the same order, so the same result on every
+ * input (LLVM's template serves frames and addresses alike). */
+static size_t compress(void *base, size_t size, size_t n, int k,
+                       bool (*eq)(const void *, const void *))
+{
+    unsigned char *f = base;
     size_t half = n / 2, max = k < 0 ? half : ((size_t)k < half ? (size_t)k : half);
     ptrdiff_t right, left, bound, len, sz;
     size_t i, end;
     bool dup;
 
+#define AT(x) (f + (size_t)(x) * size)
     for (i = 1; i <= max; i++) {
         len = (ptrdiff_t)i;
         sz = (ptrdiff_t)n;
@@ -52,7 +63,7 @@ size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k)
         bound = 0;
         while (right + len < sz) {
             left = right;
-            while (left >= bound && frame_eq(&f[left], &f[left + len]))
+            while (left >= bound && eq(AT(left), AT(left + len)))
                 left--;
             dup = left < bound;         /* the halves are equal */
             bound = right + 1;
@@ -60,26 +71,49 @@ size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k)
                 right += len;
                 continue;
             }
-            memmove(&f[end], &f[right + 1],
-                    (size_t)(left + len - right) * sizeof *f);
+            memmove(AT(end), AT(right + 1), (size_t)(left + len - right) * size);
             end += (size_t)(left + len - right);
             right = left + len;
         }
-        memmove(&f[end], &f[right + 1], (size_t)(sz - right - 1) * sizeof *f);
+        memmove(AT(end), AT(right + 1), (size_t)(sz - right - 1) * size);
         end += (size_t)(sz - right - 1);
         n = end;
         if (end / 2 < max)
             max = end / 2;
     }
+#undef AT
     return n;
+}
+
+/* trimContext: keep the last `depth` elements */
+static size_t trim(void *base, size_t size, size_t n, int depth)
+{
+    unsigned char *f = base;
+
+    if (depth < 0 || (size_t)depth >= n)
+        return n;
+    memmove(f, f + (n - (size_t)depth) * size, (size_t)depth * size);
+    return (size_t)depth;
+}
+
+size_t lp_ctx_compress_recursion(lp_ctx_frame *f, size_t n, int k)
+{
+    return compress(f, sizeof *f, n, k, frame_eq);
 }
 
 size_t lp_ctx_trim(lp_ctx_frame *f, size_t n, int depth)
 {
-    if (depth < 0 || (size_t)depth >= n)
-        return n;
-    memmove(f, f + n - (size_t)depth, (size_t)depth * sizeof *f);
-    return (size_t)depth;
+    return trim(f, sizeof *f, n, depth);
+}
+
+size_t lp_ctx_compress_addrs(uint64_t *a, size_t n, int k)
+{
+    return compress(a, sizeof *a, n, k, addr_eq);
+}
+
+size_t lp_ctx_trim_addrs(uint64_t *a, size_t n, int depth)
+{
+    return trim(a, sizeof *a, n, depth);
 }
 
 /* ---- address stack -> context ----------------------------------------------- */
@@ -218,11 +252,15 @@ static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
 {
     long nf = 0;
     bool wli = false;
+    lp_ctx_entry *e;
 
     if ((nf = expand(u, a, n, &wli, err)) < 0)
         return NULL;
-    return lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
-                           nf ? u->frames : NULL, (size_t)nf, wli, err);
+    e = lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
+                        nf ? u->frames : NULL, (size_t)nf, wli, err);
+    if (e && e->was_leaf_inlined != wli)
+        e->leaf_inlined_mixed = true;   /* the first's value stays */
+    return e;
 }
 
 /* The context of the stack a[0..n); `callers` is the prefix id of
@@ -250,6 +288,53 @@ static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
     if (!(e = make_context(u, a, n, err)))
         return NULL;
     if (uw_map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        return NULL;
+    }
+    return e;
+}
+
+/* ---- address contexts (pseudo-probe binaries) ------------------------------------- */
+
+/* AddressStack::getContextKey: the stack recursion-compressed and trimmed
+ * as addresses (to the smaller of the two depth limits), the entry under
+ * binary `bin` (the counted code's). */
+static lp_ctx_entry *make_addr_context(lp_unwinder *u, const uint64_t *a,
+                                       size_t n, size_t bin, lp_error *err)
+{
+    int depth = u->o.max_context_depth;
+    size_t i;
+
+    if (uw_grow((void **)&u->akey, &u->akey_cap, n + 1, sizeof *u->akey)) {
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        return NULL;
+    }
+    for (i = 0; i < n; i++)
+        u->akey[i] = LP_CTX_ADDR(uw_bin_of(a[i]), uw_va(a[i]));
+    n = lp_ctx_compress_addrs(u->akey, n, u->o.compress_recursion);
+    if (u->o.max_unsym_depth >= 0 && (depth < 0 || u->o.max_unsym_depth < depth))
+        depth = u->o.max_unsym_depth;
+    n = lp_ctx_trim_addrs(u->akey, n, depth);
+    return lp_ctxcount_get_addrs(u->cc, (int)bin, u->akey, n, err);
+}
+
+/* The address context of the stack a[0..n) for code of binary bin; `id`
+ * is the stack's prefix id (0 for the empty stack, UINT64_MAX: unknown,
+ * no caching). */
+static lp_ctx_entry *addr_context_of(lp_unwinder *u, const uint64_t *a,
+                                     size_t n, uint64_t id, size_t bin,
+                                     lp_error *err)
+{
+    uint64_t v;
+    lp_ctx_entry *e;
+
+    if (id == UINT64_MAX)
+        return make_addr_context(u, a, n, bin, err);
+    if ((v = uw_map_get(&u->ctxc.ctx, id, bin + 1)))
+        return (lp_ctx_entry *)(uintptr_t)v;
+    if (!(e = make_addr_context(u, a, n, bin, err)))
+        return NULL;
+    if (uw_map_put(&u->ctxc.ctx, id, bin + 1, (uint64_t)(uintptr_t)e)) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         return NULL;
     }
@@ -456,11 +541,20 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
     }
     for (r = u->nodes[node].rec; r >= 0 && rc == 0; r = u->recs[r].next) {
         const uw_rec *x = &u->recs[r];
-        /* the empty context's records belong to their target's binary */
-        if ((!e || s->n == 0) &&
-            !(e = context_of(u, u->stk + s->base, s->n, callers,
-                             uw_bin_of(x->b), w->err)))
+        /* the empty context's records belong to their target's binary;
+         * address contexts' to their source's (the callee's code) */
+        if (u->o.addr_contexts) {
+            size_t bin = uw_bin_of(x->a == UW_EXT ? x->b : x->a);
+            if ((!e || (size_t)e->bin != bin) &&
+                !(e = addr_context_of(u, u->stk + s->base, s->n,
+                                      s->n ? u->ctxc.ids[s->base + s->n - 1] : 0,
+                                      bin, w->err)))
+                return -1;
+        } else if ((!e || s->n == 0) &&
+                   !(e = context_of(u, u->stk + s->base, s->n, callers,
+                                    uw_bin_of(x->b), w->err))) {
             return -1;
+        }
         uint64_t b = !x->branch || uw_bin_of(x->b) == (size_t)e->bin
                          ? uw_va(x->b)
                          : LP_CTX_XBIN(uw_bin_of(x->b), uw_va(x->b));
@@ -494,6 +588,22 @@ static int push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
 }
 
 static int walk_node(walk *w, int32_t node, fstack *s, bool lost);
+
+/* A truncated context: the frame and its subtree on a new, empty stack
+ * above the frames below. */
+static int walk_truncated(walk *w, int32_t node, const fstack *s)
+{
+    lp_unwinder *u = w->u;
+    fstack empty = {s->base + s->n, 0};
+    int32_t c;
+
+    if (collect_frame(w, node, &empty, false))
+        return -1;
+    for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
+        if (walk_node(w, c, &empty, false))
+            return -1;
+    return 0;
+}
 
 /* A frame above a hole (an unknown frame). Its caller inferred from the
  * calls the LBR shows (infer.c) goes where the hole was; otherwise what
@@ -538,7 +648,6 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
     uint64_t addr = u->nodes[node].addr;
-    fstack empty;
     int32_t c;
 
     if ((u->nodes[node].flags & UW_NF_HOLE) && u->o.drop_unknown) {
@@ -557,19 +666,16 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
     }
     if (addr == UW_EXT || addr == UW_SIG) {
         /* a truncated context: a new traversal without the frames below */
-        empty.base = s->base + s->n;
-        empty.n = 0;
-        if (collect_frame(w, node, &empty, false))
+        if (walk_truncated(w, node, s))
             return -1;
-        for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
-            if (walk_node(w, c, &empty, false))
-                return -1;
         if (u->nodes[node].child >= 0)
             u->untracked_ext = true;
         return 0;
     }
     if (addr != 0 &&
-        push_frame(w, s, addr, !lost && u->nodes[node].child >= 0))
+        push_frame(w, s, addr,
+                   !lost && (u->nodes[node].child >= 0 ||
+                             (u->o.addr_contexts && u->nodes[node].rec >= 0))))
         return -1;
     if (collect_frame(w, node, s, lost))
         return -1;

@@ -1,20 +1,23 @@
 /*
- * infer.c - the caller the sample does not show, inferred from the calls
- * the LBR shows across the whole trace. A hole of the frame repair (a
- * caller frame of unknown address: the frame-pointer walk missed it and no
- * LBR entry of the sample shows its call, e.g. after a chain of tail calls
- * longer than the LBR) is filled in with the one sampled call site that
- * leads to the frame above it - directly or through tail calls - from the
- * function the frame below called (src/tailcall, lp_tailcall_find_caller),
- * among the binary's direct calls and tail jumps and the indirect ones the
- * LBR shows.
- * Several such sites, none, or a site in code without a frame (a frame-
- * pointer walk would then have lost more than one frame): no answer, and
- * the context stays truncated at the hole. Never a guess.
+ * infer.c - the caller the sample does not show, inferred from the
+ * program's calls. A hole of the frame repair (a caller frame of unknown
+ * address: the frame-pointer walk missed it and no LBR entry of the
+ * sample shows its call, e.g. after a chain of tail calls longer than the
+ * LBR) is filled in with the one call site that leads to the frame above
+ * it - directly or through tail calls - and lies in the function the
+ * frame below called (or one that function reaches by tail calls). The
+ * candidates: every direct call of the binary (lp_binary_ref_candidates,
+ * checked by decoding only when they matter) and the calls the LBR shows
+ * across the trace (indirect ones only so); tail calls likewise (src/
+ * tailcall holds the graph). Several candidates, none, or one made without
+ * a frame (a frame-pointer walk would then have lost more than one
+ * frame): no answer, and the context stays truncated at the hole. Never a
+ * guess.
  *
- * Owns the per-binary call graphs (filled from every pending distinct
- * sample's LBR when the first question of a flush comes) and the cache of
- * answers. Not the trie (trie.c) nor the contexts (collect.c), which asks.
+ * Owns the per-binary graphs (filled from every pending distinct sample's
+ * LBR when the first question of a flush comes, and with the static tail
+ * calls around the functions asked about) and the cache of answers. Not
+ * the trie (trie.c) nor the contexts (collect.c), which asks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,59 +27,78 @@
 
 #define UW_INFER_NONE 1         /* cached "no answer" (no site is 1) */
 
-/* Every direct call and jump (conditional or not) to f's entries goes
- * into the graph, and so, in turn, do those to each function reaching f
- * by tail calls: a frame can be lost above a call no LBR ever showed (it
- * was made longer ago than the LBR reaches), so every static site is a
- * candidate too, and two of them make an answer ambiguous. Indirect sites
- * only with the targets the LBR showed. Done once per function. */
-/* (the `enriched` map: key (f, 0) for this, (f, 1) for enrich_forward) */
-static int enrich(lp_unwinder *u, size_t k, const lp_function *f,
-                  lp_error *err)
+/* The functions that reach f by tail calls, f first, into u->closure:
+ * the static tail calls (direct jumps from another function to one of
+ * their entries, each checked by decoding) go into the graph on the way,
+ * once per function (the `enriched` map: key (f, 0); (f, 1) is
+ * enrich_forward's). */
+static int push_closure(lp_unwinder *u, const lp_function *f, lp_error *err)
 {
-    lp_tailcall *tc = u->tcs[k];
-    const lp_function *const *tails;
+    size_t i;
+
+    for (i = 0; i < u->nclosure; i++)
+        if (u->closure[i] == f)
+            return 0;
+    if (uw_grow((void **)&u->closure, &u->closure_cap, u->nclosure + 1,
+                sizeof *u->closure))
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    u->closure[u->nclosure++] = f;
+    return 0;
+}
+
+static int static_tails_into(lp_unwinder *u, size_t k, const lp_function *f,
+                             lp_error *err)
+{
     const lp_func_range *g;
     const lp_xref *x;
-    size_t i, top = 0;
+    size_t i;
     long n, j;
+    int r;
 
     if (uw_map_get(&u->enriched, (uint64_t)(uintptr_t)f, 0))
         return 0;
-    if (uw_grow((void **)&u->enrich_stack, &u->enrich_cap, 1, sizeof *u->enrich_stack))
-        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    u->enrich_stack[top++] = f;
     if (uw_map_put(&u->enriched, (uint64_t)(uintptr_t)f, 0, 1))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    while (top > 0) {
-        f = u->enrich_stack[--top];
-        for (i = 0; i < f->nranges; i++) {
-            if (!f->ranges[i]->is_entry)
-                continue;
-            if ((n = lp_binary_refs_to(u->bins[k], f->ranges[i]->start, &x, err)) < 0)
-                return -1;
-            for (j = 0; j < n; j++) {
-                if (x[j].kind == LP_INST_CALL) {
-                    if (lp_tailcall_add_call(tc, x[j].site, f, err))
-                        return -1;
-                } else if ((g = lp_binary_func_range(u->bins[k], x[j].site)) &&
-                           g->func != f &&
-                           lp_tailcall_add_tail(tc, x[j].site, g->func, f, err)) {
-                    return -1;
-                }
-            }
-        }
-        if ((n = lp_tailcall_tail_callers(tc, f, &tails)) < 0)
-            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    for (i = 0; i < f->nranges; i++) {
+        uint64_t e = f->ranges[i]->start;
+        if (!f->ranges[i]->is_entry)
+            continue;
+        if ((n = lp_binary_ref_candidates(u->bins[k], e, &x, err)) < 0)
+            return -1;
         for (j = 0; j < n; j++) {
-            if (uw_map_get(&u->enriched, (uint64_t)(uintptr_t)tails[j], 0))
+            if (x[j].kind == LP_INST_CALL ||
+                !(g = lp_binary_func_range(u->bins[k], x[j].site)) || g->func == f)
                 continue;
-            if (uw_map_put(&u->enriched, (uint64_t)(uintptr_t)tails[j], 0, 1) ||
-                uw_grow((void **)&u->enrich_stack, &u->enrich_cap, top + 1,
-                        sizeof *u->enrich_stack))
-                return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-            u->enrich_stack[top++] = tails[j];
+            if ((r = lp_binary_ref_check(u->bins[k], x[j].site, e, err)) < 0)
+                return -1;
+            if (r == 1 && lp_tailcall_add_tail(u->tcs[k], x[j].site, g->func, f, err))
+                return -1;
+            /* x may have moved: ref_check reuses the answer vector only
+             * in refs_to, never here */
         }
+    }
+    return 0;
+}
+
+static int tail_closure(lp_unwinder *u, size_t k, const lp_function *f,
+                        lp_error *err)
+{
+    const lp_function *const *tails;
+    size_t next = 0;
+    long n, j;
+
+    u->nclosure = 0;
+    if (push_closure(u, f, err))
+        return -1;
+    while (next < u->nclosure) {
+        f = u->closure[next++];
+        if (static_tails_into(u, k, f, err))
+            return -1;
+        if ((n = lp_tailcall_tail_callers(u->tcs[k], f, &tails)) < 0)
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        for (j = 0; j < n; j++)
+            if (push_closure(u, tails[j], err))
+                return -1;
     }
     return 0;
 }
@@ -182,15 +204,6 @@ static int add_pending(lp_unwinder *u, lp_error *err)
     return 0;
 }
 
-/* A call site where a frame-pointer walk may have skipped more than one
- * frame: the call is made without a frame set up. */
-static bool no_frame_at(void *ctx, uint64_t site)
-{
-    const uw_infer_ctx *c = ctx;
-
-    return uw_leaf_state(c->u, uw_enc(c->bin, site)) != LP_UW_LEAF_BODY;
-}
-
 /* The function the call at `below` enters when it is a direct call of
  * binary k; NULL otherwise (*ok false: nothing may be inferred). */
 static const lp_function *below_fn(lp_unwinder *u, uint64_t below, size_t k,
@@ -212,13 +225,96 @@ static const lp_function *below_fn(lp_unwinder *u, uint64_t below, size_t k,
     return r->func;
 }
 
+/* The search's state: the one candidate found so far. */
+typedef struct search {
+    lp_unwinder *u;
+    size_t k;
+    const lp_function *bf;      /* what the frame below called, or NULL */
+    uint64_t found;             /* 0: none yet */
+    bool ambiguous;
+} search;
+
+/* One candidate call site into the closure's function at `entry` (a
+ * sampled one, or one the code has, which decoding must confirm). The
+ * site must lie in bf or a function bf reaches by tail calls; a second
+ * one, or one made without a frame, ends the search. 0, or -1 (err). */
+static int candidate(search *q, uint64_t site, uint64_t entry, bool sampled,
+                     lp_error *err)
+{
+    lp_unwinder *u = q->u;
+    const lp_func_range *g = lp_binary_func_range(u->bins[q->k], site);
+    int r;
+
+    if (site == q->found)
+        return 0;
+    if (!g) {                   /* code of no function: who knows */
+        q->ambiguous = true;
+        return 0;
+    }
+    if (q->bf && (r = lp_tailcall_reaches(u->tcs[q->k], q->bf, g->func)) != 1) {
+        q->ambiguous = r < 0;
+        return 0;
+    }
+    if (!sampled && (r = lp_binary_ref_check(u->bins[q->k], site, entry, err)) != 1)
+        return r;
+    if (q->found ||
+        uw_leaf_state(u, uw_enc(q->k, site)) != LP_UW_LEAF_BODY)
+        q->ambiguous = true;
+    q->found = site;
+    return 0;
+}
+
+/* Every candidate into one function of the closure. */
+static int candidates_into(search *q, const lp_function *f, lp_error *err)
+{
+    const uint64_t *sites;
+    const lp_xref *x;
+    size_t i;
+    long n, j;
+
+    if ((n = lp_tailcall_call_sites(q->u->tcs[q->k], f, &sites)) < 0)
+        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    for (j = 0; j < n && !q->ambiguous; j++)
+        if (candidate(q, sites[j], 0, true, err))
+            return -1;
+    for (i = 0; i < f->nranges && !q->ambiguous; i++) {
+        if (!f->ranges[i]->is_entry)
+            continue;
+        if ((n = lp_binary_ref_candidates(q->u->bins[q->k], f->ranges[i]->start,
+                                          &x, err)) < 0)
+            return -1;
+        for (j = 0; j < n && !q->ambiguous; j++)
+            if (x[j].kind == LP_INST_CALL &&
+                candidate(q, x[j].site, f->ranges[i]->start, false, err))
+                return -1;
+    }
+    return 0;
+}
+
+/* The one call site above `bf` that leads to `callee`, or 0. */
+static int find_site(lp_unwinder *u, size_t k, const lp_function *bf,
+                     const lp_function *callee, uint64_t *site, lp_error *err)
+{
+    search q = {u, k, bf, 0, false};
+    size_t i;
+
+    *site = 0;
+    if (tail_closure(u, k, callee, err))
+        return -1;
+    for (i = 0; i < u->nclosure && !q.ambiguous; i++)
+        if (candidates_into(&q, u->closure[i], err))
+            return -1;
+    if (!q.ambiguous)
+        *site = q.found;
+    return 0;
+}
+
 uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
                          bool optional, lp_error *err)
 {
     const lp_func_range *ar = uw_func_range(u, above);
     size_t k = uw_bin_of(above);
     const lp_function *bf;
-    uw_infer_ctx c = {u, k};
     uint64_t v, site;
     bool ok;
 
@@ -229,25 +325,24 @@ uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
         return 0;
     if (u->infer_pending && add_pending(u, err))
         return UINT64_MAX;
-    if (!graph_of(u, k, err) || (bf && enrich_forward(u, k, bf, err)) ||
-        enrich(u, k, ar->func, err))
+    if (!graph_of(u, k, err) || (bf && enrich_forward(u, k, bf, err)))
         return UINT64_MAX;
+    if ((v = uw_map_get(&u->infer_cache, (uint64_t)(uintptr_t)bf,
+                        (uint64_t)(uintptr_t)ar->func)) == 0) {
+        if (find_site(u, k, bf, ar->func, &site, err))
+            return UINT64_MAX;
+        v = site ? uw_enc(k, site) : UW_INFER_NONE;
+        if (uw_map_put(&u->infer_cache, (uint64_t)(uintptr_t)bf,
+                       (uint64_t)(uintptr_t)ar->func, v))
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory"),
+                   UINT64_MAX;
+    }
     /* a hole that may not be there: only when the frame below cannot
      * have called the frame above itself */
-    if (optional && (!bf || lp_tailcall_reaches(u->tcs[k], bf, ar->func) != 0))
+    if (v == UW_INFER_NONE ||
+        (optional && (!bf || lp_tailcall_reaches(u->tcs[k], bf, ar->func) != 0)))
         return 0;
-    if ((v = uw_map_get(&u->infer_cache, (uint64_t)(uintptr_t)bf,
-                        (uint64_t)(uintptr_t)ar->func)))
-        return v == UW_INFER_NONE ? 0 : v;
-    if (lp_tailcall_find_caller(u->tcs[k], bf, ar->func, no_frame_at, &c,
-                                &site) != LP_TC_UNIQUE)
-        site = 0;
-    v = site ? uw_enc(k, site) : UW_INFER_NONE;
-    if (uw_map_put(&u->infer_cache, (uint64_t)(uintptr_t)bf,
-                   (uint64_t)(uintptr_t)ar->func, v))
-        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory"),
-               UINT64_MAX;
-    return site ? v : 0;
+    return v;
 }
 
 void uw_infer_free(lp_unwinder *u)
@@ -261,4 +356,5 @@ void uw_infer_free(lp_unwinder *u)
     free(u->infer_lbr);
     free(u->enriched.s);
     free(u->enrich_stack);
+    free(u->closure);
 }

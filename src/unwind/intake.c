@@ -29,7 +29,7 @@
  * per-process address map (perf.data: any of the binaries), else
  * llvm-profgen's single base (binary 0); then "code" = an instruction
  * start of that binary. */
-static uint64_t canon(lp_unwinder *u, uint64_t rt, bool *code)
+uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code)
 {
     uint64_t c = rt - u->base + u->preferred;
     int b;
@@ -122,7 +122,7 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
         return -1;
     *truncated = false;
     for (i = 0; i < n; i++) {
-        a = canon(u, st[i], &code);
+        a = uw_canon(u, st[i], &code);
         if (k > 0 && sig_frame(u, st[i], code, a)) {
             u->cs[k++] = UW_SIG;
             u->cs[k++] = UW_HOLE;
@@ -171,8 +171,8 @@ static long extract_lbr(lp_unwinder *u, const lp_branch_entry *br, size_t n)
     if (uw_grow((void **)&u->lbr, &u->lbr_cap, n + 1, sizeof *u->lbr))
         return -1;
     for (i = 0; i < n; i++) {
-        u->lbr[k].src = canon(u, br[i].from, &sc);
-        u->lbr[k].dst = canon(u, br[i].to, &dc);
+        u->lbr[k].src = uw_canon(u, br[i].from, &sc);
+        u->lbr[k].dst = uw_canon(u, br[i].to, &dc);
         /* a handler returning to its restorer */
         if (sc && (uw_addr(u, u->lbr[k].src)->flags & UW_AI_RET) &&
             sig_frame(u, br[i].to, dc, u->lbr[k].dst))
@@ -198,9 +198,14 @@ static void warn_missing_mmap(lp_unwinder *u)
 
 /* A detailed-warning note from the intake: such an intake is not
  * memoized (its notes would have to be replayed too). */
+/* A detailed-warning note: only kept when they are printed, so that
+ * samples whose intake would add one can still be taken in once and
+ * replayed (the memo does not remember intakes that added notes). */
 static int intake_note(lp_unwinder *u, uw_note **set, uint64_t a, uint64_t b,
                        uint64_t n)
 {
+    if (!u->o.show_detailed_warning)
+        return 0;
     u->intake_notes++;
     return uw_note_add(set, a, b, n);
 }
@@ -218,7 +223,7 @@ static int intake_note(lp_unwinder *u, uw_note **set, uint64_t a, uint64_t b,
  * call must land on a function entry (an interrupt lands anywhere).
  * Returns its source (ExternalAddr for a call from outside the binary), 0
  * if the LBR does not show it. */
-static uint64_t find_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
+uint64_t uw_lbr_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n)
 {
     const lp_func_range *fr;
     size_t i, depth = 0;
@@ -261,10 +266,10 @@ typedef struct intake {         /* the sample being taken in */
  * state), as a frame address: a call site, ExternalAddr, or a signal frame
  * (the handler's restorer). 0 when the sample has no usable stack, the
  * leaf's caller is not missing, or the address is no return address. */
-static uint64_t stack_caller(lp_unwinder *u, const intake *in, uint64_t leaf)
+uint64_t uw_stack_caller(lp_unwinder *u, const lp_sample *ps, uint64_t ip,
+                         uint64_t leaf)
 {
-    const lp_sample *ps = in->s->regs_stack;
-    uint64_t chain[2] = {in->ip, 0}, a;
+    uint64_t chain[2] = {ip, 0}, a;
     lp_fpu_regs regs;
     lp_fpu_stack st;
     lp_leaf_info li;
@@ -274,7 +279,7 @@ static uint64_t stack_caller(lp_unwinder *u, const intake *in, uint64_t leaf)
     if (!ps || !ps->stack_user_size || !ps->stack_user ||
         lp_fpu_regs_from_perf(ps->regs_user_abi, ps->regs_user_mask,
                               ps->regs_user, &regs) ||
-        regs.ip != in->ip || leaf <= UW_LAST_SENTINEL)
+        regs.ip != ip || leaf <= UW_LAST_SENTINEL)
         return 0;
     st.base = regs.sp;
     st.data = ps->stack_user;
@@ -286,7 +291,7 @@ static uint64_t stack_caller(lp_unwinder *u, const intake *in, uint64_t leaf)
         lp_leaf_repair_stack(&li, &regs, &st, chain, &n, 2,
                              LP_LEAF_CHAIN_IS_FP_WALK, NULL) != 1)
         return 0;
-    a = canon(u, chain[1], &code);
+    a = uw_canon(u, chain[1], &code);
     if (code)
         return uw_callsite(u, a);
     if (uw_is_restorer(u, chain[1]))
@@ -402,8 +407,8 @@ static enum keep decide(lp_unwinder *u, size_t *ncs, long nlbr,
             u->st.kept_intact += n;
         return KEEP;
     }
-    caller = nlbr > 0 ? find_caller(u, u->lbr, (size_t)nlbr) : 0;
-    sc = stack_caller(u, in, leaf);
+    caller = nlbr > 0 ? uw_lbr_caller(u, u->lbr, (size_t)nlbr) : 0;
+    sc = uw_stack_caller(u, in->s->regs_stack, in->ip, leaf);
     if (caller && sc) {         /* both: the LBR has priority */
         if (caller == sc)
             u->st.stack_agree += n;
@@ -447,7 +452,8 @@ static bool async_leaf(lp_unwinder *u, size_t *ncs, const intake *in)
 
     if (u->cs[0] == UW_EXT || uw_fallthrough(u, t, u->cs[0]))
         return false;
-    if ((*ncs < 2 || u->cs[1] != UW_SIG) && stack_caller(u, in, u->cs[0]) == UW_SIG)
+    if ((*ncs < 2 || u->cs[1] != UW_SIG) &&
+        uw_stack_caller(u, in->s->regs_stack, in->ip, u->cs[0]) == UW_SIG)
         insert_caller(u, ncs, UW_SIG); /* a handler not set up yet */
     if (*ncs >= 3 && u->cs[1] == UW_SIG && u->cs[2] == UW_HOLE) {
         u->st.signal_frames += n;
@@ -647,30 +653,38 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
 {
     uint64_t n = s->repeat ? s->repeat : 1;
     const uint64_t *st;
-    size_t nst, ncs;
+    size_t nst, ncs = 0;
     long k, nlbr = 0;
     bool truncated;
     intake in;
+    int cfi;
 
     u->last_agg = NULL;
     u->st.sample_calls++;
     u->st.samples += n;
     u->pid = s->pid;
-    if (user_part(u, s, &st, &nst) < 0 || (k = extract_stack(u, st, nst, &truncated)) < 0)
+    if (user_part(u, s, &st, &nst) < 0 || (cfi = uw_cfi_stack(u, s, st, nst, &ncs)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    if (truncated)
-        u->st.truncated += n;
-    if (k == 0) {
-        u->st.no_frame += n;
-        return 0;
+    if (!cfi) {
+        if ((k = extract_stack(u, st, nst, &truncated)) < 0)
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        if (truncated)
+            u->st.truncated += n;
+        if (k == 0) {
+            u->st.no_frame += n;
+            return 0;
+        }
+        ncs = (size_t)k;
     }
-    ncs = (size_t)k;
     if (u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     in.s = s;
-    in.ip = st[0];
+    in.ip = nst ? st[0] : 0;
     in.n = n;
-    if (nlbr > 0 && u->lbr[0].dst == UW_SIG) {
+    if (cfi) {                  /* the stack is exact: no repair */
+        if (uw_cfi_leaf(u, &ncs, nlbr, n))
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    } else if (nlbr > 0 && u->lbr[0].dst == UW_SIG) {
         if (after_handler(u, &ncs, &in) == DROP)
             return 0;
     } else if (u->cs[0] != UW_EXT &&

@@ -331,7 +331,7 @@ void uw_warm(lp_unwinder *u, const uint64_t *cs, size_t ncs,
     lp_error err;
     size_t i, n;
 
-    for (i = 1; i < nlbr; i++) {
+    for (i = 1; i < nlbr && !u->o.addr_contexts; i++) {
         uint64_t t = lbr[i].dst, e = lbr[i - 1].src;
         if (t > UW_LAST_SENTINEL && e > UW_LAST_SENTINEL && t != UW_EXT &&
             e != UW_EXT && !uw_map_get(&u->splits, t, e))
@@ -382,6 +382,41 @@ static int async_range(lp_unwinder *u, uw_state *st, uint64_t target)
     return 0;
 }
 
+/* The frame the code of the leaf is counted on: with address contexts
+ * its parent (the root for an outermost frame), else the leaf itself. */
+static int32_t count_frame(const lp_unwinder *u, const uw_state *st)
+{
+    int32_t p = u->nodes[st->leaf].parent;
+
+    if (!u->o.addr_contexts)
+        return st->leaf;
+    return p < 0 ? 0 : p;
+}
+
+/* unwindLinear with pseudo probes: the whole range, unsplit, on the
+ * caller's frame (an invalid fall-through as without probes). */
+static int probe_linear(lp_unwinder *u, uw_state *st, uint64_t target,
+                        uint64_t end, lp_error *err)
+{
+    int v = uw_bin_of(target) == uw_bin_of(end)
+                ? lp_binary_valid_fallthrough(uw_bin(u, end), uw_va(target),
+                                              uw_va(end), err)
+                : 0;
+
+    if (v < 0)
+        return -1;
+    if (!v) {
+        if (u->o.repair_frames)
+            return async_range(u, st, target) ? oom(err) : 0;
+        st->invalid = true;
+        return 0;
+    }
+    if (record(u, count_frame(u, st), target, end, false))
+        return oom(err);
+    st->ip = target;
+    return 0;
+}
+
 static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
                          lp_error *err)
 {
@@ -406,6 +441,8 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
         st->invalid = true;
         return 0;
     }
+    if (u->o.addr_contexts)
+        return probe_linear(u, st, target, end, err);
     s = (const uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
     if (!s && !(s = make_split(u, target, end, err)))
         return -1;
@@ -551,7 +588,8 @@ static int record_branch(lp_unwinder *u, const uw_state *st, const uw_lbr *e)
 {
     if (e->dst == UW_EXT || e->dst == UW_SIG)
         return 0;
-    return record(u, e->src == UW_EXT ? 0 : st->leaf, e->src, e->dst, true);
+    return record(u, e->src == UW_EXT ? 0 : count_frame(u, st), e->src, e->dst,
+                  true);
 }
 
 /* The sampled stack as a path; UW_HOLE makes an unknown frame, UW_LOST

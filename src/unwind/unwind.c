@@ -25,6 +25,7 @@ void lp_unwind_opts_default(lp_unwind_opts *o)
     o->pid_filter = -1;
     o->compress_recursion = -1;
     o->max_context_depth = -1;
+    o->max_unsym_depth = -1;
     o->repair_frames = true;
 }
 
@@ -217,7 +218,7 @@ static int add_map(lp_unwinder *u, const lp_mmap_event *m)
 
 /* The newest mapping of the process holding rt; of any process when it
  * has none (a forked child, or perf script text without pids). */
-static const uw_mmap *find_map(const lp_unwinder *u, uint64_t rt)
+const uw_mmap *uw_find_map(const lp_unwinder *u, uint64_t rt)
 {
     const uw_mmap *any = NULL;
     size_t i;
@@ -256,7 +257,7 @@ static bool read_restorer(lp_unwinder *u, uint64_t rt)
     /* mov $0xf,%rax; syscall  and  mov $0xf,%eax; syscall */
     static const unsigned char rax[9] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
     static const unsigned char eax[7] = {0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05};
-    const uw_mmap *m = find_map(u, rt);
+    const uw_mmap *m = uw_find_map(u, rt);
     unsigned char b[9];
     ssize_t n;
     int fd;
@@ -279,7 +280,7 @@ static unsigned ext_facts(lp_unwinder *u, uint64_t rt)
     HASH_FIND(hh, u->restorers, k, sizeof k, e);
     if (e)
         return (unsigned)e->count;
-    f = 1 | (read_restorer(u, rt) ? 2 : 0) | (find_map(u, rt) ? 4 : 0);
+    f = 1 | (read_restorer(u, rt) ? 2 : 0) | (uw_find_map(u, rt) ? 4 : 0);
     uw_note_add(&u->restorers, u->pid, rt, f);
     return f;
 }
@@ -347,6 +348,7 @@ void lp_unwind_free(lp_unwinder *u)
         return;
     lp_leaf_cache_free(u->leaves);
     uw_infer_free(u);
+    uw_cfi_free(u);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
     free(u->splits.s);          /* the splits live in the cache arena */
     free(u->replays);
@@ -371,6 +373,7 @@ void lp_unwind_free(lp_unwinder *u)
     lp_ctxcount_free(u->cc);
     free(u->bins);
     free(u->ainfo);
+    free(u->ft);
     free(u->memo);
     free(u->dig);
     free(u->root_entries);
@@ -382,8 +385,14 @@ void lp_unwind_free(lp_unwinder *u)
     free(u->recs);
     free(u->stk);
     free(u->frames);
+    free(u->akey);
     free(u->pieces);
     free(u);
+}
+
+void lp_unwind_next_input(lp_unwinder *u)
+{
+    u->memo_gen++;              /* dup_ids and pids are the new trace's */
 }
 
 void lp_unwind_set_total_samples(lp_unwinder *u, uint64_t n)
@@ -416,11 +425,22 @@ const lp_func_range *uw_func_range(const lp_unwinder *u, uint64_t a)
 
 bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b)
 {
+    uw_ftslot *f;
+
     if (a == UW_EXT || b == UW_EXT)
         return a == b;
     if (a <= UW_LAST_SENTINEL || b <= UW_LAST_SENTINEL || uw_bin_of(a) != uw_bin_of(b))
         return false;
-    return lp_binary_valid_fallthrough(uw_bin(u, a), uw_va(a), uw_va(b), NULL) == 1;
+    if (!u->ft && !(u->ft = calloc(UW_FT_SIZE, sizeof *u->ft)))
+        return lp_binary_valid_fallthrough(uw_bin(u, a), uw_va(a), uw_va(b), NULL) == 1;
+    f = &u->ft[(size_t)(uw_mix(a, b) & (UW_FT_SIZE - 1))];
+    if (f->a != a || f->b != b || !f->known) {
+        f->a = a;
+        f->b = b;
+        f->known = true;
+        f->ok = lp_binary_valid_fallthrough(uw_bin(u, a), uw_va(a), uw_va(b), NULL) == 1;
+    }
+    return f->ok;
 }
 
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr)

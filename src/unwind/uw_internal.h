@@ -104,6 +104,14 @@ typedef struct uw_ainfo {
     uint8_t leaf;               /* enum lp_uw_leaf + 1, 0 = not computed */
 } uw_ainfo;
 
+/* uw_fallthrough's answers, direct-mapped by (a, b) */
+typedef struct uw_ftslot {
+    uint64_t a, b;
+    bool known, ok;
+} uw_ftslot;
+
+#define UW_FT_SIZE 4096
+
 #define UW_AC_BITS 16
 #define UW_AC_SIZE (((size_t)1 << UW_AC_BITS) * sizeof(uw_ainfo))
 
@@ -279,6 +287,7 @@ struct lp_unwinder {
     uint32_t pid;               /* the sample being taken in (address map) */
     const char *name;           /* basename of the binary */
     uw_ainfo *ainfo;            /* 1 << UW_AC_BITS slots */
+    uw_ftslot *ft;              /* UW_FT_SIZE slots, made at first use */
     /* intake scratch */
     uint64_t *cs;
     size_t cs_cap;
@@ -317,6 +326,8 @@ struct lp_unwinder {
     size_t stk_cap;
     lp_ctx_frame *frames;       /* expanded context scratch */
     size_t frames_cap;
+    uint64_t *akey;             /* address context scratch */
+    size_t akey_cap;
     uw_piece *pieces;           /* split scratch */
     size_t pieces_cap;
     /* caches */
@@ -347,11 +358,14 @@ struct lp_unwinder {
                                    its static edges are in the graph */
     const lp_function **enrich_stack;
     size_t enrich_cap;
+    const lp_function **closure; /* a tail closure being searched */
+    size_t nclosure, closure_cap;
     uw_lbr *infer_lbr;          /* decoding scratch */
     size_t infer_lbr_cap;
     uint64_t total_samples;     /* NumTotalSample, if set */
     bool total_set;
     bool finished;
+    struct uw_cfi *cfi;         /* CFI stacks (cfistack.c), made at first use */
     lp_unwind_stats st;
 };
 
@@ -407,6 +421,40 @@ enum lp_uw_leaf uw_classify_leaf(lp_binary *bin, lp_leaf_cache *c,
  * does for external leaves). Returns the count (1 or 2). */
 size_t uw_interrupted(lp_unwinder *u, uint64_t addr, uint64_t out[2]);
 
+/* intake.c: a recorded address as a frame address (the one place that
+ * decides it: through the address map or the single base; not code ->
+ * UW_EXT, *code false). */
+uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code);
+/* intake.c: the caller of the leaf at encoded address `leaf` whose
+ * recorded IP is ip, from the sample's user registers and stack (the
+ * return address at [sp + k], k from the leaf's state) - a call site,
+ * UW_EXT or UW_SIG - or 0 when the leaf's caller is not missing or the
+ * stack does not show it. */
+uint64_t uw_stack_caller(lp_unwinder *u, const lp_sample *ps, uint64_t ip,
+                         uint64_t leaf);
+/* intake.c: going back through the LBR from the sampled function, the
+ * source of the call that entered the current frame (UW_EXT for a call
+ * from outside the binaries), or 0 when the LBR does not show it. */
+uint64_t uw_lbr_caller(lp_unwinder *u, const uw_lbr *lbr, size_t n);
+/* unwind.c: the newest mapping of the current sample's process holding
+ * rt (of any process when it has none), or NULL. */
+const uw_mmap *uw_find_map(const lp_unwinder *u, uint64_t rt);
+
+/* cfistack.c: with the repair, a sample with user registers and stack
+ * whose frame-pointer walk (st, the user part as recorded, may be empty)
+ * is not provably right gets its call stack from a CFI walk of the stack:
+ * u->cs filled (*ncs frames: call sites, UW_EXT, UW_SIG followed by the
+ * interrupted instruction, UW_LOST at the bottom when the walk ended
+ * early). 1 if so, 0 if the frame-pointer walk is to be used, -1 on OOM. */
+int uw_cfi_stack(lp_unwinder *u, const lp_hybrid_sample *s,
+                 const uint64_t *st, size_t nst, size_t *ncs);
+/* cfistack.c: the leaf of a CFI stack against LBR[0] (u->lbr, nlbr
+ * entries): a handler sampled before its first branch continues in the
+ * interrupted frame; other code entered after LBR[0] is on an unknown
+ * stack. n: the sample's weight. 0, or -1 on OOM. */
+int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n);
+void uw_cfi_free(lp_unwinder *u);
+
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);
 /* Only its LBR, into *lbr (grown as needed): the count, -1 on no memory. */
@@ -419,10 +467,6 @@ size_t uw_decode_lbr(const uw_agg *g, uw_lbr **lbr, size_t *cap);
  * encoded site, 0 when the calls the LBR shows do not single one out,
  * UINT64_MAX on error (err set). Only once the trace is read (at a flush:
  * the graphs are filled from the pending samples at its first question). */
-typedef struct uw_infer_ctx {
-    lp_unwinder *u;
-    size_t bin;
-} uw_infer_ctx;
 uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
                          bool optional, lp_error *err);
 void uw_infer_free(lp_unwinder *u);

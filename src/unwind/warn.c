@@ -275,6 +275,43 @@ static int list_notes(lp_unwinder *u, uw_note *set, enum note_kind k,
     return 0;
 }
 
+/* "had WHAT: A agree, D disagree (USED)." when either happened */
+static void agreement(const lp_unwinder *u, uint64_t agree, uint64_t disagree,
+                      const char *what, const char *used)
+{
+    const lp_unwind_stats *s = &u->st;
+
+    if (agree || disagree)
+        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had %s: %" PRIu64
+                    " agree, %" PRIu64 " disagree (%s).",
+                 (double)(agree + disagree) * 100 / s->samples, agree + disagree,
+                 s->samples, what, agree, disagree, used);
+}
+
+/* The CFI stacks (cfistack.c). */
+static void warn_cfi(const lp_unwinder *u, const lp_unwind_stats *s)
+{
+    if (s->cfi_stacks)
+        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had a call "
+                    "stack no recorded frame-pointer walk proves; it was "
+                    "unwound from the user stack with CFI: %" PRIu64 " frames "
+                    "by CFI, %" PRIu64 " by frame pointers (code without CFI, "
+                    "or past the end of the stack copy); the recorded walk has "
+                    "a wrong frame in %" PRIu64 " of them.",
+                 (double)s->cfi_stacks * 100 / s->samples, s->cfi_stacks,
+                 s->samples, s->cfi_frames, s->cfi_fp_frames, s->cfi_changed);
+    agreement(u, s->cfi_lbr_agree, s->cfi_lbr_disagree, "a caller "
+              "frame-pointer walks miss (function entry or exit, frameless "
+              "function) in both the CFI stack and the LBR", "the CFI's is used");
+    uw_summary(u, s->cfi_partial, s->samples, "of samples had a CFI walk that "
+               "ended in the binaries' code before the outermost frame (a "
+               "short stack copy, code without CFI): the callers below are "
+               "not known.");
+    uw_summary(u, s->cfi_failed, s->samples, "of samples could not be "
+               "unwound with CFI (no caller found); the frame-pointer walk "
+               "was used.");
+}
+
 static int warn_repair(lp_unwinder *u, lp_error *err)
 {
     const lp_unwind_stats *s = &u->st;
@@ -293,13 +330,9 @@ static int warn_repair(lp_unwinder *u, lp_error *err)
     uw_summary(u, s->repaired_stack, s->samples, "of samples had the caller "
                "frame missing and not shown by the LBR; it was recovered from "
                "the user stack.");
-    if (s->stack_agree || s->stack_disagree)
-        uw_warnf(u, "%.2f%%(%" PRIu64 "/%" PRIu64 ") of samples had the "
-                    "missing caller frame in both the LBR and the user stack: "
-                    "%" PRIu64 " agree, %" PRIu64 " disagree (the LBR is used).",
-                 (double)(s->stack_agree + s->stack_disagree) * 100 / s->samples,
-                 s->stack_agree + s->stack_disagree, s->samples,
-                 s->stack_agree, s->stack_disagree);
+    agreement(u, s->stack_agree, s->stack_disagree, "the missing caller "
+              "frame in both the LBR and the user stack", "the LBR is used");
+    warn_cfi(u, s);
     uw_summary(u, s->caller_hole, s->samples, "of samples had the caller "
                "frame missing and not shown by the newest LBR entries; it was "
                "left unknown until the unwinding finds its call.");

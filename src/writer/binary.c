@@ -9,33 +9,12 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "lbr2prof/profile.h"
+#include "profile/format.h"
 #include "util/grow.h"
 #include "writer/writer.h"
-
-enum {
-    SPF_EXT_BINARY = 0x4,
-    SPF_BINARY = 0xff,
-    SP_VERSION = 103,
-    /* section types (SecType) */
-    SEC_PROF_SUMMARY = 1,
-    SEC_NAME_TABLE = 2,
-    SEC_PROFILE_SYMBOL_LIST = 3,
-    SEC_FUNC_OFFSET_TABLE = 4,
-    SEC_FUNC_METADATA = 5,
-    SEC_CS_NAME_TABLE = 6,
-    SEC_LBR_PROFILE = 0x20, /* SecFuncProfileFirst */
-    /* flags, low 32 bits are common, high 32 bits per section */
-    SEC_FLAG_MD5_NAME = 1,
-    SEC_FLAG_FIXED_LENGTH_MD5 = 2,
-    SEC_FLAG_UNIQ_SUFFIX = 4,
-    SEC_FLAG_FULL_CONTEXT = 2,      /* ProfileSummary section */
-    SEC_FLAG_FS_DISCRIMINATOR = 4,  /* ProfileSummary section */
-    SEC_FLAG_PRE_INLINED = 16,      /* ProfileSummary section */
-    SEC_FLAG_ORDERED = 1,           /* FuncOffsetTable section */
-    SEC_FLAG_HAS_ATTRIBUTE = 2,     /* FuncMetadata section */
-};
 
 /* ---- byte buffer ---------------------------------------------------------- */
 
@@ -112,12 +91,18 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* names in LLVM's FunctionId order (MD5 names numerically, first) */
+static int name_cmp(const void *a, const void *b)
+{
+    return lp_name_cmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static void nt_finish(name_table *t)
 {
     size_t i, j = 0;
 
     if (t->n)
-        qsort(t->v, t->n, sizeof *t->v, str_cmp);
+        qsort(t->v, t->n, sizeof *t->v, name_cmp);
     for (i = 0; i < t->n; i++)
         if (j == 0 || strcmp(t->v[j - 1], t->v[i]) != 0)
             t->v[j++] = t->v[i];
@@ -126,7 +111,7 @@ static void nt_finish(name_table *t)
 
 static uint64_t nt_index(const name_table *t, const char *s)
 {
-    const char **p = bsearch(&s, t->v, t->n, sizeof *t->v, str_cmp);
+    const char **p = bsearch(&s, t->v, t->n, sizeof *t->v, name_cmp);
 
     return p ? (uint64_t)(p - t->v) : 0;
 }
@@ -299,7 +284,7 @@ static void write_names(lp_buf *b, const name_table *t, int md5)
     lp_buf_uleb(b, t->n);
     for (i = 0; i < t->n; i++) {
         if (md5) {
-            lp_buf_u64le(b, lp_md5_hash64(t->v[i], strlen(t->v[i])));
+            lp_buf_u64le(b, lp_name_hash(t->v[i]));
         } else {
             lp_buf_put(b, t->v[i], strlen(t->v[i]));
             lp_buf_uleb(b, 0);
@@ -366,17 +351,22 @@ static int write_body(lp_buf *o, const name_table *t, const cs_table *cst,
     return rc;
 }
 
-/* writeFuncMetadata for one profile: its context, attributes and, for
- * nested profiles, the same for every inlinee */
+/* writeFuncMetadata for one profile: its context, CFG checksum (probe-
+ * based profiles), attributes (CS or pre-inlined ones) and, for nested
+ * profiles, the same for every inlinee */
 static int write_metadata(lp_buf *o, const name_table *t, const cs_table *cst,
-                          const lp_fsamples *fs)
+                          const lp_fsamples *fs, const lp_profile *p)
 {
+    int x_probe = p->is_probe_based, x_attrs = p->is_cs || p->is_preinlined;
     lp_callee_view *c = NULL;
     size_t nc, i;
     int rc = 0;
 
     lp_buf_uleb(o, context_index(t, cst, fs));
-    lp_buf_uleb(o, fs->attrs);
+    if (x_probe)
+        lp_buf_uleb(o, fs->checksum);
+    if (x_attrs)
+        lp_buf_uleb(o, fs->attrs);
     if (cst)
         return 0;
     if ((nc = lp_fs_sorted_callees(fs, &c)) == (size_t)-1)
@@ -385,7 +375,7 @@ static int write_metadata(lp_buf *o, const name_table *t, const cs_table *cst,
     for (i = 0; i < nc && rc == 0; i++) {
         lp_buf_uleb(o, c[i].loc.line);
         lp_buf_uleb(o, c[i].loc.disc);
-        rc = write_metadata(o, t, NULL, c[i].fs);
+        rc = write_metadata(o, t, NULL, c[i].fs, p);
     }
     free(c);
     return rc;
@@ -494,16 +484,17 @@ static int write_offsets(lp_buf *b, ext_ctx *x)
     return 0;
 }
 
-/* writeFuncMetadata: attributes of CS or pre-inlined profiles (LLVM
- * writes them in hash-table order; here in writing order) */
+/* writeFuncMetadata: checksums of probe-based profiles, attributes of CS
+ * or pre-inlined ones (LLVM writes them in hash-table order; here in
+ * writing order) */
 static int write_metadata_section(lp_buf *b, ext_ctx *x)
 {
     size_t i;
 
-    if (!x->p->is_cs && !x->p->is_preinlined)
+    if (!x->p->is_cs && !x->p->is_preinlined && !x->p->is_probe_based)
         return 0;
     for (i = 0; i < x->n; i++)
-        if (write_metadata(b, x->t, x->cst, x->v[i]))
+        if (write_metadata(b, x->t, x->cst, x->v[i], x->p))
             return -1;
     return 0;
 }
@@ -530,7 +521,11 @@ static int write_section(lp_buf *b, uint64_t type, ext_ctx *x,
 /* the flags writeOneSection sets */
 static void section_flags(sec_hdr *h, const ext_ctx *x, const lp_write_opts *o)
 {
-    if (o->fs_discriminator)
+    int k;
+
+    if (o->partial)
+        h[0].flags |= (uint64_t)SEC_FLAG_PARTIAL << 32;
+    if (o->fs_discriminator || x->p->is_fs)
         h[0].flags |= (uint64_t)SEC_FLAG_FS_DISCRIMINATOR << 32;
     if (x->p->is_cs)
         h[0].flags |= (uint64_t)SEC_FLAG_FULL_CONTEXT << 32;
@@ -542,8 +537,37 @@ static void section_flags(sec_hdr *h, const ext_ctx *x, const lp_write_opts *o)
         h[1].flags |= (uint64_t)SEC_FLAG_UNIQ_SUFFIX << 32;
     if (x->p->is_cs)
         h[5].flags |= (uint64_t)SEC_FLAG_ORDERED << 32;
+    if (x->p->is_probe_based)
+        h[6].flags |= (uint64_t)SEC_FLAG_PROBE_BASED << 32;
     if (x->p->is_cs || x->p->is_preinlined)
         h[6].flags |= (uint64_t)SEC_FLAG_HAS_ATTRIBUTE << 32;
+    for (k = 0; o->compress && k < NR_SECTIONS; k++)
+        h[k].flags |= SEC_FLAG_COMPRESS;
+}
+
+/* compressAndOutput: the section written from `start` on, replaced by
+ * its inflated size, compressed size and zlib data (level 9, LLVM's
+ * BestSizeCompression); an empty section stays empty */
+static int compress_section(lp_buf *b, size_t start)
+{
+    size_t n = b->n - start;
+    uLongf zn = compressBound((uLong)n);
+    uint8_t *z;
+    int rc;
+
+    if (n == 0 || b->oom)
+        return b->oom ? -1 : 0;
+    if (!(z = malloc(zn)))
+        return -1;
+    rc = compress2(z, &zn, b->d + start, (uLong)n, 9);
+    if (rc == Z_OK) {
+        b->n = start;
+        lp_buf_uleb(b, n);
+        lp_buf_uleb(b, zn);
+        lp_buf_put(b, z, zn);
+    }
+    free(z);
+    return rc == Z_OK ? 0 : -1;
 }
 
 static int write_ext(lp_buf *b, ext_ctx *x, const lp_summary *s,
@@ -559,10 +583,7 @@ static int write_ext(lp_buf *b, ext_ctx *x, const lp_summary *s,
 
     if (!(x->offsets = calloc(x->n ? x->n : 1, sizeof *x->offsets)))
         return -1;
-    lp_buf_uleb(b, ((uint64_t)'S' << 56) | ((uint64_t)'P' << 48) |
-                       ((uint64_t)'R' << 40) | ((uint64_t)'O' << 32) |
-                       ((uint64_t)'F' << 24) | ((uint64_t)'4' << 16) |
-                       ((uint64_t)'2' << 8) | SPF_EXT_BINARY);
+    lp_buf_uleb(b, SP_MAGIC(SPF_EXT_BINARY));
     lp_buf_uleb(b, SP_VERSION);
     lp_buf_u64le(b, NR_SECTIONS);
     table = b->n;
@@ -572,6 +593,8 @@ static int write_ext(lp_buf *b, ext_ctx *x, const lp_summary *s,
     for (k = 0; k < NR_SECTIONS && rc == 0; k++) {
         h[k].offset = b->n;
         rc = write_section(b, h[k].type, x, s, o);
+        if (rc == 0 && o->compress)
+            rc = compress_section(b, h[k].offset);
         h[k].size = b->n - h[k].offset;
     }
     free(x->offsets);
@@ -598,10 +621,7 @@ static int write_legacy(lp_buf *b, lp_fsamples **v, size_t n,
 {
     size_t i;
 
-    lp_buf_uleb(b, ((uint64_t)'S' << 56) | ((uint64_t)'P' << 48) |
-                       ((uint64_t)'R' << 40) | ((uint64_t)'O' << 32) |
-                       ((uint64_t)'F' << 24) | ((uint64_t)'4' << 16) |
-                       ((uint64_t)'2' << 8) | SPF_BINARY);
+    lp_buf_uleb(b, SP_MAGIC(SPF_BINARY));
     lp_buf_uleb(b, SP_VERSION);
     write_summary(b, s);
     write_names(b, t, 0);
@@ -625,11 +645,11 @@ int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
     size_t n;
     int rc;
 
-    if (p->is_cs && o->format == LP_PROF_BINARY)
+    if ((p->is_cs || p->is_probe_based) && o->format == LP_PROF_BINARY)
         return lp_error_set(err, LP_EUNSUPP, "Profile encoding format "
-                            "unsupported for writing operations (a "
-                            "context-sensitive profile needs --format=text "
-                            "or extbinary)");
+                            "unsupported for writing operations (a %s "
+                            "profile needs the text or extbinary format)",
+                            p->is_cs ? "context-sensitive" : "probe-based");
     if ((o->context_summary ? lp_profile_summary_unmerged(p, &s, err)
                             : lp_profile_summary(p, &s, err)))
         return -1;

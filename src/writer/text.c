@@ -2,7 +2,8 @@
  * text.c - the LLVM sample profile text format, written exactly like
  * SampleProfileWriterText: top-level profiles by total descending, body
  * lines by location, call targets by count descending, then inlinee blocks
- * by location and callee, one more space of indent per level. Owns the
+ * by location and callee, one more space of indent per level, then the
+ * metadata (!CFGChecksum of probe-based profiles, !Attributes). Owns the
  * text syntax only; the ordering comes from the model's sorted views.
  */
 #include <inttypes.h>
@@ -52,8 +53,10 @@ static void put_loc(FILE *f, lp_loc l)
     }
 }
 
-static int write_fs(FILE *f, const lp_fsamples *fs, int indent, int is_cs)
+static int write_fs(FILE *f, const lp_fsamples *fs, int indent,
+                    const lp_profile *p)
 {
+    int is_cs = p->is_cs;
     lp_body_view *b = NULL;
     lp_callee_view *c = NULL;
     size_t nb, nc, i, j;
@@ -97,9 +100,15 @@ static int write_fs(FILE *f, const lp_fsamples *fs, int indent, int is_cs)
         put_indent(f, indent + 1);
         put_loc(f, c[i].loc);
         put_str(f, ": ");
-        rc = write_fs(f, c[i].fs, indent + 1, is_cs);
+        rc = write_fs(f, c[i].fs, indent + 1, p);
     }
     free(c);
+    if (rc == 0 && p->is_probe_based) {
+        put_indent(f, indent + 1);
+        put_str(f, "!CFGChecksum: ");
+        put_u64(f, fs->checksum);
+        putc('\n', f);
+    }
     if (rc == 0 && fs->attrs) {
         put_indent(f, indent + 1);
         put_str(f, "!Attributes: ");
@@ -119,7 +128,7 @@ int lp_write_text(FILE *f, const lp_profile *p, lp_error *err)
     if (n == (size_t)-1)
         return lp_error_set(err, LP_ENOMEM, "text writer: out of memory");
     for (i = 0; i < n && rc == 0; i++)
-        rc = write_fs(f, v[i], 0, p->is_cs);
+        rc = write_fs(f, v[i], 0, p);
     free(v);
     if (rc)
         return lp_error_set(err, LP_ENOMEM, "text writer: out of memory");

@@ -181,9 +181,18 @@ if command -v gcc > /dev/null 2>&1; then
     grep -q 'left unknown until the unwinding finds its call' "$W/gkernel.log" \
         || fail "gkernel: the LBR shows every caller without user stacks: the test shows nothing"
     echo "gkernel: $NOSTACK% without user stacks"
-    grep -q 'recovered from the user stack' "$W/gkernel1024.log" || fail "gkernel: no caller from the user stack"
-    grep 'the LBR and the user stack' "$W/gkernel1024.log" | grep -q ': [1-9][0-9]* agree, 0 disagree' \
-        || { grep 'user stack' "$W/gkernel1024.log"; fail "gkernel: the LBR and the user stack disagree (or never both show the caller)"; }
+    grep -q 'unwound from the user stack with CFI' "$W/gkernel1024.log" || fail "gkernel: no call stack from the user stack"
+    grep 'in both the CFI stack and the LBR' "$W/gkernel1024.log" | grep -q ': [1-9][0-9]* agree, 0 disagree' \
+        || { grep 'CFI' "$W/gkernel1024.log"; fail "gkernel: the LBR and the user stack disagree (or never both show the caller)"; }
+    # a stack copy far shorter than the stack: below its end the recorded
+    # frame-pointer walk is spliced in (docs/unwind.md, "CFI stacks")
+    "$LBR2PROF" record --simulate -c 97 --seed 7 --user-stack=256 -o "$W/gkernel256.data" \
+        --truth "$W/gkernel256.truth" -- "$W/gkernel" 200 > /dev/null 2>&1 || fail "gkernel: record 256"
+    "$LBR2PROF" --perfdata="$W/gkernel256.data" --binary="$W/gkernel" $PG_CS \
+        --output="$W/gkernel256.prof" > "$W/gkernel256.log" 2>&1 || { cat "$W/gkernel256.log"; fail "gkernel: lbr2prof 256"; }
+    TRUTH="$W/gkernel256.truth" judge gkernel "$W/gkernel256.prof" "lbr2prof(short-stack)" 99
+    grep 'unwound from the user stack with CFI' "$W/gkernel256.log" | grep -q ', [1-9][0-9]* by frame pointers' \
+        || { cat "$W/gkernel256.log"; fail "gkernel: nothing spliced from the recorded walk"; }
     # the recursion's callers the LBR does not reach
     "$LBR2PROF" record --simulate -c 97 --seed 7 --user-stack=1024 -o "$W/recursion1024.data" \
         --truth "$W/recursion1024.truth" -- "$W/recursion" 20 > /dev/null 2>&1 || fail "recursion: record --user-stack"
@@ -206,6 +215,76 @@ if command -v gcc > /dev/null 2>&1; then
 else
     echo "no gcc: the user-stack case is not checked"
 fi
+
+# Frameless builds (no frame pointers anywhere: -O2 alone) recorded with
+# user stacks: the call stacks come from CFI (the program's, libc's and
+# ld.so's .eh_frame; docs/unwind.md, "CFI stacks"), signal frames through
+# glibc's restorer included. Against the truth >= 99%, no wrong context,
+# never below llvm-profgen on the same recording (whose frame-pointer
+# walks are garbage here), against what can be known with the stack
+# (knowable.pl --stack) >= 99%; a static build (libc without debug info
+# inside the binary: its frames start contexts as external code does);
+# and the mixed program (frame pointers) whose frameless library uses rbp
+# for data between two of its frames.
+# cfi_one NAME "CC [FLAGS]" SOURCE-NAME ARGS...
+cfi_one() {
+    n=$1 cc=$2 src=$3; shift 3
+    command -v ${cc%% *} > /dev/null 2>&1 || { echo "no ${cc%% *}: $n not checked"; return; }
+    $cc -O2 -g "$TOP/tests/workloads/$src.c" -o "$W/$n" || fail "$n: compile"
+    cfi_rec "$n" "$W/$n" "$@"
+}
+# cfi_rec NAME PROGRAM ARGS...: record, profile, judge
+cfi_rec() {
+    n=$1 prog=$2; shift 2
+    "$LBR2PROF" record --simulate -c 97 --seed 7 --user-stack=8192 -o "$W/$n.data" \
+        --truth "$W/$n.truth" -- "$prog" "$@" > /dev/null 2> "$W/$n.rec.err" || { cat "$W/$n.rec.err"; fail "$n: record"; }
+    "$LBR2PROF" --perfdata="$W/$n.data" --binary="$W/$n" $PG_CS --output="$W/$n.lp.prof" \
+        > "$W/$n.lp.log" 2>&1 || { cat "$W/$n.lp.log"; fail "$n: lbr2prof"; }
+    grep -q 'unwound from the user stack with CFI' "$W/$n.lp.log" || { cat "$W/$n.lp.log"; fail "$n: no CFI stack"; }
+    grep 'in both the CFI stack and the LBR' "$W/$n.lp.log" | grep -v -q ' 0 disagree' \
+        && fail "$n: the CFI stack and the LBR disagree on a caller"
+    "$LBR2PROF" script -F ip,brstack --show-mmap-events --raw-addresses "$W/$n.data" > "$W/$n.hybrid" \
+        || fail "$n: script"
+    llvm-profgen-19 --perfscript="$W/$n.hybrid" --binary="$W/$n" $PG_CS -o "$W/$n.pg.prof" \
+        > "$W/$n.pg.log" 2>&1 || { cat "$W/$n.pg.log"; fail "$n: llvm-profgen"; }
+    judge "$n" "$W/$n.pg.prof" llvm-profgen 0
+    PG_SCORE=$SCORE
+    judge "$n" "$W/$n.lp.prof" "lbr2prof(cfi)" 99 "$PG_SCORE"
+    grep -q ' 0 wrong;' "$W/$n.lbr2prof(cfi).acc" || fail "$n: lbr2prof puts counts in contexts the truth does not have"
+    perl "$TOP/tests/e2e/helpers/knowable.pl" --stack "$W/$n" < "$W/$n.truth" > "$W/$n.know.truth" \
+        || fail "$n: knowable.pl"
+    known "$n" "$W/$n.lp.prof" lbr2prof
+    awk -v s="$SCORE" 'BEGIN { exit !(s >= 99) }' || fail "$n: lbr2prof gets $SCORE% of what can be known"
+    CFI_PG=$PG_SCORE
+}
+cfi_one nf-kernel-clang clang-19 kernel 200
+awk -v s="$CFI_PG" 'BEGIN { exit !(s < 90) }' || fail "nf-kernel-clang: llvm-profgen gets $CFI_PG%: the test shows nothing"
+cfi_one nf-kernel-gcc gcc kernel 200
+# as perf record --call-graph dwarf records it: no user callchain at all
+if command -v gcc > /dev/null 2>&1; then
+    "$LBR2PROF" record --simulate -c 97 --seed 7 --call-graph=dwarf -o "$W/dwarf.data" \
+        --truth "$W/dwarf.truth" -- "$W/nf-kernel-gcc" 200 > /dev/null 2>&1 || fail "record --call-graph=dwarf"
+    "$LBR2PROF" --perfdata="$W/dwarf.data" --binary="$W/nf-kernel-gcc" $PG_CS \
+        --output="$W/dwarf.prof" > "$W/dwarf.log" 2>&1 || { cat "$W/dwarf.log"; fail "lbr2prof (dwarf)"; }
+    TRUTH="$W/dwarf.truth" judge nf-kernel-gcc "$W/dwarf.prof" "lbr2prof(dwarf)" 99
+fi
+cfi_one nf-recursion-clang clang-19 recursion 20
+cfi_one nf-qsort-gcc gcc qsort_cb 3000
+cfi_one nf-asyncsig-gcc gcc asyncsig 300
+grep -q 'went through a signal delivery' "$W/nf-asyncsig-gcc.lp.log" || fail "nf-asyncsig-gcc: no signal frame"
+# static: libc (no debug info) and its restorer inside the binary
+cfi_one nf-asyncsig-static "gcc -static" asyncsig 300
+for cc in clang-19 gcc; do
+    command -v $cc > /dev/null 2>&1 || continue
+    n=mixed-$cc
+    mkdir -p "$W/$n.lib" || fail "mkdir"
+    $cc -O2 -g -fomit-frame-pointer -fPIC -shared "$TOP/tests/workloads/mixedlib.c" \
+        -o "$W/$n.lib/libml.so" || fail "$n: compile the library"
+    $cc -O2 -g -fno-omit-frame-pointer "$TOP/tests/workloads/mixed.c" -L"$W/$n.lib" -lml \
+        -Wl,-rpath,"$W/$n.lib" -o "$W/$n" || fail "$n: compile"
+    cfi_rec "$n" "$W/$n" 400
+    awk -v s="$CFI_PG" 'BEGIN { exit !(s < 95) }' || fail "$n: llvm-profgen gets $CFI_PG%: the test shows nothing"
+done
 
 # the true contexts
 grep -q '^\[main:[0-9.]* @ leaf\]' "$W/tailcall.ideal" \

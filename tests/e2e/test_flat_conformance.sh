@@ -152,12 +152,13 @@ prof "cs-preinline-cost dwarf-correlation" --perfscript="$D/cs-preinline-cost.pe
     --binary="$D/cs-preinline-cost.perfbin" --ignore-stack-samples --use-dwarf-correlation
 prof "cmov_3 (event names)" --perfscript="$D/cmov_3.perfscript" --binary="$D/cmov_3.perfbin"
 
-# refusals: probe binaries without --use-dwarf-correlation (probe profiles
-# are not built yet), COFF binaries (hybrid input without
-# --ignore-stack-samples makes a CS profile: test_cs_generate_conformance.sh)
+# refusals: COFF binaries (hybrid input without --ignore-stack-samples
+# makes a CS profile: test_cs_generate_conformance.sh). Probe binaries
+# without --use-dwarf-correlation make probe-based profiles:
+# test_probe_conformance.sh
 ln -sf "$D/coff-profile.exe" coff-profile.perfbin
 ln -sf "$D/coff-profile.perfscript" coff-profile.perfscript
-for c in "inline-cs-pseudoprobe --ignore-stack-samples" "coff-profile"; do
+for c in "coff-profile"; do
     n=$((n + 1))
     set -- $c
     b=$1; shift
@@ -193,6 +194,10 @@ run "llvm-sample-profile trim-cold extbinary bytes" --llvm-sample-profile=cpt.tx
     --binary="$D/inline-noprobe2.perfbin" --trim-cold-profile --profile-summary-cold-count=100
 prof "filter-ambiguous-profile" --llvm-sample-profile="$D/filter-ambiguous-profile.prof" \
     --binary="$D/inline-cs-noprobe.perfbin"
+# ... and from extbinary input (llvm-profgen reads every format too)
+$PD merge --sample --extbinary cpt.txt -o cpt.ext
+prof "llvm-sample-profile extbinary input" --llvm-sample-profile=cpt.ext \
+    --binary="$D/inline-noprobe2.perfbin" --trim-cold-profile --profile-summary-cold-count=100
 
 # --show-density and the density warning: stdout and stderr identical
 n=$((n + 1))

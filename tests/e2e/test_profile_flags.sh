@@ -272,8 +272,16 @@ warns max-search-depth "$IC $T" --max-search-depth=1
 # refused
 elsewhere kernel test_kernel_profile.sh
 refused mark-all-context-preinlined --mark-all-context-preinlined
-refused csprof-max-unsymbolized-context-depth --csprof-max-unsymbolized-context-depth=1
 refused data-access-perftrace --data-access-perftrace=x
+
+# Intel PT
+elsewhere itrace test_pt_profile.sh
+# several traces, mergeable raw profiles
+elsewhere raw-header test_rawmerge.sh
+
+# pseudo probes
+elsewhere show-pseudo-probe test_probe_conformance.sh
+elsewhere csprof-max-unsymbolized-context-depth test_probe_conformance.sh
 
 # the listing
 for f in show-disassembly-only disassemble-functions show-source-locations \

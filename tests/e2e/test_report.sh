@@ -18,10 +18,10 @@
 #      work.data --gen-cs-nested-profile=0` writes, the quality counts are
 #      the ones its warnings give. --lbr (flat LBR pipeline) equals
 #      llvm-profgen-19's profile; every perf.data of the corpus reports.
-#   4. Errors: extbinary input (names the llvm-profdata command), missing
+#   4. Errors: truncated extbinary input (names the offset), missing
 #      file, bad format; -o leaves no file behind on failure.
 set -eu
-for t in llvm-profgen-19 llvm-profdata-19 clang-19 perf llvm-symbolizer-19 llvm-readelf-19 llvm-nm-19; do
+for t in llvm-profgen-19 llvm-profdata-19 llvm-profdata-22 clang-19 perf llvm-symbolizer-19 llvm-readelf-19 llvm-nm-19; do
     command -v $t >/dev/null 2>&1 || { echo "skip: $t not installed"; exit 77; }
 done
 PY=python3
@@ -164,17 +164,30 @@ report_all nested.prof
 "$LBR2PROF" report nested.prof --format=folded > nested.prof.folded.dm
 grep -q '^main;foo(int) ' nested.prof.folded.dm
 grep -q '^main;_Z3fooi ' nested.prof.folded
-# The same profile in extbinary: a clear error naming the conversion.
+# The same profile in extbinary (and compressed, MD5-less) is read
+# directly and gives the same report as its text.
 llvm-profdata-19 merge --sample --extbinary nested.prof -o nested.extbin
-if "$LBR2PROF" report nested.extbin -o out.txt 2> ext.err; then echo "extbinary accepted"; exit 1; else st=$?; fi
-[ $st -eq 2 ] || { echo "extbinary: status $st"; exit 1; }
-grep -q 'llvm-profdata-19 merge --sample --text nested.extbin' ext.err
+"$LBR2PROF" report nested.extbin --no-demangle --format=folded > ext.folded
+cmp ext.folded nested.prof.folded
+"$LBR2PROF" report nested.extbin --format=json -o ext.json
+"$LBR2PROF" report nested.prof --format=json -o text.json
+"$PY" - ext.json text.json <<'PYJ'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for k in ("functions", "tree", "total", "context_sensitive"):
+    assert a[k] == b[k], k
+PYJ
+llvm-profdata-22 merge --sample --extbinary --compress-all-sections nested.prof -o nested.z.extbin
+"$LBR2PROF" report nested.z.extbin --no-demangle --format=folded > z.folded
+cmp z.folded nested.prof.folded
+# A truncated extbinary profile: exit 2, the offset in the message, and -o
+# leaves nothing behind.
+head -c 300 nested.extbin > cut.extbin
+if "$LBR2PROF" report cut.extbin -o out.txt 2> ext.err; then echo "truncated extbinary accepted"; exit 1; else st=$?; fi
+[ $st -eq 2 ] || { echo "truncated extbinary: status $st"; exit 1; }
+grep -q 'cut.extbin: offset 0x' ext.err || { cat ext.err; exit 1; }
 [ ! -e out.txt ] || { echo "-o left a file behind"; exit 1; }
 ls | grep -q 'out.txt.tmp' && { echo "-o left a temporary file"; exit 1; }
-# ... and converted back to text it gives the same report.
-llvm-profdata-19 merge --sample --text nested.extbin -o nested.back.prof
-"$LBR2PROF" report nested.back.prof --no-demangle --format=folded > back.folded
-cmp back.folded nested.prof.folded
 
 # 3. perf.data of a program compiled now.
 cat > work.c <<'C'

@@ -21,9 +21,9 @@ for f in "$TOP"/tests/data/perf-corpus/perf.data.* "$TOP"/tests/data/autofdo/tes
         echo "SKIP $n: perf 6.1 cannot read it"
         continue
     fi
-    # lbr2prof does not decode AUX trace data (Intel PT): perf's samples
-    # synthesized from it are left out of the comparison with --no-itrace,
-    # for files where they exist.
+    # perf's default --itrace (ibxwpe with power events, which lbr2prof
+    # does not synthesize) is left out with --no-itrace on files with AUX
+    # trace data; the pt_* modes compare the samples lbr2prof does make.
     itrace=
     perf script -i "$f" -F $F --no-itrace > "$WORK/$n.noitrace" 2>/dev/null
     if ! cmp -s "$WORK/$n.perf" "$WORK/$n.noitrace"; then
@@ -32,17 +32,26 @@ for f in "$TOP"/tests/data/perf-corpus/perf.data.* "$TOP"/tests/data/autofdo/tes
     fi
     # plain, mmap and task use the full field list; pass1/pass2 are the two
     # perf script runs llvm-profgen makes on a perf.data.
-    for mode in plain mmap task pass1 pass2; do
+    modes="plain mmap task pass1 pass2"
+    # Files with Intel PT data: also the samples perf synthesizes from it
+    # (lbr2prof script --itrace, docs/pt.md), with the same --itrace.
+    [ -n "$itrace" ] && modes="$modes pt_b pt_il pt_i1000i pt_b_mmap"
+    for mode in $modes; do
         fl=$F
+        pt=$itrace
         case $mode in
         plain) opt= ;;
         mmap) opt=--show-mmap-events ;;
         task) opt=--show-task-events ;;
         pass1) opt=--show-mmap-events; fl=comm,pid ;;
         pass2) opt=--show-mmap-events; fl=ip,brstack ;;
+        pt_b) opt=; pt=--itrace=b ;;
+        pt_il) opt=; pt=--itrace=il ;;
+        pt_i1000i) opt=; pt=--itrace=i1000i ;;
+        pt_b_mmap) opt=--show-mmap-events; pt=--itrace=b ;;
         esac
-        perf script -i "$f" -F $fl $opt $itrace > "$WORK/$n.$mode.perf" 2>/dev/null
-        "$LBR2PROF" script -F $fl $opt "$f" > "$WORK/$n.$mode.ours" 2> "$WORK/$n.$mode.err"
+        perf script -i "$f" -F $fl $opt $pt > "$WORK/$n.$mode.perf" 2>/dev/null
+        "$LBR2PROF" script -F $fl $opt $pt "$f" > "$WORK/$n.$mode.ours" 2> "$WORK/$n.$mode.err"
         st=$?
         if [ $st -eq 0 ] && cmp -s "$WORK/$n.$mode.perf" "$WORK/$n.$mode.ours"; then
             pass=$((pass + 1)); echo "PASS $n $mode"

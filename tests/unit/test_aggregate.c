@@ -316,6 +316,51 @@ static void test_generate_example_a(void **state)
     lp_binary_close(b);
 }
 
+/* The flat probe profile of noinline-cs-pseudoprobe's LBR (llvm-profgen-22
+ * --ignore-stack-samples, to the byte): bodies by probe id with zero
+ * records for the probes of touched functions, bar's head from its entry
+ * probe, the call target at foo's call probe 8, checksums. */
+static void test_generate_probes(void **state)
+{
+    static const char raw[] = "3\n760-77f:15\n79e-7bf:15\n7c4-7cf:15\n"
+                              "3\n77f->7c4:17\n7bf->760:15\n7cf->79e:16\n";
+    const char *bin = "tests/data/llvm-profgen-inputs/noinline-cs-pseudoprobe.perfbin";
+    lp_binary *b = lp_binary_open(bin, NULL, NULL);
+    lp_probes *pr = lp_probes_open(bin, NULL);
+    lp_counters *c = lp_counters_new();
+    lp_profile *p = lp_profile_new();
+    lp_write_opts wo = {LP_PROF_TEXT, 0, 0, NULL, 0};
+    FILE *f = fmemopen((void *)raw, sizeof raw - 1, "r");
+    lp_error e = {0};
+    lp_flat_opts o;
+    char *buf = NULL;
+    size_t len;
+    (void)state;
+
+    assert_non_null(b);
+    assert_non_null(pr);
+    assert_int_equal(lp_rawprof_read(f, "raw", 0x201000, c, &e), 0);
+    fclose(f);
+    lp_flat_opts_default(&o);
+    o.cold_count = 0;
+    assert_int_equal(lp_flat_generate_probes(b, pr, c, &o, p, &e), 0);
+    assert_int_equal(lp_flat_postprocess(p, &o, &e), 0);
+    assert_true(p->is_probe_based);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(lp_profile_write(f, p, &wo, &e), 0);
+    fclose(f);
+    assert_string_equal(buf, "foo:75:0\n 1: 0\n 2: 15\n 3: 15\n 4: 15\n 5: 0\n"
+                             " 6: 15\n 7: 0\n 8: 15 bar:15\n 9: 0\n"
+                             " !CFGChecksum: 563088904013236\n"
+                             "bar:30:15\n 1: 15\n 4: 15\n"
+                             " !CFGChecksum: 72617220756\n");
+    free(buf);
+    lp_profile_free(p);
+    lp_counters_free(c);
+    lp_probes_free(pr);
+    lp_binary_close(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_stack_sample_prolog_leaf),
         cmocka_unit_test(test_rawprof_round_trip_and_errors),
         cmocka_unit_test(test_generate_example_a),
+        cmocka_unit_test(test_generate_probes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

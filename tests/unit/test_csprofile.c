@@ -396,6 +396,109 @@ static void test_extbinary_flags(void **state)
     lp_binary_close(b);
 }
 
+/* ---- pseudo probes (noinline-cs-pseudoprobe.perfbin: main calls foo at
+ * probe 2, foo calls bar at probe 8; preferred base 0x201000) ---------- */
+
+#define PROBE_BIN "tests/data/llvm-profgen-inputs/noinline-cs-pseudoprobe.perfbin"
+
+/* llvm-profgen-22's unsymbolized profile of noinline-cs-pseudoprobe */
+static const char probe_raw[] =
+    "[0x7f4]\n  2\n  79e-7bf:15\n  7c4-7cf:15\n  2\n  7bf->760:15\n  7cf->79e:16\n"
+    "[0x7f4 @ 0x7bf]\n  1\n  760-77f:15\n  1\n  77f->7c4:17\n";
+
+static lp_ctxcount *probe_counters(void)
+{
+    FILE *f = fmemopen((void *)probe_raw, sizeof probe_raw - 1, "r");
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_error err = {0};
+    bool is_cs = false;
+
+    assert_non_null(f);
+    assert_int_equal(lp_cs_raw_read_addrs(f, "raw", 0, 0x201000, cc, &is_cs,
+                                          &err), 0);
+    fclose(f);
+    assert_true(is_cs);
+    assert_int_equal(lp_ctxcount_size(cc), 2);
+    return cc;
+}
+
+/* The flat CS probe profile is llvm-profgen-22's, to the byte: body
+ * counts per probe id with zero records for unsampled probes, bar's head
+ * from its entry probe, checksums; the unsymbolized writer gives the
+ * input back. */
+static void test_probe_profile(void **state)
+{
+    lp_binary *b = lp_binary_open(PROBE_BIN, NULL, NULL);
+    lp_probes *pr = lp_probes_open(PROBE_BIN, NULL);
+    lp_ctxcount *cc = probe_counters();
+    lp_profile *p = lp_profile_new();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    lp_cs_opts o;
+    (void)state;
+
+    assert_non_null(b);
+    assert_non_null(pr);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(lp_ctxcount_write_raw(f, cc, 0, 0x201000, NULL), 0);
+    fclose(f);
+    assert_string_equal(buf, probe_raw);
+    free(buf);
+    lp_cs_opts_default(&o);
+    o.probes = &pr;
+    o.preinliner = false;
+    o.gen_nested = false;
+    o.cold_count = 0;
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    assert_true(p->is_probe_based);
+    check_text(p, "[main:2 @ foo]:75:0\n 1: 0\n 2: 15\n 3: 15\n 4: 15\n 5: 0\n"
+                  " 6: 15\n 7: 0\n 8: 15 bar:15\n 9: 0\n !CFGChecksum: 563088904013236\n"
+                  "[main:2 @ foo:8 @ bar]:30:15\n 1: 15\n 4: 15\n"
+                  " !CFGChecksum: 72617220756\n");
+    lp_profile_free(p);
+    /* nested: bar folded into foo at probe 8 */
+    p = lp_profile_new();
+    o.gen_nested = true;
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    check_text(p, "foo:90:0\n 1: 0\n 2: 15\n 3: 15\n 4: 15\n 5: 0\n 6: 15\n"
+                  " 7: 0\n 9: 0\n 8: bar:30\n  1: 15\n  4: 15\n"
+                  "  !CFGChecksum: 72617220756\n !CFGChecksum: 563088904013236\n");
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_probes_free(pr);
+    lp_binary_close(b);
+}
+
+/* Address contexts need probe tables, and probe tables address contexts. */
+static void test_probe_mismatch(void **state)
+{
+    lp_binary *b = lp_binary_open(PROBE_BIN, NULL, NULL);
+    lp_probes *pr = lp_probes_open(PROBE_BIN, NULL);
+    lp_probes *none = NULL;
+    lp_ctxcount *cc = probe_counters();
+    lp_profile *p = lp_profile_new();
+    lp_error err = {0};
+    lp_cs_opts o;
+    (void)state;
+
+    lp_cs_opts_default(&o);
+    o.probes = &none;
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, &err), -1);
+    assert_non_null(strstr(err.msg, "no pseudo probes"));
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    cc = example_c();                   /* frame contexts */
+    p = lp_profile_new();
+    o.probes = &pr;
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, &err), -1);
+    assert_non_null(strstr(err.msg, "not an address context"));
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_probes_free(pr);
+    lp_binary_close(b);
+}
+
 /* A context naming a binary that was not given is an error. */
 static void test_bad_binary_index(void **state)
 {
@@ -493,6 +596,8 @@ int main(void)
         cmocka_unit_test(test_bad_binary_index),
         cmocka_unit_test(test_intern_memo),
         cmocka_unit_test(test_trie_round_trip),
+        cmocka_unit_test(test_probe_profile),
+        cmocka_unit_test(test_probe_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -424,54 +424,42 @@ static void test_add_branch(void **state)
     lp_binary_close(b);
 }
 
-/* The lost caller of a frame (lp_tailcall_find_caller, nothing known
- * below): the one call site that reaches the callee directly or by tail
- * calls, a cycle of tail calls included (only the site matters, not the
- * path); several sites, or one the caller vetoes, are ambiguous. */
-static uint64_t vetoed;
-
-static bool veto_one(void *ctx, uint64_t site)
-{
-    (void)ctx;
-    return site == vetoed;
-}
-
-static void test_find_caller(void **state)
+/* The graph walked backwards and forwards, as the frame repair's
+ * inference walks it (src/unwind/infer.c): the call sites that reach a
+ * function, the functions that tail-call it and that it tail-calls, and
+ * reachability through a cycle of tail calls. */
+static void test_walks(void **state)
 {
     lp_tailcall *tc = mk(LP_TC_LLVM, LP_TC_DEFAULT_MAX_DEPTH);
-    uint64_t site;
+    const lp_function *const *fs;
+    const uint64_t *sites;
     (void)state;
 
     call(tc, 0x100, A);         /* O's call to A */
+    call(tc, 0x200, A);         /* X's call to A */
+    call(tc, 0x300, C);
     tail(tc, 0x10, A, B);       /* A -> B -> A: mutual tail recursion */
     tail(tc, 0x20, B, A);
-    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, NULL, NULL, &site),
-                     LP_TC_UNIQUE);
-    assert_int_equal(site, 0x100);
-    assert_int_equal(lp_tailcall_find_caller(tc, NULL, A, NULL, NULL, &site),
-                     LP_TC_UNIQUE);
-    assert_int_equal(site, 0x100);
-    assert_int_equal(lp_tailcall_find_caller(tc, NULL, C, NULL, NULL, &site),
-                     LP_TC_NONE);
-    assert_int_equal(site, 0);
-    vetoed = 0x100;
-    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, veto_one, NULL, &site),
-                     LP_TC_AMBIGUOUS);
-    vetoed = 0x999;             /* a veto of another site changes nothing */
-    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, veto_one, NULL, &site),
-                     LP_TC_UNIQUE);
-    call(tc, 0x200, B);         /* X calls B directly too */
-    assert_int_equal(lp_tailcall_find_caller(tc, NULL, B, NULL, NULL, &site),
-                     LP_TC_AMBIGUOUS);
-    assert_int_equal(lp_tailcall_reaches(tc, A, B), 1);
+    tail(tc, 0x30, B, D);
+    assert_int_equal(lp_tailcall_call_sites(tc, A, &sites), 2);
+    assert_true((sites[0] == 0x100 && sites[1] == 0x200) ||
+                (sites[0] == 0x200 && sites[1] == 0x100));
+    assert_int_equal(lp_tailcall_call_sites(tc, B, &sites), 0);
+    assert_int_equal(lp_tailcall_tail_callers(tc, A, &fs), 1);
+    assert_ptr_equal(fs[0], B);
+    assert_int_equal(lp_tailcall_tail_callees(tc, B, &fs), 2);
+    assert_int_equal(lp_tailcall_tail_callers(tc, C, &fs), 0);
+    assert_int_equal(lp_tailcall_reaches(tc, A, D), 1);
+    assert_int_equal(lp_tailcall_reaches(tc, B, B), 1);
     assert_int_equal(lp_tailcall_reaches(tc, C, B), 0);
+    assert_int_equal(lp_tailcall_reaches(tc, D, A), 0);
     lp_tailcall_free(tc);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_find_caller),
+        cmocka_unit_test(test_walks),
         cmocka_unit_test(test_unique_chain),
         cmocka_unit_test(test_two_paths),
         cmocka_unit_test(test_direct_beside_path),

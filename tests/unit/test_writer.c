@@ -1,7 +1,9 @@
 /*
  * test_writer.c - unit tests for src/writer: MD5, the profile summary
  * (LLVM's detailed cutoffs), the text format and the extbinary/binary
- * layouts (magic, section table, ULEB128 encodings).
+ * layouts (magic, section table, ULEB128 encodings, zlib-compressed
+ * sections, CFG checksums), and `show` (llvm-profdata show --sample's
+ * output, compared with what llvm-profdata-22 printed for the profile).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zlib.h>
 
 #include "lbr2prof/profile.h"
 
@@ -219,6 +223,214 @@ static void test_text_round_trip(void **state)
     lp_profile_free(q);
 }
 
+
+static char *show_to_string(const lp_profile *p, const lp_show_opts *o)
+{
+    lp_prof_info info;
+    lp_error e = {0};
+    char *buf = NULL, *t;
+    size_t len, tl;
+    FILE *f;
+    lp_profile *q;
+    int missing;
+
+    /* read back from text: the summary is the reader's, as in show */
+    t = write_to_string(p, LP_PROF_TEXT, 0, &tl);
+    q = lp_profile_read_mem(t, tl, "mem", &info, &e);
+    assert_non_null(q);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(lp_profile_show(f, q, &info, o, &missing, &e), 0);
+    fclose(f);
+    lp_prof_info_free(&info);
+    lp_profile_free(q);
+    free(t);
+    return buf;
+}
+
+/* what llvm-profdata-22 show --sample prints for the same profile */
+static void test_show_format(void **state)
+{
+    lp_profile *p = small_profile();
+    lp_show_opts o = {0};
+    char *s;
+    (void)state;
+
+    s = show_to_string(p, &o);
+    assert_string_equal(s,
+        "Function: foo: 1241, 0, 3 sampled lines\n"
+        "Samples collected in the function's body {\n"
+        "  0: 0\n"
+        "  2: 19\n"
+        "  3: 21, calls: bar:21\n"
+        "}\n"
+        "Samples collected in inlined callsites {\n"
+        "  4.2: inlined callee: baz: 30, 0, 1 sampled lines\n"
+        "    Samples collected in the function's body {\n"
+        "      65533: 10\n"
+        "    }\n"
+        "    No inlined callsites in this function\n"
+        "}\n"
+        "Function: bar: 926, 21, 2 sampled lines\n"
+        "Samples collected in the function's body {\n"
+        "  0: 20\n"
+        "  1.3: 13\n"
+        "}\n"
+        "No inlined callsites in this function\n");
+    free(s);
+    o = (lp_show_opts){"bar", 0, 1, 0, 1, 0};
+    s = show_to_string(p, &o);
+    assert_string_equal(s,
+        "Function: bar: 926, 21, 2 sampled lines\n"
+        "Samples collected in the function's body {\n"
+        "  0: 20\n"
+        "  1.3: 13\n"
+        "}\n"
+        "No inlined callsites in this function\n"
+        "Total functions: 2\n"
+        "Maximum function count: 21\n"
+        "Maximum internal block count: 0\n"
+        "Total number of blocks: 6\n"
+        "Total count: 83\n"
+        "Detailed summary:\n"
+        "0 blocks (0.00%) with count >= 0 account for 1% of the total counts.\n"
+        "1 blocks (16.67%) with count >= 21 account for 10% of the total counts.\n"
+        "1 blocks (16.67%) with count >= 21 account for 20% of the total counts.\n"
+        "2 blocks (33.33%) with count >= 20 account for 30% of the total counts.\n"
+        "2 blocks (33.33%) with count >= 20 account for 40% of the total counts.\n"
+        "2 blocks (33.33%) with count >= 20 account for 50% of the total counts.\n"
+        "3 blocks (50.00%) with count >= 19 account for 60% of the total counts.\n"
+        "3 blocks (50.00%) with count >= 19 account for 70% of the total counts.\n"
+        "4 blocks (66.67%) with count >= 13 account for 80% of the total counts.\n"
+        "5 blocks (83.33%) with count >= 10 account for 90% of the total counts.\n"
+        "5 blocks (83.33%) with count >= 10 account for 95% of the total counts.\n"
+        "5 blocks (83.33%) with count >= 10 account for 99% of the total counts.\n"
+        "5 blocks (83.33%) with count >= 10 account for 99.9% of the total counts.\n"
+        "5 blocks (83.33%) with count >= 10 account for 99.99% of the total counts.\n"
+        "5 blocks (83.33%) with count >= 10 account for 99.999% of the total counts.\n"
+        "5 blocks (83.33%) with count >= 10 account for 99.9999% of the total counts.\n"
+        "2 out of 2 functions with profile (100.00%) are considered hot functions (max sample >= 10).\n"
+        "2167 out of 2167 profile counts (100.00%) are from hot functions.\n"
+        " Total sample (%)       Max sample        Entry sample    Function name\n"
+        " 1241 (57.27%)          21                1               foo\n");
+    free(s);
+    /* a function that is not there: LLVM's empty profile */
+    o = (lp_show_opts){"nosuch", 0, 0, 0, 0, 0};
+    s = show_to_string(p, &o);
+    assert_string_equal(s, "Function: : 0, 0, 0 sampled lines\n"
+                           "No samples collected in the function's body\n"
+                           "No inlined callsites in this function\n");
+    free(s);
+    lp_profile_free(p);
+}
+
+/* --show-sec-info-only of an extbinary profile, read back */
+static void test_show_sections(void **state)
+{
+    lp_profile *p = small_profile(), *q;
+    lp_write_opts wo = {.format = LP_PROF_EXTBINARY, .compress = 1};
+    lp_prof_info info;
+    lp_error e = {0};
+    size_t len, n;
+    char *b, *s = NULL;
+    FILE *f;
+    (void)state;
+
+    f = open_memstream(&b, &len);
+    assert_int_equal(lp_profile_write(f, p, &wo, &e), 0);
+    fclose(f);
+    q = lp_profile_read_mem(b, len, "z", &info, &e);
+    assert_non_null(q);
+    f = open_memstream(&s, &n);
+    lp_profile_show_sections(f, &info);
+    fclose(f);
+    assert_non_null(strstr(s, "ProfileSummarySection - Offset: 242, Size: "));
+    assert_non_null(strstr(s, ", Flags: {compressed}\nNameTableSection"));
+    assert_non_null(strstr(s, "ProfileSymbolListSection - Offset: "));
+    assert_non_null(strstr(s, ", Size: 0, Flags: {compressed}\n"));
+    assert_non_null(strstr(s, "Header Size: 242\n"));
+    free(s);
+    lp_prof_info_free(&info);
+    lp_profile_free(q);
+    free(b);
+    lp_profile_free(p);
+}
+
+/* compressed sections: ULEB128 sizes then zlib data that inflates to the
+ * section written without compression */
+static void test_compressed_sections(void **state)
+{
+    lp_profile *p = small_profile();
+    lp_write_opts plain = {.format = LP_PROF_EXTBINARY};
+    lp_write_opts z = {.format = LP_PROF_EXTBINARY, .compress = 1};
+    lp_error e = {0};
+    size_t n1, n2;
+    uint8_t *a, *b, *out;
+    uint64_t aoff, asz, boff, bsz;
+    FILE *f;
+    uLongf got;
+    (void)state;
+
+    f = open_memstream((char **)&a, &n1);
+    assert_int_equal(lp_profile_write(f, p, &plain, &e), 0);
+    fclose(f);
+    f = open_memstream((char **)&b, &n2);
+    assert_int_equal(lp_profile_write(f, p, &z, &e), 0);
+    fclose(f);
+    /* the LBR profile section: the 5th entry of the table */
+    aoff = le64(a + 18 + 32 * 4 + 16);
+    asz = le64(a + 18 + 32 * 4 + 24);
+    boff = le64(b + 18 + 32 * 4 + 16);
+    bsz = le64(b + 18 + 32 * 4 + 24);
+    assert_true(le64(b + 18 + 32 * 4 + 8) == 1); /* SecFlagCompress */
+    assert_int_equal(b[boff], asz);              /* inflated size */
+    assert_true(b[boff + 1] == bsz - 2);         /* compressed size */
+    out = malloc(asz);
+    got = (uLongf)asz;
+    assert_int_equal(uncompress(out, &got, b + boff + 2, (uLong)bsz - 2), Z_OK);
+    assert_true(got == asz);
+    assert_memory_equal(out, a + aoff, asz);
+    free(out);
+    free(a);
+    free(b);
+    lp_profile_free(p);
+}
+
+/* probe-based profiles: checksums in text and in FuncMetadata */
+static void test_probe_checksums(void **state)
+{
+    lp_profile *p = small_profile();
+    size_t len;
+    uint8_t *b;
+    char *s;
+    uint64_t off;
+    (void)state;
+
+    p->is_probe_based = 1;
+    lp_profile_find(p, "foo")->checksum = 300;
+    lp_fs_find_callee(lp_profile_find(p, "foo"), (lp_loc){4, 2}, "baz")->checksum = 7;
+    s = write_to_string(p, LP_PROF_TEXT, 0, &len);
+    assert_non_null(strstr(s, "  65533: 10\n  !CFGChecksum: 7\n !CFGChecksum: 300\n"
+                              "bar:926:21\n 0: 20\n 1.3: 13\n !CFGChecksum: 0\n"));
+    free(s);
+    b = (uint8_t *)write_to_string(p, LP_PROF_EXTBINARY, 0, &len);
+    assert_true(le64(b + 18 + 32 * 6 + 8) == (1ull << 32)); /* probe */
+    off = le64(b + 18 + 32 * 6 + 16);
+    /* foo (name 2): checksum 300, 1 inlinee at 4.2: baz (1), checksum 7 */
+    assert_memory_equal(b + off, "\x02\xac\x02\x01\x04\x02\x01\x07\x00", 9);
+    free(b);
+    /* LLVM writes no probe-based profile in the binary format */
+    {
+        lp_write_opts o = {.format = LP_PROF_BINARY};
+        lp_error e = {0};
+        FILE *f = fopen("/dev/null", "w");
+
+        assert_int_equal(lp_profile_write(f, p, &o, &e), -1);
+        assert_non_null(strstr(e.msg, "probe-based"));
+        fclose(f);
+    }
+    lp_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +440,10 @@ int main(void)
         cmocka_unit_test(test_extbinary_layout),
         cmocka_unit_test(test_legacy_binary),
         cmocka_unit_test(test_text_round_trip),
+        cmocka_unit_test(test_show_format),
+        cmocka_unit_test(test_show_sections),
+        cmocka_unit_test(test_compressed_sections),
+        cmocka_unit_test(test_probe_checksums),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# knowable.pl BINARY < TRUTH > KNOWABLE - test helper for test_accuracy.sh:
+# knowable.pl [--stack] BINARY < TRUTH > KNOWABLE - test helper for test_accuracy.sh:
 # the simulator's truth (docs/record.md, version 2) with every LBR range
 # whose calling context no unwinder can know from the sample marked cut
 # (not counted), and the branch taken at its end made to come from outside
@@ -22,6 +22,9 @@
 #    the frames it shares with the sampled stack; otherwise its callers
 #    are the sampled stack's, which the walk does not show.
 #
+# With --stack (samples with user stacks, unwound with CFI: the whole
+# call stack is known whatever the frame pointers) only the first case.
+#
 # Signal returns (the truth's lbr_cut) are not non-local: the restorer
 # shows them. Only addresses of BINARY's mappings (same basename) count as
 # inside it.
@@ -29,6 +32,7 @@ use strict;
 use warnings;
 no warnings "portable";
 
+my $stack_known = @ARGV && $ARGV[0] eq '--stack' ? shift @ARGV : 0;
 my $bin = $ARGV[0] =~ s{.*/}{}r;
 my $t = do { local $/; <STDIN> };
 my (%par, %ret);
@@ -96,6 +100,7 @@ sub cut_sample {
     }
     my $caller_seen = grep { $_ == ($par{$snode} // 0) } @node;
     $no_frame = 1 if !$no_frame && $skipped && !$caller_seen;
+    $no_frame = 0 if $stack_known;
     my ($cuts) = $l =~ /"lbr_cut": \[([\d, ]*)\]/;
     my %cut = map { $_ => 1 } ($cuts // '') =~ /\d+/g;
     my $old = scalar @e;    # ranges older than this branch: unknowable

@@ -1,0 +1,489 @@
+/*
+ * probegen.c - llvm-profgen 22's CSProfileGenerator::generateProbeBasedProfile:
+ * per address context of the unwinder (the callers' call sites), the
+ * probes of the context's disjoint ranges give body counts (block probes
+ * with a count: the count at the probe id and discriminator, added to the
+ * total; entry probes also head samples and, for an inlined function, the
+ * call site and call target in the inliner's profile), every probe of a
+ * touched inline frame gets a zero record, and branches from call probes
+ * count the call site and its target. The context of a probe is the
+ * callers' call probes expanded into their inline stacks, then the
+ * probe's own inline stack, recursion-compressed and trimmed (leaf
+ * excluded); missing tail-call frames are put back first by the
+ * --infer-missing-frames hook when one is given (lp_cs_opts.infer_frames).
+ * No call-site inference and no count fix-ups follow (llvm-profgen does
+ * none for probes). The trie goes on to the common post-processing.
+ * Owns probe-based generation only; decoding is src/probe's.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context/cs_internal.h"
+#include "lbr2prof/unwind.h"
+
+typedef struct pcount {         /* a probe and its count in one context */
+    uint32_t id, node;
+    uint64_t count;
+} pcount;
+
+typedef struct pgen {
+    cs_trie *t;
+    lp_binary *const *bins;
+    lp_probes *const *probes;
+    size_t nbins;
+    const lp_cs_opts *o;
+    cs_pmemo *memo;
+    lp_error *err;
+    /* the context being generated */
+    const lp_ctx_entry *e;
+    lp_binary *bin;
+    lp_probes *pr;
+    bool have_prefix;
+    lp_probe_frame *prefix;     /* the callers' frames (inline-expanded) */
+    size_t nprefix, prefix_cap;
+    lp_probe_frame *fr;         /* frames scratch */
+    size_t fr_cap;
+    lp_ctx_frame *cf;
+    size_t cf_cap;
+    pcount *pc;                 /* probe counts scratch */
+    size_t npc, pc_cap;
+    uint32_t *memo_node;        /* per context: inline node -> trie node */
+    cs_node **memo_trie;
+    size_t nmemo, memo_cap;
+} pgen;
+
+static int grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+    size_t nc = *cap ? *cap : 16;
+    void *nv;
+
+    if (n <= *cap)
+        return 0;
+    while (nc < n)
+        nc *= 2;
+    if (!(nv = realloc(*v, nc * elem)))
+        return -1;
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
+/* ---- the profiled functions, decoded ------------------------------------------ */
+
+typedef struct fvec {
+    const lp_function **v;
+    size_t n, cap;
+} fvec;
+
+static void fv_add(fvec *f, lp_binary *b, uint64_t addr, int *oom)
+{
+    const lp_func_range *r = lp_binary_func_range(b, addr);
+
+    if (!r)
+        return;
+    if (grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v))
+        *oom = 1;
+    else
+        f->v[f->n++] = r->func;
+}
+
+/* collectFunctionsFromRawProfile for address contexts, then
+ * decodePseudoProbe for each binary not decoded yet. */
+static int decode_profiled(pgen *g, const lp_ctxcount *cc)
+{
+    fvec *fv = calloc(g->nbins ? g->nbins : 1, sizeof *fv);
+    lp_ctx_entry **v = NULL;
+    long n = lp_ctxcount_all(cc, &v), i, k, m;
+    const lp_addr_pair_count *r;
+    int oom = !fv || n < 0, rc = 0;
+    size_t b;
+
+    for (i = 0; !oom && i < n; i++) {
+        lp_binary *bin = (size_t)v[i]->bin < g->nbins ? g->bins[v[i]->bin] : NULL;
+        for (k = 0; k < (long)v[i]->naddrs; k++) {
+            b = LP_CTX_ADDR_BIN(v[i]->addrs[k]);
+            if (b < g->nbins && g->bins[b])
+                fv_add(&fv[b], g->bins[b], LP_CTX_ADDR_VADDR(v[i]->addrs[k]), &oom);
+        }
+        if (!bin)
+            continue;
+        m = lp_counters_ranges_view(v[i]->counters, &r);
+        for (k = 0; k < m; k++)
+            fv_add(&fv[v[i]->bin], bin, r[k].a, &oom);
+        m = lp_counters_branches_view(v[i]->counters, &r);
+        for (k = 0; k < m; k++) {
+            fv_add(&fv[v[i]->bin], bin, r[k].a, &oom);
+            if (!LP_CTX_IS_XBIN(r[k].b))
+                fv_add(&fv[v[i]->bin], bin, r[k].b, &oom);
+        }
+    }
+    for (b = 0; !oom && rc == 0 && b < g->nbins; b++)
+        if (g->probes[b] && !lp_probes_decoded(g->probes[b]))
+            rc = lp_probes_decode_for(g->probes[b], fv[b].v, fv[b].n, g->err);
+    for (b = 0; fv && b < g->nbins; b++)
+        free(fv[b].v);
+    free(fv);
+    free(v);
+    return oom ? cs_oom(g->err) : rc;
+}
+
+/* ---- contexts -------------------------------------------------------------------- */
+
+/* Append a probe's inline stack (leaf included) to g->fr[0..*n). */
+static int append_stack(pgen *g, lp_probes *pr, const lp_probe *p, size_t *n)
+{
+    size_t k = lp_probes_inline_stack(pr, p, true, g->fr, *n, g->fr_cap);
+
+    if (k > g->fr_cap) {
+        if (grow((void **)&g->fr, &g->fr_cap, k, sizeof *g->fr))
+            return cs_oom(g->err);
+        k = lp_probes_inline_stack(pr, p, true, g->fr, *n, g->fr_cap);
+    }
+    *n = k;
+    return 0;
+}
+
+/* The context's addresses, completed by the missing-frame hook with the
+ * leaf address (then dropped again); *own set when they are new memory. */
+static long context_addrs(pgen *g, uint64_t leaf, const uint64_t **a,
+                          uint64_t **own)
+{
+    const lp_ctx_entry *e = g->e;
+    uint64_t *in;
+    long n;
+
+    *own = NULL;
+    *a = e->addrs;
+    if (!g->o->infer_frames)
+        return (long)e->naddrs;
+    if (!(in = malloc((e->naddrs + 1) * sizeof *in)))
+        return -1;
+    memcpy(in, e->addrs, e->naddrs * sizeof *in);
+    in[e->naddrs] = LP_CTX_ADDR((size_t)e->bin, leaf);
+    n = g->o->infer_frames(g->o->infer_ctx, in, e->naddrs + 1, own);
+    free(in);
+    if (n < 1)
+        return -1;
+    *a = *own;
+    return n - 1;
+}
+
+/* extractPrefixContextStack: the call probes of the addresses from the
+ * innermost back to the first address without one, expanded outermost
+ * first into g->prefix. */
+static int make_prefix(pgen *g, uint64_t leaf)
+{
+    const uint64_t *a;
+    uint64_t *own;
+    long n = context_addrs(g, leaf, &a, &own), i, first;
+    size_t k = 0;
+    int rc = 0;
+
+    if (n < 0)
+        return cs_oom(g->err);
+    for (first = n; first > 0; first--) {
+        size_t b = LP_CTX_ADDR_BIN(a[first - 1]);
+        if (b >= g->nbins || !g->probes[b] ||
+            !lp_probes_call_at(g->probes[b], LP_CTX_ADDR_VADDR(a[first - 1])))
+            break;
+    }
+    for (i = first; i < n && rc == 0; i++) {
+        lp_probes *pr = g->probes[LP_CTX_ADDR_BIN(a[i])];
+        rc = append_stack(g, pr, lp_probes_call_at(pr, LP_CTX_ADDR_VADDR(a[i])),
+                          &k);
+    }
+    free(own);
+    if (rc == 0 && grow((void **)&g->prefix, &g->prefix_cap, k + 1,
+                        sizeof *g->prefix))
+        rc = cs_oom(g->err);
+    if (rc == 0 && k)
+        memcpy(g->prefix, g->fr, k * sizeof *g->fr);
+    g->nprefix = k;
+    g->have_prefix = !g->o->infer_frames; /* inferred: per leaf */
+    return rc;
+}
+
+/* getContextNodeForLeafProbe, remembered per inline node of the context. */
+static cs_node *leaf_node(pgen *g, const lp_probe *p)
+{
+    size_t n, i, m;
+    lp_ctx_frame leaf;
+    cs_node *node;
+    cs_prof *prof;
+    const lp_probe_node *nodes;
+
+    for (i = 0; i < g->nmemo; i++)
+        if (g->memo_node[i] == p->node)
+            return g->memo_trie[i];
+    if (!g->have_prefix && make_prefix(g, p->addr))
+        return NULL;
+    if (grow((void **)&g->fr, &g->fr_cap, g->nprefix + 1, sizeof *g->fr))
+        return cs_oom(g->err), NULL;
+    if (g->nprefix)
+        memcpy(g->fr, g->prefix, g->nprefix * sizeof *g->fr);
+    n = g->nprefix;
+    if (append_stack(g, g->pr, p, &n) ||
+        grow((void **)&g->cf, &g->cf_cap, n, sizeof *g->cf))
+        return cs_oom(g->err), NULL;
+    for (i = 0; i < n; i++)
+        g->cf[i] = (lp_ctx_frame){g->fr[i].func, {g->fr[i].index, 0}};
+    leaf = (lp_ctx_frame){g->cf[n - 1].func, {0, 0}};
+    m = lp_ctx_compress_recursion(g->cf, n - 1, g->o->compress_recursion);
+    m = lp_ctx_trim(g->cf, m, g->o->max_context_depth);
+    g->cf[m++] = leaf;
+    if (!(node = cs_path(g->t, g->cf, m, g->memo)) ||
+        !(prof = cs_prof_get(g->t, node)))
+        return cs_oom(g->err), NULL;
+    lp_probes_nodes(g->pr, &nodes);
+    if (nodes[p->node].parent != LP_PROBE_NONE)
+        prof->fs.attrs |= CS_WAS_INLINED;
+    prof->fs.checksum = g->fr[n - 1].hash;
+    if (grow((void **)&g->memo_node, &g->memo_cap, g->nmemo + 1,
+             sizeof *g->memo_node) ||
+        !(g->memo_trie = realloc(g->memo_trie, g->memo_cap * sizeof *g->memo_trie)))
+        return cs_oom(g->err), NULL;
+    g->memo_node[g->nmemo] = p->node;
+    g->memo_trie[g->nmemo++] = node;
+    return node;
+}
+
+/* ---- body samples ---------------------------------------------------------------- */
+
+static int pc_cmp(const void *x, const void *y)
+{
+    const pcount *a = x, *b = y;
+
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* extractProbesFromRange: every probe at an instruction start of the
+ * context's disjoint ranges, with the counts summed per probe. */
+static int count_probes(pgen *g)
+{
+    const lp_addr_pair_count *r;
+    lp_addr_pair_count *d = NULL;
+    long nr = lp_counters_ranges_view(g->e->counters, &r), nd, i;
+    const uint32_t *ids;
+    size_t k, n, j;
+
+    g->npc = 0;
+    if ((nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d)) < 0)
+        return cs_oom(g->err);
+    for (i = 0; i < nd; i++) {
+        n = lp_probes_in(g->pr, d[i].a, d[i].b, &ids);
+        for (k = 0; k < n; k++) {
+            const lp_probe *p = lp_probes_probe(g->pr, ids[k]);
+            if (!lp_binary_is_code(g->bin, p->addr))
+                continue;
+            if (grow((void **)&g->pc, &g->pc_cap, g->npc + 1, sizeof *g->pc)) {
+                free(d);
+                return cs_oom(g->err);
+            }
+            g->pc[g->npc++] = (pcount){ids[k], p->node, d[i].count};
+        }
+    }
+    free(d);
+    qsort(g->pc, g->npc, sizeof *g->pc, pc_cmp);
+    for (i = 0, j = 0; (size_t)i < g->npc; i++) {   /* one count per probe */
+        if (j && g->pc[j - 1].id == g->pc[i].id)
+            g->pc[j - 1].count = lp_sat_add(g->pc[j - 1].count, g->pc[i].count);
+        else
+            g->pc[j++] = g->pc[i];
+    }
+    g->npc = j;
+    return 0;
+}
+
+static int add_body(lp_fsamples *fs, lp_loc loc, uint64_t n)
+{
+    lp_body_rec *b = lp_fs_body(fs, loc);
+
+    if (!b)
+        return -1;
+    lp_body_add(b, n);
+    return 0;
+}
+
+/* An entry probe of an inlined function: its call site in the inliner's
+ * profile (the context's parent node). */
+static int inliner_site(pgen *g, const lp_probe *p, cs_node *node, uint64_t n)
+{
+    const lp_probe_node *nodes;
+    const lp_probe_desc *d;
+    lp_body_rec *b;
+    cs_prof *caller;
+
+    lp_probes_nodes(g->pr, &nodes);
+    if (nodes[p->node].parent == LP_PROBE_NONE || !node->parent ||
+        node->parent == &g->t->root)
+        return 0;
+    d = lp_probes_desc(g->pr, nodes[nodes[p->node].parent].guid);
+    if (!(caller = cs_prof_get(g->t, node->parent)))
+        return cs_oom(g->err);
+    caller->fs.checksum = d ? d->hash : 0;
+    if (!(b = lp_fs_body(&caller->fs, node->callsite)))
+        return cs_oom(g->err);
+    lp_body_add(b, n);
+    caller->fs.total = lp_sat_add(caller->fs.total, n);
+    if (lp_body_add_target(b, node->func->s, n))
+        return cs_oom(g->err);
+    return 0;
+}
+
+/* Every probe of an inline node gets a record in the profile. */
+static int zero_fill(pgen *g, uint32_t inode, lp_fsamples *fs)
+{
+    const lp_probe_node *nodes;
+    const lp_probe *p;
+    uint32_t i;
+
+    lp_probes_nodes(g->pr, &nodes);
+    for (i = 0; i < nodes[inode].nprobes; i++) {
+        p = lp_probes_probe(g->pr, nodes[inode].first_probe + i);
+        if (add_body(fs, (lp_loc){p->index, p->disc}, 0))
+            return cs_oom(g->err);
+    }
+    return 0;
+}
+
+/* populateBodySamplesWithProbes */
+static int body(pgen *g)
+{
+    size_t i;
+    uint32_t filled = LP_PROBE_NONE;
+
+    if (count_probes(g))
+        return -1;
+    for (i = 0; i < g->npc; i++) {
+        const lp_probe *p = lp_probes_probe(g->pr, g->pc[i].id);
+        uint64_t n = g->pc[i].count;
+        cs_node *node;
+        lp_fsamples *fs;
+
+        if (!lp_probe_is_block(p) || n == 0)
+            continue;
+        if (!(node = leaf_node(g, p)))
+            return -1;
+        fs = &node->prof->fs;
+        if (filled != p->node && zero_fill(g, p->node, fs))
+            return -1;
+        filled = p->node;
+        if (add_body(fs, (lp_loc){p->index, p->disc}, n))
+            return cs_oom(g->err);
+        fs->total = lp_sat_add(fs->total, n);
+        if (lp_probe_is_entry(p)) {
+            fs->head = lp_sat_add(fs->head, n);
+            if (inliner_site(g, p, node, n))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- boundary samples -------------------------------------------------------------- */
+
+static const char *callee_of(pgen *g, uint64_t target)
+{
+    size_t b;
+
+    if (!LP_CTX_IS_XBIN(target))
+        return lp_binary_callee_name(g->bin, target);
+    b = LP_CTX_XBIN_BIN(target);
+    return b < g->nbins && g->bins[b]
+               ? lp_binary_callee_name(g->bins[b], LP_CTX_XBIN_VADDR(target))
+               : NULL;
+}
+
+/* populateBoundarySamplesWithProbes */
+static int boundary(pgen *g)
+{
+    const lp_addr_pair_count *br;
+    long n = lp_counters_branches_view(g->e->counters, &br), i;
+    const lp_probe *call;
+    const char *callee;
+    lp_fsamples *fs;
+    lp_body_rec *b;
+    cs_node *node;
+
+    for (i = 0; i < n; i++) {
+        if (br[i].a == LP_EXTERNAL_ADDR ||
+            !(call = lp_probes_call_at(g->pr, br[i].a)))
+            continue;
+        if (!(node = leaf_node(g, call)))
+            return -1;
+        fs = &node->prof->fs;
+        if (add_body(fs, (lp_loc){call->index, 0}, br[i].count))
+            return cs_oom(g->err);
+        fs->total = lp_sat_add(fs->total, br[i].count);
+        if (!(callee = callee_of(g, br[i].b)))
+            continue;
+        if (!(b = lp_fs_body(fs, (lp_loc){call->index, call->disc})) ||
+            lp_body_add_target(b, callee, br[i].count))
+            return cs_oom(g->err);
+    }
+    return 0;
+}
+
+/* ---- the contexts -------------------------------------------------------------------- */
+
+static int add_context(pgen *g, const lp_ctx_entry *e)
+{
+    if (e->bin < 0 || (size_t)e->bin >= g->nbins || !g->bins[e->bin] ||
+        !g->probes[e->bin])
+        return lp_error_set(g->err, LP_EUSAGE, "CS profile generation: context "
+                            "\"%s\" names binary %d, which has no pseudo "
+                            "probes", e->key, e->bin);
+    if (!e->addrs)
+        return lp_error_set(g->err, LP_EUSAGE, "CS profile generation: context "
+                            "\"%s\" is not an address context (a pseudo-probe "
+                            "binary's)", e->key);
+    g->e = e;
+    g->bin = g->bins[e->bin];
+    g->pr = g->probes[e->bin];
+    g->have_prefix = false;
+    g->nmemo = 0;
+    return body(g) || boundary(g) ? -1 : 0;
+}
+
+static void pgen_free(pgen *g)
+{
+    free(g->prefix);
+    free(g->fr);
+    free(g->cf);
+    free(g->pc);
+    free(g->memo_node);
+    free(g->memo_trie);
+    free(g->memo);
+}
+
+int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                           lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
+                           lp_error *err)
+{
+    pgen g = {.t = t, .bins = bins, .probes = o->probes, .nbins = nbins,
+              .o = o, .err = err};
+    lp_ctx_entry **v = NULL;
+    long n, i;
+    int rc;
+
+    if (!(g.memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *g.memo)))
+        return cs_oom(err);
+    rc = decode_profiled(&g, cc);
+    n = rc ? 0 : lp_ctxcount_all(cc, &v);
+    if (n < 0)
+        rc = cs_oom(err);
+    for (i = 0; i < n && rc == 0; i++) {
+        rc = add_context(&g, v[i]);
+        if (consume) {
+            lp_counters_free(v[i]->counters);
+            v[i]->counters = NULL;
+        }
+    }
+    free(v);
+    if (consume)
+        lp_ctxcount_clear(cc);
+    pgen_free(&g);
+    return rc;
+}
