@@ -50,7 +50,7 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 
 $(BUILD)/gen/builtins.inc: $(wildcard src/builtin/*.c)
 	@mkdir -p $(dir $@)
-	@grep -h 'LP_BUILTIN(' $^ /dev/null | sed 's/.*\(LP_BUILTIN(.*)\).*/\1/' | sort > $@.tmp
+	@grep -h 'LP_BUILTIN[_A-Z]*(' $^ /dev/null | sed 's/.*\(LP_BUILTIN[_A-Z]*(.*)\).*/\1/' | sort > $@.tmp
 	@mv $@.tmp $@
 
 $(BUILD)/obj/src/cli/main.o: $(BUILD)/gen/builtins.inc
@@ -96,7 +96,8 @@ fuzz: deps
 	  n=$$(basename $$f .c); \
 	  echo "  FUZZ $$n"; \
 	  clang-19 -std=gnu11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) \
-	    -fsanitize=fuzzer,address,undefined $$f $(LIB_SRCS) -o build-fuzz/$$n $(LDLIBS_ALL) || exit 1; \
+	    -fsanitize=fuzzer,address,undefined $$f tests/fuzz/common/artifact_dir.c $(LIB_SRCS) \
+	    -o build-fuzz/$$n $(LDLIBS_ALL) || exit 1; \
 	done
 
 clean:

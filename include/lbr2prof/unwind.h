@@ -58,6 +58,13 @@ typedef struct lp_unwind_opts {
                                    (perf script text) */
     bool no_memo;               /* take every sample in from scratch, even
                                    one equal to an earlier sample (tests) */
+    bool kernel;                /* --kernel: the binary is the kernel image,
+                                   placed by the kernel's mmap
+                                   (lp_addrmap_kernel_image names; the base
+                                   is its start, as llvm-profgen 22); a
+                                   perf.data callchain is taken whole, its
+                                   kernel and user parts without the
+                                   markers, as perf script prints it */
     int max_unsym_depth;        /* address contexts: also keep at most this
                                    many addresses (llvm-profgen 22's
                                    --csprof-max-unsymbolized-context-depth,

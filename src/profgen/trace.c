@@ -78,6 +78,18 @@ static int not_found(pg_run *run, lp_error *err)
                         run->r->paths[0], a->pid >= 0 ? " in the --pid process" : "");
 }
 
+/* --kernel and no kernel mmap (llvm-profgen 22's error). */
+static int no_kernel(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+
+    run->r->failed = LP_PROFGEN_BINARY;
+    return lp_error_set(err, LP_EFORMAT, "%s: Kernel is requested, but no kernel is found "
+                        "in mmap events (no [kernel.kallsyms], [kernel.kallsyms]_text or "
+                        "[kernel.kallsyms]_stext mmap%s)", pg_trace_path(a),
+                        a->pid >= 0 ? " of the --pid process" : "");
+}
+
 /* ---- samples ------------------------------------------------------------------ */
 
 /* The sample's process for the address map: perf script text and
@@ -195,6 +207,9 @@ static void reader_opts(const lp_profgen_opts *a, bool unwinding,
 {
     memset(ro, 0, sizeof *ro);
     ro->force_text = a->perfscript != NULL;
+    ro->strict = a->strict;
+    ro->warn = a->warn;
+    ro->warn_ctx = a->warn_ctx;
     ro->skip_payloads = !unwinding; /* the unwinder reads user registers and stacks */
 }
 
@@ -318,7 +333,7 @@ int pg_read_trace(pg_run *run, lp_error *err)
  * llvm-profgen); perf script text: NULL (single base). */
 static int new_map(pg_run *run, lp_error *err)
 {
-    lp_addrmap_opts mo = {false, run->o->pid, hold_warning, &run->held};
+    lp_addrmap_opts mo = {false, run->o->pid, hold_warning, &run->held, run->o->kernel};
 
     if (!run->o->perfdata)
         return 0;
@@ -345,6 +360,7 @@ static int new_unwinder(pg_run *run, lp_error *err)
                          : (int)a->max_unsym_context_depth;
     uo.repair_frames = !a->no_repair_frames;
     uo.drop_unknown = a->drop_unknown_callers;
+    uo.kernel = a->kernel;
     uo.map = run->map;
     uo.addr_contexts = pg_probe_mode(run->r);
     run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
@@ -356,7 +372,7 @@ static int new_aggregator(pg_run *run, lp_error *err)
     const lp_profgen_opts *a = run->o;
     lp_lbr_agg_opts ao = {a->warn, a->warn_ctx, a->show_detailed_warning,
                           a->pid, a->leading_ip_only, a->have_sample_period,
-                          a->sample_period, run->map, 0};
+                          a->sample_period, run->map, 0, a->kernel};
 
     run->agg = lp_lbr_agg_new(run->r->bins[0], &ao, err);
     return run->agg ? 0 : -1;
@@ -413,8 +429,13 @@ int pg_count_trace(pg_run *run, lp_error *err)
         rc = new_unwinder(run, err);
     if (rc == 0)
         rc = pg_read_trace(run, err);
-    if (rc == 0 && run->map && !lp_addrmap_loaded(run->map, 0))
+    /* --kernel: the kernel's build-id was not the binary's (not_found
+     * says so), or there was no kernel mmap at all */
+    if (rc == 0 && run->map && !lp_addrmap_loaded(run->map, 0) &&
+        (!a->kernel || main_warning(run)))
         rc = not_found(run, err);
+    else if (rc == 0 && a->kernel && !lp_lbr_agg_loaded_by_mmap(run->agg))
+        rc = no_kernel(run, err);
     release_warnings(&run->held, rc == 0);
     if (rc != 0 && a->raw_header && run->r->failed == LP_PROFGEN_BINARY) {
         pg_warn(a, "%s (--raw-header: written without its counts, for a merge)",

@@ -76,6 +76,9 @@ static lp_reader *open_input(const char *input, const lp_script_opts *o,
     memset(&ro, 0, sizeof ro);
     ro.order = LP_ORDER_TIME;
     ro.skip_payloads = !o->fp_mode; /* the walk needs regs and stack */
+    ro.strict = o->strict;
+    ro.warn = o->warn;
+    ro.warn_ctx = o->warn_ctx;
     if (strcmp(input, "-") == 0)
         return lp_reader_open_stream(stdin, "-", &ro, err);
     return lp_reader_open(input, &ro, err);
