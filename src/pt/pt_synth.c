@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "lbr2prof/machine.h"
@@ -91,6 +92,7 @@ struct lp_ptsynth {
     uint64_t priv[PRIV_COUNT];
     lp_attr pt_attr;
     bool have_pt_attr, return_compression, branch_enable, per_cpu;
+    bool native;            /* recorded on this machine's arch (perf's native_arch) */
     unsigned mtc_shift;
     lp_attr branches_attr, insn_attr;
     ptq *q;
@@ -228,22 +230,80 @@ static ssize_t read_vdso(uint64_t off, uint8_t *buf, size_t n)
     return (ssize_t)n;
 }
 
-static ssize_t dso_read(dso_file *d, uint64_t off, uint8_t *buf, size_t n)
+/* perf's try_to_open_dso: a file that cannot be opened marks its data
+ * unreadable for good (DSO_DATA_STATUS_ERROR). 0, or -1 if unreadable. */
+static int dso_open(dso_file *d)
 {
-    ssize_t k;
-
+    if (d->error)
+        return -1;
     if (strcmp(d->path, "[vdso]") == 0)
-        return read_vdso(off, buf, n);
+        return 0;
     if (d->fd == -2)
         d->fd = open(d->path, O_RDONLY | O_CLOEXEC);
     if (d->fd < 0) {
         d->error = 1;
         return -1;
     }
-    k = pread(d->fd, buf, n, (off_t)off);
-    if (k <= 0)
-        d->error = 1;
-    return k;
+    return 0;
+}
+
+/* dso__data_read_offset: a read past the end fails without marking the
+ * file unreadable. */
+static ssize_t dso_read(dso_file *d, uint64_t off, uint8_t *buf, size_t n)
+{
+    if (dso_open(d) < 0)
+        return -1;
+    if (strcmp(d->path, "[vdso]") == 0)
+        return read_vdso(off, buf, n);
+    return pread(d->fd, buf, n, (off_t)off);
+}
+
+/* dso__type: an ELF file of a known class. */
+static bool dso_is_elf(dso_file *d)
+{
+    uint8_t id[5];
+
+    return dso_read(d, 0, id, sizeof id) == (ssize_t)sizeof id &&
+           memcmp(id, "\177ELF", 4) == 0 && (id[4] == 1 || id[4] == 2);
+}
+
+/* Where perf opens a file besides the walk, so that a missing file is
+ * already marked unreadable when the walk first needs it: then the walk
+ * reports it once, not twice (intel_pt_walk_next_insn's
+ * DSO_DATA_STATUS_SEEN_ITRACE rule).
+ *
+ * A [vdso] map coming: machine__findnew_vdso asks the type of the
+ * process's file maps (path starting with '/') in address order until
+ * one is an ELF file (machine__thread_dso_type). */
+static void probe_vdso_mmap(lp_ptsynth *p, const lp_event *ev)
+{
+    const lp_map *mp;
+    dso_file *d;
+
+    if (ev->kind != LP_EV_MMAP || !ev->u.mmap.filename ||
+        strcmp(ev->u.mmap.filename, "[vdso]") != 0)
+        return;
+    for (size_t i = 0; (mp = lp_machine_map_at(p->m, ev->u.mmap.pid, i)); i++)
+        if (mp->filename && mp->filename[0] == '/' &&
+            (d = dso_get(p, mp->filename)) && dso_is_elf(d))
+            return;
+}
+
+/* A sample perf script prints without its instruction bytes (recorded
+ * samples; synthesized ones of asynchronous branches): on a native
+ * machine it reads them at the IP (arch_fetch_insn -> thread__memcpy). */
+static void probe_sample_ip(lp_ptsynth *p, int32_t pid, uint64_t ip)
+{
+    bool kernel = ip >= KERNEL_START;
+    const lp_map *mp;
+    dso_file *d;
+
+    if (!p->native || !ip)
+        return;
+    mp = lp_machine_find_map(p->m, (uint32_t)pid, ip,
+                             kernel ? LP_CPUMODE_KERNEL : LP_CPUMODE_USER);
+    if (mp && mp->filename && (d = dso_get(p, mp->filename)))
+        dso_open(d);
 }
 
 typedef struct walk_ctx {
@@ -408,6 +468,8 @@ static void synth_sample(lp_ptsynth *p, ptq *q, const lp_attr *a,
         smp->hw_idx = (uint64_t)-1;
     }
     p->nr_samples++;
+    if (q->state->flags & (SF_ASYNC | SF_ABORT_TX)) /* no instruction bytes */
+        probe_sample_ip(p, q->pid, smp->ip);
 }
 
 static void synth_error(lp_ptsynth *p, ptq *q, const pt_state *st)
@@ -781,6 +843,17 @@ static int configure(lp_ptsynth *p, const lp_file_info *info, lp_error *err)
     return 0;
 }
 
+/* perf script's native_arch: the recording's arch is this machine's. */
+static bool is_native(const char *arch)
+{
+    struct utsname u;
+
+    if (!arch || uname(&u) < 0)
+        return false;
+    return strcmp(u.machine, arch) == 0 ||
+           (strcmp(u.machine, "x86_64") == 0 && strcmp(arch, "i386") == 0);
+}
+
 static int first_pass(lp_ptsynth *p, const char *path, lp_error *err)
 {
     lp_reader_opts ro = {0};
@@ -796,6 +869,7 @@ static int first_pass(lp_ptsynth *p, const char *path, lp_error *err)
         lp_reader_close(r);
         return 1;
     }
+    p->native = is_native(lp_reader_info(r)->arch);
     while ((k = lp_reader_next(r, &ev, err)) == 1) {
         if (ev->kind != LP_EV_OTHER)
             continue;
@@ -896,6 +970,7 @@ static void context_switch(lp_ptsynth *p, const lp_event *ev)
  * after the queues were decoded up to it. */
 static int observe(lp_ptsynth *p, const lp_event *ev, lp_error *err)
 {
+    probe_vdso_mmap(p, ev);
     if (lp_machine_process_event(p->m, ev, err) < 0)
         return -1;
     switch (ev->kind) {
@@ -907,6 +982,7 @@ static int observe(lp_ptsynth *p, const lp_event *ev, lp_error *err)
         break;
     case LP_EV_SAMPLE:
         set_pid(p, (int32_t)ev->u.sample.pid, (int32_t)ev->u.sample.tid);
+        probe_sample_ip(p, (int32_t)ev->u.sample.pid, ev->u.sample.ip);
         break;
     default: break;
     }
