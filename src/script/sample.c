@@ -12,7 +12,6 @@
 
 #include "script/sc_internal.h"
 
-#define SC_MAX_STACK 127 /* perf script's default scripting_max_stack */
 #define SC_FP_BUF (2 * LP_FPU_MAX_FRAMES + 8)
 
 /* One callchain frame; `mode` is the cpumode set by the last marker. */
@@ -30,7 +29,7 @@ static void print_frame(sc_state *s, const lp_sample *sm, uint64_t ip,
 
 /* A corrupt marker discards the whole chain, unless perf stops at
  * max_stack entries before reaching it. */
-static bool chain_discarded(const lp_sample *sm)
+static bool chain_discarded(const sc_state *s, const lp_sample *sm)
 {
     uint64_t i, k = 0;
 
@@ -41,7 +40,7 @@ static bool chain_discarded(const lp_sample *sm)
             break;
         k += ip < LP_CONTEXT_MAX;
     }
-    return i < sm->callchain_nr && k < SC_MAX_STACK;
+    return i < sm->callchain_nr && k < s->max_stack;
 }
 
 /* thread__resolve_callchain_sample (callee order) + the printing loop. */
@@ -50,9 +49,9 @@ static void print_callchain(sc_state *s, const lp_sample *sm, unsigned f)
     unsigned mode = LP_CPUMODE_USER;
     uint64_t i, n = 0;
 
-    if (chain_discarded(sm))
+    if (chain_discarded(s, sm))
         return;
-    for (i = 0; i < sm->callchain_nr && n < SC_MAX_STACK; i++) {
+    for (i = 0; i < sm->callchain_nr && n < s->max_stack; i++) {
         uint64_t ip = sm->callchain[i];
         if (ip >= LP_CONTEXT_MAX) {
             mode = ip == LP_CONTEXT_HV       ? LP_CPUMODE_HV

@@ -13,11 +13,12 @@
 #include "lbr2prof/reader.h"
 #include "lbr2prof/script.h"
 
-/* Only as perf adds it in pipe mode; always " [unknown]". */
+/* Only as perf adds it (process_attr: pipe mode, Intel PT callchains). */
 #define SC_SYM (1u << 6)
 
 /* perf's output[] slots: PERF_TYPE_HARDWARE..BREAKPOINT, then "other". */
 #define SC_NR_TYPES 8
+#define SC_MAX_STACK 127 /* perf script's default scripting_max_stack */
 #define SC_TYPE_OTHER 7
 
 typedef struct sc_state {
@@ -28,6 +29,7 @@ typedef struct sc_state {
     lp_fp_sampler *fps;         /* o->fp_mode */
     lp_ptsynth *pt;             /* o->itrace: samples from Intel PT */
     FILE *out;
+    unsigned max_stack;         /* perf's scripting_max_stack */
     int type_checked[SC_NR_TYPES];
     unsigned type_fields[SC_NR_TYPES];
 } sc_state;

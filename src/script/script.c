@@ -168,6 +168,9 @@ int lp_script_run(const char *input, const lp_script_opts *o, FILE *out,
     memset(&s, 0, sizeof s);
     s.o = o;
     s.out = out;
+    s.max_stack = SC_MAX_STACK;
+    if (o->itrace && o->itrace->callchain && o->itrace->callchain_sz > s.max_stack)
+        s.max_stack = o->itrace->callchain_sz;
     r = run(&s, input, err);
     fflush(out);
     if (s.pt)
