@@ -79,6 +79,9 @@ uint64_t lp_ptsynth_nr_samples(const lp_ptsynth *p);
 /* The attrs of the samples it makes, in the order perf adds them
  * (branches, then instructions; those --itrace asks for): how many. */
 size_t lp_ptsynth_attrs(const lp_ptsynth *p, const lp_attr *out[2]);
+/* Whether sample s is one it made (its callchain, with `g`, is the
+ * decoder's call stack, not a frame-pointer walk). */
+bool lp_ptsynth_made(const lp_ptsynth *p, const lp_sample *s);
 void lp_ptsynth_close(lp_ptsynth *p);
 
 #ifdef __cplusplus

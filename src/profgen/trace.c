@@ -123,9 +123,11 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
                       !a->no_repair_frames;
 
     if ((s->callchain_nr > 0 || stack_only) && run->uw) {
+        bool exact = lp_ptsynth_made(run->pt, s); /* the decoder's stack */
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
-                              .markers = run->markers,
-                              .fp_walk = run->markers || a->script_fp_callchains,
+                              .markers = run->markers, .exact = exact,
+                              .fp_walk = !exact && (run->markers ||
+                                                    a->script_fp_callchains),
                               .br = s->branches, .nbr = s->branch_nr,
                               .pid = sample_pid(s), .repeat = n,
                               .dup_id = s->dup_id,
@@ -259,9 +261,11 @@ int pg_read_trace(pg_run *run, lp_error *err)
         lp_reader_close(r);
         return -1;
     }
+    run->pt = pt;
     while ((k = pg_next_event(r, pt, &ev, err)) == 1)
         if (trace_event(run, info, &nids, ev, err))
             break;
+    run->pt = NULL;
     lp_ptsynth_close(pt);
     rs = lp_reader_stats_get(r);
     if (run->uw && text)

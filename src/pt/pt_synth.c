@@ -1056,6 +1056,11 @@ int lp_ptsynth_next(lp_ptsynth *p, lp_reader *r, const lp_event **ev,
 uint64_t lp_ptsynth_nr_errors(const lp_ptsynth *p) { return p->nr_errors; }
 uint64_t lp_ptsynth_nr_samples(const lp_ptsynth *p) { return p->nr_samples; }
 
+bool lp_ptsynth_made(const lp_ptsynth *p, const lp_sample *s)
+{
+    return p && (s->attr == &p->branches_attr || s->attr == &p->insn_attr);
+}
+
 size_t lp_ptsynth_attrs(const lp_ptsynth *p, const lp_attr *out[2])
 {
     size_t n = 0;
