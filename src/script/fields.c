@@ -94,9 +94,12 @@ static unsigned pipe_extra_fields(const lp_file_info *info, size_t upto)
 }
 
 /* The attrs the Intel PT synthesizer adds go through process_attr too:
- * the first of an output type no recorded event has is checked, and gets
- * ip and sym when callchains are on (`g` turns them on, as does a
- * recorded event with callchains). 0 if no synthesized attr has type t. */
+ * the first of an output type no recorded event has is checked - but in a
+ * file with AUX area data (HEADER_AUXTRACE) evsel__check_attr keeps the
+ * fields asked for even when the event lacks them (allow_user_set), so
+ * instruction samples print their branch stacks after branch samples -,
+ * and gets ip and sym when callchains are on (`g` turns them on, as does
+ * a recorded event with callchains). 0 if no synthesized attr has type t. */
 static int synth_type_fields(sc_state *s, int t, unsigned *f)
 {
     const lp_file_info *info = lp_reader_info(s->r);
@@ -113,7 +116,7 @@ static int synth_type_fields(sc_state *s, int t, unsigned *f)
         st |= sa[i]->sample_type;
         if (output_type(sa[i]) != t)
             continue;
-        *f = check_fields(s->o->fields, sa[i]);
+        *f = s->o->fields;
         if (use_callchain)
             *f |= stack_extra_fields(st);
         return 1;

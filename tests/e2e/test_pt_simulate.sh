@@ -5,7 +5,9 @@
 # each), checked three ways:
 #  * perf 6.1 decodes it without an instruction trace error;
 #  * `lbr2prof script --itrace=X` prints what `perf script --itrace=X`
-#    prints, byte for byte, for b, i1000il, i10usle, il32, e, and with
+#    prints, byte for byte, for b, i1000il, i10usle, il32, e, with
+#    callchains (g: bi1000ig, bi100ig200l, where perf prints no symbol
+#    names; g200 lifts perf's 127-entry limit), and with
 #    --show-mmap-events (samples interleaved with the records by time);
 #  * the branches decoded (--itrace=b, trace begin/end left out) are the
 #    truth's taken branches, (from, to) pair by pair with their counts.
@@ -30,7 +32,7 @@ for prog in recursion threads; do
     perf script -i "$W/$prog.data" --itrace=e > "$W/$prog.perr" 2>&1
     ! grep -q "error type" "$W/$prog.perr" ||
         fail "$prog: perf finds errors: $(head -3 "$W/$prog.perr")"
-    for it in b i1000il i10usle il32 e; do
+    for it in b i1000il i10usle il32 e bi1000ig bi100ig200l; do
         perf script -i "$W/$prog.data" -F $F --itrace=$it > "$W/$prog.$it.perf" 2>/dev/null
         "$LBR2PROF" script -F $F --itrace=$it "$W/$prog.data" > "$W/$prog.$it.ours" 2> "$W/$prog.$it.err" ||
             fail "$prog --itrace=$it: $(cat "$W/$prog.$it.err")"
