@@ -176,6 +176,7 @@ int lp_script_run(const char *input, const lp_script_opts *o, FILE *out,
     if (s.pt)
         ((lp_script_opts *)o)->pt_errors = lp_ptsynth_nr_errors(s.pt);
     lp_ptsynth_close(s.pt);
+    sc_symbols_free(s.syms);
     if (o->fp_stats && s.fps)
         write_fp_stats(o->fp_stats, s.fps);
     lp_fp_sampler_free(s.fps);
