@@ -138,9 +138,11 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
                       !a->no_repair_frames;
 
     if ((s->callchain_nr > 0 || stack_only) && run->uw) {
+        bool exact = lp_ptsynth_made(run->pt, s); /* the decoder's stack */
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
-                              .markers = run->markers,
-                              .fp_walk = run->markers || a->script_fp_callchains,
+                              .markers = run->markers, .exact = exact,
+                              .fp_walk = !exact && (run->markers ||
+                                                    a->script_fp_callchains),
                               .br = s->branches, .nbr = s->branch_nr,
                               .pid = sample_pid(s), .repeat = n,
                               .dup_id = s->dup_id,
@@ -284,9 +286,11 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
         lp_reader_set_idle(r, warm_unwinder, run->uw);
     if (pg_pt_open(run->o, path, text, &pt, err) < 0)
         return -1;
+    run->pt = pt;
     while ((k = pg_next_event(r, pt, &ev, err)) == 1)
         if (trace_event(run, info, &nids, ev, err))
             break;
+    run->pt = NULL;
     lp_ptsynth_close(pt);
     rs = lp_reader_stats_get(r);
     *text_seen |= text;

@@ -699,8 +699,10 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     in.s = s;
     in.ip = nst ? st[0] : 0;
     in.n = n;
-    if (cfi) {                  /* the stack is exact: no repair */
-        if (uw_cfi_leaf(u, &ncs, nlbr, n))
+    if (cfi || (s->exact && u->o.repair_frames)) { /* exact: no repair */
+        if (!cfi)
+            u->st.exact_stacks += n;
+        if (uw_cfi_leaf(u, &ncs, nlbr, n, !cfi))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     } else if (nlbr > 0 && u->lbr[0].dst == UW_SIG) {
         if (after_handler(u, &ncs, &in) == DROP)
@@ -755,7 +757,8 @@ static memo_key memo_key_of(lp_unwinder *u, const lp_hybrid_sample *s)
     if (!u->o.map || uw_grow((void **)&u->dig, &u->dig_cap, n, sizeof *u->dig))
         return (memo_key){0, 0};
     u->dig[k++] = s->pid;
-    u->dig[k++] = (uint64_t)s->fp_walk << 1 | (uint64_t)s->markers;
+    u->dig[k++] = (uint64_t)s->exact << 2 | (uint64_t)s->fp_walk << 1 |
+                  (uint64_t)s->markers;
     u->dig[k++] = s->nstack;
     u->dig[k++] = s->nbr;
     memcpy(u->dig + k, s->stack, s->nstack * sizeof *s->stack);

@@ -446,11 +446,12 @@ const uw_mmap *uw_find_map(const lp_unwinder *u, uint64_t rt);
  * early). 1 if so, 0 if the frame-pointer walk is to be used, -1 on OOM. */
 int uw_cfi_stack(lp_unwinder *u, const lp_hybrid_sample *s,
                  const uint64_t *st, size_t nst, size_t *ncs);
-/* cfistack.c: the leaf of a CFI stack against LBR[0] (u->lbr, nlbr
- * entries): a handler sampled before its first branch continues in the
- * interrupted frame; other code entered after LBR[0] is on an unknown
- * stack. n: the sample's weight. 0, or -1 on OOM. */
-int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n);
+/* cfistack.c: the leaf of a CFI stack (or of another exact one: `exact`,
+ * counted apart) against LBR[0] (u->lbr, nlbr entries): a handler sampled
+ * before its first branch continues in the interrupted frame; other code
+ * entered after LBR[0] is on an unknown stack. n: the sample's weight. 0,
+ * or -1 on OOM. */
+int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n, bool exact);
 void uw_cfi_free(lp_unwinder *u);
 
 /* Decode an aggregated key into u->cs / u->lbr. */

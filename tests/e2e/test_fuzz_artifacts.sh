@@ -22,8 +22,8 @@ else
     echo "skip the git checks: $TOP is not a git checkout"
 fi
 
-# make fuzz: the command that builds each target ($f) has artifact_dir.c
-make -C "$TOP" -n fuzz 2>/dev/null | grep -q 'fuzzer.* \$f tests/fuzz/common/artifact_dir\.c ' ||
+# make fuzz: the command that links each target has artifact_dir.c
+make -C "$TOP" -n fuzz 2>/dev/null | grep -Eq 'fuzzer[^ ]* tests/fuzz/fuzz_[a-z0-9_]+\.c tests/fuzz/common/artifact_dir\.c ' ||
     fail "make fuzz does not link tests/fuzz/common/artifact_dir.c into the targets"
 
 # its LLVMFuzzerInitialize, driven by hand
