@@ -264,6 +264,7 @@ own time-trace err "$NI $T" --time-trace "the time of each phase on stderr (test
 own time-profgen err "$NI $T" --time-profgen "llvm-profgen's name for --time-trace (test_progress.sh)"
 elsewhere quiet test_progress.sh
 elsewhere cs-fold-recursion test_cs_generate_conformance.sh
+elsewhere strict test_truncated_perfdata.sh
 
 # taken, for what llvm-profgen 22 does with them on probe profiles; here a
 # line-number-based profile (until the probe route uses them)
@@ -272,7 +273,7 @@ warns infer-missing-frames "--perfscript=$D/noinline-tailcall-probe.perfscript -
 warns max-search-depth "$IC $T" --max-search-depth=1
 
 # refused
-refused kernel --kernel
+elsewhere kernel test_kernel_profile.sh
 refused mark-all-context-preinlined --mark-all-context-preinlined
 refused data-access-perftrace --data-access-perftrace=x
 
