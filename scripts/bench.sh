@@ -48,12 +48,16 @@
 # time. The first run records for ~10 minutes; later runs take ~15
 # minutes on a 2-core machine (llvm-profgen on 2 GB of text, 3 runs each).
 # Temporary files (the 4x copies) go to $TMPDIR (~6 GB for a while).
+# LBR2PROF=path: the lbr2prof binary to measure (default build/lbr2prof,
+# built if missing); BENCH_RUNS: runs per measure; BENCH_SQL_ROWS: the SQL
+# workload's size (default 450 ~ 1.55 M samples; smaller is quicker, its
+# recording replaces the cached one).
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 MODE=all
 case ${1:-} in large | flat | cs | all) MODE=$1; shift ;; esac
 COPIES=${1:-26}
-L=$TOP/build/lbr2prof
+L=${LBR2PROF:-$TOP/build/lbr2prof}
 PG=llvm-profgen-22
 PD=llvm-profdata-22
 C=${BENCH_CACHE:-$TOP/build-bench}
