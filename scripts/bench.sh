@@ -91,11 +91,11 @@ one_run() {
 # measure TAG LABEL CMD... : prints "LABEL: W s wall, C s CPU, M MB peak RSS"
 # (the median-wall run of RUNS) and sets TAG_wall, TAG_cpu, TAG_kb
 measure() {
-    tag=$1 name=$2; shift 2
+    tag=$1 mname=$2; shift 2
     : >"$W/runs"
     i=0
     while [ $i -lt "$RUNS" ]; do
-        one_run "$@" || { echo "$name failed: $*"; exit 1; }
+        one_run "$@" || { echo "$mname failed: $*"; exit 1; }
         i=$((i + 1))
     done
     kb=$(awk 'BEGIN { m = 0 } $4 > m { m = $4 } END { print m }' "$W/runs")
@@ -103,7 +103,7 @@ measure() {
     wall=$(echo "$1" | awk '{printf "%.3f", $1}')
     cpu=$(echo "$2 $3" | awk '{printf "%.2f", $1 + $2}')
     mb=$(echo "$kb" | awk '{printf "%.1f", $1 / 1024}')
-    printf '  %-44s %7s s wall %7s s CPU %7s MB peak RSS\n' "$name:" "$wall" "$cpu" "$mb"
+    printf '  %-44s %7s s wall %7s s CPU %7s MB peak RSS\n' "$mname:" "$wall" "$cpu" "$mb"
     eval "${tag}_wall=$wall ${tag}_cpu=$cpu ${tag}_kb=$kb"
 }
 
@@ -149,35 +149,35 @@ outcome() { # A B (a difference is kept in $TMPDIR/lbr2prof-bench-diff.*)
 # (--no-repair-frames) against llvm-profgen with OPTS, outputs compared;
 # the wall ratio and RSS share go to the closing table
 compare() {
-    name=$1 bin=$2 ours=$3 theirs=$4 target=$5; shift 5
-    echo " $name"
+    cname=$1 bin=$2 ours=$3 theirs=$4 target=$5; shift 5
+    echo " $cname"
     measure ours "lbr2prof --no-repair-frames" "$L" "$ours" --binary "$bin" --no-repair-frames "$@" -o "$W/o.l"
     measure theirs "$PG" $PG "$theirs" --binary="$bin" "$@" --output="$W/o.p"
     what=$(outcome "$W/o.l" "$W/o.p")
     case $what in identical) ;; *) bad=1 ;; esac
     ratio theirs ours "$what"
-    note "$name" "wall ratio" "${last_wall}x" ">= ${target}x" "$(meets "$last_wall" ">=" "$target")"
-    note "$name" "peak RSS vs llvm-profgen" "${last_rss}%" "<= 33%" "$(meets "$last_rss" "<=" 33.4)"
+    note "$cname" "wall ratio" "${last_wall}x" ">= ${target}x" "$(meets "$last_wall" ">=" "$target")"
+    note "$cname" "peak RSS vs llvm-profgen" "${last_rss}%" "<= 33%" "$(meets "$last_rss" "<=" 33.4)"
 }
 
 # cores NAME CMD... : the wall time on both cores against one (taskset)
 cores() {
-    name=$1; shift
+    kname=$1; shift
     measure two "2 cores" "$@"
     measure one "1 core (taskset -c 0)" taskset -c 0 "$@"
     r=$(awk -v a="$two_wall" -v b="$one_wall" 'BEGIN { printf "%.2f", a / b }')
     echo "  2-core wall / 1-core wall: $r"
-    note "$name" "2-core / 1-core wall" "$r" "<= 0.60" "$(meets "$r" "<=" 0.6)"
+    note "$kname" "2-core / 1-core wall" "$r" "<= 0.60" "$(meets "$r" "<=" 0.6)"
 }
 
 # growth NAME CMD1 CMD4 : peak RSS at 4x the input (same distinct samples)
 growth() {
-    name=$1 c1=$2 c4=$3
+    gname=$1 c1=$2 c4=$3
     eval measure g1 "'1x input'" "$c1"
     eval measure g4 "'4x input'" "$c4"
     r=$(awk -v a="$g4_kb" -v b="$g1_kb" 'BEGIN { printf "%.2f", a / b }')
     echo "  peak RSS 4x / 1x: $r"
-    note "$name" "peak RSS 4x / 1x input" "$r" "<= 1.10" "$(meets "$r" "<=" 1.1)"
+    note "$gname" "peak RSS 4x / 1x input" "$r" "<= 1.10" "$(meets "$r" "<=" 1.1)"
 }
 
 # ---- the large program --------------------------------------------------------
@@ -231,22 +231,22 @@ distinct() {
 }
 
 large_case() {
-    name=$1 bin=$S/$1 data=$S/$1.data txt=$S/$1.txt
-    echo "($name) SQLite amalgamation, $(basename "$bin"): perf.data $(wc -c <"$data") bytes, text $(wc -c <"$txt") bytes," \
-        "$(grep -o 'wrote [0-9]* samples' "$S/$name.rlog" | cut -d' ' -f2) samples, $(distinct "$data" "$bin") distinct"
+    lname=$1 bin=$S/$1 data=$S/$1.data txt=$S/$1.txt
+    echo "($lname) SQLite amalgamation, $(basename "$bin"): perf.data $(wc -c <"$data") bytes, text $(wc -c <"$txt") bytes," \
+        "$(grep -o 'wrote [0-9]* samples' "$S/$lname.rlog" | cut -d' ' -f2) samples, $(distinct "$data" "$bin") distinct"
     "$L" "$data" --binary "$bin" --no-repair-frames -o "$W/warm" 2>/dev/null
     $PG --perfscript="$txt" --binary="$bin" --output="$W/warm" >/dev/null 2>&1
-    compare "($name) CS, default options" "$bin" "$data" --perfscript="$txt" 10
+    compare "($lname) CS, default options" "$bin" "$data" --perfscript="$txt" 10
     measure dflt "lbr2prof default mode (frame repair)" "$L" "$data" --binary "$bin" -o "$W/o.l"
     measure txt "lbr2prof on the text" "$L" --perfscript="$txt" --binary "$bin" --no-repair-frames -o "$W/o.l"
     ratio theirs txt "(text against text)"
-    note "($name) CS, default options, text" "wall ratio" "${last_wall}x" "(reported)" ""
+    note "($lname) CS, default options, text" "wall ratio" "${last_wall}x" "(reported)" ""
     # shellcheck disable=SC2086
-    compare "($name) CS, flat CS options" "$bin" "$data" --perfscript="$txt" 10 $FLATCS
-    compare "($name) flat (LBR only)" "$bin" "$data" --perfscript="$txt" 20 --ignore-stack-samples
-    echo " ($name) both cores, default options"
-    cores "($name) perf.data" "$L" "$data" --binary "$bin" --no-repair-frames -o "$W/o.l"
-    cores "($name) text" "$L" --perfscript="$txt" --binary "$bin" --no-repair-frames -o "$W/o.l"
+    compare "($lname) CS, flat CS options" "$bin" "$data" --perfscript="$txt" 10 $FLATCS
+    compare "($lname) flat (LBR only)" "$bin" "$data" --perfscript="$txt" 20 --ignore-stack-samples
+    echo " ($lname) both cores, default options"
+    cores "($lname) perf.data" "$L" "$data" --binary "$bin" --no-repair-frames -o "$W/o.l"
+    cores "($lname) text" "$L" --perfscript="$txt" --binary "$bin" --no-repair-frames -o "$W/o.l"
 }
 
 large_bench() {
