@@ -46,44 +46,9 @@ static int cpus(void)
 
 static void worker_free(lp_unwinder *w)
 {
-    uw_note *n, *tn;
-    uw_set64 *e, *te;
-    uw_note **tabs[] = {&w->notes_repaired, &w->notes_dropped,
-                        &w->notes_contextless, &w->notes_lost};
-    size_t i;
-
     if (!w)
         return;
-    for (i = 0; i < sizeof tabs / sizeof *tabs; i++)
-        HASH_ITER(hh, *tabs[i], n, tn) {
-            HASH_DEL(*tabs[i], n);
-            free(n);
-        }
-    HASH_ITER(hh, w->invalid_ret, e, te) {
-        HASH_DEL(w->invalid_ret, e);
-        free(e);
-    }
-    free(w->ainfo);
-    free(w->ft);
-    free(w->cs);
-    free(w->lbr);
-    free(w->nodes);
-    free(w->recs);
-    free(w->stk);
-    free(w->frames);
-    free(w->akey);
-    free(w->pieces);
-    free(w->splits.s);
-    free(w->ctxc.pfx.s);
-    free(w->ctxc.leaf.s);
-    free(w->ctxc.dedup.s);
-    free(w->ctxc.ctx.s);
-    free(w->ctxc.sigs);
-    free(w->ctxc.ids);
-    uw_arena_free(&w->cache_arena);
-    free(w->root_entries);
-    free(w->pairs.s);
-    lp_ctxcount_free(w->cc);
+    uw_free_own(w);
     free(w);
 }
 

@@ -343,6 +343,40 @@ lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
     return u;
 }
 
+/* What each unwinding thread has of its own (parallel.c's workers too):
+ * scratch, caches, the context table, statistics' notes. */
+void uw_free_own(lp_unwinder *u)
+{
+    free(u->splits.s);          /* the splits live in the cache arena */
+    free(u->ctxc.pfx.s);
+    free(u->ctxc.leaf.s);
+    free(u->ctxc.dedup.s);
+    free(u->ctxc.ctx.s);
+    free(u->ctxc.sigs);
+    free(u->ctxc.ids);
+    uw_arena_free(&u->cache_arena);
+    FREE_TABLE(u->invalid_ret, uw_set64);
+    free(u->pairs.s);
+    FREE_TABLE(u->notes_repaired, uw_note);
+    FREE_TABLE(u->notes_dropped, uw_note);
+    FREE_TABLE(u->notes_contextless, uw_note);
+    FREE_TABLE(u->notes_lost, uw_note);
+    lp_ctxcount_free(u->cc);
+    free(u->ainfo);
+    free(u->canon);
+    free(u->ft);
+    free(u->root_entries);
+    free(u->cs);
+    free(u->kst);
+    free(u->lbr);
+    free(u->nodes);
+    free(u->recs);
+    free(u->stk);
+    free(u->frames);
+    free(u->akey);
+    free(u->pieces);
+}
+
 void lp_unwind_free(lp_unwinder *u)
 {
     if (!u)
@@ -351,44 +385,17 @@ void lp_unwind_free(lp_unwinder *u)
     uw_infer_free(u);
     uw_cfi_free(u);
     HASH_CLEAR(hh, u->agg);     /* the entries live in the arenas */
-    free(u->splits.s);          /* the splits live in the cache arena */
     free(u->replays);
     free(u->effs);
-    free(u->ctxc.pfx.s);
-    free(u->ctxc.leaf.s);
-    free(u->ctxc.dedup.s);
-    free(u->ctxc.ctx.s);
-    free(u->ctxc.sigs);
-    free(u->ctxc.ids);
     uw_arena_free(&u->agg_arena);
-    uw_arena_free(&u->cache_arena);
-    FREE_TABLE(u->invalid_ret, uw_set64);
-    free(u->pairs.s);
-    FREE_TABLE(u->notes_repaired, uw_note);
-    FREE_TABLE(u->notes_dropped, uw_note);
-    FREE_TABLE(u->notes_contextless, uw_note);
-    FREE_TABLE(u->notes_lost, uw_note);
     FREE_TABLE(u->restorers, uw_note);
     close_files(u);
     free(u->maps);
-    lp_ctxcount_free(u->cc);
     free(u->bins);
-    free(u->ainfo);
-    free(u->canon);
-    free(u->ft);
     free(u->memo);
     free(u->dig);
-    free(u->root_entries);
-    free(u->cs);
-    free(u->kst);
-    free(u->lbr);
     free(u->enc);
-    free(u->nodes);
-    free(u->recs);
-    free(u->stk);
-    free(u->frames);
-    free(u->akey);
-    free(u->pieces);
+    uw_free_own(u);
     free(u);
 }
 

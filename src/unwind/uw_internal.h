@@ -495,6 +495,10 @@ int uw_cfi_stack(lp_unwinder *u, const lp_hybrid_sample *s,
  * or -1 on OOM. */
 int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n, bool exact);
 void uw_cfi_free(lp_unwinder *u);
+/* unwind.c: frees what one unwinding thread has of its own (scratch,
+ * caches, context table, notes; not the shared binaries, leaf cache,
+ * inference state or pending samples). */
+void uw_free_own(lp_unwinder *u);
 
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);
