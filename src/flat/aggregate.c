@@ -36,6 +36,13 @@ static inline unsigned agg_hash(const void *key, size_t len)
     ((hashv) = agg_hash((keyptr), (size_t)(keylen)))
 #include <uthash.h>
 
+typedef struct agg_cslot {
+    uint64_t rt, c;             /* c: LP_EXTERNAL_ADDR when not code */
+    uint32_t pid, gen;
+} agg_cslot;
+
+#define AGG_CS_BITS 14
+
 typedef struct range_key {
     uint64_t start, end;
 } range_key;
@@ -89,6 +96,11 @@ struct lp_lbr_agg {
      * llvm-profgen's NumTotalSample when the caller knows it */
     uint64_t stack_calls, leaf_external, total_samples;
     bool total_set;
+    /* canon()'s answers during one flush (the address map cannot change
+     * within one): direct-mapped by process and address; gen 0 empty */
+    struct agg_cslot *cslots;
+    uint32_t flush_gen;         /* nonzero inside lp_lbr_agg_flush */
+    uint32_t flush_gen_next;    /* the last one used */
 };
 
 lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
@@ -147,6 +159,7 @@ void lp_lbr_agg_free(lp_lbr_agg *a)
     }
     drop_pending(a);
     free(a->kbuf);
+    free(a->cslots);
     lp_counters_free(a->c);
     lp_addrmap_free(a->own_map);
     free(a);
@@ -176,13 +189,35 @@ int lp_lbr_agg_mmap(lp_lbr_agg *a, const lp_mmap_event *m, lp_error *err)
     return lp_addrmap_event(a->own_map, &ev, err);
 }
 
-static uint64_t canon(const lp_lbr_agg *a, uint64_t addr, bool *code)
+static uint64_t resolve(const lp_lbr_agg *a, uint64_t addr, bool *code)
 {
     uint64_t c;
 
     *code = lp_addrmap_resolve(a->map, a->pid, addr, &c) == a->bin_index &&
             lp_binary_is_code(a->bin, c);
     return *code ? c : LP_EXTERNAL_ADDR;
+}
+
+/* resolve(), through a cache while a flush counts the pending samples: a
+ * sample's 64 addresses are mostly ones seen before, and the lookups
+ * (address map, instruction table) were a quarter of the flat path. */
+static uint64_t canon(lp_lbr_agg *a, uint64_t addr, bool *code)
+{
+    size_t mask = ((size_t)1 << AGG_CS_BITS) - 1;
+    uint64_t h = (addr ^ ((uint64_t)a->pid << 40)) * 0x9e3779b97f4a7c15ull;
+    agg_cslot *s;
+
+    if (!a->flush_gen || (!a->cslots && !(a->cslots = calloc(mask + 1, sizeof *a->cslots))))
+        return resolve(a, addr, code);
+    s = &a->cslots[(h >> 32) & mask];
+    if (s->gen != a->flush_gen || s->rt != addr || s->pid != a->pid) {
+        s->c = resolve(a, addr, code);
+        s->rt = addr;
+        s->pid = a->pid;
+        s->gen = a->flush_gen;
+    }
+    *code = s->c != LP_EXTERNAL_ADDR;
+    return s->c;
 }
 
 static int add_pair(lp_lbr_agg *a, uint64_t start, uint64_t end, uint64_t n)
@@ -340,12 +375,18 @@ static int count_pending(lp_lbr_agg *a, const pend *e, lp_error *err)
 
 int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err)
 {
-    uint32_t pid = a->pid;
+    uint32_t pid = a->pid, gen = a->flush_gen_next + 1;
     const pend *e;
     int rc = 0;
 
+    if (gen == 0 && a->cslots) {     /* wrapped: no slot may look valid */
+        memset(a->cslots, 0, sizeof *a->cslots << AGG_CS_BITS);
+        gen = 1;
+    }
+    a->flush_gen = a->flush_gen_next = gen ? gen : 1;
     for (e = a->pending; e && rc == 0; e = e->hh.next)
         rc = count_pending(a, e, err);
+    a->flush_gen = 0;
     a->pid = pid;
     drop_pending(a);
     return rc;
