@@ -270,6 +270,8 @@ static void tailcall_flags_unused(const lp_profgen_opts *o,
                                           " the inference off"
            : r->kind != LP_PROFGEN_PROFILE ? "this run wrote an unsymbolized"
                                              " profile"
+           : o->llvm_prof ? "this profile was read (--llvm-sample-profile),"
+                            " not generated"
            : r->context_sensitive ? "this is a line-number-based profile"
                                   : "this profile is not context-sensitive";
     pg_warn(o, "%s%s%s had no effect: missing tail-call frames are inferred "

@@ -1,8 +1,8 @@
 #!/bin/sh
 # test_probe_conformance.sh - pseudo-probe (CSSPGO) profiles against
-# llvm-profgen-22, run now (lbr2prof with --no-repair-frames, llvm-profgen
-# with --infer-missing-frames=0 until lbr2prof has the missing-frame
-# inferrer: lp_cs_opts.infer_frames):
+# llvm-profgen-22, run now (lbr2prof with --no-repair-frames), with the
+# missing-frame inferrer as llvm-profgen's default has it (on), off
+# (--infer-missing-frames=0) and depth-limited (--max-search-depth=N):
 #  1. every probe perf script of tests/data/llvm-profgen-inputs: the
 #     unsymbolized profile (the 7 option sets of
 #     test_cs_unwind_conformance.sh), CS profiles under
@@ -12,13 +12,17 @@
 #     back: it crashes) equal to the direct route; --show-pseudo-probe's
 #     stdout identical;
 #  2. workloads built now with clang-19 -fpseudo-probe-for-profiling
-#     (recursion, tail calls, inlining, indirect calls), recorded with
+#     (recursion, tail calls, inlining, indirect calls, threaded code, and
+#     tailchain.c, whose chains of tail calls the inferrer puts back: one
+#     path two frames deep through an inlined frame, two paths, a direct
+#     call beside a tail path), recorded with
 #     `lbr2prof record --simulate`: lbr2prof on the perf.data and on
 #     `lbr2prof script --raw-addresses` text equal to llvm-profgen-22 on
 #     that text, in text and in extbinary (llvm-profdata-22 show and the
 #     section flags), --use-md5 too; --llvm-sample-profile re-processing;
 #     the legacy binary format refused as llvm-profgen does;
-#  3. the default mode keeps at least llvm-profgen's counts (totals), and
+#  3. the default mode keeps at least llvm-profgen's counts (totals),
+#     puts back tailchain's tail-call frames too, and
 #     clang-19/clang-22 compile the workloads with its profiles (text and
 #     extbinary; the IR gets entry counts, so the checksums matched);
 #     llvm-profdata-19/22 read them.
@@ -62,7 +66,7 @@ same() {
 run() {
     name=$1 in=$2; shift 2
     # shellcheck disable=SC2086
-    $T llvm-profgen-22 $in --output=ref.txt --format=text --infer-missing-frames=0 "$@" >ref.out 2>ref.err
+    $T llvm-profgen-22 $in --output=ref.txt --format=text "$@" >ref.out 2>ref.err
     # shellcheck disable=SC2086
     $T "$LBR2PROF" $in --output=my.txt --format=text --no-repair-frames "$@" >my.out 2>my.err
     same "$name $*"
@@ -80,6 +84,12 @@ $FLAT --csprof-max-unsymbolized-context-depth=1
 --profile-summary-cold-count=0
 --gen-cs-nested-profile=0 --trim-cold-profile
 --use-context-cost-for-preinliner=0 --profile-summary-hot-count=3"
+# the inferrer's flags, on the default options and on flat CS output
+INFER="--infer-missing-frames=0
+--max-search-depth=0
+--max-search-depth=1
+$FLAT --infer-missing-frames=0
+$FLAT --max-search-depth=1"
 
 # ---- 1. llvm-profgen's probe inputs -------------------------------------------
 CASES="inline-cs-pseudoprobe.perfscript:inline-cs-pseudoprobe
@@ -101,7 +111,7 @@ for c in $CASES; do
         # shellcheck disable=SC2086
         run "${c%%:*} raw" "$in" --skip-symbolization $o
     done
-    echo "$SETS" | while IFS= read -r o; do
+    printf '%s\n%s\n' "$SETS" "$INFER" | while IFS= read -r o; do
         [ "$o" = - ] && o=
         # shellcheck disable=SC2086
         run "${c%%:*}" "$in" $o
@@ -112,7 +122,7 @@ for c in $CASES; do
         "$LBR2PROF" $in --skip-symbolization --no-repair-frames --output=my.raw $o 2>/dev/null
         # shellcheck disable=SC2086
         "$LBR2PROF" --unsymbolized-profile=my.raw --binary=$D/${c##*:}.perfbin \
-            --output=via.txt --format=text $o 2>/dev/null
+            --output=via.txt --format=text --no-repair-frames $o 2>/dev/null
         cmp -s my.txt via.txt || { echo "FAIL ${c%%:*} $o: via the unsymbolized profile"; exit 1; }
     done || fails=$((fails + 1))
     for o in "" "--profile-summary-cold-count=0" "--update-total-samples" \
@@ -127,7 +137,8 @@ echo "llvm-profgen inputs: $n checks, $fails failed"
 
 # ---- 2. workloads built now ----------------------------------------------------------
 before=$fails
-for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000"; do
+for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000" \
+         "threaded 300" "tailchain 1000"; do
     set -- $w
     b=$1
     clang-19 -O2 -g -fno-omit-frame-pointer -fpseudo-probe-for-profiling \
@@ -135,7 +146,8 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000"; do
     "$LBR2PROF" record --simulate -c 400 --seed 7 -o $b.data -- ./$b $2 >/dev/null 2>&1 ||
         { fail "$b: record"; continue; }
     "$LBR2PROF" script -F ip,brstack --show-mmap-events --raw-addresses $b.data >$b.script
-    for o in "$FLAT" "" "--profile-summary-cold-count=0" "$FLAT --ignore-stack-samples"; do
+    for o in "$FLAT" "" "--profile-summary-cold-count=0" "$FLAT --ignore-stack-samples" \
+             "$FLAT --infer-missing-frames=0" "$FLAT --max-search-depth=1"; do
         # shellcheck disable=SC2086
         run "$b (text)" "--perfscript=$b.script --binary=$b" $o
         # shellcheck disable=SC2086
@@ -144,10 +156,11 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000"; do
         grep -v 'leaf external' ref.err >ref.err2; mv ref.err2 ref.err
         grep -v 'leaf external' my.err >my.err2; mv my.err2 my.err
         same "$b (perf.data) $o"
+        case $o in *infer-missing-frames=0|*search-depth=1) continue ;; esac # extbinary: on
         for x in "" --use-md5; do
             # shellcheck disable=SC2086
             $T llvm-profgen-22 --perfscript=$b.script --binary=$b --output=ref.bin \
-                --infer-missing-frames=0 $o $x >/dev/null 2>&1
+                $o $x >/dev/null 2>&1
             # shellcheck disable=SC2086
             $T "$LBR2PROF" $b.data --binary=$b --output=my.bin --no-repair-frames $o $x >/dev/null 2>&1
             n=$((n + 1))
@@ -162,7 +175,7 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000"; do
     done
     # --llvm-sample-profile: llvm-profgen's flat CS text re-processed
     llvm-profgen-22 --perfscript=$b.script --binary=$b --output=in.txt --format=text \
-        --infer-missing-frames=0 $FLAT 2>/dev/null
+        $FLAT 2>/dev/null
     for o in "" "--csspgo-replay-preinline" "--gen-cs-nested-profile=0"; do
         # shellcheck disable=SC2086
         run "$b --llvm-sample-profile" "--llvm-sample-profile=in.txt --binary=$b" $o
@@ -180,10 +193,16 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000"; do
     n=$((n + 1))
     "$LBR2PROF" $b.data --binary=$b --output=def.txt --format=text $FLAT 2>/dev/null
     llvm-profgen-22 --perfscript=$b.script --binary=$b --output=ref.txt --format=text $FLAT \
-        --infer-missing-frames=0 2>/dev/null
+        2>/dev/null
     tot() { awk '/^[^ ]/ { k = split($0, a, ":"); s += a[k - 1] } END { print s + 0 }' "$1"; }
     if [ "$(tot def.txt)" -lt "$(tot ref.txt)" ]; then
         fail "$b: the default mode keeps $(tot def.txt) samples, llvm-profgen $(tot ref.txt)"
+    fi
+    if [ $b = tailchain ]; then   # the default mode's (exact) inference
+        n=$((n + 1))
+        grep -q '^\[main:[0-9]* @ step1:[0-9]* @ [^ ]*forward[^ ]*:[0-9]* @ step2:[0-9]* @ leaf\]' def.txt &&
+            grep -q '^\[main:[0-9]* @ step1:[0-9]* @ [^ ]*forward[^ ]*:[0-9]* @ step2:[0-9]* @ leaf\]' ref.txt ||
+            fail "tailchain: step1 and step2's frames are not put back"
     fi
     "$LBR2PROF" $b.data --binary=$b --output=$b.ext.prof 2>/dev/null
     "$LBR2PROF" $b.data --binary=$b --output=$b.txt.prof --format=text 2>/dev/null
