@@ -283,6 +283,7 @@ elsewhere itrace test_pt_profile.sh
 # pseudo probes
 elsewhere show-pseudo-probe test_probe_conformance.sh
 elsewhere csprof-max-unsymbolized-context-depth test_probe_conformance.sh
+elsewhere load-function-from-symbol test_probe_conformance.sh
 
 # the listing
 for f in show-disassembly-only disassemble-functions show-source-locations \
