@@ -24,7 +24,8 @@
  * parent's mappings; COMM with exec drops the process's mappings; EXIT
  * keeps them (samples of other threads may follow). Kernel mmaps (pid -1
  * or kernel cpumode) are not matched. `pid_filter` >= 0: only that
- * process resolves.
+ * process resolves. Several recordings in one run: lp_addrmap_next_input
+ * between them keeps their processes apart.
  *
  * Single-base mode (opts.single_base, or resolving with LP_ADDRMAP_ANY_PID
  * in either mode): llvm-profgen 19's updateBinaryAddress. Each binary has
@@ -80,6 +81,13 @@ int lp_addrmap_add_build_ids(lp_addrmap *m, const lp_build_id *ids, size_t n,
 /* One event. 0, or -1 with err: allocation failure, or in single-base mode
  * llvm-profgen's fatal segment errors (LP_EFORMAT). */
 int lp_addrmap_event(lp_addrmap *m, const lp_event *ev, lp_error *err);
+
+/* The events that follow come from another recording (several traces in
+ * one run): its processes and its header's build-id table start afresh,
+ * since a pid of one recording says nothing of another's; which binaries
+ * were loaded, the warnings given and the single-base state carry on, as
+ * over one recording holding both. */
+void lp_addrmap_next_input(lp_addrmap *m);
 
 /* A count of the calls that may have changed the map (build-ids added,
  * MMAP, COMM exec and FORK events): what a caller derived from earlier

@@ -118,6 +118,24 @@ int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
 int lp_cs_raw_read_addrs(FILE *f, const char *name, int bin, uint64_t base,
                          lp_ctxcount *cc, bool *is_cs, lp_error *err);
 
+/* The body of lbr2prof's mergeable raw profile (include/lbr2prof/rawmerge.h):
+ * the same blocks, and '#' lines: "#section N" (the blocks after it are
+ * binary N's, 0 <= N < nbins, addresses relative to bases[N]) and
+ * "#leaf-inlined V" / "#leaf-inlined V mixed" (the next context's
+ * attributes; combined with an entry already in cc: inlined if either
+ * says so, mixed if either does or they differ). Counts are multiplied by
+ * `weight`. Blocks before any "#section" are binary 0's. */
+typedef struct lp_cs_raw_opts {
+    const uint64_t *bases;      /* nbins of them */
+    size_t nbins;
+    uint64_t weight;            /* 0 counts as 1 */
+    unsigned long lineno;       /* lines already read (the header) */
+    size_t mixed_joined;        /* out: contexts already in cc that are
+                                   mixed once these attributes join */
+} lp_cs_raw_opts;
+int lp_cs_raw_read_body(FILE *f, const char *name, lp_cs_raw_opts *o,
+                        lp_ctxcount *cc, bool *is_cs, lp_error *err);
+
 /* ---- generation and post-processing ----------------------------------- */
 
 /* generateLineNumBasedProfile: the context trie filled from every entry of

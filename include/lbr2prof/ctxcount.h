@@ -67,6 +67,9 @@ typedef struct lp_ctx_entry {
     bool was_leaf_inlined;  /* the leaf address was in an inlined frame (the
                                first writer's value is kept, as llvm-profgen
                                keeps the first key inserted) */
+    bool leaf_inlined_mixed;/* leaves both inlined and not gave this context
+                               (the value above is then the first's; set by
+                               the unwinder and the mergeable raw profile) */
     lp_counters *counters;  /* owned by the entry */
     const uint64_t *addrs;  /* address contexts: the call sites, root first
                                (LP_CTX_ADDR); NULL for frame contexts */
@@ -129,6 +132,11 @@ int lp_ctx_parse_key(const char *key, lp_ctx_frame **frames, size_t *n,
  * an address of another binary prints as its LP_CTX_ADDR value. */
 int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
                           uint64_t base, lp_error *err);
+/* The same, each context with attributes preceded by lbr2prof's line
+ * "#leaf-inlined V" or "#leaf-inlined V mixed" (the mergeable raw profile,
+ * include/lbr2prof/rawmerge.h). */
+int lp_ctxcount_write_raw_attrs(FILE *f, const lp_ctxcount *cc, int bin,
+                                uint64_t base, lp_error *err);
 
 #ifdef __cplusplus
 }

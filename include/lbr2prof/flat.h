@@ -154,6 +154,12 @@ void lp_range_warn_summary(lp_warn_fn fn, void *ctx, const lp_range_stats *st);
  * segment with --use-offset, 0 without). */
 int lp_rawprof_write(FILE *f, const lp_counters *c, uint64_t base,
                      lp_error *err);
+/* The range block then the branch block of counters c, every line
+ * prefixed by `indent` (a CS profile's contexts indent them by two
+ * spaces): what lp_rawprof_write and lp_ctxcount_write_raw share. 0, or
+ * -1 on a write error. */
+int lp_rawprof_write_blocks(FILE *f, const lp_counters *c, uint64_t base,
+                            const char *indent);
 /* Strict reader; adds `base` back. Flat (no [context]) profiles only. */
 int lp_rawprof_read(FILE *f, const char *name, uint64_t base, lp_counters *c,
                     lp_error *err);

@@ -106,6 +106,11 @@ int lp_perfwrite_auxtrace_info(lp_perfwrite *w, uint32_t type,
                                const uint64_t *priv, size_t n, lp_error *err);
 int lp_perfwrite_auxtrace(lp_perfwrite *w, const void *data, uint64_t size,
                           const lp_perfwrite_aux_buf *a, lp_error *err);
+
+/* One event as the reader gives it: SAMPLE, MMAP (as MMAP2), COMM, FORK
+ * and EXIT are written, other kinds skipped (0). For tools that rewrite
+ * recordings (merging, splitting). */
+int lp_perfwrite_event(lp_perfwrite *w, const lp_event *ev, lp_error *err);
 /* A complete record as the kernel wrote it (hardware mode). */
 int lp_perfwrite_raw(lp_perfwrite *w, const void *rec, size_t size,
                      lp_error *err);

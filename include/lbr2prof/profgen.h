@@ -54,6 +54,14 @@ typedef struct lp_profgen_opts {
     const char *perfscript;     /* --perfscript (perf script text) */
     const char *unsym;          /* --unsymbolized-profile */
     const char *llvm_prof;      /* --llvm-sample-profile (any format) */
+    const char *const *more_traces; /* lbr2prof's: further traces of the
+                                   kind of perfdata/perfscript (more
+                                   PERF.DATA arguments, --perfdata or
+                                   --perfscript repeated or comma lists),
+                                   read after it in order as one recording
+                                   holding all their samples; each trace's
+                                   pids are its own */
+    size_t nmore_traces;
 
     /* binaries */
     const char *const *binaries;/* --binary (repeatable): [0] the profiled
@@ -120,6 +128,12 @@ typedef struct lp_profgen_opts {
                                    profile */
     bool use_offset;            /* --use-offset (true) */
     bool first_loadable_base;   /* --use-first-loadable-segment-as-base */
+    bool raw_header;            /* --raw-header (lbr2prof's): with
+                                   skip_symbolization, the mergeable raw
+                                   profile (docs/rawmerge.md): binaries,
+                                   build-ids, bases, options, statistics
+                                   and context attributes in '#' lines;
+                                   every binary's contexts */
     lp_prof_format format;      /* --format (extbinary) */
     bool use_md5;               /* --use-md5 (extbinary only) */
     bool populate_symbol_list;  /* --populate-profile-symbol-list */

@@ -208,6 +208,10 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,
  * sample was done, 0 if none is left (more may come with later samples). */
 int lp_unwind_warm_next(lp_unwinder *u);
 
+/* The samples that follow come from another trace (several in one run):
+ * what was remembered by dup_id or pid is not reused across the two. */
+void lp_unwind_next_input(lp_unwinder *u);
+
 /* llvm-profgen's NumTotalSample, the denominator of the leaf-external
  * warning (for perf script text: every line taken as the start of a
  * sample). Default: the number of lp_unwind_sample calls. */

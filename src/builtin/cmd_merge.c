@@ -2,8 +2,10 @@
  * cmd_merge.c - `lbr2prof merge`: sums profiles. Final sample profiles
  * (text, binary, extbinary; flat, nested or CS; probe-based) are merged
  * with weights as `llvm-profdata merge --sample` merges them, with its
- * flags. Unsymbolized (raw) profiles go to the raw merge (merge_raw: the
- * hook for it). The kind of each input is sniffed from its first bytes.
+ * flags. lbr2prof's mergeable unsymbolized profiles (--skip-symbolization
+ * --raw-header) are summed instead (include/lbr2prof/rawmerge.h), as one
+ * run over all their traces would have counted them. The kind of each
+ * input is sniffed from its first bytes.
  * LP_BUILTIN(merge, cmd_merge, "merge sample profiles with weights, as llvm-profdata merge --sample")
  *
  * Owns option parsing and the input list; reading, merging and writing
@@ -20,6 +22,7 @@
 #include "cli/builtin.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/profile.h"
+#include "lbr2prof/rawmerge.h"
 
 typedef struct merge_args {
     lp_merge_input *in;         /* paths owned */
@@ -263,10 +266,11 @@ static void free_args(merge_args *a)
 
 /* ---- input kinds ------------------------------------------------------------- */
 
-typedef enum { IN_SAMPLE, IN_RAW } input_kind;
+typedef enum { IN_SAMPLE, IN_RAW, IN_ERROR } input_kind;
 
 /* llvm-profgen's unsymbolized profile (--skip-symbolization): its first
  * line is the number of ranges, or a "[context]" alone (CS). */
+/* llvm-profgen's unsymbolized profile: a "[context]" line or a count. */
 static int looks_raw(const char *b, size_t n)
 {
     const char *nl = memchr(b, '\n', n), *p;
@@ -282,38 +286,57 @@ static int looks_raw(const char *b, size_t n)
     return p > b && p == nl;
 }
 
-static input_kind kind_of(const char *path)
+/* Unsymbolized (raw) profiles: lbr2prof's mergeable ones (the
+ * #lbr2prof-raw header of --skip-symbolization --raw-header, or an
+ * earlier merge) are summed by src/rawmerge; a header-less one (what
+ * llvm-profgen writes) carries no binary identity to check, and is
+ * refused by name. */
+static input_kind kind_of(const char *path, lp_error *err)
 {
     char b[4096];
     size_t n = 0;
+    int k;
     FILE *f;
 
     if (!strcmp(path, "-") || !(f = fopen(path, "rb")))
         return IN_SAMPLE; /* the reader says what is wrong */
     n = fread(b, 1, sizeof b, f);
     fclose(f);
-    return !lp_profile_sniff(b, n) && looks_raw(b, n) ? IN_RAW : IN_SAMPLE;
+    if (lp_profile_sniff(b, n))
+        return IN_SAMPLE;
+    if ((k = lp_rawmerge_sniff(path, err)) != 0)
+        return k > 0 ? IN_RAW : IN_ERROR;
+    if (looks_raw(b, n)) {
+        lp_error_set(err, LP_EUNSUPP, "%s: an unsymbolized profile without "
+                     "lbr2prof's header (llvm-profgen's): it names no binary "
+                     "to check, so it is not merged; write the shards with "
+                     "--skip-symbolization --raw-header", path);
+        return IN_ERROR;
+    }
+    return IN_SAMPLE;
 }
 
-/*
- * Unsymbolized (raw) profiles are summed by the raw merge of issue 18
- * (item 2, branch `multi`): THE HOOK - this function calls that library
- * function once it exists (a->in[i].path and .weight are the inputs,
- * a->output the output; looks_raw above decides what is raw: adapt it if
- * the raw format gains a header); until then raw inputs are refused.
- */
 static int merge_raw(const merge_args *a, lp_error *err)
 {
-    return lp_error_set(err, LP_EUNSUPP, "%s: an unsymbolized (raw) profile "
-                        "(--skip-symbolization); merging raw profiles is not "
-                        "supported yet: make a sample profile of each "
-                        "(lbr2prof --unsymbolized-profile=FILE ...) and merge "
-                        "those", a->in[0].path);
+    lp_rawmerge *m = lp_rawmerge_new(err);
+    size_t i, mixed;
+    int rc = m ? 0 : -1;
+
+    if (!a->output || !strcmp(a->output, "-"))
+        rc = lp_error_set(err, LP_EUSAGE, "merging raw profiles needs "
+                          "--output=FILE");
+    for (i = 0; i < a->nin && rc == 0; i++)
+        rc = lp_rawmerge_add(m, a->in[i].path, a->in[i].weight, err);
+    if (rc == 0)
+        rc = lp_rawmerge_write(m, a->output, err);
+    if (rc == 0 && (mixed = lp_rawmerge_mixed(m)) > 0)
+        fprintf(stderr, "warning: %zu contexts had leaves both inlined and not "
+                "in the merged inputs: their ContextWasInlined is set if any "
+                "input set it, where one run keeps its first sample's\n", mixed);
+    lp_rawmerge_free(m);
+    return rc;
 }
 
-/* ---- sample profiles --------------------------------------------------------- */
-
-/* --prof-sym-list: one symbol a line, blanks trimmed, after r's */
 static int sym_file(lp_merge_result *r, const char *path, lp_error *err)
 {
     FILE *f = fopen(path, "r");
@@ -404,14 +427,18 @@ static int merge_samples(merge_args *a, lp_error *err)
 static int merge(merge_args *a, lp_error *err)
 {
     size_t i, raw = 0;
+    input_kind k;
 
-    for (i = 0; i < a->nin; i++)
-        raw += kind_of(a->in[i].path) == IN_RAW;
+    for (i = 0; i < a->nin; i++) {
+        if ((k = kind_of(a->in[i].path, err)) == IN_ERROR)
+            return -1;
+        raw += k == IN_RAW;
+    }
     if (raw == 0)
         return merge_samples(a, err);
     if (raw == a->nin)
         return merge_raw(a, err);
-    for (i = 0; kind_of(a->in[i].path) == IN_RAW; i++)
+    for (i = 0; kind_of(a->in[i].path, err) == IN_RAW; i++)
         ;
     return lp_error_set(err, LP_EUSAGE, "cannot merge unsymbolized (raw) "
                         "profiles with sample profiles (%s is a sample "

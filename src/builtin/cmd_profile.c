@@ -39,10 +39,15 @@ typedef struct prof_args {
     const char *asm_syntax;     /* --x86-asm-syntax (att only) */
     char *funcs[MAX_FUNCS];     /* --disassemble-functions=a,b (repeatable) */
     size_t nfuncs;
+    char **traces;              /* PERF.DATA arguments, --perfdata and
+                                   --perfscript values (comma lists split),
+                                   in order; owned */
+    size_t ntraces;
+    unsigned trace_kinds;       /* 1: perf.data, 2: perf script text */
 } prof_args;
 
 enum opt_kind { O_STR, O_BOOL, O_I64, O_U32, O_U64, O_DBL, O_EVENT, O_BINARY,
-                O_INT, O_TRI, O_U32_OPT, O_FUNCS, O_UNSUPP };
+                O_INT, O_TRI, O_U32_OPT, O_FUNCS, O_UNSUPP, O_TRACE };
 
 typedef struct opt_def {
     const char *name;
@@ -53,8 +58,8 @@ typedef struct opt_def {
 #define A(f) offsetof(prof_args, o.f)
 #define P(f) offsetof(prof_args, f)
 static const opt_def opt_defs[] = {
-    {"perfdata", O_STR, A(perfdata)}, {"pd", O_STR, A(perfdata)},
-    {"perfscript", O_STR, A(perfscript)}, {"ps", O_STR, A(perfscript)},
+    {"perfdata", O_TRACE, A(perfdata)}, {"pd", O_TRACE, A(perfdata)},
+    {"perfscript", O_TRACE, A(perfscript)}, {"ps", O_TRACE, A(perfscript)},
     {"unsymbolized-profile", O_STR, A(unsym)}, {"up", O_STR, A(unsym)},
     {"llvm-sample-profile", O_STR, A(llvm_prof)},
     {"binary", O_BINARY, 0}, {"debug-binary", O_STR, A(debug_binary)},
@@ -66,6 +71,7 @@ static const opt_def opt_defs[] = {
     {"skip-symbolization", O_BOOL, A(skip_symbolization)},
     {"use-offset", O_BOOL, A(use_offset)},
     {"use-first-loadable-segment-as-base", O_BOOL, A(first_loadable_base)},
+    {"raw-header", O_BOOL, A(raw_header)}, /* lbr2prof's */
     {"ignore-stack-samples", O_BOOL, A(ignore_stack_samples)},
     {"use-md5", O_BOOL, A(use_md5)},
     {"populate-profile-symbol-list", O_BOOL, A(populate_symbol_list)},
@@ -142,7 +148,7 @@ typedef struct opt_help {
 /* lbr2prof's own flags say so; the others are llvm-profgen's (22's
  * wording where it has one). */
 static const opt_help help_defs[] = {
-    {"perfdata", "=<perfdata>", "Path of raw perf data created by Linux perf tool (it should be profiled with -b); read directly, - is standard input (also: the PERF.DATA argument)"},
+    {"perfdata", "=<perfdata>", "Path of raw perf data created by Linux perf tool (it should be profiled with -b); read directly, - is standard input (also: the PERF.DATA arguments). Repeatable, or a comma list: several traces (any processes, hosts, load addresses) make one profile, as one recording holding all their samples"},
     {"pd", "=<perfdata>", "Alias for --perfdata"},
     {"perfscript", "=<perfscript>", "Path of perf-script trace created by Linux perf tool with `script` command (the raw perf.data should be profiled with -b); - is standard input"},
     {"ps", "=<perfscript>", "Alias for --perfscript"},
@@ -158,6 +164,7 @@ static const opt_help help_defs[] = {
     {"format", "=<value>", "Format of output profile: extbinary (default), text, binary (gcc is refused)"},
     {"itrace", "=<opts>", "[lbr2prof] Intel PT (a perf.data with AUX data): make the samples as perf script --itrace=OPTS does, e.g. i100usl (docs/pt.md)"},
     {"skip-symbolization", "", "Dump the unsymbolized profile to the output file. It will show unwinder output for CS profile generation"},
+    {"raw-header", "", "[lbr2prof] With --skip-symbolization: the mergeable raw profile, with '#' lines naming the binaries (build-ids, bases) and the options the counts depend on; `lbr2prof merge` sums such profiles and --unsymbolized-profile reads them (docs/rawmerge.md)"},
     {"use-offset", "[=<bool>]", "Work with `--skip-symbolization` or `--unsymbolized-profile` to write/read the offset instead of virtual address (default true)"},
     {"use-first-loadable-segment-as-base", "", "Use first loadable segment address as base address for offsets in unsymbolized profile. By default first executable segment address is used"},
     {"ignore-stack-samples", "", "Ignore call stack samples for hybrid samples and produce context-insensitive profile"},
@@ -310,6 +317,38 @@ static int add_list(char **v, size_t *n, size_t max, const char *val)
     }
 }
 
+/* One trace in order; text: perf script. */
+static int add_trace(prof_args *a, const char *v, size_t len, bool text)
+{
+    char **nv = realloc(a->traces, (a->ntraces + 1) * sizeof *nv);
+
+    if (!nv)
+        return -1;
+    a->traces = nv;
+    if (!(nv[a->ntraces] = strndup(v, len)))
+        return -1;
+    a->ntraces++;
+    a->trace_kinds |= text ? 2 : 1;
+    return 0;
+}
+
+/* --perfdata/--perfscript: repeatable, and a comma list unless the whole
+ * value names a file. */
+static int add_traces(prof_args *a, const char *v, bool text)
+{
+    const char *c;
+    struct stat st;
+
+    if (!*v)
+        return -1;
+    if (!strchr(v, ',') || stat(v, &st) == 0)
+        return add_trace(a, v, strlen(v), text);
+    for (; (c = strchr(v, ',')); v = c + 1)
+        if (c == v || add_trace(a, v, (size_t)(c - v), text))
+            return -1;
+    return *v ? add_trace(a, v, strlen(v), text) : -1;
+}
+
 static int set_opt(prof_args *a, const opt_def *d, const char *v)
 {
     char *base = (char *)a + d->off, *e;
@@ -334,6 +373,7 @@ static int set_opt(prof_args *a, const opt_def *d, const char *v)
         return *e || !*v || v[0] == '-' ? -1 : 0;
     case O_EVENT: return add_list(a->events, &a->o.nr_events, MAX_EVENTS, v);
     case O_FUNCS: return add_list(a->funcs, &a->nfuncs, MAX_FUNCS, v);
+    case O_TRACE: return add_traces(a, v, d->off == offsetof(prof_args, o.perfscript));
     case O_BINARY:
         if (a->o.nbinaries == MAX_BINARIES)
             return -1;
@@ -405,10 +445,28 @@ static int parse_args(prof_args *a, int argc, char **argv)
             i += n;
             continue;
         }
-        if (a->o.perfdata)
-            return bad_usage("more than one input: '%s'", argv[i]);
-        a->o.perfdata = argv[i++];
+        if (add_trace(a, argv[i], strlen(argv[i]), false))
+            return bad_usage("out of memory at '%s'", argv[i]);
+        i++;
     }
+    return 0;
+}
+
+/* The traces to the driver: the first as perfdata or perfscript, the
+ * others after it; one kind only. */
+static int set_traces(prof_args *a)
+{
+    if (a->ntraces == 0)
+        return 0;
+    if (a->trace_kinds == 3)
+        return bad_usage("%s", "perf.data and perf script (--perfscript) "
+                               "inputs cannot be mixed in one run");
+    if (a->trace_kinds == 2)
+        a->o.perfscript = a->traces[0];
+    else
+        a->o.perfdata = a->traces[0];
+    a->o.more_traces = (const char *const *)a->traces + 1;
+    a->o.nmore_traces = a->ntraces - 1;
     return 0;
 }
 
@@ -454,6 +512,31 @@ static int validate_listing(const prof_args *pa)
     return 0;
 }
 
+/* The traces after the first: files (at most one "-" in all, with a
+ * --binary); --raw-header only with --skip-symbolization. */
+static int check_more_traces(const prof_args *pa)
+{
+    size_t i, nstdin = 0;
+    struct stat st;
+
+    for (i = 0; i < pa->ntraces; i++) {
+        if (strcmp(pa->traces[i], "-") == 0)
+            nstdin++;
+        else if (i > 0 && stat(pa->traces[i], &st) != 0)
+            return bad_usage("Input perf file does not exist: %s", pa->traces[i]);
+    }
+    if (nstdin > 1)
+        return bad_usage("%s", "standard input (-) can be only one of the inputs");
+    if (nstdin && !pa->o.nbinaries)
+        return bad_usage("%s", "--binary is required when a trace comes from stdin");
+    if (pa->o.raw_header && !pa->o.skip_symbolization)
+        return bad_usage("%s", "--raw-header needs --skip-symbolization");
+    if (pa->o.raw_header && pa->ntraces == 0)
+        return bad_usage("%s", "--raw-header needs traces (its header says what "
+                               "counted them; `lbr2prof merge` sums raw profiles)");
+    return 0;
+}
+
 static int validate(prof_args *pa)
 {
     const lp_profgen_opts *a = &pa->o;
@@ -470,12 +553,14 @@ static int validate(prof_args *pa)
                                "(or a perf.data argument) is required");
     if (!a->output)
         return bad_usage("%s", "--output (-o) is required");
-    if (!a->nbinaries && !a->perfdata && !a->perfscript)
+    if (!a->nbinaries && a->llvm_prof) /* a raw profile's header may name them */
         return bad_usage("%s", "--binary is required");
     if (!a->nbinaries && strcmp(in, "-") == 0)
         return bad_usage("%s", "--binary is required when the trace comes from stdin");
     if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
+    if (check_more_traces(pa))
+        return -1;
     if (a->compress_recursion < -1)
         return bad_usage("%s", "Value of --compress-recursion should >= -1");
     if (pa->itrace_str) {
@@ -527,6 +612,9 @@ static void free_args(prof_args *a)
         free(a->events[--a->o.nr_events]);
     while (a->nfuncs > 0)
         free(a->funcs[--a->nfuncs]);
+    while (a->ntraces > 0)
+        free(a->traces[--a->ntraces]);
+    free(a->traces);
 }
 
 int cmd_profile(int argc, char **argv)
@@ -543,7 +631,7 @@ int cmd_profile(int argc, char **argv)
         free_args(&a);
         return k;
     }
-    if (k == 0 && validate(&a))
+    if (k == 0 && (set_traces(&a) || validate(&a)))
         k = -1;
     a.o.warn = lp_cli_warn;
     a.o.note = lp_cli_note;

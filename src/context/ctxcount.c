@@ -477,32 +477,14 @@ long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out)
 
 /* ---- the unsymbolized writer ---------------------------------------------- */
 
-static void write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
-                        uint64_t base, const char *sep)
-{
-    long i;
-
-    fprintf(f, "  %ld\n", n);
-    for (i = 0; i < n; i++)
-        fprintf(f, "  %" PRIx64 "%s%" PRIx64 ":%" PRIu64 "\n", v[i].a - base,
-                sep, v[i].b - base, v[i].count);
-}
-
 static int write_entry(FILE *f, const lp_ctx_entry *e, const char *key,
-                       uint64_t base)
+                       uint64_t base, bool attrs)
 {
-    lp_addr_pair_count *r = NULL, *b = NULL;
-    long nr = lp_counters_ranges(e->counters, &r);
-    long nb = lp_counters_branches(e->counters, &b);
-
-    if (nr >= 0 && nb >= 0) {
-        fprintf(f, "[%s]\n", key);
-        write_pairs(f, nr, r, base, "-");
-        write_pairs(f, nb, b, base, "->");
-    }
-    free(r);
-    free(b);
-    return nr < 0 || nb < 0 ? -1 : 0;
+    if (attrs && (e->was_leaf_inlined || e->leaf_inlined_mixed))
+        fprintf(f, "#leaf-inlined %d%s\n", e->was_leaf_inlined,
+                e->leaf_inlined_mixed ? " mixed" : "");
+    fprintf(f, "[%s]\n", key);
+    return lp_rawprof_write_blocks(f, e->counters, base, "  ");
 }
 
 typedef struct printed {        /* an address context and its text */
@@ -518,7 +500,7 @@ static int printed_cmp(const void *x, const void *y)
 /* Address contexts: keys printed relative to base, in their text order
  * (llvm-profgen's std::map<std::string>). */
 static int write_addr_entries(FILE *f, lp_ctx_entry **v, long n, int bin,
-                              uint64_t base)
+                              uint64_t base, bool attrs)
 {
     printed *pv = calloc(n ? (size_t)n : 1, sizeof *pv);
     long i, m = 0;
@@ -537,15 +519,15 @@ static int write_addr_entries(FILE *f, lp_ctx_entry **v, long n, int bin,
     if (rc == 0)
         qsort(pv, (size_t)m, sizeof *pv, printed_cmp);
     for (i = 0; i < m && rc == 0; i++)
-        rc = write_entry(f, pv[i].e, pv[i].key, base);
+        rc = write_entry(f, pv[i].e, pv[i].key, base, attrs);
     for (i = 0; pv && i < m; i++)
         free(pv[i].key);
     free(pv);
     return rc;
 }
 
-int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
-                          uint64_t base, lp_error *err)
+static int write_raw(FILE *f, const lp_ctxcount *cc, int bin, uint64_t base,
+                     bool attrs, lp_error *err)
 {
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_sorted(cc, &v), i;
@@ -555,12 +537,25 @@ int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
     for (i = 0; i < n; i++)
         addr |= v[i]->addrs != NULL;
     if (rc == 0 && addr)
-        rc = write_addr_entries(f, v, n, bin, base);
+        rc = write_addr_entries(f, v, n, bin, base, attrs);
     for (i = 0; i < n && rc == 0 && !addr; i++)
         if (v[i]->bin == bin)
-            rc = write_entry(f, v[i], v[i]->key, base);
+            rc = write_entry(f, v[i], v[i]->key, base, attrs);
     free(v);
     if (rc)
-        return lp_error_set(err, LP_ENOMEM, "raw profile: out of memory");
+        return lp_error_set(err, n < 0 ? LP_ENOMEM : LP_EIO, "raw profile: %s",
+                            n < 0 ? "out of memory" : "write error");
     return 0;
+}
+
+int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
+                          uint64_t base, lp_error *err)
+{
+    return write_raw(f, cc, bin, base, false, err);
+}
+
+int lp_ctxcount_write_raw_attrs(FILE *f, const lp_ctxcount *cc, int bin,
+                                uint64_t base, lp_error *err)
+{
+    return write_raw(f, cc, bin, base, true, err);
 }

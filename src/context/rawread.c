@@ -4,13 +4,17 @@
  * each followed by a range block and a branch block (counts in decimal,
  * addresses in hex relative to a base, any leading whitespace), read into
  * an lp_ctxcount. As strict as llvm-profgen: the first line that does not
- * fit is an error naming it. Owns this text format's parsing only; the
- * writer is lp_ctxcount_write_raw, the flat-only reader src/flat/rawprof.c.
+ * fit is an error naming it. Also the body of lbr2prof's mergeable raw
+ * profile: the same blocks with '#section' and '#leaf-inlined' lines (the
+ * header before them is src/rawmerge's). Owns this text format's parsing
+ * only; the writer is lp_ctxcount_write_raw, the flat-only reader
+ * src/flat/rawprof.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/lines.h"
 
 typedef struct raw_in {
     FILE *f;
@@ -19,20 +23,18 @@ typedef struct raw_in {
     char *line;
     size_t cap;
     bool eof;
+    lp_cs_raw_opts *o;          /* lbr2prof's '#' lines; NULL: none */
+    int bin;                    /* the blocks' binary */
+    uint64_t base;              /* and its base */
+    bool attr_inlined, attr_mixed; /* for the next context */
+    bool addrs;                 /* address contexts ("[0x7f4 @ 0x7bf]",
+                                   probe binaries) */
 } raw_in;
 
 /* TraceStream::advance: the next line without its '\n' */
 static void advance(raw_in *r)
 {
-    ssize_t n = getline(&r->line, &r->cap, r->f);
-
-    if (n < 0) {
-        r->eof = true;
-        return;
-    }
-    r->lineno++;
-    if (n > 0 && r->line[n - 1] == '\n')
-        r->line[n - 1] = 0;
+    r->eof = !lp_next_line(r->f, &r->line, &r->cap, &r->lineno);
 }
 
 static int invalid(raw_in *r, lp_error *err)
@@ -82,6 +84,9 @@ static int read_pair(raw_in *r, const char *sep, uint64_t base,
     if (!mid || mid >= colon || cs_as_u64(s, mid, 16, &a) ||
         cs_as_u64(mid + strlen(sep), colon, 16, &b))
         return invalid(r, err);
+    if (r->o && r->o->weight > 1 && __builtin_mul_overflow(n, r->o->weight, &n))
+        return lp_error_set(err, LP_EFORMAT, "%s: line %lu: the count times "
+                            "the weight overflows", r->name, r->lineno);
     rc = sep[1] ? lp_counters_add_branch(c, a + base, b + base, n)
                 : lp_counters_add_range(c, a + base, b + base, n);
     if (rc)
@@ -169,77 +174,122 @@ static int parse_addrs(raw_in *r, int bin, uint64_t base, uint64_t **a,
     return 0;
 }
 
-static int read_addr_block(raw_in *r, int bin, uint64_t base, lp_ctxcount *cc,
-                           bool *is_cs, lp_error *err)
+/* An lbr2prof '#' line: "#section N" or "#leaf-inlined V[ mixed]". */
+static int hash_line(raw_in *r, lp_error *err)
 {
-    uint64_t *a = NULL;
-    lp_ctx_entry *e;
-    size_t n = 0;
-    int rc = 0;
+    const char *s = r->line;
+    char *end;
+    unsigned long v;
 
-    if (r->line[0] == '[') {
-        *is_cs = true;
-        rc = parse_addrs(r, bin, base, &a, &n, err);
-        if (rc == 0)
-            advance(r);
+    if (strncmp(s, "#section ", 9) == 0) {
+        v = strtoul(s + 9, &end, 10);
+        if (end == s + 9 || *end || v >= r->o->nbins)
+            return invalid(r, err);
+        r->bin = (int)v;
+        r->base = r->o->bases[v];
+    } else if (!strcmp(s, "#leaf-inlined 0 mixed") ||
+               !strcmp(s, "#leaf-inlined 1 mixed") || !strcmp(s, "#leaf-inlined 1")) {
+        r->attr_inlined = s[14] == '1';
+        r->attr_mixed = s[15] != 0;
+    } else {
+        return invalid(r, err);
     }
-    if (rc == 0 && !(e = lp_ctxcount_get_addrs(cc, bin, a, n, err)))
-        rc = -1;
-    if (rc == 0)
-        rc = read_counters(r, base, e->counters, err);
-    free(a);
-    return rc;
+    advance(r);
+    return 0;
 }
 
-static int read_block(raw_in *r, int bin, uint64_t base, lp_ctxcount *cc,
-                      bool *is_cs, lp_error *err)
+/* The attributes read for a context into its entry (new: as read; else
+ * inlined if either, mixed if either or they differ). */
+static void set_attrs(raw_in *r, lp_ctx_entry *e, bool is_new)
+{
+    if (is_new) {
+        e->was_leaf_inlined = r->attr_inlined;
+        e->leaf_inlined_mixed = r->attr_mixed;
+    } else {
+        e->leaf_inlined_mixed |= r->attr_mixed || e->was_leaf_inlined != r->attr_inlined;
+        e->was_leaf_inlined |= r->attr_inlined;
+        r->o->mixed_joined += e->leaf_inlined_mixed;
+    }
+    r->attr_inlined = r->attr_mixed = false;
+}
+
+static int read_block(raw_in *r, lp_ctxcount *cc, bool *is_cs, lp_error *err)
 {
     lp_ctx_frame *frames = NULL;
-    lp_ctx_entry *e;
+    uint64_t *addrs = NULL;
+    lp_ctx_entry *e = NULL;
     char *buf = NULL;
-    size_t n = 0;
+    size_t n = 0, had = lp_ctxcount_size(cc);
     int rc = 0;
 
-    if (r->line[0] == '[') {
+    while (r->o && !r->eof && r->line[0] == '#')
+        if (hash_line(r, err))
+            return -1;
+    if (r->eof)
+        return r->attr_inlined || r->attr_mixed ? invalid(r, err) : 0;
+    if (r->line[0] == '[' && r->addrs) {
+        *is_cs = true;
+        if ((rc = parse_addrs(r, r->bin, r->base, &addrs, &n, err)) == 0)
+            advance(r);
+    } else if (r->line[0] == '[') {
         *is_cs = true;
         if (parse_header(r->line, &frames, &n, &buf))
             rc = lp_error_set(err, LP_ENOMEM, "%s: out of memory", r->name);
         advance(r);
     }
-    if (rc == 0 && !(e = lp_ctxcount_get(cc, bin, frames, n, false, err)))
+    if (rc == 0 && r->addrs &&
+        !(e = lp_ctxcount_get_addrs(cc, r->bin, addrs, n, err)))
         rc = -1;
+    else if (rc == 0 && !r->addrs &&
+             !(e = lp_ctxcount_get(cc, r->bin, frames, n, false, err)))
+        rc = -1;
+    if (rc == 0 && r->o)
+        set_attrs(r, e, lp_ctxcount_size(cc) > had);
     if (rc == 0)
-        rc = read_counters(r, base, e->counters, err);
+        rc = read_counters(r, r->base, e->counters, err);
     free(frames);
+    free(addrs);
     free(buf);
     return rc;
 }
 
-static int read_all(FILE *f, const char *name, int bin, uint64_t base,
-                    lp_ctxcount *cc, bool *is_cs, bool addrs, lp_error *err)
+static int read_all(raw_in *r, lp_ctxcount *cc, bool *is_cs, lp_error *err)
 {
-    raw_in r = {f, name, 0, NULL, 0, false};
     int rc = 0;
 
     *is_cs = false;
-    advance(&r);
-    while (rc == 0 && !r.eof)
-        rc = addrs ? read_addr_block(&r, bin, base, cc, is_cs, err)
-                   : read_block(&r, bin, base, cc, is_cs, err);
-    if (rc == 0 && ferror(f))
-        rc = lp_error_set(err, LP_EIO, "%s: read error", name);
-    free(r.line);
+    advance(r);
+    while (rc == 0 && !r->eof)
+        rc = read_block(r, cc, is_cs, err);
+    if (rc == 0 && ferror(r->f))
+        rc = lp_error_set(err, LP_EIO, "%s: read error", r->name);
+    free(r->line);
     return rc;
 }
 
 int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
                    lp_ctxcount *cc, bool *is_cs, lp_error *err)
 {
-    return read_all(f, name, bin, base, cc, is_cs, false, err);
+    raw_in r = {.f = f, .name = name, .bin = bin, .base = base};
+
+    return read_all(&r, cc, is_cs, err);
 }
 
 int lp_cs_raw_read_addrs(FILE *f, const char *name, int bin, uint64_t base,
                          lp_ctxcount *cc, bool *is_cs, lp_error *err)
 {
-    return read_all(f, name, bin, base, cc, is_cs, true, err);
+    raw_in r = {.f = f, .name = name, .bin = bin, .base = base, .addrs = true};
+
+    return read_all(&r, cc, is_cs, err);
+}
+
+int lp_cs_raw_read_body(FILE *f, const char *name, lp_cs_raw_opts *o,
+                        lp_ctxcount *cc, bool *is_cs, lp_error *err)
+{
+    raw_in r = {.f = f, .name = name, .lineno = o->lineno, .o = o};
+
+    if (o->nbins == 0)
+        return lp_error_set(err, LP_EUSAGE, "%s: no binary", name);
+    r.base = o->bases[0];
+    return read_all(&r, cc, is_cs, err);
 }

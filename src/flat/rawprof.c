@@ -13,33 +13,74 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/lines.h"
 
-static int write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
-                       uint64_t base, const char *sep)
+/* v in [p, ...) as lowercase hex; the end. */
+static char *put_hex(char *p, uint64_t v)
 {
+    char t[16];
+    int n = 0;
+
+    do {
+        t[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    while (n)
+        *p++ = t[--n];
+    return p;
+}
+
+static char *put_dec(char *p, uint64_t v)
+{
+    char t[20];
+    int n = 0;
+
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = t[--n];
+    return p;
+}
+
+/* "<indent>N\n" then "<indent>A<sep>B:COUNT\n" for each pair. */
+static void write_pairs(FILE *f, long n, const lp_addr_pair_count *v,
+                        uint64_t base, const char *sep, const char *indent)
+{
+    char line[128], *p;
+    size_t il = strlen(indent), sl = strlen(sep);
     long i;
 
-    fprintf(f, "%ld\n", n);
-    for (i = 0; i < n; i++)
-        fprintf(f, "%" PRIx64 "%s%" PRIx64 ":%" PRIu64 "\n", v[i].a - base, sep,
-                v[i].b - base, v[i].count);
-    return 0;
+    fprintf(f, "%s%ld\n", indent, n);
+    for (i = 0; i < n; i++) {
+        memcpy(line, indent, il);
+        p = put_hex(line + il, v[i].a - base);
+        memcpy(p, sep, sl);
+        p = put_hex(p + sl, v[i].b - base);
+        *p++ = ':';
+        p = put_dec(p, v[i].count);
+        *p++ = '\n';
+        fwrite(line, 1, (size_t)(p - line), f);
+    }
+}
+
+int lp_rawprof_write_blocks(FILE *f, const lp_counters *c, uint64_t base,
+                            const char *indent)
+{
+    const lp_addr_pair_count *r, *b;
+    long nr = lp_counters_ranges_view(c, &r), nb = lp_counters_branches_view(c, &b);
+
+    write_pairs(f, nr, r, base, "-", indent);
+    write_pairs(f, nb, b, base, "->", indent);
+    return ferror(f) ? -1 : 0;
 }
 
 int lp_rawprof_write(FILE *f, const lp_counters *c, uint64_t base,
                      lp_error *err)
 {
-    lp_addr_pair_count *r = NULL, *b = NULL;
-    long nr = lp_counters_ranges(c, &r), nb = lp_counters_branches(c, &b);
-
-    if (nr >= 0 && nb >= 0) {
-        write_pairs(f, nr, r, base, "-");
-        write_pairs(f, nb, b, base, "->");
-    }
-    free(r);
-    free(b);
-    if (nr < 0 || nb < 0)
-        return lp_error_set(err, LP_ENOMEM, "raw profile: out of memory");
+    if (lp_rawprof_write_blocks(f, c, base, ""))
+        return lp_error_set(err, LP_EIO, "raw profile: write error");
     return 0;
 }
 
@@ -60,14 +101,7 @@ static int bad(raw_reader *r, lp_error *err, const char *what)
 /* 1: a line, 0: EOF */
 static int next_line(raw_reader *r)
 {
-    ssize_t n = getline(&r->line, &r->cap, r->f);
-
-    if (n < 0)
-        return 0;
-    r->lineno++;
-    if (n > 0 && r->line[n - 1] == '\n')
-        r->line[--n] = 0;
-    return 1;
+    return lp_next_line(r->f, &r->line, &r->cap, &r->lineno);
 }
 
 static int parse_num(const char *s, const char *end, int base, uint64_t *v)

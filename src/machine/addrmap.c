@@ -360,16 +360,11 @@ lp_addrmap *lp_addrmap_new(lp_binary *const *bins, size_t nbins,
     return m;
 }
 
-void lp_addrmap_free(lp_addrmap *m)
+static void free_files(lp_addrmap *m)
 {
     am_file *f, *tf;
-    am_warned *w, *tw;
     am_hdr_bid *e, *ne;
-    size_t i;
 
-    if (!m)
-        return;
-    mt_proc_free_all(&m->procs);
     HASH_ITER(hh, m->files, f, tf) {
         HASH_DEL(m->files, f);
         for (e = f->ids; e; e = ne) {
@@ -378,6 +373,17 @@ void lp_addrmap_free(lp_addrmap *m)
         }
         free(f);
     }
+}
+
+void lp_addrmap_free(lp_addrmap *m)
+{
+    am_warned *w, *tw;
+    size_t i;
+
+    if (!m)
+        return;
+    mt_proc_free_all(&m->procs);
+    free_files(m);
     HASH_ITER(hh, m->warned, w, tw) {
         HASH_DEL(m->warned, w);
         free(w);
@@ -435,6 +441,13 @@ int lp_addrmap_event(lp_addrmap *m, const lp_event *ev, lp_error *err)
     case LP_EV_FORK: m->changes++; return on_fork(m, &ev->u.task, err);
     default: return 0; /* EXIT keeps the maps: see the header */
     }
+}
+
+void lp_addrmap_next_input(lp_addrmap *m)
+{
+    mt_proc_free_all(&m->procs);
+    free_files(m);
+    m->changes++;
 }
 
 uint64_t lp_addrmap_changes(const lp_addrmap *m)

@@ -376,6 +376,18 @@ int lp_perfwrite_exit(lp_perfwrite *w, const lp_task_event *t, lp_error *err)
     return task_rec(w, REC_EXIT, t, err);
 }
 
+int lp_perfwrite_event(lp_perfwrite *w, const lp_event *ev, lp_error *err)
+{
+    switch (ev->kind) {
+    case LP_EV_SAMPLE: return lp_perfwrite_sample(w, &ev->u.sample, ev->misc, err);
+    case LP_EV_MMAP: return lp_perfwrite_mmap2(w, &ev->u.mmap, ev->time, err);
+    case LP_EV_COMM: return lp_perfwrite_comm(w, &ev->u.comm, ev->time, err);
+    case LP_EV_FORK: return lp_perfwrite_fork(w, &ev->u.task, err);
+    case LP_EV_EXIT: return lp_perfwrite_exit(w, &ev->u.task, err);
+    default: return 0;
+    }
+}
+
 static int put_sample_tail(lp_perfwrite *w, const lp_sample *s)
 {
     uint64_t st = w->attr.sample_type, i;

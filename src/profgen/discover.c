@@ -15,11 +15,13 @@
 #include "lbr2prof/reader.h"
 #include "profgen/pg_internal.h"
 
-typedef struct file_hits {      /* samples whose IP fell in a mapped file */
+typedef struct file_hits {      /* samples whose IP fell in a mapped file
+                                   with this path and build-id */
     char *path;
     uint64_t hits;
     uint8_t build_id[20];       /* as recorded (MMAP2 or BUILD_ID table) */
     uint8_t build_id_size;
+    const char *trace;          /* the first trace it was sampled in */
 } file_hits;
 
 typedef struct text_map {       /* an mmap line of a perf script */
@@ -30,6 +32,7 @@ typedef struct text_map {       /* an mmap line of a perf script */
 typedef struct hit_table {
     file_hits *v;
     size_t n, cap;
+    const char *trace;          /* the trace being scanned */
     text_map *maps;             /* for samples without a pid (perf script) */
     size_t nmaps, mcap;
 } hit_table;
@@ -76,13 +79,21 @@ static const char *text_map_find(const hit_table *t, uint64_t addr)
     return NULL;
 }
 
+static bool same_file(const file_hits *h, const char *path, const lp_map *mp)
+{
+    size_t n = mp ? mp->build_id_size : 0;
+
+    return strcmp(h->path, path) == 0 && h->build_id_size == n &&
+           (n == 0 || memcmp(h->build_id, mp->build_id, n) == 0);
+}
+
 static int add_hit(hit_table *t, const char *path, const lp_map *mp)
 {
     file_hits *nv;
     size_t i;
 
     for (i = 0; i < t->n; i++)
-        if (strcmp(t->v[i].path, path) == 0) {
+        if (same_file(&t->v[i], path, mp)) {
             t->v[i].hits++;
             return 0;
         }
@@ -97,6 +108,7 @@ static int add_hit(hit_table *t, const char *path, const lp_map *mp)
     t->v[t->n].build_id_size = mp ? mp->build_id_size : 0;
     if (mp)
         memcpy(t->v[t->n].build_id, mp->build_id, sizeof mp->build_id);
+    t->v[t->n].trace = t->trace;
     t->v[t->n++].hits = 1;
     return 0;
 }
@@ -129,9 +141,10 @@ static int scan_event(hit_table *t, lp_machine *m, const lp_event *ev,
     return 0;
 }
 
-/* The whole trace into t. 0 or -1. */
-static int scan(const lp_profgen_opts *o, const char *path, bool text,
-                hit_table *t, lp_error *err)
+/* One whole trace into t (with --itrace, the samples PT synthesizes). 0
+ * or -1. */
+static int scan_one(const lp_profgen_opts *o, const char *path, bool text,
+                    hit_table *t, lp_error *err)
 {
     lp_reader_opts ro = {0};
     lp_machine *m = lp_machine_new(LP_MACHINE_KEEP_MAPS_ON_EXEC, err);
@@ -155,6 +168,18 @@ static int scan(const lp_profgen_opts *o, const char *path, bool text,
         lp_reader_close(r);
     lp_machine_free(m);
     return k == 0 ? 0 : -1;
+}
+
+static int scan(const lp_profgen_opts *o, hit_table *t, lp_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < pg_ntraces(o); i++) {
+        t->trace = pg_trace_at(o, i);
+        if (scan_one(o, t->trace, o->perfscript != NULL, t, err))
+            return -1;
+    }
+    return 0;
 }
 
 /* Whether the ELF file at `path` has build-id `id` (or no id is known). */
@@ -200,9 +225,9 @@ static char *cache_path(const file_hits *h)
  * directory; the first readable one whose build-id is the recorded one,
  * else (unless `strict`) the first readable one (the address map then
  * reports the mismatch). NULL if none (malloc'ed result). */
-static char *locate(const file_hits *h, const char *trace, bool strict)
+static char *locate(const file_hits *h, bool strict)
 {
-    const char *slash = strrchr(trace, '/'), *bn = basename(h->path);
+    const char *trace = h->trace, *slash = strrchr(trace, '/'), *bn = basename(h->path);
     char *cand[4] = {strdup(h->path), cache_path(h), NULL, strdup(bn)}, *best = NULL;
     size_t i;
 
@@ -220,26 +245,37 @@ static char *locate(const file_hits *h, const char *trace, bool strict)
     return best;
 }
 
+char *pg_locate(const char *path, const uint8_t *id, size_t nid,
+                const char *near)
+{
+    file_hits h = {(char *)path, 0, {0}, 0, near};
+
+    h.build_id_size = (uint8_t)(nid > sizeof h.build_id ? sizeof h.build_id : nid);
+    memcpy(h.build_id, id, h.build_id_size);
+    return locate(&h, true);
+}
+
 /* The user-space file that holds the most sampled IPs (with branch
  * stacks), found at its recorded path or by basename (see locate). */
-char *pg_find_binary(const lp_profgen_opts *o, const char *path, bool text,
-                     lp_error *err)
+char *pg_find_binary(const lp_profgen_opts *o, lp_error *err)
 {
+    const char *path = pg_trace_path(o);
     hit_table t = {0};
     char *best = NULL;
     size_t i, b = 0;
-    int k = scan(o, path, text, &t, err);
+    int k = scan(o, &t, err);
 
     for (i = 0; i < t.n; i++)
         if (t.v[i].hits > t.v[b].hits)
             b = i;
     if (k == 0 && t.n == 0)
-        lp_error_set(err, LP_EFORMAT, "%s: no sample with a branch stack falls "
-                     "in a mapped file; pass --binary", path);
-    else if (k == 0 && !(best = locate(&t.v[b], path, false)))
+        lp_error_set(err, LP_EFORMAT, "%s%s: no sample with a branch stack falls "
+                     "in a mapped file; pass --binary", path,
+                     o->nmore_traces ? " (and the other traces)" : "");
+    else if (k == 0 && !(best = locate(&t.v[b], false)))
         lp_error_set(err, LP_EIO, "%s: the most sampled binary is %s, which is "
                      "neither there nor next to the trace nor in the current "
-                     "directory; pass --binary", path, t.v[b].path);
+                     "directory; pass --binary", t.v[b].trace, t.v[b].path);
     hit_table_free(&t);
     return best;
 }
@@ -294,21 +330,20 @@ static int push_path(char ***out, size_t *n, char *p)
     return 0;
 }
 
-int pg_trace_binaries(const lp_profgen_opts *o, const char *trace, bool text,
-                      char *const *skip, size_t nskip, char ***out, size_t *n,
-                      lp_error *err)
+int pg_trace_binaries(const lp_profgen_opts *o, char *const *skip,
+                      size_t nskip, char ***out, size_t *n, lp_error *err)
 {
     hit_table t = {0};
     char *p;
     size_t i;
-    int rc = scan(o, trace, text, &t, err);
+    int rc = scan(o, &t, err);
 
     *out = NULL;
     *n = 0;
     if (rc == 0 && t.n > 1)
         qsort(t.v, t.n, sizeof *t.v, by_hits);
     for (i = 0; rc == 0 && i < t.n; i++) {
-        if (!(p = locate(&t.v[i], trace, true)))
+        if (!(p = locate(&t.v[i], true)))
             continue;
         if (already(p, skip, nskip) || already(p, *out, *n) || !symbolizable(p))
             free(p);

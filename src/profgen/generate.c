@@ -147,16 +147,24 @@ static int raw_is_cs(const char *path, lp_error *err)
     return cs;
 }
 
-/* --unsymbolized-profile, with contexts or flat. */
+/* --unsymbolized-profile, with contexts or flat: lbr2prof's mergeable raw
+ * profile (rawio.c) or llvm-profgen's. */
 static int from_unsym(const lp_profgen_opts *o, lp_profgen_result *r,
                       lp_error *err)
 {
     uint64_t base = pg_raw_base(o, r->bins[0]);
+    lp_rawhdr hdr = {0};
     bool is_cs;
     FILE *f;
     int cs, rc;
 
     r->failed = LP_PROFGEN_INPUT;
+    if ((cs = pg_raw_header(o->unsym, &hdr, err)) != 0) {
+        lp_rawhdr_free(&hdr);
+        if (cs < 0 || pg_raw_read(o, r, err))
+            return -1;
+        return r->raw_cs ? from_contexts(o, r, err) : from_counters(o, r, err);
+    }
     if ((cs = raw_is_cs(o->unsym, err)) < 0)
         return -1;
     if (!(f = fopen(o->unsym, "r")))

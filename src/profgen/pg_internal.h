@@ -9,6 +9,7 @@
 #include "lbr2prof/profgen.h"
 #include "lbr2prof/tailcall.h"
 #include "lbr2prof/pt.h"
+#include "lbr2prof/rawmerge.h"
 
 /* Address map warnings, held until we know whether binaries[0] was found:
  * if not, its build-id mismatch is the error message. */
@@ -28,6 +29,8 @@ struct lp_profgen_priv {
     lp_probes **probes;         /* per binary: its pseudo probes, all NULL
                                    unless binaries[0] has some (then a
                                    probe-based profile is made) */
+    lp_ctxcount *own_cc;        /* owns raw_flat read from a mergeable raw
+                                   profile (binary 0's empty context) */
 };
 
 /* Whether the run makes a probe-based profile. */
@@ -53,7 +56,7 @@ void pg_warn(const lp_profgen_opts *o, const char *fmt, ...)
 void pg_note(const lp_profgen_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The path of the trace, or NULL for profile inputs. */
+/* The path of the (first) trace, or NULL for profile inputs. */
 const char *pg_trace_path(const lp_profgen_opts *o);
 /* --itrace: the PT synthesizer over `path` (NULL when not asked for, for
  * text, or when the file has no PT data), and the next event through it. */
@@ -61,18 +64,25 @@ int pg_pt_open(const lp_profgen_opts *o, const char *path, bool text,
                lp_ptsynth **pt, lp_error *err);
 int pg_next_event(lp_reader *r, lp_ptsynth *pt, const lp_event **ev,
                   lp_error *err);
+/* The traces of the run: pg_trace_path, then o->more_traces. */
+size_t pg_ntraces(const lp_profgen_opts *o);
+const char *pg_trace_at(const lp_profgen_opts *o, size_t i);
 /* The base unsymbolized addresses are relative to (--use-offset...). */
 uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin);
 
-/* discover.c: the most sampled user-space file of the trace, located on
- * disk (malloc'ed path), or NULL with err. */
-char *pg_find_binary(const lp_profgen_opts *o, const char *trace, bool text,
-                     lp_error *err);
+/* discover.c: the most sampled user-space file (path and build-id) of
+ * the traces, located on disk (malloc'ed path), or NULL with err. */
+char *pg_find_binary(const lp_profgen_opts *o, lp_error *err);
+/* discover.c: where a binary recorded as `path` with build-id `id` is
+ * now: that path, perf's build-id cache, its basename next to the file
+ * `near`, or in the current directory, with that build-id (when nid > 0).
+ * malloc'ed, or NULL. */
+char *pg_locate(const char *path, const uint8_t *id, size_t nid,
+                const char *near);
 /* discover.c: every other sampled file found on disk with its recorded
  * build-id and DWARF functions, most sampled first, not `skip` (the paths
  * already chosen). *out malloc'ed array of malloc'ed paths. */
-int pg_trace_binaries(const lp_profgen_opts *o, const char *trace, bool text,
-                      char *const *skip,
+int pg_trace_binaries(const lp_profgen_opts *o, char *const *skip,
                       size_t nskip, char ***out, size_t *n, lp_error *err);
 
 /* trace.c, perf script text: open the trace and start parsing it now, on
@@ -85,6 +95,20 @@ int pg_read_trace(pg_run *run, lp_error *err);
 /* trace.c: counters of the run: flat (raw_flat) or per context (raw_cs). */
 int pg_count_trace(pg_run *run, lp_error *err);
 void pg_run_free(pg_run *run);
+
+/* rawio.c: --unsymbolized-profile: 1 and h read when the file is
+ * lbr2prof's mergeable raw profile, 0 when llvm-profgen's, -1. */
+int pg_raw_header(const char *path, lp_rawhdr *h, lp_error *err);
+/* rawio.c: no --binary for a mergeable raw profile: its binaries, found
+ * where they were recorded (pg_locate). */
+int pg_raw_binaries(const lp_profgen_opts *o, char ***paths, size_t *n,
+                    lp_error *err);
+/* rawio.c: a mergeable raw profile into r->raw_cs or r->raw_flat, after
+ * checking that r->bins are its binaries. */
+int pg_raw_read(const lp_profgen_opts *o, lp_profgen_result *r, lp_error *err);
+/* rawio.c: --skip-symbolization --raw-header. */
+int pg_raw_write(FILE *f, const lp_profgen_opts *o, const lp_profgen_result *r,
+                 lp_error *err);
 
 /* generate.c: the routes after the binaries are open. */
 int pg_generate(const lp_profgen_opts *o, lp_profgen_result *r,

@@ -37,6 +37,16 @@ const char *pg_trace_path(const lp_profgen_opts *o)
     return o->perfdata ? o->perfdata : o->perfscript;
 }
 
+size_t pg_ntraces(const lp_profgen_opts *o)
+{
+    return pg_trace_path(o) ? 1 + o->nmore_traces : 0;
+}
+
+const char *pg_trace_at(const lp_profgen_opts *o, size_t i)
+{
+    return i == 0 ? pg_trace_path(o) : o->more_traces[i - 1];
+}
+
 uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin)
 {
     return !o->use_offset ? 0
@@ -112,6 +122,7 @@ void lp_profgen_result_free(lp_profgen_result *r)
         free(r->priv->probes);
         lp_lbr_agg_free(r->priv->agg);
         lp_counters_free(r->priv->own);
+        lp_ctxcount_free(r->priv->own_cc);
         lp_reader_close(r->priv->early);
         free(r->priv);
     }
@@ -139,18 +150,29 @@ static int add_path(lp_profgen_result *r, const char *p, lp_error *err)
     return 0;
 }
 
-/* No --binary: the most sampled file of the trace. */
+/* The first trace read from standard input, or the first trace. */
+static const char *stdin_trace(const lp_profgen_opts *o)
+{
+    size_t i;
+
+    for (i = 0; i < pg_ntraces(o); i++)
+        if (strcmp(pg_trace_at(o, i), "-") == 0)
+            return pg_trace_at(o, i);
+    return pg_trace_path(o);
+}
+
+/* No --binary: the most sampled file of the traces. */
 static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
                          lp_error *err)
 {
-    const char *trace = pg_trace_path(o);
+    const char *trace = stdin_trace(o);
     char *found;
     int rc;
 
     if (!trace || strcmp(trace, "-") == 0)
         return lp_error_set(err, LP_EUSAGE, "--binary is required%s",
                             trace ? " when the trace comes from stdin" : "");
-    if (!(found = pg_find_binary(o, trace, o->perfscript != NULL, err)))
+    if (!(found = pg_find_binary(o, err)))
         return -1;
     pg_note(o, "using binary %s", found);
     r->discovered = true;
@@ -159,27 +181,48 @@ static int discover_main(const lp_profgen_opts *o, lp_profgen_result *r,
     return rc;
 }
 
+/* Binaries found (paths[0..n), malloc'ed, freed here) to the run's,
+ * each announced as "<verb> binary X"; rc: how finding them went. */
+static int add_found(const lp_profgen_opts *o, lp_profgen_result *r,
+                     char **paths, size_t n, const char *verb, int rc,
+                     lp_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (rc == 0 && (rc = add_path(r, paths[i], err)) == 0)
+            pg_note(o, "%s binary %s", verb, paths[i]);
+        free(paths[i]);
+    }
+    free(paths);
+    return rc;
+}
+
 /* --binaries-from-trace: every other sampled file with DWARF. */
 static int add_trace_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
                               lp_error *err)
 {
-    const char *trace = pg_trace_path(o);
+    const char *trace = stdin_trace(o);
     char **more = NULL;
-    size_t i, n = 0;
+    size_t n = 0;
     int rc;
 
     if (!trace || strcmp(trace, "-") == 0)
         return lp_error_set(err, LP_EUSAGE, "--binaries-from-trace needs a "
                             "trace file (not a profile, not stdin)");
-    rc = pg_trace_binaries(o, trace, o->perfscript != NULL, r->paths, r->nbins,
-                           &more, &n, err);
-    for (i = 0; i < n; i++) {
-        if (rc == 0 && (rc = add_path(r, more[i], err)) == 0)
-            pg_note(o, "also using binary %s", more[i]);
-        free(more[i]);
-    }
-    free(more);
-    return rc;
+    rc = pg_trace_binaries(o, r->paths, r->nbins, &more, &n, err);
+    return add_found(o, r, more, n, "also using", rc, err);
+}
+
+/* No --binary for an unsymbolized profile: those its header names. */
+static int raw_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
+                        lp_error *err)
+{
+    char **paths;
+    size_t n;
+    int rc = pg_raw_binaries(o, &paths, &n, err);
+
+    return add_found(o, r, paths, n, "using", rc, err);
 }
 
 /* The paths: --binary as given, else the most sampled file; then, with
@@ -192,6 +235,8 @@ static int choose_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     for (i = 0; i < o->nbinaries; i++)
         if (add_path(r, o->binaries[i], err))
             return -1;
+    if (o->nbinaries == 0 && o->unsym)
+        return raw_binaries(o, r, err);
     if (o->nbinaries == 0 && discover_main(o, r, err))
         return -1;
     return o->binaries_from_trace ? add_trace_binaries(o, r, err) : 0;

@@ -65,14 +65,17 @@ static int not_found(pg_run *run, lp_error *err)
 {
     const lp_profgen_opts *a = run->o;
     const char *w = main_warning(run);
+    char where[64] = "";
 
     run->r->failed = LP_PROFGEN_BINARY;
+    if (a->nmore_traces)
+        snprintf(where, sizeof where, " (and %zu more traces)", a->nmore_traces);
     if (w)
-        return lp_error_set(err, LP_EFORMAT, "%s: %s", a->perfdata, w);
-    return lp_error_set(err, LP_EFORMAT, "%s: No relevant mmap event is found "
+        return lp_error_set(err, LP_EFORMAT, "%s%s: %s", a->perfdata, where, w);
+    return lp_error_set(err, LP_EFORMAT, "%s%s: No relevant mmap event is found "
                         "in perf data for %s (no mmap matched its build-id, "
-                        "path or basename%s).", a->perfdata, run->r->paths[0],
-                        a->pid >= 0 ? " in the --pid process" : "");
+                        "path or basename%s).", a->perfdata, where,
+                        run->r->paths[0], a->pid >= 0 ? " in the --pid process" : "");
 }
 
 /* ---- samples ------------------------------------------------------------------ */
@@ -229,50 +232,84 @@ int pg_next_event(lp_reader *r, lp_ptsynth *pt, const lp_event **ev,
     return pt ? lp_ptsynth_next(pt, r, ev, err) : lp_reader_next(r, ev, err);
 }
 
-/* One pass over the trace. perf.data: every event goes to the per-process
- * address map run->map (NULL for perf script text, where the aggregator's
- * own single-base map follows the mmaps). */
-int pg_read_trace(pg_run *run, lp_error *err)
+/* The next trace of the run: the processes of the one before are gone
+ * (its pids mean nothing in this one), and so are the reader's sample ids
+ * the unwinder remembered. */
+static int next_trace(pg_run *run, lp_error *err)
 {
-    const lp_profgen_opts *a = run->o;
-    lp_reader_opts ro;
+    if (lp_lbr_agg_flush(run->agg, err))
+        return -1;
+    if (run->map)
+        lp_addrmap_next_input(run->map);
+    if (run->uw)
+        lp_unwind_next_input(run->uw);
+    return 0;
+}
+
+/* One trace: every event in reader order. perf.data: every event goes to
+ * the per-process address map run->map (NULL for perf script text, where
+ * the aggregator's own single-base map follows the mmaps). *starts: what
+ * llvm-profgen counts as its samples (text: every line taken as the start
+ * of one; perf.data: the unwinder's samples). */
+static int read_one(pg_run *run, lp_reader *r, const char *path,
+                    bool force_text, uint64_t *starts, bool *text_seen,
+                    lp_error *err)
+{
+    const lp_file_info *info = lp_reader_info(r);
     const lp_reader_stats *rs;
-    const lp_file_info *info;
     const lp_event *ev;
-    lp_reader *r;
-    lp_ptsynth *pt;
+    uint64_t calls = run->uw ? lp_unwind_stats_get(run->uw)->sample_calls : 0;
     size_t nids = 0;
-    bool text;
+    bool text = force_text || info->format == LP_FMT_PERF_SCRIPT;
+    lp_ptsynth *pt;
     int k;
 
-    reader_opts(a, run->uw != NULL, &ro);
-    r = run->r->priv->early;
-    run->r->priv->early = NULL;
-    if (!r && !(r = lp_reader_open(pg_trace_path(a), &ro, err)))
-        return -1;
-    info = lp_reader_info(r);
-    text = ro.force_text || info->format == LP_FMT_PERF_SCRIPT;
     run->markers = !text;
     if (run->uw)
         lp_reader_set_idle(r, warm_unwinder, run->uw);
-    if (pg_pt_open(a, pg_trace_path(a), text, &pt, err) < 0) {
-        lp_reader_close(r);
+    if (pg_pt_open(run->o, path, text, &pt, err) < 0)
         return -1;
-    }
     while ((k = pg_next_event(r, pt, &ev, err)) == 1)
         if (trace_event(run, info, &nids, ev, err))
             break;
     lp_ptsynth_close(pt);
     rs = lp_reader_stats_get(r);
-    if (run->uw && text)
-        lp_unwind_set_total_samples(run->uw, rs->text_sample_starts);
-    if (run->agg && text)
-        lp_lbr_agg_set_total_samples(run->agg, rs->text_sample_starts);
-    run->r->stats.lost = rs->lost_events + rs->lost_samples;
-    if (k == 1)
-        k = -1;
-    lp_reader_close(r);
-    return k < 0 ? -1 : 0;
+    *text_seen |= text;
+    *starts += text ? rs->text_sample_starts
+               : run->uw ? lp_unwind_stats_get(run->uw)->sample_calls - calls : 0;
+    run->r->stats.lost += rs->lost_events + rs->lost_samples;
+    return k == 0 ? 0 : -1;
+}
+
+/* Every trace, in order, as one recording. */
+int pg_read_trace(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+    size_t i, n = pg_ntraces(a);
+    uint64_t starts = 0;
+    bool text_seen = false;
+    lp_reader_opts ro;
+    lp_reader *r;
+    int rc = 0;
+
+    reader_opts(a, run->uw != NULL, &ro);
+    for (i = 0; i < n && rc == 0; i++) {
+        r = i == 0 ? run->r->priv->early : NULL;
+        if (i == 0)
+            run->r->priv->early = NULL;
+        if (i > 0 && next_trace(run, err))
+            return -1;
+        if (!r && !(r = lp_reader_open(pg_trace_at(a, i), &ro, err)))
+            return -1;
+        rc = read_one(run, r, pg_trace_at(a, i), ro.force_text, &starts,
+                      &text_seen, err);
+        lp_reader_close(r);
+    }
+    if (rc == 0 && run->uw && text_seen)
+        lp_unwind_set_total_samples(run->uw, starts);
+    if (rc == 0 && run->agg && text_seen)
+        lp_lbr_agg_set_total_samples(run->agg, starts);
+    return rc;
 }
 
 /* ---- the counters ------------------------------------------------------------ */
@@ -379,6 +416,11 @@ int pg_count_trace(pg_run *run, lp_error *err)
     if (rc == 0 && run->map && !lp_addrmap_loaded(run->map, 0))
         rc = not_found(run, err);
     release_warnings(&run->held, rc == 0);
+    if (rc != 0 && a->raw_header && run->r->failed == LP_PROFGEN_BINARY) {
+        pg_warn(a, "%s (--raw-header: written without its counts, for a merge)",
+                err->msg);
+        rc = 0;                 /* a shard of a larger run: its share is none */
+    }
     if (rc == 0 && run->uw && lp_unwind_stats_get(run->uw)->sample_calls > 0)
         rc = finish_unwinder(run, err);
     else if (rc == 0 && !(run->r->raw_flat = lp_lbr_agg_finish(run->agg, err)))

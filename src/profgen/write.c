@@ -53,7 +53,8 @@ static int write_profile(const lp_profgen_opts *o, lp_binary *bin,
     return rc;
 }
 
-/* --skip-symbolization: addresses relative to the --use-offset base. */
+/* --skip-symbolization: addresses relative to the --use-offset base;
+ * with --raw-header, lbr2prof's mergeable raw profile (rawio.c). */
 static int write_raw(const lp_profgen_opts *o, const lp_profgen_result *r,
                      lp_error *err)
 {
@@ -63,7 +64,9 @@ static int write_raw(const lp_profgen_opts *o, const lp_profgen_result *r,
 
     if (lp_outfile_open(&out, o->output, err))
         return -1;
-    if (r->kind == LP_PROFGEN_RAW_CS)
+    if (o->raw_header)
+        rc = pg_raw_write(out.fp, o, r, err);
+    else if (r->kind == LP_PROFGEN_RAW_CS)
         rc = lp_ctxcount_write_raw(out.fp, r->raw_cs, 0, base, err);
     else
         rc = lp_rawprof_write(out.fp, r->raw_flat, base, err);

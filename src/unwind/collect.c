@@ -252,11 +252,15 @@ static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
 {
     long nf = 0;
     bool wli = false;
+    lp_ctx_entry *e;
 
     if ((nf = expand(u, a, n, &wli, err)) < 0)
         return NULL;
-    return lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
-                           nf ? u->frames : NULL, (size_t)nf, wli, err);
+    e = lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
+                        nf ? u->frames : NULL, (size_t)nf, wli, err);
+    if (e && e->was_leaf_inlined != wli)
+        e->leaf_inlined_mixed = true;   /* the first's value stays */
+    return e;
 }
 
 /* The context of the stack a[0..n); `callers` is the prefix id of

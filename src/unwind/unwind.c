@@ -389,6 +389,11 @@ void lp_unwind_free(lp_unwinder *u)
     free(u);
 }
 
+void lp_unwind_next_input(lp_unwinder *u)
+{
+    u->memo_gen++;              /* dup_ids and pids are the new trace's */
+}
+
 void lp_unwind_set_total_samples(lp_unwinder *u, uint64_t n)
 {
     u->total_samples = n;

@@ -279,6 +279,8 @@ refused data-access-perftrace --data-access-perftrace=x
 
 # Intel PT
 elsewhere itrace test_pt_profile.sh
+# several traces, mergeable raw profiles
+elsewhere raw-header test_rawmerge.sh
 
 # pseudo probes
 elsewhere show-pseudo-probe test_probe_conformance.sh

@@ -154,6 +154,32 @@ static void test_pie_two_processes(void **state)
     lp_binary_close(b);
 }
 
+/* Another recording (lp_addrmap_next_input): the same pid is another
+ * process, whose mappings start afresh; the binary stays loaded, the
+ * single base carries on, and the change is counted. */
+static void test_next_input(void **state)
+{
+    lp_binary *b = open_bin(IN "symbolize.perfbin");
+    lp_addrmap *m = lp_addrmap_new(&b, 1, NULL, NULL);
+    uint64_t changes;
+    (void)state;
+
+    feed(m, mmap_ev(100, 0x555555554000, 0x1000, 0, "/tmp/symbolize.perfbin"));
+    expect(m, 100, 0x555555554000 + 0x6a0, 0, 0x6a0);
+    changes = lp_addrmap_changes(m);
+    lp_addrmap_next_input(m);
+    assert_true(lp_addrmap_changes(m) > changes);
+    expect(m, 100, 0x555555554000 + 0x6a0, -1, 0);
+    assert_int_equal(lp_addrmap_nr_maps(m, 100), 0);
+    assert_true(lp_addrmap_loaded(m, 0));
+    assert_int_equal(lp_addrmap_single_base(m, 0), 0x555555554000);
+    feed(m, mmap_ev(100, 0x563412340000, 0x1000, 0, "/tmp/symbolize.perfbin"));
+    expect(m, 100, 0x563412340000 + 0x6a0, 0, 0x6a0);
+    expect(m, 100, 0x555555554000 + 0x6a0, -1, 0);
+    lp_addrmap_free(m);
+    lp_binary_close(b);
+}
+
 /* single_base: the pid is ignored, as llvm-profgen 19 does. */
 static void test_single_base_mode(void **state)
 {
@@ -419,6 +445,10 @@ static void test_build_ids(void **state)
     /* basename only, no id anywhere: the first binary of that name */
     feed(m, mmap_ev(7, 0x70000, 0x1000, 0x1000, "/y/prog"));
     expect(m, 7, 0x70010, 0, text + 0x10);
+    /* another recording: its header table is its own */
+    lp_addrmap_next_input(m);
+    feed(m, mmap_ev(6, 0x60000, 0x1000, 0x1000, "/x/prog"));
+    expect(m, 6, 0x60010, 0, text + 0x10);
     lp_addrmap_free(m);
     lp_binary_close(bins[0]);
     lp_binary_close(bins[1]);
@@ -429,6 +459,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_non_pie),
         cmocka_unit_test(test_pie_two_processes),
+        cmocka_unit_test(test_next_input),
         cmocka_unit_test(test_single_base_mode),
         cmocka_unit_test(test_single_base_pid_filter),
         cmocka_unit_test(test_nonzero_pgoff),

@@ -33,18 +33,6 @@ static int die(const lp_error *e)
     return 1;
 }
 
-static int put(lp_perfwrite *w, const lp_event *ev, lp_error *e)
-{
-    switch (ev->kind) {
-    case LP_EV_SAMPLE: return lp_perfwrite_sample(w, &ev->u.sample, ev->misc, e);
-    case LP_EV_MMAP: return lp_perfwrite_mmap2(w, &ev->u.mmap, ev->time, e);
-    case LP_EV_COMM: return lp_perfwrite_comm(w, &ev->u.comm, ev->time, e);
-    case LP_EV_FORK: return lp_perfwrite_fork(w, &ev->u.task, e);
-    case LP_EV_EXIT: return lp_perfwrite_exit(w, &ev->u.task, e);
-    default: return 0;
-    }
-}
-
 /* "3,7,12" (ascending) into d; -1 on a malformed list */
 static int parse_drop(const char *s, droplist *d)
 {
@@ -119,7 +107,7 @@ int main(int argc, char **argv)
         if (best < 0)
             break;
         if (!(head[best]->kind == LP_EV_SAMPLE && dropped(&drop, nsample)) &&
-            put(w, head[best], &e) < 0)
+            lp_perfwrite_event(w, head[best], &e) < 0)
             return die(&e);
         if (head[best]->kind == LP_EV_SAMPLE)
             nsample++;

@@ -1,0 +1,343 @@
+#!/bin/sh
+# pgo-bench.sh [PROGRAM...] - the end-to-end PGO benchmark: what a profile
+# buys the program compiled with it (docs/pgo-bench.md has the method).
+#
+# For each program (default: sqlite lbr2prof json):
+#   1. build it with clang-19 -O2 -g -fno-omit-frame-pointer
+#      -fdebug-info-for-profiling (the "none" build);
+#   2. record its training run with `lbr2prof record --simulate`;
+#   3. make CS profiles from that one recording: llvm-profgen-22 on
+#      `lbr2prof script --raw-addresses` text ("profgen"), lbr2prof's
+#      default mode ("default"), `--drop-unknown-callers` ("drop": the
+#      default mode before the unwinder kept truncated contexts) and
+#      `--no-repair-frames` ("norepair": llvm-profgen's behaviour, the
+#      calibration);
+#   4. rebuild with each (-fprofile-sample-use), check that every build
+#      prints the same output as "none" on the evaluation input (a longer,
+#      different input than the training run: real PGO trains on one
+#      run and ships for others);
+#   5. time every build on the evaluation input: PGO_PAIRS rounds (default
+#      30), each round runs every build once in a rotated order, so drift
+#      of a shared machine's load hits all builds alike; per round the
+#      ratio of two builds' times; printed: the median ratio and its
+#      interquartile range (IQR), for task-clock (CPU time of the process,
+#      perf stat) and wall time;
+#   6. optionally (PGO_CALLGRIND=1, the default) instruction counts of
+#      each build on a smaller evaluation input under callgrind: exact and
+#      repeatable on a loaded machine, but blind to what PGO mostly buys
+#      (branch layout, i-cache), so a second column, not the verdict.
+#
+# Programs:
+#   sqlite   SQLite amalgamation from the better-sqlite3 npm package (12.x,
+#            deps/sqlite3/sqlite3.c) + scripts/pgo/sqlite-work.c (SQL
+#            workload: inserts, joins, grouping, sorting, windows, CTEs);
+#            train 600 rows seed 1, evaluate 20000 rows seed 2
+#   lbr2prof this tree's lbr2prof making a CS profile from a perf.data of
+#            scripts/gen-callgraph.pl's 1,500-function program: train on a
+#            short run's (`cg 12 8`, 101 samples), evaluate on a longer
+#            one's (`cg 1000 8`, ~5,000 samples)
+#   json     nlohmann/json (Debian nlohmann-json3-dev, header-only C++) +
+#            scripts/pgo/json-work.cpp: parse, query, modify, dump, CBOR,
+#            MessagePack, diff, patch; train 80 records, evaluate 8000
+#
+# Knobs (environment): PGO_PAIRS (rounds, default 30; 0 reprints the last
+# run's timings with what else changed), PGO_CALLGRIND
+# (0/1), PGO_DIR (cache, default build-pgo/ in the tree), PGO_NICE
+# (niceness of everything, default 10), PGO_VARIANTS (default "profgen
+# default drop norepair"), PGO_LBR2PROF (the lbr2prof that records and
+# makes profiles, default build/lbr2prof, built if missing).
+# Cached under PGO_DIR: sources, builds, recordings, profiles (each keyed
+# by what it is made from: the compiler flags and the profile's digest, the
+# binary's digest and the workload, the profiling tool's digest). Delete a
+# program's folder to start it anew. Needs the packages of
+# `scripts/install-deps.sh pgo` (installed if missing).
+set -eu
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+D=${PGO_DIR:-$TOP/build-pgo}
+PAIRS=${PGO_PAIRS:-30}
+CALLGRIND=${PGO_CALLGRIND:-1}
+NICE="nice -n ${PGO_NICE:-10}"
+VARIANTS=${PGO_VARIANTS:-profgen default drop norepair}
+PROGRAMS=${*:-sqlite lbr2prof json}
+CFLAGS_BASE="-O2 -g -fno-omit-frame-pointer -fdebug-info-for-profiling"
+CC=clang-19
+CXX=clang++-19
+PG=llvm-profgen-22
+PD=llvm-profdata-22
+
+"$TOP/scripts/install-deps.sh" pgo
+L=${PGO_LBR2PROF:-$TOP/build/lbr2prof}
+[ -x "$L" ] || $NICE make -C "$TOP" -j2 >/dev/null
+mkdir -p "$D"
+log() { echo "pgo-bench: $*" >&2; }
+digest() { cat "$@" | md5sum | cut -c1-16; }
+
+# ---- programs: fetch, build, workloads ---------------------------------------
+# Each program P defines P_fetch (sources into $S), P_build OUT CFLAGS,
+# P_train (the recorded command's arguments), P_eval and P_cg (the timed
+# and the callgrind run's arguments, writing to stdout or to $OUTF).
+
+sqlite_fetch() {
+    [ -f "$S/package/deps/sqlite3/sqlite3.c" ] && return 0
+    log "sqlite: fetching better-sqlite3@12 (npm pack)"
+    rm -rf "$S" && mkdir -p "$S"
+    (cd "$S" && npm pack --silent better-sqlite3@12 >npm.log 2>&1 && tar xzf better-sqlite3-*.tgz) ||
+        { log "npm pack better-sqlite3@12 failed: $(tail -1 "$S/npm.log")"; exit 1; }
+    [ -f "$S/package/deps/sqlite3/sqlite3.c" ] ||
+        { log "better-sqlite3@12 has no deps/sqlite3/sqlite3.c"; exit 1; }
+}
+sqlite_srcdigest() { digest "$S/package/deps/sqlite3/sqlite3.c" "$TOP/scripts/pgo/sqlite-work.c"; }
+sqlite_build() { # OUT CFLAGS...
+    o=$1; shift
+    $NICE $CC "$@" -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION \
+        -I"$S/package/deps/sqlite3" "$TOP/scripts/pgo/sqlite-work.c" \
+        "$S/package/deps/sqlite3/sqlite3.c" -o "$o" -lm
+}
+sqlite_train() { echo "600 1"; }
+sqlite_period() { echo 37; }
+sqlite_eval() { echo "20000 2"; }
+sqlite_cg() { echo "5000 2"; }
+
+json_fetch() {
+    [ -f /usr/include/nlohmann/json.hpp ] || { log "json: no /usr/include/nlohmann/json.hpp"; exit 1; }
+}
+json_srcdigest() { digest /usr/include/nlohmann/json.hpp "$TOP/scripts/pgo/json-work.cpp"; }
+json_build() {
+    o=$1; shift
+    $NICE $CXX "$@" "$TOP/scripts/pgo/json-work.cpp" -o "$o"
+}
+json_train() { echo "80 1"; }
+json_period() { echo 37; }
+json_eval() { echo "8000 2"; }
+json_cg() { echo "1500 2"; }
+
+# lbr2prof: the tree's sources (copied, so a build does not race with the
+# developer's), built by the Makefile with clang-19 and the bench's flags
+lbr2prof_fetch() {
+    mkdir -p "$S"
+    (cd "$TOP" && tar cf - Makefile include src) | (cd "$S" && rm -rf include src && tar xf -)
+    # its inputs, all recordings of another program, scripts/gen-callgraph.pl's
+    # (many contexts, inline frames, recursion), made once: the training
+    # run's (a short run: ~100 samples), the evaluation's and callgrind's
+    if ! [ -f "$S/cg.data" ] || ! [ -f "$S/cg-small.data" ] || ! [ -f "$S/cg-train.data" ]; then
+        log "lbr2prof: recording its inputs (gen-callgraph.pl 1500 1: cg 12 8, cg 1000 8 and cg 250 8)"
+        perl "$TOP/scripts/gen-callgraph.pl" 1500 1 >"$S/cg.c"
+        $NICE $CC -O2 -g -fno-omit-frame-pointer "$S/cg.c" -o "$S/cg"
+        $NICE "$L" record --simulate -c 150 --seed 2 -o "$S/cg-train.data" -- "$S/cg" 12 8 >/dev/null 2>&1
+        $NICE "$L" record --simulate -c 60 --seed 1 -o "$S/cg-small.data" -- "$S/cg" 250 8 >/dev/null 2>&1
+        $NICE "$L" record --simulate -c 60 --seed 1 -o "$S/cg.data.tmp" -- "$S/cg" 1000 8 >/dev/null 2>&1
+        mv "$S/cg.data.tmp" "$S/cg.data"
+    fi
+}
+lbr2prof_srcdigest() { (cd "$S" && find Makefile include src -type f | LC_ALL=C sort | xargs cat) | md5sum | cut -c1-16; }
+lbr2prof_build() {
+    o=$1; shift
+    b=$(dirname "$o")/make
+    rm -rf "$b"
+    $NICE make -s -C "$S" -j2 BUILD="$b" CC=$CC OPT= CFLAGS="$* -Wno-error" "$b/lbr2prof" >/dev/null &&
+        mv "$b/lbr2prof" "$o" && rm -rf "$b"
+}
+lbr2prof_train() { echo "$S/cg-train.data --binary $S/cg -o \$OUTF"; }
+lbr2prof_period() { echo 211; }
+lbr2prof_eval() { echo "$S/cg.data --binary $S/cg -o \$OUTF"; }
+lbr2prof_cg() { echo "$S/cg-small.data --binary $S/cg -o \$OUTF"; }
+
+# ---- the pipeline --------------------------------------------------------------
+
+# run_args FUNC OUTF: the arguments of a workload, $OUTF put in
+run_args() { OUTF=$2; eval "echo $($1)"; }
+
+# build NAME [PROFILE]: $C/bin/NAME, rebuilt when its key changes
+build() {
+    name=$1 prof=${2:-}
+    flags=$CFLAGS_BASE
+    [ -n "$prof" ] && flags="$flags -fprofile-sample-use=$prof"
+    key="$($CC --version | head -1) $flags $(${P}_srcdigest) ${prof:+$(digest "$prof")}"
+    if [ -x "$C/bin/$name" ] && [ "$(cat "$C/bin/$name.key" 2>/dev/null)" = "$key" ]; then
+        return 0
+    fi
+    log "$P: building $name"
+    rm -f "$C/bin/$name" "$C/bin/$name.key"
+    # shellcheck disable=SC2086
+    ${P}_build "$C/bin/$name" $flags 2>"$C/bin/$name.log" ||
+        { log "$P: build $name failed, see $C/bin/$name.log"; tail -5 "$C/bin/$name.log" >&2; exit 1; }
+    echo "$key" >"$C/bin/$name.key"
+}
+
+# record: the training run of the "none" build, and its perf script text
+record() {
+    period=$(${P}_period)
+    key="$(digest "$C/bin/none") -c $period $(${P}_train)"
+    if [ -f "$C/rec/perf.data" ] && [ "$(cat "$C/rec/key" 2>/dev/null)" = "$key" ]; then
+        return 0
+    fi
+    rm -rf "$C/rec" && mkdir -p "$C/rec"
+    log "$P: recording the training run (-c $period)"
+    # shellcheck disable=SC2046
+    $NICE "$L" record --simulate -c "$period" --seed 1 -o "$C/rec/perf.data" -- \
+        "$C/bin/none" $(run_args ${P}_train "$C/rec/train.out") >"$C/rec/train.stdout" 2>"$C/rec/record.log" ||
+        { log "$P: recording failed"; tail -3 "$C/rec/record.log" >&2; exit 1; }
+    grep 'lbr2prof record' "$C/rec/record.log" >&2 || true
+    $NICE "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$C/rec/perf.data" >"$C/rec/script.txt"
+    echo "$key" >"$C/rec/key"
+}
+
+# profile VARIANT: $C/prof/VARIANT.prof (extbinary, for clang), .txt
+# (text, to read), .err (the tool's warnings, with --show-detailed-warning)
+profile() {
+    v=$1
+    key="$(cat "$C/rec/key") $(digest "$L") $($PG --version | grep -i version | head -1)"
+    if [ -f "$C/prof/$v.prof" ] && [ "$(cat "$C/prof/$v.key" 2>/dev/null)" = "$key" ]; then
+        return 0
+    fi
+    mkdir -p "$C/prof"
+    log "$P: profile $v"
+    out=$C/prof/$v.prof
+    t0=$(date +%s.%N)
+    case $v in
+    profgen) $NICE $PG --perfscript="$C/rec/script.txt" --binary="$C/bin/none" \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
+    default) $NICE "$L" "$C/rec/perf.data" --binary="$C/bin/none" \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
+    drop) $NICE "$L" "$C/rec/perf.data" --binary="$C/bin/none" --drop-unknown-callers \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
+    norepair) $NICE "$L" "$C/rec/perf.data" --binary="$C/bin/none" --no-repair-frames \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
+    *) log "unknown variant $v (profgen default drop norepair)"; exit 2 ;;
+    esac || { log "$P: profile $v failed"; tail -3 "$C/prof/$v.err" >&2; exit 1; }
+    echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f\n", $2 - $1}' >"$C/prof/$v.secs"
+    $PD merge --sample --text "$out" -o "$C/prof/$v.txt"
+    echo "$key" >"$C/prof/$v.key"
+}
+
+# check: every build's output on the evaluation input equals "none"'s
+check() {
+    mkdir -p "$C/out"
+    for b in none $VARIANTS; do
+        # shellcheck disable=SC2046
+        "$C/bin/$b" $(run_args ${P}_eval "$C/out/$b.file") >"$C/out/$b.stdout" 2>/dev/null ||
+            { log "$P: $b failed on the evaluation input"; exit 1; }
+        [ -f "$C/out/$b.file" ] && cat "$C/out/$b.file" >>"$C/out/$b.stdout"
+        cmp -s "$C/out/none.stdout" "$C/out/$b.stdout" ||
+            { log "$P: $b's output differs from the build without profile"; exit 1; }
+    done
+}
+
+# timing: PAIRS rounds, every build once a round, order rotated
+timing() {
+    : >"$C/times.tsv"
+    set -- none $VARIANTS
+    n=$#
+    r=0
+    while [ $r -lt "$PAIRS" ]; do
+        i=0
+        while [ $i -lt $n ]; do
+            k=$(( (i + r) % n + 1 ))
+            eval "b=\${$k}"
+            # shellcheck disable=SC2046
+            $NICE perf stat -x, -e task-clock,duration_time -o "$C/stat.txt" -- \
+                "$C/bin/$b" $(run_args ${P}_eval "$C/out/t.file") >/dev/null 2>&1 ||
+                { log "$P: timed run of $b failed"; exit 1; }
+            awk -F, -v r=$r -v b=$b '$3 == "task-clock" { t = $1 } $3 == "duration_time" { w = $1 / 1e6 }
+                END { printf "%d\t%s\t%.3f\t%.3f\n", r, b, t, w }' "$C/stat.txt" >>"$C/times.tsv"
+            i=$((i + 1))
+        done
+        r=$((r + 1))
+    done
+}
+
+# instructions: callgrind's count of each build on the callgrind input
+# (a copy without debug info: valgrind 3.19 cannot read clang-19's DWARF 5)
+instructions() {
+    for b in none $VARIANTS; do
+        key="$(digest "$C/bin/$b") $(${P}_cg)"
+        if ! [ -f "$C/bin/$b.ir" ] || [ "$(cat "$C/bin/$b.irkey" 2>/dev/null)" != "$key" ]; then
+            objcopy --strip-debug "$C/bin/$b" "$C/bin/$b.nodebug"
+            # shellcheck disable=SC2046
+            $NICE valgrind --tool=callgrind --callgrind-out-file=/dev/null "$C/bin/$b.nodebug" \
+                $(run_args ${P}_cg "$C/out/cg.file") 2>"$C/bin/$b.cglog" >/dev/null ||
+                { log "$P: callgrind run of $b failed"; exit 1; }
+            sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$C/bin/$b.cglog" >"$C/bin/$b.ir"
+            rm -f "$C/bin/$b.nodebug"
+            echo "$key" >"$C/bin/$b.irkey"
+        fi
+    done
+}
+
+textsize() { size -A "$1" | awk '$1 == ".text" { print $2 }'; }
+# total samples of a text profile: the sum of its top-level profiles' totals
+proftotal() { awk -F: '/^[^ \t]/ { n = split($0, a, ":"); s += a[n - 1] } END { printf "%d\n", s }' "$1"; }
+# contexts the pre-inliner inlined: call-site profiles nested in others
+profinlined() { grep -cE '^ +[0-9]+(\.[0-9]+)?: [^0-9 ][^ ]*:[0-9]+$' "$1" || true; }
+
+# summary: one table row per build
+summary() {
+    for b in none $VARIANTS; do
+        total=- secs=- inl=-
+        if [ "$b" != none ]; then
+            total=$(proftotal "$C/prof/$b.txt")
+            secs=$(cat "$C/prof/$b.secs")
+            inl=$(profinlined "$C/prof/$b.txt")
+        fi
+        ir=-
+        [ "$CALLGRIND" = 1 ] && ir=$(cat "$C/bin/$b.ir")
+        echo "$b $(textsize "$C/bin/$b") $total $secs $ir $inl"
+    done >"$C/builds.txt"
+    perl -e '
+        my ($prog, $times, $builds) = @ARGV;
+        my (%t, %w, @order);
+        open(T, "<", $times) or die;
+        while (<T>) { my ($r, $b, $tc, $wa) = split; $t{$b}[$r] = $tc; $w{$b}[$r] = $wa }
+        open(B, "<", $builds) or die;
+        my %info; while (<B>) { my @f = split; push @order, $f[0]; $info{$f[0]} = [@f[1..5]] }
+        sub quart { my @s = sort { $a <=> $b } @_; my $at = sub { my $p = $_[0] * $#s;
+            my $i = int($p); $i == $#s ? $s[$i] : $s[$i] + ($p - $i) * ($s[$i + 1] - $s[$i]) };
+            (&$at(0.25), &$at(0.5), &$at(0.75)) }
+        sub ratio { my ($h, $a, $b) = @_; my @r;
+            for my $i (0 .. $#{$h->{$a}}) { push @r, $h->{$a}[$i] / $h->{$b}[$i] if $h->{$b}[$i] }
+            my ($q1, $m, $q3) = quart(@r); sprintf("%.3f [%.3f-%.3f]", $m, $q1, $q3) }
+        my $ref = exists $t{profgen} ? "profgen" : undef;
+        my (undef, $mn) = quart(@{$t{none}});
+        printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", "program", "build",
+            "cpu vs none [IQR]", "cpu vs profgen [IQR]", "wall vs none [IQR]", "Ir/none",
+            ".text", "samples", "inlined", "prof s";
+        for my $b (@order) {
+            my ($text, $tot, $secs, $ir, $inl) = @{$info{$b}};
+            my $irr = $ir ne "-" && $info{none}[3] ne "-" ? sprintf("%.4f", $ir / $info{none}[3]) : "-";
+            printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", $prog, $b,
+                ratio(\%t, $b, "none"), $ref ? ratio(\%t, $b, $ref) : "-", ratio(\%w, $b, "none"),
+                $irr, $text, $tot, $inl, $secs;
+        }
+        printf "%-8s (none: median cpu %.1f ms a run, %d rounds)\n", $prog, $mn, scalar @{$t{none}};
+    ' "$P" "$C/times.tsv" "$C/builds.txt"
+}
+
+for P in $PROGRAMS; do
+    case $P in sqlite | lbr2prof | json) ;; *) log "unknown program $P (sqlite lbr2prof json)"; exit 2 ;; esac
+    C=$D/$P
+    S=$C/src
+    mkdir -p "$C/bin"
+    ${P}_fetch
+    build none
+    record
+    for v in $VARIANTS; do
+        profile "$v"
+        build "$v" "$C/prof/$v.prof"
+    done
+    check
+    if [ "$PAIRS" -gt 0 ]; then
+        log "$P: timing $PAIRS rounds of: none $VARIANTS"
+        timing
+    fi
+    [ -s "$C/times.tsv" ] || { log "$P: no timings (PGO_PAIRS=0 reuses the last run's)"; exit 1; }
+    [ "$CALLGRIND" = 1 ] && instructions
+    summary | tee "$C/table.txt"
+done
+echo
+echo "pgo-bench: ratios are medians over rounds of (build's time / other build's time), IQR in brackets;"
+echo "  cpu = task-clock of the run, wall = elapsed; Ir = callgrind instructions on the smaller input;"
+echo "  samples = total samples of the profile (text, top-level totals); inlined = contexts the"
+echo "  pre-inliner inlined; prof s = seconds to make the profile."
+echo "  This machine may be shared (load average now: $(cut -d' ' -f1-3 /proc/loadavg)): wall times are"
+echo "  noisy there; the rounds' rotation spreads load drift over all builds alike."
+for P in $PROGRAMS; do cat "$D/$P/table.txt"; done

@@ -1,0 +1,98 @@
+#!/bin/sh
+# test_multi_input.sh - several traces in one run equal one recording
+# holding all their samples.
+#
+# Three recordings (helpers/recordings.sh): the PIE kernel.c twice (two
+# pids, two ASLR bases) and inlining.c (another binary). The reference is
+# one perf.data holding the three processes, interleaved by time
+# (helpers/pdmerge.c). `lbr2prof k1.data k2.data i1.data` must write the
+# same profile, byte for byte, and print the same warnings, in every mode:
+# CS (default options, extbinary), two binaries, --no-repair-frames text,
+# --ignore-stack-samples (flat), --skip-symbolization, no --binary
+# (discovery over the three). The same for perf script text: the three
+# scripts given as --perfscript=A,B --perfscript C against their
+# concatenation. Then the command line: a missing trace, perf.data mixed
+# with --perfscript, stdin twice.
+set -u
+W=$WORK
+cd "$W" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+. "$TOP/tests/e2e/helpers/recordings.sh"
+
+make_recordings
+make_concat
+kernel_maps > maps
+[ "$(wc -l < maps)" -eq 2 ] || { cat maps; fail "expected one kernel mmap per recording"; }
+[ "$(cut -d' ' -f1 maps | sort -u | wc -l)" -eq 2 ] || fail "the two runs have the same pid"
+[ "$(cut -d' ' -f2 maps | sort -u | wc -l)" -eq 2 ] || { echo "skip: both runs got the same base (ASLR off?)"; exit 77; }
+echo "kernel (pid base): $(tr '\n' ' ' < maps)"
+
+# same MODE-NAME OPTIONS...: the three traces vs the merged recording
+same() {
+    name=$1
+    shift
+    "$LBR2PROF" k1.data k2.data i1.data "$@" -o multi.out > multi.err 2>&1 ||
+        { cat multi.err; fail "$name: several traces"; }
+    "$LBR2PROF" cat.data "$@" -o cat.out > cat.err 2>&1 ||
+        { cat cat.err; fail "$name: merged recording"; }
+    cmp -s multi.out cat.out || fail "$name: the profiles differ"
+    cmp -s multi.err cat.err || { diff multi.err cat.err; fail "$name: the messages differ"; }
+    [ -s multi.out ] || fail "$name: empty output"
+    echo "ok   $name: $(wc -c < multi.out) bytes, $(grep -c '^warning' multi.err) warnings, identical"
+}
+same "CS extbinary" --binary=kernel
+same "two binaries, CS text" --binary=kernel --binary=inlining --format=text
+same "no repair, text" --binary=kernel --no-repair-frames --format=text
+same "flat (--ignore-stack-samples)" --binary=kernel --ignore-stack-samples --format=text
+same "--skip-symbolization" --binary=kernel --binary=inlining --skip-symbolization
+same "binary discovered" --format=text
+grep -q "using binary .*/kernel$" multi.err || fail "discovery did not pick kernel"
+
+# the two kernels really are both in it: one of them alone gives less
+"$LBR2PROF" k1.data --binary=kernel --skip-symbolization -o one.raw 2> /dev/null ||
+    fail "one trace"
+"$LBR2PROF" k1.data k2.data --binary=kernel --skip-symbolization -o two.raw 2> /dev/null ||
+    fail "two traces"
+cmp -s one.raw two.raw && fail "the second kernel run added nothing"
+
+# perf script text: comma list and repeated flag = the concatenated text
+for d in k1 k2 i1; do
+    "$LBR2PROF" script -F ip,brstack --show-mmap-events --raw-addresses $d.data > $d.txt ||
+        fail "script $d"
+done
+cat k1.txt k2.txt i1.txt > cat.txt
+# a script without mmap lines: its samples' blocks get the ids the first
+# reader gave other blocks (what the unwinder remembers must not carry over)
+"$LBR2PROF" script -F ip,brstack --raw-addresses k2.data > k2.nommap.txt || fail "script"
+cat k1.txt k2.nommap.txt > cat2.txt
+"$LBR2PROF" --perfscript=k1.txt,k2.nommap.txt --binary=kernel --format=text -o m.out 2> m.err ||
+    { cat m.err; fail "text without mmaps"; }
+"$LBR2PROF" --perfscript=cat2.txt --binary=kernel --format=text -o c.out 2> c.err || fail "cat2"
+cmp -s m.out c.out || fail "text without mmap lines: the profiles differ"
+cmp -s m.err c.err || { diff m.err c.err; fail "text without mmap lines: the messages differ"; }
+for opts in "--binary=kernel --format=text" "--binary=kernel --script-fp-callchains --format=text" \
+    "--binary=kernel --ignore-stack-samples --skip-symbolization"; do
+    # shellcheck disable=SC2086
+    "$LBR2PROF" --perfscript=k1.txt,k2.txt --perfscript i1.txt $opts -o m.out > m.err 2>&1 ||
+        { cat m.err; fail "text: $opts"; }
+    # shellcheck disable=SC2086
+    "$LBR2PROF" --perfscript=cat.txt $opts -o c.out > c.err 2>&1 || { cat c.err; fail "cat text"; }
+    cmp -s m.out c.out || fail "text $opts: the profiles differ"
+    cmp -s m.err c.err || { diff m.err c.err; fail "text $opts: the messages differ"; }
+    echo "ok   text $opts: identical to the concatenated script"
+done
+
+# the command line
+"$LBR2PROF" k1.data nosuch.data --binary=kernel -o x 2> err && fail "a missing trace was accepted"
+grep -q "does not exist: nosuch.data" err || { cat err; fail "missing trace: message"; }
+"$LBR2PROF" k1.data --perfscript=k1.txt --binary=kernel -o x 2> err && fail "perf.data mixed with text"
+grep -q "cannot be mixed" err || { cat err; fail "mixed kinds: message"; }
+"$LBR2PROF" - - --binary=kernel -o x < k1.data 2> err && fail "stdin twice"
+grep -q "only one of the inputs" err || { cat err; fail "stdin twice: message"; }
+"$LBR2PROF" k1.data - -o x < k2.data 2> err && fail "stdin without --binary"
+grep -q "binary is required" err || { cat err; fail "stdin without --binary: message"; }
+"$LBR2PROF" k1.data - --binary=kernel --skip-symbolization -o s.raw < k2.data 2> /dev/null ||
+    fail "a file and stdin"
+cmp -s s.raw two.raw || fail "a file and stdin differ from two files"
+echo "ok   command line: missing trace, mixed kinds, stdin"
+echo "PASS"
