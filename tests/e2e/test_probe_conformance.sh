@@ -49,7 +49,7 @@ norm() {
 # same NAME: ref.* vs my.* (text, stderr, stdout)
 same() {
     n=$((n + 1))
-    if ! [ -s ref.txt ]; then
+    if ! [ -s ref.txt ] && [ "${EMPTY_OK:-0}" = 0 ]; then
         fail "$1: llvm-profgen-22 made no profile"; head -3 ref.err; return
     fi
     if ! cmp -s ref.txt my.txt; then
@@ -66,6 +66,7 @@ same() {
 # run NAME INPUT-OPTS -- OPTS: both tools, text
 run() {
     name=$1 in=$2; shift 2
+    rm -f ref.txt my.txt   # (a tool that writes nothing is not compared stale)
     # shellcheck disable=SC2086
     $T llvm-profgen-22 $in --output=ref.txt --format=text "$@" >ref.out 2>ref.err
     # shellcheck disable=SC2086
@@ -142,6 +143,11 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000" \
          "threaded 300" "tailchain 1000" "nodwarf 500"; do
     set -- $w
     b=$1
+    # threaded's samples are taken right after a taken branch, nearly all
+    # at a handler's entry, whose prolog llvm-profgen's filter drops: in
+    # some recordings (the environment shifts the period's phase) every
+    # one; both tools must then make the same empty profile
+    EMPTY_OK=0; [ $b = threaded ] && EMPTY_OK=1
     PCC="clang-19 -O2 -fno-omit-frame-pointer -fpseudo-probe-for-profiling"
     if [ $b = nodwarf ]; then   # nodwarflib.c without DWARF
         $PCC -g -c "$TOP/tests/workloads/nodwarf.c" -o nd1.o &&
@@ -158,6 +164,7 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000" \
              "$FLAT --load-function-from-symbol=0" "--show-detailed-warning"; do
         # shellcheck disable=SC2086
         run "$b (text)" "--perfscript=$b.script --binary=$b" $o
+        rm -f my.txt
         # shellcheck disable=SC2086
         $T "$LBR2PROF" $b.data --binary=$b --output=my.txt --format=text --no-repair-frames $o >my.out 2>my.err
         # (the leaf-external denominator of a script counts its blank lines)
@@ -166,6 +173,7 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000" \
         same "$b (perf.data) $o"
         case $o in *frames=0|*depth=1|*symbol=0|*warning) continue ;; esac # extbinary: once
         for x in "" --use-md5; do
+            rm -f ref.bin my.bin
             # shellcheck disable=SC2086
             $T llvm-profgen-22 --perfscript=$b.script --binary=$b --output=ref.bin \
                 $o $x >/dev/null 2>&1
@@ -176,7 +184,8 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000" \
             llvm-profdata-22 show --sample --all-functions my.bin >my.show 2>&1
             llvm-profdata-22 show --sample --show-sec-info-only ref.bin | sed 's/Offset: [0-9]*, //' >ref.sec
             llvm-profdata-22 show --sample --show-sec-info-only my.bin | sed 's/Offset: [0-9]*, //' >my.sec
-            if ! [ -s ref.show ] || ! cmp -s ref.show my.show || ! cmp -s ref.sec my.sec; then
+            if { ! [ -s ref.show ] && [ $EMPTY_OK = 0 ]; } || ! cmp -s ref.show my.show ||
+               ! cmp -s ref.sec my.sec; then
                 fail "$b extbinary $o $x"; diff ref.show my.show | head -4; diff ref.sec my.sec
             fi
         done
@@ -192,6 +201,8 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000" \
     llvm-profgen-22 --perfscript=$b.script --binary=$b --output=in.txt --format=text \
         $FLAT 2>/dev/null
     for o in "" "--csspgo-replay-preinline" "--gen-cs-nested-profile=0"; do
+        # (llvm-profgen-22 crashes reading an empty profile)
+        [ -s in.txt ] || [ $EMPTY_OK = 0 ] || continue
         # shellcheck disable=SC2086
         run "$b --llvm-sample-profile" "--llvm-sample-profile=in.txt --binary=$b" $o
     done
