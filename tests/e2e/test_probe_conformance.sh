@@ -25,7 +25,8 @@
 #     puts back tailchain's tail-call frames too, and
 #     clang-19/clang-22 compile the workloads with its profiles (text and
 #     extbinary; the IR gets entry counts, so the checksums matched);
-#     llvm-profdata-19/22 read them.
+#     llvm-profdata-19/22 read them, the same functions, checksums and
+#     counts from both formats.
 # Functions DWARF does not describe (_start; nodwarf.c's program, half of
 # it built without -g, its symbols renamed to foo.cold / foo.llvm.N) are
 # recovered from .symtab as llvm-profgen 22 does (--load-function-from-
@@ -242,10 +243,15 @@ for w in "recursion 22" "tailcall 3000" "inlining 3000" "dispatch 2000" \
             elif ! grep -q function_entry_count $b.ll; then
                 fail "clang-$cc did not use the $p profile of $b (no entry counts)"
             fi
-            llvm-profdata-$cc show --sample $b.$p.prof >/dev/null 2>&1 ||
-                fail "llvm-profdata-$cc cannot read the $p profile of $b"
+            llvm-profdata-$cc show --sample --all-functions $b.$p.prof >$b.$p.$cc.show 2>&1 ||
+                { fail "llvm-profdata-$cc cannot read the $p profile of $b"; head -3 $b.$p.$cc.show; }
         done
     done
+    # both read the same probe profile (checksums, counts) from both formats
+    n=$((n + 1))
+    grep -q 'CFG checksum' $b.ext.19.show && cmp -s $b.ext.19.show $b.txt.19.show &&
+        cmp -s $b.ext.19.show $b.ext.22.show && cmp -s $b.ext.22.show $b.txt.22.show ||
+        fail "$b: llvm-profdata-19/22 read different default-mode profiles from text and extbinary"
 done
 echo "workloads: $((fails - before)) failed"
 echo "$n checks, $fails failed"
