@@ -10,7 +10,8 @@
 #     (--ignore-stack-samples, 4 sets): text and stderr identical; the
 #     same from the unsymbolized profile (which llvm-profgen-22 cannot read
 #     back: it crashes) equal to the direct route; --show-pseudo-probe's
-#     stdout identical;
+#     stdout identical; fs-discriminator-probe's unsymbolized profile
+#     (--unsymbolized-profile) too;
 #  2. workloads built now with clang-19 -fpseudo-probe-for-profiling
 #     (recursion, tail calls, inlining, indirect calls, threaded code, and
 #     tailchain.c, whose chains of tail calls the inferrer puts back: one
@@ -135,6 +136,13 @@ for c in $CASES; do
     done
     run "${c%%:*} show-pseudo-probe" "$in" --show-pseudo-probe --show-density
     run "${c%%:*} detailed warnings" "$in" --show-detailed-warning
+done
+# the one probe input given as an unsymbolized (flat) profile
+in="--unsymbolized-profile=$D/fs-discriminator-probe.raw.prof --binary=$D/fs-discriminator-probe.perfbin"
+for o in "" "--profile-summary-cold-count=0" "--fill-zero-for-all-funcs" "--use-md5" \
+         "--show-pseudo-probe --show-density"; do
+    # shellcheck disable=SC2086
+    run "fs-discriminator-probe $o" "$in" $o
 done
 echo "llvm-profgen inputs: $n checks, $fails failed"
 
