@@ -49,7 +49,9 @@
 # minutes on a 2-core machine (llvm-profgen on 2 GB of text, 3 runs each).
 # Temporary files (the 4x copies) go to $TMPDIR (~6 GB for a while).
 # LBR2PROF=path: the lbr2prof binary to measure (default build/lbr2prof,
-# built if missing); BENCH_RUNS: runs per measure; BENCH_SQL_ROWS: the SQL
+# built if missing); BENCH_RUNS: runs per measure; BENCH_BUILDS: which of
+# sqlite-line and sqlite-probe `large` runs (default both; the memory check
+# uses the first); BENCH_SQL_ROWS: the SQL
 # workload's size (default 450 ~ 1.55 M samples; smaller is quicker, its
 # recording replaces the cached one).
 set -eu
@@ -184,6 +186,7 @@ growth() {
 
 SQL=$TOP/scripts/bench/sqlite-work.sql
 SQLROWS=${BENCH_SQL_ROWS:-450}
+BUILDS=${BENCH_BUILDS:-sqlite-line sqlite-probe} # the large cases run, in order
 S=$C/sqlite
 
 sqlite_fetch() {
@@ -253,14 +256,18 @@ large_bench() {
     sqlite_fetch
     sqlite_build sqlite-line "-O2 -g -fno-omit-frame-pointer"
     sqlite_build sqlite-probe "-O2 -g -fno-omit-frame-pointer -fpseudo-probe-for-profiling"
-    record sqlite-line
-    record sqlite-probe
-    large_case sqlite-line
-    large_case sqlite-probe
-    echo " (sqlite-line) memory against input size (perf-replicate: the same samples 4 times)"
-    "$W/perf-replicate" "$S/sqlite-line.data" 4 "$W/x4.data" >/dev/null 2>&1
-    growth "(sqlite-line) perf.data" "'$L' '$S/sqlite-line.data' --binary '$S/sqlite-line' --no-repair-frames -o '$W/o.l'" \
-        "'$L' '$W/x4.data' --binary '$S/sqlite-line' --no-repair-frames -o '$W/o.l'"
+    for b in $BUILDS; do
+        case $b in sqlite-line | sqlite-probe) ;; *) echo "bench.sh: BENCH_BUILDS: no build '$b' (sqlite-line, sqlite-probe)"; exit 1 ;; esac
+        record "$b"
+    done
+    for b in $BUILDS; do
+        large_case "$b"
+    done
+    b=${BUILDS%% *}
+    echo " ($b) memory against input size (perf-replicate: the same samples 4 times)"
+    "$W/perf-replicate" "$S/$b.data" 4 "$W/x4.data" >/dev/null 2>&1
+    growth "($b) perf.data" "'$L' '$S/$b.data' --binary '$S/$b' --no-repair-frames -o '$W/o.l'" \
+        "'$L' '$W/x4.data' --binary '$S/$b' --no-repair-frames -o '$W/o.l'"
     rm -f "$W/x4.data"
 }
 
