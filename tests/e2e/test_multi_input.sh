@@ -11,8 +11,12 @@
 # --ignore-stack-samples (flat), --skip-symbolization, no --binary
 # (discovery over the three). The same for perf script text: the three
 # scripts given as --perfscript=A,B --perfscript C against their
-# concatenation. Then the command line: a missing trace, perf.data mixed
-# with --perfscript, stdin twice.
+# concatenation. The same for pseudo-probe builds of the two programs
+# (address contexts): CS extbinary and text with the default options, the
+# flat CS options (no pre-inliner, not nested) with two binaries, no
+# repair, LBR-only, --skip-symbolization, binary discovered. Then the
+# command line: a missing trace, perf.data mixed with --perfscript, stdin
+# twice.
 set -u
 W=$WORK
 cd "$W" || exit 1
@@ -81,6 +85,24 @@ for opts in "--binary=kernel --format=text" "--binary=kernel --script-fp-callcha
     cmp -s m.err c.err || { diff m.err c.err; fail "text $opts: the messages differ"; }
     echo "ok   text $opts: identical to the concatenated script"
 done
+
+# pseudo-probe builds: address contexts, probe-based profiles
+mkdir probe && cd probe || fail "mkdir probe"
+make_recordings -fpseudo-probe-for-profiling
+../pdmerge cat.data k1.data k2.data i1.data || fail "pdmerge (probe)"
+same "probe: CS extbinary" --binary=kernel
+"$LBR2PROF" show multi.out | grep -q "CFG checksum" || fail "probe: not a probe-based profile"
+same "probe: CS text" --binary=kernel --format=text
+same "probe: flat CS options, two binaries, text" --binary=kernel --binary=inlining \
+    --csspgo-preinliner=0 --gen-cs-nested-profile=0 --format=text
+grep -q '!CFGChecksum' multi.out || fail "probe: no checksum in the text profile"
+same "probe: no repair, text" --binary=kernel --no-repair-frames --format=text
+same "probe: LBR only (flat), text" --binary=kernel --ignore-stack-samples --format=text
+same "probe: --skip-symbolization" --binary=kernel --binary=inlining --skip-symbolization
+grep -q '^\[0x[0-9a-f]* @ 0x[0-9a-f]*\]$' multi.out || fail "probe: no address context"
+same "probe: binary discovered" --format=text
+grep -q "using binary .*/probe/kernel$" multi.err || fail "probe: discovery did not pick kernel"
+cd .. || fail "cd"
 
 # the command line
 "$LBR2PROF" k1.data nosuch.data --binary=kernel -o x 2> err && fail "a missing trace was accepted"
