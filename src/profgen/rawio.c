@@ -61,9 +61,11 @@ static char *count_options(const lp_profgen_opts *o, bool probe)
 }
 
 static void fill_stats(lp_raw_stats *s, const lp_profgen_opts *o,
-                       const lp_profgen_stats *st)
+                       const lp_profgen_result *r)
 {
-    s->traces = pg_ntraces(o);
+    const lp_profgen_stats *st = &r->stats;
+
+    s->traces = pg_ntraces(o) - r->nskipped;   /* those read */
     s->samples = st->samples;
     s->used = st->used;
     s->hybrid = st->hybrid;
@@ -88,7 +90,7 @@ static int fill_header(lp_rawhdr *h, const lp_profgen_opts *o,
     h->base = base_rule(o);
     if (!(h->options = count_options(o, h->addrs)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
-    fill_stats(&h->stats, o, &r->stats);
+    fill_stats(&h->stats, o, r);
     for (i = 0; i < r->nbins && rc == 0; i++) {
         n = lp_binary_build_id(r->bins[i], &id);
         real = realpath(r->paths[i], NULL);

@@ -11,7 +11,8 @@
 # Then two unreadable inputs (a truncated perf.data and random bytes): the
 # run fails naming one of them; with --skip-bad-inputs (two files per
 # shard, so a shard mixes a good and a bad file) it lists both and the
-# profile equals the single run over the good traces. Last, pseudo-probe
+# profile equals the single run over the good traces (and the single run
+# over all five with --skip-bad-inputs). Last, pseudo-probe
 # builds of the programs (address contexts): four shards, and two shards
 # of two files with the flat CS options in text, equal the single runs.
 set -u
@@ -94,6 +95,9 @@ grep -q "/trunc.data: .*trunc.data" f4.log && grep -q "/noise.data: .*noise.data
 "$L" k1.data k2.data i1.data --binary=kernel --binary=inlining -o good.prof 2> /dev/null ||
     fail "single run over the good traces"
 cmp -s f4.prof good.prof || fail "--skip-bad-inputs: not the profile of the good traces"
+"$L" k1.data trunc.data k2.data noise.data i1.data --binary=kernel --binary=inlining \
+    --skip-bad-inputs -o one.prof 2> /dev/null || fail "one run with --skip-bad-inputs"
+cmp -s f4.prof one.prof || fail "--skip-bad-inputs: the fleet's profile is not the one run's"
 echo "ok   unreadable inputs: named and failing; with --skip-bad-inputs listed and left out"
 
 # pseudo-probe builds: address contexts merged, a probe-based profile

@@ -16,7 +16,9 @@
 # flat CS options (no pre-inliner, not nested) with two binaries, no
 # repair, LBR-only, --skip-symbolization, binary discovered. Then the
 # command line: a missing trace, perf.data mixed with --perfscript, stdin
-# twice.
+# twice; --skip-bad-inputs (a truncated trace, one failing half-way, one
+# not a trace, one missing: named and left out, the profile of the others;
+# none readable, stdin, no traces: refused).
 set -u
 W=$WORK
 cd "$W" || exit 1
@@ -117,4 +119,41 @@ grep -q "binary is required" err || { cat err; fail "stdin without --binary: mes
     fail "a file and stdin"
 cmp -s s.raw two.raw || fail "a file and stdin differ from two files"
 echo "ok   command line: missing trace, mixed kinds, stdin"
+
+# --skip-bad-inputs: unreadable traces (truncated, failing half-way, not a
+# trace, missing) left out and named; the profile of the others
+head -c 20000 i1.data > trunc.data
+corrupt_mid k2.data mid.data
+head -c 3000 /dev/urandom > noise.data
+B="--binary=kernel --binary=inlining --format=text"
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data mid.data $B -o x 2> err && fail "a trace failing half-way was accepted"
+grep -q "^lbr2prof: mid.data: offset 0x[0-9a-f]*: record" err || { cat err; fail "mid.data: message"; }
+[ -e x ] && fail "a failed run wrote its output"
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data trunc.data mid.data noise.data nosuch.data i1.data $B --skip-bad-inputs \
+    -o skip.out 2> skip.err || { cat skip.err; fail "--skip-bad-inputs"; }
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data i1.data $B -o good.out 2> good.err || fail "the readable traces"
+cmp -s skip.out good.out || fail "--skip-bad-inputs: not the profile of the readable traces"
+for f in trunc.data mid.data noise.data nosuch.data; do
+    grep -q "^warning: left out an unreadable input (--skip-bad-inputs): $f: " skip.err ||
+        { cat skip.err; fail "--skip-bad-inputs: $f not listed"; }
+done
+grep -v "left out an unreadable input" skip.err | cmp -s - good.err ||
+    { diff skip.err good.err; fail "--skip-bad-inputs: other messages than the readable traces' run"; }
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data mid.data i1.data $B --skip-bad-inputs --skip-symbolization --raw-header \
+    -o skip.raw 2> /dev/null || fail "--skip-bad-inputs, raw"
+grep -q "^#stats traces=2 " skip.raw || fail "--skip-bad-inputs: the raw profile does not count 2 traces"
+"$LBR2PROF" trunc.data noise.data --binary=kernel --skip-bad-inputs -o x 2> err &&
+    fail "--skip-bad-inputs: no readable trace, and a profile"
+grep -q "none of the 2 inputs could be read" err || { cat err; fail "none readable: message"; }
+"$LBR2PROF" k1.data - --binary=kernel --skip-bad-inputs -o x < k2.data 2> err &&
+    fail "--skip-bad-inputs with stdin"
+grep -q "not standard input" err || { cat err; fail "--skip-bad-inputs with stdin: message"; }
+"$LBR2PROF" --unsymbolized-profile=skip.raw --skip-bad-inputs -o x 2> err &&
+    fail "--skip-bad-inputs without traces"
+grep -q "this run has none" err || { cat err; fail "--skip-bad-inputs without traces: message"; }
+echo "ok   --skip-bad-inputs: 4 unreadable traces named and left out, the profile of the others"
 echo "PASS"

@@ -44,6 +44,17 @@ make_lib_recordings() { # [CFLAGS...]
     record_one m3.data 13 ./mixed 100
 }
 
+# corrupt_mid IN OUT: IN with the record in the middle of its data section
+# given a size below a record header's: readable up to there, then an
+# error (a trace that fails half-way).
+corrupt_mid() {
+    perl -e 'open(F, "<:raw", $ARGV[0]) or die; local $/; my $b = <F>;
+        my ($off, $size) = unpack("Q<Q<", substr($b, 40, 16)); my @r;
+        for (my $p = $off; $p < $off + $size; $p += unpack("v", substr($b, $p + 6, 2))) { push @r, $p }
+        substr($b, $r[@r / 2] + 6, 2) = pack("v", 4);
+        open(O, ">:raw", $ARGV[1]) or die; print O $b' "$1" "$2" || fail "corrupt_mid $1"
+}
+
 # The pid and load address of each recording's kernel, one line each.
 kernel_maps() {
     for d in k1 k2; do
