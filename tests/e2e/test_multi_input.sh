@@ -9,7 +9,8 @@
 # same profile, byte for byte, and print the same warnings, in every mode:
 # CS (default options, extbinary), two binaries, --no-repair-frames text,
 # --ignore-stack-samples (flat), --skip-symbolization, no --binary
-# (discovery over the three). The same for perf script text: the three
+# (discovery over the three); --perfdata as a comma list and repeated.
+# The same for perf script text: the three
 # scripts given as --perfscript=A,B --perfscript C against their
 # concatenation. The same for pseudo-probe builds of the two programs
 # (address contexts): CS extbinary and text with the default options, the
@@ -53,6 +54,19 @@ same "flat (--ignore-stack-samples)" --binary=kernel --ignore-stack-samples --fo
 same "--skip-symbolization" --binary=kernel --binary=inlining --skip-symbolization
 same "binary discovered" --format=text
 grep -q "using binary .*/kernel$" multi.err || fail "discovery did not pick kernel"
+
+# --perfdata (llvm-profgen's flag) as a comma list and repeated = the
+# PERF.DATA arguments; a file whose name has a comma is not split
+"$LBR2PROF" k1.data k2.data i1.data --binary=kernel --format=text -o args.out 2> /dev/null ||
+    fail "PERF.DATA arguments"
+"$LBR2PROF" --perfdata=k1.data,k2.data --pd i1.data --binary=kernel --format=text \
+    -o pd.out 2> /dev/null || fail "--perfdata=A,B --pd C"
+cmp -s args.out pd.out || fail "--perfdata=A,B --pd C differs from the arguments"
+cp k2.data "k,2.data"
+"$LBR2PROF" --perfdata=k1.data --perfdata="k,2.data" --perfdata=i1.data --binary=kernel \
+    --format=text -o pd.out 2> /dev/null || fail "--perfdata naming a file with a comma"
+cmp -s args.out pd.out || fail "--perfdata k,2.data was split"
+echo "ok   --perfdata as a comma list and repeated (a file named with a comma kept whole)"
 
 # the two kernels really are both in it: one of them alone gives less
 "$LBR2PROF" k1.data --binary=kernel --skip-symbolization -o one.raw 2> /dev/null ||
