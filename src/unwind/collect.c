@@ -608,8 +608,9 @@ static int walk_truncated(walk *w, int32_t node, const fstack *s)
 /* A frame above a hole (an unknown frame). Its caller inferred from the
  * calls the LBR shows (infer.c) goes where the hole was; otherwise what
  * ran above it is kept in contexts truncated at the hole, as at an
- * external frame, and counted. A hole has no records of its own (the call
- * that leaves a frame reveals it first). While recording ahead the calls
+ * external frame, and counted. Without address contexts a hole has no
+ * records of its own (the call that leaves a frame reveals it first); with
+ * them, collect_hole. While recording ahead the calls
  * are not all known yet: the recording is given up, and the sample is
  * unwound at the flush. */
 static int walk_hole_child(walk *w, int32_t hole, int32_t c, fstack *s)
@@ -644,6 +645,21 @@ static int walk_hole_child(walk *w, int32_t hole, int32_t c, fstack *s)
     return rc;
 }
 
+/* A hole's own records: with address contexts, the code of the frames it
+ * called is counted on it (count_frame), and its context - the call site
+ * in the unknown frame - is not known: kept in the context truncated at
+ * the hole (the empty one), as at an external frame, and counted. */
+static int collect_hole(walk *w, int32_t hole, const fstack *s)
+{
+    fstack empty = {s->base + s->n, 0};
+    int rc;
+
+    w->truncating++;
+    rc = collect_frame(w, hole, &empty, false);
+    w->truncating--;
+    return rc;
+}
+
 static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
 {
     lp_unwinder *u = w->u;
@@ -653,12 +669,16 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
     if ((u->nodes[node].flags & UW_NF_HOLE) && u->o.drop_unknown) {
         /* an unknown frame: nothing above it has a known context until an
          * external or signal frame starts a new one */
+        if (collect_frame(w, node, s, true))
+            return -1;
         for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
             if (walk_node(w, c, s, true))
                 return -1;
         return 0;
     }
     if (u->nodes[node].flags & UW_NF_HOLE) {
+        if (collect_hole(w, node, s))
+            return -1;
         for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
             if (walk_hole_child(w, node, c, s))
                 return -1;

@@ -3,7 +3,8 @@
 # keeps at least the counts llvm-profgen keeps (docs/unwind.md, "What is not
 # known"). Against llvm-profgen-22, run now on the same input:
 #  1. every hybrid perf script of tests/data/llvm-profgen-inputs (the probe
-#     binaries with --use-dwarf-correlation on both sides): with the
+#     binaries with --use-dwarf-correlation on both sides, and again
+#     probe-based, address contexts, on both sides): with the
 #     pre-inliner, nesting and cold merging off (the counts as the unwinding
 #     gave them; what post-processing then does to them is llvm-profgen's
 #     algorithm on both sides, and a nested profile's totals move with
@@ -102,6 +103,11 @@ for p in noinline-cs-noprobe.perfscript:noinline-cs-noprobe \
     case $b in *probe*|cs-preinline-cost) x=--use-dwarf-correlation ;; *) x= ;; esac
     kept "$s" --perfscript="$IN/$s" --binary="$IN/$b.perfbin" $x -- \
         --perfscript="$IN/$s" --binary="$IN/$b.perfbin" $x
+    # probe-based too (address contexts; llvm-profgen-22 infers missing
+    # tail-call frames, which moves counts between contexts, not leaves)
+    case $b in *pseudoprobe|*-probe|cs-preinline-cost) ;; *) continue ;; esac
+    kept "$s (probe-based)" --perfscript="$IN/$s" --binary="$IN/$b.perfbin" -- \
+        --perfscript="$IN/$s" --binary="$IN/$b.perfbin"
 done
 
 # ---- 2. frameless builds ------------------------------------------------------
