@@ -2,7 +2,8 @@
  * inputs.c - --skip-bad-inputs: which traces of a run can be read. Before
  * the run, every trace is read to its end as the run's pass reads it
  * (the same reader options; through the PT synthesizer with --itrace);
- * one that cannot be (missing, not a trace, truncated, corrupt) is left
+ * one that cannot be (missing, not a trace, cut inside its header - or
+ * anywhere with --strict -, corrupt) is left
  * out with a warning naming it and the reader's message, and the run is
  * over the others - the profile of the readable traces, as
  * `lbr2prof fleet --skip-bad-inputs` makes it. A trace is never half
@@ -29,6 +30,7 @@ static int check_one(const lp_profgen_opts *o, const char *path, char **why,
     int k = -1;
 
     pg_reader_opts(o, &ro);
+    ro.warn = NULL;     /* a cut-off file's warning is the run's, once */
     if ((r = lp_reader_open(path, &ro, &e))) {
         text = ro.force_text || lp_reader_info(r)->format == LP_FMT_PERF_SCRIPT;
         if (pg_pt_open(o, path, text, &pt, &e) == 0)

@@ -17,9 +17,10 @@
 # flat CS options (no pre-inliner, not nested) with two binaries, no
 # repair, LBR-only, --skip-symbolization, binary discovered. Then the
 # command line: a missing trace, perf.data mixed with --perfscript, stdin
-# twice; --skip-bad-inputs (a truncated trace, one failing half-way, one
-# not a trace, one missing: named and left out, the profile of the others;
-# none readable, stdin, no traces: refused).
+# twice; --skip-bad-inputs (a trace cut inside its header, one failing
+# half-way, one not a trace, one missing: named and left out, the profile
+# of the others; one cut in its data section: used, its warning once, left
+# out with --strict; none readable, stdin, no traces: refused).
 set -u
 W=$WORK
 cd "$W" || exit 1
@@ -134,9 +135,13 @@ grep -q "binary is required" err || { cat err; fail "stdin without --binary: mes
 cmp -s s.raw two.raw || fail "a file and stdin differ from two files"
 echo "ok   command line: missing trace, mixed kinds, stdin"
 
-# --skip-bad-inputs: unreadable traces (truncated, failing half-way, not a
-# trace, missing) left out and named; the profile of the others
-head -c 20000 i1.data > trunc.data
+# --skip-bad-inputs: unreadable traces (cut inside the header, failing
+# half-way, not a trace, missing) left out and named; the profile of the
+# others. A trace cut in its data section is read up to its last complete
+# record (docs/reader.md): a readable input, warned about once, unless
+# --strict, which makes it unreadable too.
+head -c 60 i1.data > trunc.data
+head -c $(($(wc -c < i1.data) * 3 / 4)) i1.data > cut.data
 corrupt_mid k2.data mid.data
 head -c 3000 /dev/urandom > noise.data
 B="--binary=kernel --binary=inlining --format=text"
@@ -169,5 +174,23 @@ grep -q "not standard input" err || { cat err; fail "--skip-bad-inputs with stdi
 "$LBR2PROF" --unsymbolized-profile=skip.raw --skip-bad-inputs -o x 2> err &&
     fail "--skip-bad-inputs without traces"
 grep -q "this run has none" err || { cat err; fail "--skip-bad-inputs without traces: message"; }
-echo "ok   --skip-bad-inputs: 4 unreadable traces named and left out, the profile of the others"
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data cut.data $B -o cut.out 2> cut.err || { cat cut.err; fail "a cut-off trace"; }
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data cut.data $B --skip-bad-inputs -o cutskip.out 2> cutskip.err ||
+    { cat cutskip.err; fail "--skip-bad-inputs, a cut-off trace"; }
+cmp -s cut.out cutskip.out || fail "--skip-bad-inputs left out a cut-off trace that reads"
+cmp -s cut.err cutskip.err || { diff cut.err cutskip.err; fail "--skip-bad-inputs, a cut-off trace: other messages"; }
+[ "$(grep -c "^warning: cut.data: offset .*the file was cut off" cutskip.err)" -eq 1 ] ||
+    { cat cutskip.err; fail "--skip-bad-inputs: the cut-off warning is not given once"; }
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data cut.data $B --strict --skip-bad-inputs -o strict.out 2> strict.err ||
+    { cat strict.err; fail "--strict --skip-bad-inputs"; }
+grep -q "^warning: left out an unreadable input (--skip-bad-inputs): cut.data: " strict.err ||
+    { cat strict.err; fail "--strict --skip-bad-inputs: cut.data not listed"; }
+# shellcheck disable=SC2086
+"$LBR2PROF" k1.data $B -o k1.out 2> /dev/null || fail "k1.data alone"
+cmp -s strict.out k1.out || fail "--strict --skip-bad-inputs: not the profile of k1.data"
+cmp -s cut.out k1.out && fail "the cut-off trace added nothing"
+echo "ok   --skip-bad-inputs: 4 unreadable traces named and left out, the profile of the others; a cut-off trace used (warned once), left out with --strict"
 echo "PASS"
