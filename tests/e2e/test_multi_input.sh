@@ -9,7 +9,9 @@
 # same profile, byte for byte, and print the same warnings, in every mode:
 # CS (default options, extbinary), two binaries, --no-repair-frames text,
 # --ignore-stack-samples (flat), --skip-symbolization, no --binary
-# (discovery over the three); --perfdata as a comma list and repeated.
+# (discovery over the three); --perfdata as a comma list and repeated;
+# binaries matched by build-id (the same build run under another path and
+# name counted, another build under the same name not mixed in).
 # The same for perf script text: the three
 # scripts given as --perfscript=A,B --perfscript C against their
 # concatenation. The same for pseudo-probe builds of the two programs
@@ -75,6 +77,30 @@ echo "ok   --perfdata as a comma list and repeated (a file named with a comma ke
 "$LBR2PROF" k1.data k2.data --binary=kernel --skip-symbolization -o two.raw 2> /dev/null ||
     fail "two traces"
 cmp -s one.raw two.raw && fail "the second kernel run added nothing"
+
+# binaries matched by build-id: the same build run under another path and
+# name (another host's layout; k2's seed, so k2's samples) counts as k2
+# does; another build under the same name is not mixed in (its mapping
+# unused, a warning naming both build-ids), the profile is k1's alone
+mkdir host2 other || fail "mkdir"
+cp kernel host2/kprog
+clang-19 -O1 -g -fno-omit-frame-pointer -fPIE -pie -o other/kernel \
+    "$TOP/tests/workloads/kernel.c" || fail "clang-19 -O1 kernel.c"
+(cd host2 && record_one ../h2.data 2 ./kprog 120)
+(cd other && record_one ../o2.data 2 ./kernel 120)
+"$LBR2PROF" k1.data k2.data --binary=kernel --format=text -o kk.out 2> kk.err || fail "k1 k2"
+"$LBR2PROF" k1.data h2.data --binary=kernel --format=text -o kh.out 2> kh.err ||
+    { cat kh.err; fail "k1 h2"; }
+cmp -s kk.out kh.out || fail "the build run as host2/kprog is not counted as k2's run"
+cmp -s kk.err kh.err || { diff kk.err kh.err; fail "host2/kprog: other messages"; }
+"$LBR2PROF" k1.data --binary=kernel --format=text -o k.out 2> /dev/null || fail "k1"
+"$LBR2PROF" k1.data o2.data --binary=kernel --format=text -o ko.out 2> ko.err ||
+    { cat ko.err; fail "k1 o2"; }
+grep -q "^warning: build-id mismatch: .*/other/kernel in process [0-9]* has build-id [0-9a-f]*, but kernel has [0-9a-f]*; that mapping is not used" ko.err ||
+    { cat ko.err; fail "another build under the same name: no warning naming both"; }
+cmp -s k.out ko.out || fail "another build of kernel was mixed into the profile"
+cmp -s k.out kk.out && fail "k2 added nothing"
+echo "ok   binaries matched by build-id: another path and name counted, another build not mixed in"
 
 # perf script text: comma list and repeated flag = the concatenated text
 for d in k1 k2 i1; do
