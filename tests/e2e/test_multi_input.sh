@@ -17,7 +17,8 @@
 # concatenation. The same for pseudo-probe builds of the two programs
 # (address contexts): CS extbinary and text with the default options, the
 # flat CS options (no pre-inliner, not nested) with two binaries, no
-# repair, LBR-only, --skip-symbolization, binary discovered. Then the
+# repair, LBR-only, --skip-symbolization, binary discovered; the traces in
+# another order (two binaries: main's CFG checksum is the first binary's). Then the
 # command line: a missing trace, perf.data mixed with --perfscript, stdin
 # twice; --skip-bad-inputs (a trace cut inside its header, one failing
 # half-way, one not a trace, one missing: named and left out, the profile
@@ -139,6 +140,21 @@ same "probe: CS text" --binary=kernel --format=text
 same "probe: flat CS options, two binaries, text" --binary=kernel --binary=inlining \
     --csspgo-preinliner=0 --gen-cs-nested-profile=0 --format=text
 grep -q '!CFGChecksum' multi.out || fail "probe: no checksum in the text profile"
+# the traces' order does not matter: both programs have a main, with
+# different CFG checksums; when both are sampled in one context (some
+# recordings), the first --binary's is kept (it was the last context's, so
+# the profile changed with the order; test_csprofile's test_probe_two_mains
+# makes the case for sure)
+for o in "--csspgo-preinliner=0 --gen-cs-nested-profile=0" ""; do
+    # shellcheck disable=SC2086
+    "$LBR2PROF" k1.data k2.data i1.data --binary=kernel --binary=inlining $o \
+        --format=text -o fwd.out 2> fwd.err || { cat fwd.err; fail "probe: k1 k2 i1 ($o)"; }
+    # shellcheck disable=SC2086
+    "$LBR2PROF" i1.data k1.data k2.data --binary=kernel --binary=inlining $o \
+        --format=text -o rev.out 2> rev.err || { cat rev.err; fail "probe: i1 k1 k2 ($o)"; }
+    cmp -s fwd.out rev.out || { diff fwd.out rev.out; fail "probe: the traces' order changed the profile ($o)"; }
+done
+echo "ok   probe: two binaries, traces in another order: the same profile$(grep -q 'different CFG checksums' rev.err && echo " (main in both: the first --binary's checksum)")"
 same "probe: no repair, text" --binary=kernel --no-repair-frames --format=text
 same "probe: LBR only (flat), text" --binary=kernel --ignore-stack-samples --format=text
 same "probe: --skip-symbolization" --binary=kernel --binary=inlining --skip-symbolization
