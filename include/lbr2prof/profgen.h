@@ -81,6 +81,9 @@ typedef struct lp_profgen_opts {
                                    profile even with pseudo probes */
     bool show_pseudo_probe;     /* --show-pseudo-probe: the probe
                                    descriptions of binaries[0] to info */
+    bool load_function_from_symbol; /* --load-function-from-symbol (true):
+                                   pseudo-probe binaries' functions missing
+                                   from DWARF recovered from .symtab */
 
     /* reading the trace */
     const struct lp_itrace *itrace; /* --itrace: the samples perf synthesizes

@@ -120,6 +120,7 @@ static const opt_def opt_defs[] = {
     {"profile-summary-contextless", O_TRI, A(summary_contextless)},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     {"show-pseudo-probe", O_BOOL, A(show_pseudo_probe)},
+    {"load-function-from-symbol", O_BOOL, A(load_function_from_symbol)},
     /* llvm-profgen 19's (HWPGO), gone from 22 */
     {"leading-ip-only", O_BOOL, A(leading_ip_only)},
     {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},
@@ -212,6 +213,9 @@ static const opt_help help_defs[] = {
     {"profile-summary-contextless", "[=<bool>]", "false: the binary summary of a context-sensitive profile that is not nested (--gen-cs-nested-profile=false) is computed per context, not merged by function"},
     {"use-dwarf-correlation", "", "Use dwarf for profile correlation even when binary contains pseudo probe"},
     {"show-pseudo-probe", "", "Print pseudo probe section and disassembled info"},
+    {"load-function-from-symbol", "", "Gather additional binary function info "
+     "from symbols (e.g. .symtab) in case dwarf info is incomplete (pseudo-probe "
+     "binaries; default true)"},
     {"leading-ip-only", "", "[llvm-profgen 19] Form a profile based only on sample IPs"},
     {"perf-event", "=<event>", "[llvm-profgen 19] Ignore samples not matching the given event names (repeatable)"},
     {"perf-events", "=<e1,e2>", "[llvm-profgen 19] Comma-delimited version of --perf-event"},

@@ -40,6 +40,8 @@ typedef struct pgen {
     lp_binary *bin;
     lp_probes *pr;
     bool have_prefix;
+    const lp_function *prefix_fn; /* inferred frames: the leaf function
+                                   the prefix was completed for */
     lp_probe_frame *prefix;     /* the callers' frames (inline-expanded) */
     size_t nprefix, prefix_cap;
     lp_probe_frame *fr;         /* frames scratch */
@@ -200,7 +202,7 @@ static int make_prefix(pgen *g, uint64_t leaf)
     if (rc == 0 && k)
         memcpy(g->prefix, g->fr, k * sizeof *g->fr);
     g->nprefix = k;
-    g->have_prefix = !g->o->infer_frames; /* inferred: per leaf */
+    g->have_prefix = true;
     return rc;
 }
 
@@ -234,6 +236,13 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     for (i = 0; i < g->nmemo; i++)
         if (g->memo_node[i] == p->node)
             return g->memo_trie[i];
+    if (g->o->infer_frames) {   /* the inferred frames depend on the leaf's
+                                   function only */
+        const lp_func_range *r = lp_binary_func_range(g->bin, p->addr);
+        if (g->have_prefix && g->prefix_fn != (r ? r->func : NULL))
+            g->have_prefix = false;
+        g->prefix_fn = r ? r->func : NULL;
+    }
     if (!g->have_prefix && make_prefix(g, p->addr))
         return NULL;
     if (grow((void **)&g->fr, &g->fr_cap, g->nprefix + 1, sizeof *g->fr))

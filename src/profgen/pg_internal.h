@@ -130,4 +130,19 @@ void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co);
 void pg_tailcall_opts(const lp_profgen_opts *o, bool *infer,
                       lp_tailcall_opts *to);
 
+/* infer.c: the missing-frame inferrer of a probe CS run, one tail-call
+ * graph per binary with probes (tcs[b] NULL otherwise; n 0: inference
+ * off or not a probe run). */
+typedef struct pg_infer {
+    lp_tailcall **tcs;
+    size_t n;
+} pg_infer;
+/* The graphs from every branch of cc, when the run infers frames. */
+int pg_infer_init(pg_infer *pi, const lp_profgen_opts *o,
+                  const lp_profgen_result *r, const lp_ctxcount *cc,
+                  lp_error *err);
+/* lp_cs_opts.infer_frames, ctx a pg_infer. */
+long pg_infer_frames(void *ctx, const uint64_t *in, size_t n, uint64_t **out);
+void pg_infer_free(pg_infer *pi);
+
 #endif
