@@ -486,10 +486,11 @@ static void mixed_warning(const pgen *g)
     for (p = g->t->profs; p; p = p->next)
         n += p->csum_mixed;
     if (n)
-        lp_warnf(g->o->warn, g->o->warn_ctx, "%" PRIu64 " profiles are of "
+        lp_warnf(g->o->warn, g->o->warn_ctx, "%" PRIu64 " %s of "
                  "functions whose name is in several binaries with different "
                  "CFG checksums (two programs' main?): each has the checksum "
-                 "of the first --binary among them, and counts of both", n);
+                 "of the first --binary among them, and counts of both", n,
+                 n == 1 ? "profile is" : "profiles are");
 }
 
 static void pgen_free(pgen *g)
