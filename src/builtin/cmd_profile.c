@@ -74,6 +74,7 @@ static const opt_def opt_defs[] = {
     {"use-offset", O_BOOL, A(use_offset)},
     {"use-first-loadable-segment-as-base", O_BOOL, A(first_loadable_base)},
     {"raw-header", O_BOOL, A(raw_header)}, /* lbr2prof's */
+    {"skip-bad-inputs", O_BOOL, A(skip_bad_inputs)}, /* lbr2prof's */
     {"ignore-stack-samples", O_BOOL, A(ignore_stack_samples)},
     {"use-md5", O_BOOL, A(use_md5)},
     {"populate-profile-symbol-list", O_BOOL, A(populate_symbol_list)},
@@ -170,6 +171,7 @@ static const opt_help help_defs[] = {
     {"itrace", "=<opts>", "[lbr2prof] Intel PT (a perf.data with AUX data): make the samples as perf script --itrace=OPTS does, e.g. i100usl (docs/pt.md)"},
     {"skip-symbolization", "", "Dump the unsymbolized profile to the output file. It will show unwinder output for CS profile generation"},
     {"raw-header", "", "[lbr2prof] With --skip-symbolization: the mergeable raw profile, with '#' lines naming the binaries (build-ids, bases) and the options the counts depend on; `lbr2prof merge` sums such profiles and --unsymbolized-profile reads them (docs/rawmerge.md)"},
+    {"skip-bad-inputs", "", "[lbr2prof] With several traces: leave out those that cannot be read to their end (missing, not a trace, truncated, corrupt), each named in a warning with the reason, and make the profile of the others (as `lbr2prof fleet --skip-bad-inputs`); every trace is read once more first, to check it. Not with standard input"},
     {"use-offset", "[=<bool>]", "Work with `--skip-symbolization` or `--unsymbolized-profile` to write/read the offset instead of virtual address (default true)"},
     {"use-first-loadable-segment-as-base", "", "Use first loadable segment address as base address for offsets in unsymbolized profile. By default first executable segment address is used"},
     {"ignore-stack-samples", "", "Ignore call stack samples for hybrid samples and produce context-insensitive profile"},
@@ -522,7 +524,9 @@ static int validate_listing(const prof_args *pa)
 }
 
 /* The traces after the first: files (at most one "-" in all, with a
- * --binary); --raw-header only with --skip-symbolization. */
+ * --binary; none with --skip-bad-inputs, which reads every trace twice and
+ * checks that they exist itself); --raw-header only with
+ * --skip-symbolization. */
 static int check_more_traces(const prof_args *pa)
 {
     size_t i, nstdin = 0;
@@ -531,9 +535,15 @@ static int check_more_traces(const prof_args *pa)
     for (i = 0; i < pa->ntraces; i++) {
         if (strcmp(pa->traces[i], "-") == 0)
             nstdin++;
-        else if (i > 0 && stat(pa->traces[i], &st) != 0)
+        else if (i > 0 && !pa->o.skip_bad_inputs && stat(pa->traces[i], &st) != 0)
             return bad_usage("Input perf file does not exist: %s", pa->traces[i]);
     }
+    if (pa->o.skip_bad_inputs && pa->ntraces == 0)
+        return bad_usage("%s", "--skip-bad-inputs leaves out unreadable traces "
+                               "(perf.data or --perfscript inputs); this run has none");
+    if (pa->o.skip_bad_inputs && nstdin)
+        return bad_usage("%s", "--skip-bad-inputs reads every trace twice (a "
+                               "check, then the run): not standard input (-)");
     if (nstdin > 1)
         return bad_usage("%s", "standard input (-) can be only one of the inputs");
     if (nstdin && !pa->o.nbinaries)
@@ -569,7 +579,7 @@ static int validate(prof_args *pa)
     if (!a->nbinaries && a->kernel)
         return bad_usage("%s", "--kernel needs --binary=VMLINUX (the kernel image "
                                "with DWARF, as built; it is not found from the trace)");
-    if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
+    if (strcmp(in, "-") != 0 && !a->skip_bad_inputs && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
     if (check_more_traces(pa))
         return -1;

@@ -31,6 +31,9 @@ struct lp_profgen_priv {
                                    probe-based profile is made) */
     lp_ctxcount *own_cc;        /* owns raw_flat read from a mergeable raw
                                    profile (binary 0's empty context) */
+    lp_profgen_opts eff;        /* --skip-bad-inputs: the options of the
+                                   run, over the readable traces */
+    const char **good;          /* their paths (eff's traces) */
 };
 
 /* Whether the run makes a probe-based profile. */
@@ -68,6 +71,13 @@ int pg_next_event(lp_reader *r, lp_ptsynth *pt, const lp_event **ev,
 /* The traces of the run: pg_trace_path, then o->more_traces. */
 size_t pg_ntraces(const lp_profgen_opts *o);
 const char *pg_trace_at(const lp_profgen_opts *o, size_t i);
+/* trace.c: how the run's pass reads a trace. */
+void pg_reader_opts(const lp_profgen_opts *o, lp_reader_opts *ro);
+/* inputs.c: --skip-bad-inputs: every trace read to its end; the
+ * unreadable ones into r->skipped (a warning each) and r->priv->eff the
+ * options over the others. 0, or -1 when none can be read (or OOM). */
+int pg_check_inputs(const lp_profgen_opts *o, lp_profgen_result *r,
+                    lp_error *err);
 /* The base unsymbolized addresses are relative to (--use-offset...). */
 uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin);
 

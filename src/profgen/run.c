@@ -125,8 +125,14 @@ void lp_profgen_result_free(lp_profgen_result *r)
         lp_counters_free(r->priv->own);
         lp_ctxcount_free(r->priv->own_cc);
         lp_reader_close(r->priv->early);
+        free(r->priv->good);
         free(r->priv);
     }
+    for (i = 0; i < r->nskipped; i++) {
+        free(r->skipped[i].path);
+        free(r->skipped[i].why);
+    }
+    free(r->skipped);
     for (i = 0; i < r->nbins; i++) {
         lp_binary_close(r->bins ? r->bins[i] : NULL);
         free(r->paths[i]);
@@ -356,6 +362,14 @@ int lp_profgen_run(const lp_profgen_opts *o, lp_profgen_result *r,
                             " %u", (long long)o->max_search_depth, UINT32_MAX);
     if (!(r->priv = calloc(1, sizeof *r->priv)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
+    if (o->skip_bad_inputs && pg_ntraces(o)) {
+        lp_phases_enter(o->phases, LP_PHASE_READ); /* each trace read once to check it */
+        r->failed = LP_PROFGEN_INPUT;
+        if (pg_check_inputs(o, r, err))
+            return -1;
+        o = &r->priv->eff;      /* the run is over the readable traces */
+        r->failed = LP_PROFGEN_BINARY;
+    }
     lp_phases_enter(o->phases, LP_PHASE_BINARIES);
     if (choose_binaries(o, r, err))
         return -1;

@@ -285,6 +285,7 @@ refused data-access-perftrace --data-access-perftrace=x
 elsewhere itrace test_pt_profile.sh
 # several traces, mergeable raw profiles
 elsewhere raw-header test_rawmerge.sh
+elsewhere skip-bad-inputs test_multi_input.sh
 
 # pseudo probes
 elsewhere show-pseudo-probe test_probe_conformance.sh
