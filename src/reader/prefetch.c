@@ -56,12 +56,14 @@
 #define PF_DATA_SPIN_NS 20000L
 
 /* A side that finds the ring empty (consumer) or full (producer) polls
- * for up to PF_SPIN_NS before it sleeps on the condition variable. A batch
- * takes the parser ~0.2 ms, so most waits end within the spin; a sleeping
- * side costs the other one a futex wake per batch (about 10% of the
- * parser's time on bench (a) before the spin). Only with two CPUs or
- * more: on one, polling would keep the other side from running. */
-#define PF_SPIN_NS 400000L
+ * for up to PF_SPIN_NS before it sleeps on the condition variable; a
+ * sleeping side costs the other one a futex wake per batch (about 10% of
+ * the parser's time on bench (a) without any spin). Only with two CPUs or
+ * more: on one, polling would keep the other side from running. Short, as
+ * the perf.data walk's: when other processes hold the cores a long poll
+ * is pure loss (SQLite's 2.2 GB text with both cores busy elsewhere: 0.4
+ * ms -> 5.7 s wall, 5.6 s CPU; 20 us -> 4.65 s, 4.4 s). */
+#define PF_SPIN_NS 20000L
 
 /* One item of a batch: a cached sample's reference, or (ref.blk NULL)
  * the batch's next event; samples_seen after it. */
