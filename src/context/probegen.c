@@ -285,7 +285,8 @@ static int count_probes(pgen *g)
         }
     }
     free(d);
-    qsort(g->pc, g->npc, sizeof *g->pc, pc_cmp);
+    if (g->npc > 1)     /* g->pc is NULL while nothing was counted */
+        qsort(g->pc, g->npc, sizeof *g->pc, pc_cmp);
     for (i = 0, j = 0; (size_t)i < g->npc; i++) {   /* one count per probe */
         if (j && g->pc[j - 1].id == g->pc[i].id)
             g->pc[j - 1].count = lp_sat_add(g->pc[j - 1].count, g->pc[i].count);

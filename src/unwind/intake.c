@@ -355,6 +355,24 @@ static enum keep unknown_caller(lp_unwinder *u, size_t *ncs, uint64_t leaf,
     return KEEP;
 }
 
+/* With the repair, a leaf in external code (libc, say): code without a
+ * frame pointer, as external code mostly is, leaves %rbp to its caller
+ * in the binary, so the walk's frame 1 is that caller's caller, or, after
+ * a tail call from the binary, the one before - unless the external code
+ * did set up a frame. Frame 1 is kept below an optional hole (UW_OPT):
+ * the call the LBR shows into the external code reveals it, or splices
+ * it out when it came from frame 1 itself; a tail jump leaves it to the
+ * inference (infer.c) or truncates there. llvm-profgen (and
+ * --drop-unknown-callers) put the binary's code of such a frame under
+ * frame 1: after a tail call, a context without the tail-calling
+ * function's caller. */
+static void external_leaf(lp_unwinder *u, size_t *ncs)
+{
+    if (u->o.repair_frames && !u->o.drop_unknown && *ncs >= 2 &&
+        u->cs[1] > UW_LAST_SENTINEL && u->cs[1] != UW_EXT)
+        insert_caller(u, ncs, UW_OPT);
+}
+
 /* Decide a sample whose leaf is code: llvm-profgen drops it when the leaf
  * is in its prolog/epilog set. With repair, a leaf where the frame-pointer
  * walk cannot have seen the caller gets the caller from the LBR (inserted
@@ -664,10 +682,12 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     } else if (nlbr > 0 && u->lbr[0].dst == UW_SIG) {
         if (after_handler(u, &ncs, &in) == DROP)
             return 0;
-    } else if (u->cs[0] != UW_EXT &&
-        !(u->o.repair_frames && nlbr > 0 && async_leaf(u, &ncs, &in)) &&
-        decide(u, &ncs, nlbr, &in) == DROP)
+    } else if (u->cs[0] == UW_EXT) {
+        external_leaf(u, &ncs);
+    } else if (!(u->o.repair_frames && nlbr > 0 && async_leaf(u, &ncs, &in)) &&
+               decide(u, &ncs, nlbr, &in) == DROP) {
         return 0;
+    }
     warn_missing_mmap(u);
     if (!u->o.repair_frames && (nlbr = extract_lbr(u, s->br, s->nbr)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");

@@ -3,14 +3,16 @@
 # keeps at least the counts llvm-profgen keeps (docs/unwind.md, "What is not
 # known"). Against llvm-profgen-22, run now on the same input:
 #  1. every hybrid perf script of tests/data/llvm-profgen-inputs (the probe
-#     binaries with --use-dwarf-correlation on both sides): with the
-#     pre-inliner, nesting and cold merging off (the counts as the unwinding
-#     gave them; what post-processing then does to them is llvm-profgen's
-#     algorithm on both sides, and a nested profile's totals move with
-#     inlining decisions: an inlined call replaces the call line's own
-#     count), the sum of every context's total and each function's body
-#     counts summed over its contexts are >= llvm-profgen's, and the default
-#     options make a profile;
+#     binaries with --use-dwarf-correlation on both sides): in the
+#     unsymbolized profile (--skip-symbolization: the counts as the
+#     unwinding gives them, before the generator; what it and post-
+#     processing then do is llvm-profgen's algorithm on both sides, and a
+#     symbolized profile's totals also move with call-site counts the
+#     generator infers for contexts that exist in one profile only), the
+#     sum of every context's range bytes x counts and branch counts, and
+#     the same per function (scripts/pgo/cs-compare.pl, by the leaf of the
+#     context), are >= llvm-profgen's; and the default options make a
+#     profile;
 #  2. programs built without frame pointers (clang-19 and gcc -O2), recorded
 #     with `record --simulate` and no user stack, where the frame-pointer
 #     walk is garbage: the same two checks on the perf.data, and the share
@@ -27,33 +29,24 @@ IN=$TOP/tests/data/llvm-profgen-inputs
 W=$WORK
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-FLAT_CS="--format=text --csspgo-preinliner=0 --gen-cs-nested-profile=0 --profile-summary-cold-count=0 --csprof-merge-cold-context=0"
 
 # total FILE: the sum of the totals of a text profile's top-level functions
 total() {
     awk '/^[^ \t!]/ { n = split($0, a, ":"); s += a[n - 1] } END { print s + 0 }' "$1"
 }
 
-# perfunc REF MINE: functions whose body counts (summed over the contexts
-# of a flat CS text profile, by leaf function) are smaller in MINE
+# rawsum FILE: range bytes x counts plus branch counts of a raw profile
+rawsum() {
+    perl -ne 'if (/^\s+([0-9a-f]+)-([0-9a-f]+):(\d+)$/) { $s += (hex($2) - hex($1) + 1) * $3 }
+              elsif (/^\s+[0-9a-f]+->[0-9a-f]+:(\d+)$/) { $s += $1 }
+              END { print $s + 0, "\n" }' "$1"
+}
+
+# perfunc REF MINE: raw profiles; fails when a function has fewer counts
+# in MINE
 perfunc() {
-    perl -e '
-        my %t;
-        for my $i (0, 1) {
-            open my $f, "<", $ARGV[$i] or die "$ARGV[$i]: $!";
-            while (<$f>) {
-                next unless /^\[?(.*?)\]?:(\d+):(\d+)$/;
-                my @fr = split / @ /, $1;
-                (my $leaf = $fr[-1]) =~ s/:\d+(\.\d+)?$//;
-                $t{$leaf}[$i] += $2;
-            }
-        }
-        my $bad = 0;
-        for my $k (sort keys %t) {
-            my ($r, $m) = map { $_ // 0 } @{$t{$k}};
-            if ($m < $r) { print "  $k: llvm-profgen $r, lbr2prof $m\n"; $bad++ }
-        }
-        exit($bad ? 1 : 0);' "$1" "$2"
+    perl "$TOP/scripts/pgo/cs-compare.pl" "$2" "$1" 5 > "$W/cmp.out" 2>&1 \
+        || { cat "$W/cmp.out"; return 1; }
 }
 
 # kept NAME LLVM-PROFGEN-INPUT-FLAGS -- LBR2PROF-INPUT-FLAGS: both checks
@@ -68,12 +61,12 @@ kept() {
     "$LBR2PROF" "$@" --format=text -o "$W/my.prof" > /dev/null 2> "$W/my.err" \
         || { cat "$W/my.err"; fail "$name: lbr2prof"; return; }
     [ -s "$W/my.prof" ] || [ ! -s "$W/ref.prof" ] || fail "$name: lbr2prof's default profile is empty"
-    llvm-profgen-22 $pg $FLAT_CS -o "$W/ref.flat" > /dev/null 2>&1 || { fail "$name: llvm-profgen-22 (flat CS)"; return; }
-    "$LBR2PROF" "$@" $FLAT_CS -o "$W/my.flat" > /dev/null 2>&1 || { fail "$name: lbr2prof (flat CS)"; return; }
-    r=$(total "$W/ref.flat") m=$(total "$W/my.flat")
-    echo "$name: total llvm-profgen-22 $r, lbr2prof $m"
+    llvm-profgen-22 $pg --skip-symbolization -o "$W/ref.raw" > /dev/null 2>&1 || { fail "$name: llvm-profgen-22 (raw)"; return; }
+    "$LBR2PROF" "$@" --skip-symbolization -o "$W/my.raw" > /dev/null 2>&1 || { fail "$name: lbr2prof (raw)"; return; }
+    r=$(rawsum "$W/ref.raw") m=$(rawsum "$W/my.raw")
+    echo "$name: counts llvm-profgen-22 $r, lbr2prof $m"
     [ "$m" -ge "$r" ] || fail "$name: the default mode keeps $m counts, llvm-profgen-22 $r"
-    perfunc "$W/ref.flat" "$W/my.flat" || fail "$name: functions with fewer counts than llvm-profgen-22's"
+    perfunc "$W/ref.raw" "$W/my.raw" || fail "$name: functions with fewer counts than llvm-profgen-22's"
 }
 
 # ---- 1. llvm-profgen's inputs -----------------------------------------------

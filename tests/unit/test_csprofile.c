@@ -470,6 +470,39 @@ static void test_probe_profile(void **state)
     lp_binary_close(b);
 }
 
+/* A context with branches and no range counts no probe (nothing to sort:
+ * UBSan once caught qsort given NULL there, in the ASan build's run of
+ * test_probe_conformance on one recording in three). */
+static void test_probe_branches_only(void **state)
+{
+    static const char raw[] = "[0x7f4]\n  0\n  1\n  7bf->760:5\n";
+    lp_binary *b = lp_binary_open(PROBE_BIN, NULL, NULL);
+    lp_probes *pr = lp_probes_open(PROBE_BIN, NULL);
+    FILE *f = fmemopen((void *)raw, sizeof raw - 1, "r");
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_profile *p = lp_profile_new();
+    bool is_cs = false;
+    lp_cs_opts o;
+    (void)state;
+
+    assert_non_null(b);
+    assert_non_null(pr);
+    assert_int_equal(lp_cs_raw_read_addrs(f, "raw", 0, 0x201000, cc, &is_cs, NULL), 0);
+    fclose(f);
+    lp_cs_opts_default(&o);
+    o.probes = &pr;
+    o.preinliner = false;
+    o.gen_nested = false;
+    o.cold_count = 0;
+    assert_int_equal(lp_cs_profile(&b, 1, cc, &o, p, NULL), 0);
+    assert_true(p->is_probe_based);
+    assert_non_null(lp_profile_find(p, "main:2 @ foo"));
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    lp_probes_free(pr);
+    lp_binary_close(b);
+}
+
 /* Address contexts need probe tables, and probe tables address contexts. */
 static void test_probe_mismatch(void **state)
 {
@@ -597,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_intern_memo),
         cmocka_unit_test(test_trie_round_trip),
         cmocka_unit_test(test_probe_profile),
+        cmocka_unit_test(test_probe_branches_only),
         cmocka_unit_test(test_probe_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
