@@ -14,7 +14,9 @@
 #      ("default"), `--drop-unknown-callers` ("drop": the default mode
 #      before the unwinder kept truncated contexts; line flavor only unless
 #      asked) and `--no-repair-frames` ("norepair": llvm-profgen's
-#      behaviour, the calibration);
+#      behaviour, the calibration: a line under the table says whether its
+#      profile and build are profgen's, or for probes, if not, whether its
+#      profile is llvm-profgen-22 --infer-missing-frames=0's; "(!)" if not);
 #   4. rebuild with each (-fprofile-sample-use, and the flavor's flags),
 #      check that every build prints the same output as "none" on the
 #      evaluation input (a longer, different input than the training run:
@@ -244,6 +246,50 @@ profile() {
     echo "$key" >"$C/prof/$name.key"
 }
 
+# calibrate FLAVOR: --no-repair-frames must reproduce llvm-profgen. One
+# line to $C/calib.txt: is the norepair profile profgen's (same text), and
+# so its build (same bytes)? For probes, where it is not, also against
+# llvm-profgen-22 --infer-missing-frames=0: llvm-profgen 22 infers a probe
+# CS profile's missing tail-call frames by default, and an lbr2prof that
+# does not must equal that run instead (either one is the calibration)
+calibrate() {
+    pre=$(fl_pre "$1") R=$(fl_rec "$1")
+    case " $(fl_variants "$1") " in *" profgen "*) ;; *) return 0 ;; esac
+    case " $(fl_variants "$1") " in *" norepair "*) ;; *) return 0 ;; esac
+    a=$C/prof/${pre}norepair.txt
+    if cmp -s "$a" "$C/prof/${pre}profgen.txt"; then
+        same="the same binary"
+        cmp -s "$C/bin/${pre}norepair" "$C/bin/${pre}profgen" || same="a different binary (!)"
+        echo "$P $1: calibration: norepair's profile = profgen's (identical text), $same"
+        return 0
+    fi
+    msg="$P $1: calibration: norepair's profile differs from profgen's"
+    if [ "$1" = probe ]; then
+        n=$C/prof/${pre}profgen-noinfer
+        key="$(cat "$C/prof/${pre}profgen.key")"
+        if ! [ -f "$n.txt" ] || [ "$(cat "$n.key" 2>/dev/null)" != "$key" ]; then
+            rm -f "$n.txt" "$n.key"
+            if $NICE $PG --perfscript="$R/script.txt" --binary="$C/bin/${pre}none" \
+                --infer-missing-frames=0 --output="$n.prof" >/dev/null 2>"$n.err" &&
+                $PD merge --sample --text "$n.prof" -o "$n.txt"; then
+                echo "$key" >"$n.key"
+            else
+                log "$P: $PG --infer-missing-frames=0 failed, see $n.err"
+            fi
+        fi
+        if ! [ -f "$n.key" ]; then
+            msg="$msg; llvm-profgen-22 --infer-missing-frames=0 failed (!)"
+        elif cmp -s "$a" "$n.txt"; then
+            msg="$msg (llvm-profgen-22 infers missing frames) and = llvm-profgen-22 --infer-missing-frames=0's (identical text)"
+        else
+            msg="$msg, and from llvm-profgen-22 --infer-missing-frames=0's (!)"
+        fi
+    else
+        msg="$msg (!)"
+    fi
+    echo "$msg"
+}
+
 # check: every build's output on the evaluation input equals "none"'s
 check() {
     mkdir -p "$C/out"
@@ -373,6 +419,7 @@ for P in $PROGRAMS; do
             BUILDS="$BUILDS $pre$v"
         done
     done
+    for F in $FLAVORS; do calibrate "$F"; done >"$C/calib.txt"
     check
     if [ "$PAIRS" -gt 0 ]; then
         log "$P: timing $PAIRS rounds of:$BUILDS"
@@ -380,7 +427,7 @@ for P in $PROGRAMS; do
     fi
     [ -s "$C/times.tsv" ] || { log "$P: no timings (PGO_PAIRS=0 reuses the last run's)"; exit 1; }
     [ "$CALLGRIND" = 1 ] && instructions
-    summary | tee "$C/table.txt"
+    { summary; cat "$C/calib.txt"; } | tee "$C/table.txt"
 done
 echo
 echo "pgo-bench: ratios are medians over rounds of (build's time / other build's time), IQR in brackets;"
