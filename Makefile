@@ -50,7 +50,7 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 
 $(BUILD)/gen/builtins.inc: $(wildcard src/builtin/*.c)
 	@mkdir -p $(dir $@)
-	@grep -h 'LP_BUILTIN(' $^ /dev/null | sed 's/.*\(LP_BUILTIN(.*)\).*/\1/' | sort > $@.tmp
+	@grep -h 'LP_BUILTIN[_A-Z]*(' $^ /dev/null | sed 's/.*\(LP_BUILTIN[_A-Z]*(.*)\).*/\1/' | sort > $@.tmp
 	@mv $@.tmp $@
 
 $(BUILD)/obj/src/cli/main.o: $(BUILD)/gen/builtins.inc
@@ -89,15 +89,23 @@ check: deps
 	@$(MAKE) --no-print-directory $(JOBS) all unit BUILD=build-asan SAN=1 OPT=-O1
 	@./tests/check.sh build build-asan
 
-FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+# The library is compiled once for all fuzz targets (instrumented, without
+# libFuzzer's main), in parallel; each target then links against it.
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_CFLAGS  = -std=gnu11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS)
+FUZZ_OBJS   := $(patsubst %.c,build-fuzz/obj/%.o,$(LIB_SRCS))
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
 fuzz: deps
-	@mkdir -p build-fuzz
-	@for f in $(FUZZ_SRCS); do \
-	  n=$$(basename $$f .c); \
-	  echo "  FUZZ $$n"; \
-	  clang-19 -std=gnu11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc $(PKGS_CFLAGS) \
-	    -fsanitize=fuzzer,address,undefined $$f $(LIB_SRCS) -o build-fuzz/$$n $(LDLIBS_ALL) || exit 1; \
-	done
+	@$(MAKE) --no-print-directory $(JOBS) $(FUZZ_BINS)
+.SECONDARY: $(FUZZ_OBJS)
+
+build-fuzz/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	clang-19 $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) $(HEADERS)
+	@echo "  FUZZ $(notdir $@)"
+	@clang-19 $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< tests/fuzz/common/artifact_dir.c $(FUZZ_OBJS) -o $@ $(LDLIBS_ALL)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -23,9 +23,10 @@
  * mmap cuts back the mappings it overlaps; FORK of a new process copies the
  * parent's mappings; COMM with exec drops the process's mappings; EXIT
  * keeps them (samples of other threads may follow). Kernel mmaps (pid -1
- * or kernel cpumode) are not matched. `pid_filter` >= 0: only that
- * process resolves. Several recordings in one run: lp_addrmap_next_input
- * between them keeps their processes apart.
+ * or kernel cpumode) are not matched, except the kernel image's with
+ * opts.kernel. `pid_filter` >= 0: only that process resolves (but the
+ * kernel, in every process). Several recordings in one run:
+ * lp_addrmap_next_input between them keeps their processes apart.
  *
  * Single-base mode (opts.single_base, or resolving with LP_ADDRMAP_ANY_PID
  * in either mode): llvm-profgen 19's updateBinaryAddress. Each binary has
@@ -65,6 +66,14 @@ typedef struct lp_addrmap_opts {
     int64_t pid_filter;     /* -1: none */
     lp_warn_fn warn;        /* warnings (no "warning: " prefix); may be NULL */
     void *warn_ctx;
+    /* --kernel: binary 0 is the kernel image (vmlinux), mapped for every
+     * process by the kernel's own mmap ([kernel.kallsyms],
+     * [kernel.kallsyms]_text, [kernel.kallsyms]_stext: pid -1, pgoff =
+     * start), as llvm-profgen 22 does: with llvm-profgen's single base
+     * (canon = addr - start + preferred base; the preferred base until
+     * such an mmap is seen, or when pid_filter drops it), in both modes.
+     * No other mmap matches binary 0; kernel module mmaps match nothing. */
+    bool kernel;
 } lp_addrmap_opts;
 
 /* `bins` (nbins >= 1) must outlive the map; their order gives the indexes
@@ -110,6 +119,10 @@ bool lp_addrmap_loaded(const lp_addrmap *m, size_t i);
 /* Single-base mode: binary i's current load base (its preferred base when
  * nothing matched). */
 uint64_t lp_addrmap_single_base(const lp_addrmap *m, size_t i);
+
+/* llvm-profgen's isKernelImageName: the basename of filename is
+ * [kernel.kallsyms], [kernel.kallsyms]_text or [kernel.kallsyms]_stext. */
+bool lp_addrmap_kernel_image(const char *filename);
 
 /* Number of binary mappings process pid has now (tests, stats). */
 size_t lp_addrmap_nr_maps(const lp_addrmap *m, uint32_t pid);

@@ -42,12 +42,16 @@
 extern "C" {
 #endif
 
-/* A branch target in binary `bin`, in the counters of another binary. */
+/* A branch target in binary `bin` (< 0x7fff), in the counters of another
+ * binary: bit 63, the binary in bits 48-62, the address's 48 bits (x86-64
+ * canonical, sign-extended from bit 47 when read back). A kernel address
+ * (--kernel: bits 47-63 all set) is never taken for one. */
 #define LP_CTX_XBIN(bin, vaddr) \
     ((UINT64_C(1) << 63) | ((uint64_t)(bin) << 48) | ((vaddr) & ((UINT64_C(1) << 48) - 1)))
-#define LP_CTX_IS_XBIN(a) (((a) >> 63) != 0)
 #define LP_CTX_XBIN_BIN(a) ((size_t)(((a) >> 48) & 0x7fff))
-#define LP_CTX_XBIN_VADDR(a) ((a) & ((UINT64_C(1) << 48) - 1))
+#define LP_CTX_IS_XBIN(a) (((a) >> 63) != 0 && LP_CTX_XBIN_BIN(a) != 0x7fff)
+#define LP_CTX_XBIN_VADDR(a) \
+    (((a) >> 47) & 1 ? (a) | ~((UINT64_C(1) << 48) - 1) : (a) & ((UINT64_C(1) << 48) - 1))
 
 /* An address of binary `bin` in an address context. */
 #define LP_CTX_ADDR(bin, vaddr) (((uint64_t)(bin) << 48) | ((vaddr) & ((UINT64_C(1) << 48) - 1)))

@@ -76,6 +76,8 @@ typedef struct lp_lbr_agg_opts {
      * resolved in the process set by lp_lbr_agg_set_pid. */
     const lp_addrmap *map;
     int bin_index;
+    bool kernel;            /* own map: `bin` is the kernel image (--kernel,
+                               lp_addrmap_opts.kernel) */
 } lp_lbr_agg_opts;
 
 lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,

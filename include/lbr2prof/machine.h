@@ -79,6 +79,9 @@ uint64_t lp_map_rel_addr(const lp_map *mp, uint64_t addr);
 
 /* Number of maps of process `pid` (-1: kernel); for tests and stats. */
 size_t lp_machine_nr_maps(const lp_machine *m, uint32_t pid);
+/* The i-th map of process `pid` in address order (i < lp_machine_nr_maps),
+ * or NULL. Valid until the next event is processed. */
+const lp_map *lp_machine_map_at(const lp_machine *m, uint32_t pid, size_t i);
 
 #ifdef __cplusplus
 }

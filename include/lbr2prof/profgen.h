@@ -90,6 +90,13 @@ typedef struct lp_profgen_opts {
     uint64_t sample_period;
     bool show_mmap_events;      /* --show-mmap-events (to info) */
     bool show_detailed_warning; /* --show-detailed-warning */
+    bool kernel;                /* --kernel: binaries[0] (--binary, needed)
+                                   is the kernel image, placed by the
+                                   kernel's mmap in every process, as
+                                   llvm-profgen 22 does (lbr2prof/addrmap.h) */
+    bool strict;                /* --strict: a cut-off perf.data is an error
+                                   (default: its complete records make the
+                                   profile, with a warning; reader.h) */
 
     /* the virtual unwinder (hybrid samples) */
     int64_t compress_recursion; /* --compress-recursion, -1 unlimited */

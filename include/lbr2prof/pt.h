@@ -35,6 +35,8 @@ typedef enum lp_itrace_period {
 typedef struct lp_itrace {
     bool set;                   /* --itrace was given */
     bool instructions, branches, errors, last_branch;
+    bool callchain;             /* `g`: callchains of instruction samples */
+    unsigned callchain_sz;      /* default 16, at most 1024 */
     lp_itrace_period period_type;
     uint64_t period;            /* default 100000 ns */
     unsigned last_branch_sz;    /* default 64, at most 1024 */
@@ -44,7 +46,7 @@ typedef struct lp_itrace {
 } lp_itrace;
 
 /* Parse an --itrace value ("i100usle", "b", "e", ...). Options perf knows
- * but lbr2prof does not synthesize (c, r, x, w, p, o, d, g, q, ...) are
+ * but lbr2prof does not synthesize (c, r, x, w, p, o, d, G, q, ...) are
  * refused by name. */
 int lp_itrace_parse(const char *s, lp_itrace *o, lp_error *err);
 
@@ -74,6 +76,12 @@ int lp_ptsynth_next(lp_ptsynth *p, lp_reader *r, const lp_event **ev,
 /* Counters for the end of a run (perf prints the error count). */
 uint64_t lp_ptsynth_nr_errors(const lp_ptsynth *p);
 uint64_t lp_ptsynth_nr_samples(const lp_ptsynth *p);
+/* The attrs of the samples it makes, in the order perf adds them
+ * (branches, then instructions; those --itrace asks for): how many. */
+size_t lp_ptsynth_attrs(const lp_ptsynth *p, const lp_attr *out[2]);
+/* Whether sample s is one it made (its callchain, with `g`, is the
+ * decoder's call stack, not a frame-pointer walk). */
+bool lp_ptsynth_made(const lp_ptsynth *p, const lp_sample *s);
 void lp_ptsynth_close(lp_ptsynth *p);
 
 #ifdef __cplusplus

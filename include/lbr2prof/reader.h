@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "lbr2prof/error.h"
+#include "lbr2prof/warn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -298,6 +299,9 @@ typedef struct lp_reader_stats {
     uint64_t text_sample_starts; /* perf script text: lines taken as the start
                                     of a sample, comments and blank lines
                                     included (llvm-profgen's NumTotalSample) */
+    uint64_t cut_off;          /* input files read up to a cut (not strict) */
+    uint64_t complete_records; /* records read whole from the input so far
+                                  (inside compressed blocks included) */
 } lp_reader_stats;
 
 /* ---- opening and reading ------------------------------------------------ */
@@ -308,6 +312,15 @@ typedef struct lp_reader_opts {
     lp_order order;
     int force_text;          /* treat input as perf script text */
     int skip_payloads;       /* leave stack_user/regs/raw unparsed (faster) */
+    /* A perf.data cut off (a recording killed, a disk that filled up: the
+     * file ends inside a record, or before the end of the data section its
+     * header gives) is read up to its last complete record, and `warn` is
+     * told the file, the offset and the number of records read; the input
+     * then ends there (for a directory, that file). strict: an error
+     * instead, as any other truncation. */
+    int strict;
+    lp_warn_fn warn;         /* may be NULL (stats.cut_off still counts) */
+    void *warn_ctx;
 } lp_reader_opts;
 
 typedef struct lp_reader lp_reader;

@@ -32,6 +32,7 @@
 #include "lbr2prof/binary.h"
 #include "lbr2prof/error.h"
 #include "lbr2prof/profile.h"
+#include "lbr2prof/warn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -236,6 +237,10 @@ typedef struct lp_report_perf_opts {
     const char *const *debug_dirs;  /* separate debug files of mapped files
                                      without DWARF: DIR/.build-id/xx/y.debug */
     size_t ndebug_dirs;
+    int strict;                   /* a cut-off perf.data is an error (default:
+                                     its complete records, with a warning) */
+    lp_warn_fn warn;              /* that warning; may be NULL */
+    void *warn_ctx;
 } lp_report_perf_opts;
 
 /* Sampled-callchain report of a perf.data or perf script: each sample's

@@ -52,7 +52,11 @@ typedef struct lp_script_opts {
     uint64_t pt_errors;         /* out: instruction trace errors printed */
     bool v5;                    /* a Symbolication API v5 request */
     lp_sym_perf_opts v5o;       /* its options */
-    lp_warn_fn warn;            /* v5: files that could not be read */
+    bool strict;                /* --strict: a cut-off perf.data is an error
+                                   (default: its complete records, with a
+                                   warning; lbr2prof/reader.h) */
+    lp_warn_fn warn;            /* v5: files that could not be read; a
+                                   cut-off input */
     void *warn_ctx;
 } lp_script_opts;
 

@@ -58,6 +58,13 @@ typedef struct lp_unwind_opts {
                                    (perf script text) */
     bool no_memo;               /* take every sample in from scratch, even
                                    one equal to an earlier sample (tests) */
+    bool kernel;                /* --kernel: the binary is the kernel image,
+                                   placed by the kernel's mmap
+                                   (lp_addrmap_kernel_image names; the base
+                                   is its start, as llvm-profgen 22); a
+                                   perf.data callchain is taken whole, its
+                                   kernel and user parts without the
+                                   markers, as perf script prints it */
     int max_unsym_depth;        /* address contexts: also keep at most this
                                    many addresses (llvm-profgen 22's
                                    --csprof-max-unsymbolized-context-depth,
@@ -85,6 +92,12 @@ typedef struct lp_hybrid_sample {
                                    caller, even when frame 1 looks like it
                                    (recursion). Text input: false, a frame 1
                                    equal to the caller is taken as right. */
+    bool exact;                 /* the stack is the true call stack, as far
+                                   as it goes (Intel PT: the decoder's calls
+                                   and returns, perf's `--itrace=g`): with
+                                   the repair, no frame of it is repaired;
+                                   its leaf is checked against LBR[0] as a
+                                   CFI stack's is */
     const lp_branch_entry *br;  /* br[0] is the most recent branch */
     size_t nbr;
     uint32_t pid;
@@ -175,6 +188,12 @@ typedef struct lp_unwind_stats {
                                    frame-pointer walk misses: entry, exit,
                                    frameless) the LBR shows too: the same */
     uint64_t cfi_lbr_disagree;  /* ... another one (the CFI's is used) */
+    /* exact stacks (lp_hybrid_sample.exact: Intel PT) */
+    uint64_t exact_stacks;      /* samples whose stack was taken as it is */
+    uint64_t exact_lbr_agree;   /* ... whose leaf's caller (one the
+                                   frame-pointer walk would miss) the LBR
+                                   shows too: the same */
+    uint64_t exact_lbr_disagree; /* ... another one (the stack's is used) */
 } lp_unwind_stats;
 
 typedef struct lp_unwinder lp_unwinder;

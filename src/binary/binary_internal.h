@@ -14,6 +14,7 @@
 #include <uthash.h>
 
 #include "lbr2prof/binary.h"
+#include "lbr2prof/dwunits.h"
 
 /* One ELF symbol of the (debug) symbol table. */
 typedef struct lp_sym {
@@ -281,15 +282,13 @@ struct lp_binary {
     size_t ndwo_missing;
     char *dwp_path;                     /* --dwp, else <debug file>.dwp */
     bool dwp_given;                     /* --dwp (errors are fatal) */
-    lp_dwp *dwp;                        /* NULL: split units from .dwo */
+    lp_dwunits *units;                  /* units and split units (split.c) */
 
     lp_sym_cache cache;                 /* address -> inline stack */
     lp_line_cache *lines;               /* uthash */
     lp_inl_tree *trees;                 /* uthash */
     const uint8_t *debug_line;          /* .debug_line of dbg_elf */
     size_t debug_line_size;
-    const uint8_t *debug_addr, *debug_ranges; /* of dbg_elf, with a .dwp */
-    size_t debug_addr_size, debug_ranges_size;
     lp_str *strs;                       /* uthash */
 
     char **warnings;
@@ -302,6 +301,8 @@ Elf *lp_bin_open_elf(const char *path, int *fdp, lp_error *err);
 /* The data of section s (header sh), decompressed in place first if it is
  * SHF_COMPRESSED; NULL for SHT_NOBITS, a failed decompression or no data. */
 Elf_Data *lp_bin_scn_data(Elf_Scn *s, const GElf_Shdr *sh);
+/* split.c: the data of the (first) section called name, or NULL. */
+const uint8_t *lp_bin_section(Elf *e, const char *name, size_t *size);
 int lp_bin_load_elf(lp_binary *b, lp_error *err);
 int lp_bin_load_symbols(lp_binary *b, lp_error *err);
 void lp_bin_warn(lp_binary *b, const char *fmt, ...)
@@ -346,6 +347,13 @@ int lp_dwp_open(const char *path, lp_dwp **out, lp_error *err);
 int lp_dwp_unit(lp_dwp *d, const lp_dwp_skel *sk, Dwarf_Die *split,
                 lp_error *err);
 size_t lp_dwp_units_read(const lp_dwp *d);
+/* A set of .dwo files (no package) for lp_dwp_file_unit: the unit of
+ * skeleton sk in the .dwo file at path, read by us (libdw could not): 1
+ * and *split, 0 if the file is missing, unreadable or lacks the unit, -1
+ * on allocation failure. The files stay open until lp_dwp_close. */
+int lp_dwp_new_files(lp_dwp **out, lp_error *err);
+int lp_dwp_file_unit(lp_dwp *d, const char *path, const lp_dwp_skel *sk, Dwarf_Die *split,
+                     lp_error *err);
 /* dwarf_ranges for a DIE of a unit read from the package that has
  * DW_AT_ranges (same protocol: *basep kept by the caller between calls);
  * LP_DWP_NOT_MINE for any other DIE. */

@@ -101,15 +101,12 @@ const char *lp_bin_die_name(Dwarf_Die *die)
     return NULL;
 }
 
-/* dwarf_ranges, with the package's units' range lists read by dwp.c. */
+/* dwarf_ranges, with the range lists of split units read by dwp.c. */
 ptrdiff_t lp_bin_ranges(lp_binary *b, Dwarf_Die *die, ptrdiff_t off,
                         Dwarf_Addr *basep, Dwarf_Addr *lo, Dwarf_Addr *hi)
 {
-    if (b->dwp) {
-        ptrdiff_t r = lp_dwp_ranges(b->dwp, die, off, basep, lo, hi);
-        if (r != LP_DWP_NOT_MINE)
-            return r;
-    }
+    if (b->units)
+        return lp_dwunits_ranges(b->units, die, off, basep, lo, hi);
     return dwarf_ranges(die, off, basep, lo, hi);
 }
 
@@ -153,107 +150,27 @@ static int walk(lp_binary *b, Dwarf_Die *cudie, Dwarf_Die *linecu)
     return lp_bin_walk_dies(cudie, visit, &uw);
 }
 
-/* The data of a section of the DWARF file, or NULL. */
-static const uint8_t *dbg_section(lp_binary *b, const char *name, size_t *size)
+/* A unit of the walk (split.c): its subprograms, lines from `skel`. */
+static int unit_fn(void *ctx, Dwarf_Die *die, Dwarf_Die *skel)
 {
-    size_t shstrndx;
-    *size = 0;
-    if (elf_getshdrstrndx(b->dbg_elf, &shstrndx) != 0)
-        return NULL;
-    for (Elf_Scn *s = NULL; (s = elf_nextscn(b->dbg_elf, s));) {
-        GElf_Shdr sh;
-        const char *nm;
-        if (!gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS ||
-            !(nm = elf_strptr(b->dbg_elf, shstrndx, sh.sh_name)) ||
-            strcmp(nm, name) != 0)
-            continue;
-        Elf_Data *d = lp_bin_scn_data(s, &sh);
-        if (!d)
-            return NULL;
-        *size = d->d_size;
-        return d->d_buf;
-    }
-    return NULL;
+    return walk(ctx, die, skel) != 0; /* out of memory: positive */
 }
 
-/* The skeleton's base attribute (0 if absent), within a section of sz. */
-static uint64_t skel_base(Dwarf_Die *cudie, int at, int gnu_at, size_t sz)
-{
-    Dwarf_Attribute a;
-    Dwarf_Word w = 0;
-    if ((dwarf_attr(cudie, at, &a) || dwarf_attr(cudie, gnu_at, &a)) &&
-        dwarf_formudata(&a, &w) == 0 && w <= sz)
-        return w;
-    return 0;
-}
-
-/* The split unit of a skeleton from the package: 1 found, 0 not, -1. */
-static int dwp_split(lp_binary *b, Dwarf_CU *cu, Dwarf_Die *cudie,
-                     Dwarf_Die *split, lp_error *err)
-{
-    lp_dwp_skel sk = {0};
-    size_t asz = b->debug_addr_size, rsz = b->debug_ranges_size;
-    const uint8_t *addr = b->debug_addr, *rng = b->debug_ranges;
-    Dwarf_Addr low = 0;
-    if (dwarf_cu_info(cu, NULL, NULL, NULL, NULL, &sk.dwo_id, NULL,
-                      NULL) != 0)
-        return 0;
-    if (dwarf_lowpc(cudie, &low) == 0)
-        sk.low_pc = low;
-    if (addr) {
-        uint64_t o = skel_base(cudie, DW_AT_addr_base, DW_AT_GNU_addr_base,
-                               asz);
-        sk.addr = addr + o;
-        sk.addr_size = asz - o;
-    }
-    if (rng) {
-        uint64_t o = skel_base(cudie, DW_AT_GNU_ranges_base,
-                               DW_AT_GNU_ranges_base, rsz);
-        sk.ranges = rng + o;
-        sk.ranges_size = rsz - o;
-    }
-    return lp_dwp_unit(b->dwp, &sk, split, err);
-}
-
-/* Pass 0: every unit's own DIEs (skeletons included); pass 1: the split
- * unit of every skeleton, from the package if one is open (as llvm's
- * DWARFContext, which then never looks at .dwo files), else from the .dwo
- * file libdw finds. */
+/* Every unit, split units included, in llvm's order (split.c). */
 static int load_units(lp_binary *b, lp_error *err)
 {
-    size_t missing = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        Dwarf_CU *cu = NULL;
-        Dwarf_Die cudie, subdie;
-        uint8_t ut;
-        Dwarf_Half ver;
-        while (dwarf_get_units(b->dw, cu, &cu, &ver, &ut, &cudie,
-                               pass && !b->dwp ? &subdie : NULL) == 0) {
-            int r = 0;
-            if (ut != DW_UT_compile && ut != DW_UT_skeleton)
-                continue;
-            if (pass == 0) {
-                r = walk(b, &cudie, &cudie);
-            } else if (ut == DW_UT_skeleton) {
-                int got = b->dwp ? dwp_split(b, cu, &cudie, &subdie, err)
-                                 : dwarf_tag(&subdie) == DW_TAG_compile_unit;
-                if (got < 0)
-                    return -1;
-                if (got)
-                    r = walk(b, &subdie, &cudie);
-                else
-                    missing++;
-            }
-            if (r != 0)
-                return lp_error_set(err, LP_ENOMEM, "%s: out of memory while "
-                                    "reading DWARF", b->dbg_path);
-        }
-    }
-    b->ndwo_missing = missing;
-    if (missing)
+    int r = lp_dwunits_walk(b->units, unit_fn, b, err);
+
+    if (r > 0) /* walk: out of memory */
+        return lp_error_set(err, LP_ENOMEM, "%s: out of memory while "
+                            "reading DWARF", b->dbg_path);
+    if (r < 0)
+        return -1;
+    b->ndwo_missing = lp_dwunits_missing(b->units);
+    if (b->ndwo_missing)
         lp_bin_warn(b, "DWO debug information was not loaded for %zu "
                     "modules. Please check the .o, .dwo or .dwp path.",
-                    missing);
+                    b->ndwo_missing);
     return 0;
 }
 
@@ -313,36 +230,6 @@ static int build_map(lp_binary *b)
     return 0;
 }
 
-/* Whether the file at path starts with the ELF magic. */
-static bool is_elf_file(const char *path)
-{
-    unsigned char m[SELFMAG];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    bool ok = fd >= 0 && read(fd, m, SELFMAG) == SELFMAG && memcmp(m, ELFMAG, SELFMAG) == 0;
-
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
-/* The package, if any: --dwp must be one; <debug file>.dwp is used when
- * it is one (llvm falls back to .dwo files when it cannot open it as an
- * object file; a package with a bad index is an error either way). */
-static int open_dwp(lp_binary *b, lp_error *err)
-{
-    struct stat st;
-    if (!b->dwp_path || (!b->dwp_given && (stat(b->dwp_path, &st) != 0 ||
-                                           !S_ISREG(st.st_mode) ||
-                                           !is_elf_file(b->dwp_path))))
-        return 0; /* an implicit <debug file>.dwp that is no ELF: silently, as llvm */
-    lp_error e = {0};
-    if (lp_dwp_open(b->dwp_path, &b->dwp, &e) == 0)
-        return 0;
-    if (err)
-        *err = e;
-    return -1;
-}
-
 int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
 {
     b->dw = dwarf_begin_elf(b->dbg_elf, DWARF_C_READ, NULL);
@@ -353,17 +240,13 @@ int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
             b->dw = NULL;
         }
     }
-    if (b->dw && open_dwp(b, err) != 0)
+    if (b->dw && !(b->units = lp_dwunits_open(b->dw, b->dbg_elf, b->dbg_path,
+                                              b->dwp_given ? b->dwp_path : NULL, err)))
         return -1;
-    if (b->dwp) {
-        b->debug_addr = dbg_section(b, ".debug_addr", &b->debug_addr_size);
-        b->debug_ranges = dbg_section(b, ".debug_ranges",
-                                      &b->debug_ranges_size);
-    }
     if (b->dw && load_units(b, err) != 0)
         return -1;
     if (b->dw)
-        b->debug_line = dbg_section(b, ".debug_line", &b->debug_line_size);
+        b->debug_line = lp_bin_section(b->dbg_elf, ".debug_line", &b->debug_line_size);
     /* llvm-profgen's words, also without any DWARF; the reason is given by
      * lp_binary_check_symbolizable */
     if (b->nranges == 0)
@@ -416,8 +299,8 @@ void lp_bin_free_dwarf(lp_binary *b)
     free(b->map);
     free(b->map_start);
     free(b->dies);
-    lp_dwp_close(b->dwp);
-    b->dwp = NULL;
+    lp_dwunits_close(b->units);
+    b->units = NULL;
     if (b->dw)
         dwarf_end(b->dw);
     b->dw = NULL;
@@ -516,11 +399,12 @@ int lp_binary_check_symbolizable(const lp_binary *b, lp_error *err)
         return 0;
     if (b->ndwo_missing)
         return lp_error_set(err, LP_EFORMAT, "%s: split DWARF: %zu unit(s) "
-                            "found neither in %s nor as .dwo files (a "
-                            "-gsplit-dwarf=single layout is not read); "
-                            "cannot symbolize", b->dbg_path, b->ndwo_missing,
-                            b->dwp ? lp_dwp_path(b->dwp)
-                                   : "a .dwp (--dwp, default <binary>.dwp)");
+                            "found neither in %s nor in the .dwo or .o files "
+                            "their DW_AT_dwo_name names; cannot symbolize",
+                            b->dbg_path, b->ndwo_missing,
+                            lp_dwunits_package(b->units)
+                                ? lp_dwunits_package(b->units)
+                                : "a .dwp (--dwp, default <binary>.dwp)");
     if (b->dw)
         return lp_error_set(err, LP_EFORMAT, "%s: DWARF has no functions "
                             "with code; cannot symbolize", b->dbg_path);

@@ -1,6 +1,10 @@
 /*
  * dwp.c - DWARF package files (.dwp, split DWARF) for libdw 0.188, which
- * cannot read them itself (DWP support came in elfutils 0.191). Owns: the
+ * cannot read them itself (DWP support came in elfutils 0.191), and the
+ * .dwo files libdw cannot read either: the .o of -gsplit-dwarf=single
+ * (skeleton and split unit in one file) and g++'s DWARF 5 .dwo files,
+ * whose type units each come in a .debug_info.dwo section of their own
+ * (libdw reads the first). Owns: the
  * .debug_cu_index (GNU version 2 for DWARF 4, version 5), finding a unit's
  * contributions by its 8-byte DWO id, and, per unit, a small in-memory ELF
  * that looks to libdw like that unit's .dwo file: the unit's slices of
@@ -50,6 +54,12 @@ static int sect_v2(uint32_t id)
 
 #define MAX_COLS 16
 
+/* A .dwo file (not a package) opened for one of its units. */
+typedef struct dwo_file {
+    int fd;
+    Elf *elf;
+} dwo_file;
+
 typedef struct dwp_unit {
     Dwarf *dw;                  /* key */
     char *image;                /* ELF header + section headers */
@@ -63,7 +73,7 @@ typedef struct dwp_unit {
 } dwp_unit;
 
 struct lp_dwp {
-    char *path;
+    char *path;                 /* NULL: a set of .dwo files, no package */
     int fd;
     Elf *elf;
     uint32_t version;           /* 2 or 5 */
@@ -75,6 +85,8 @@ struct lp_dwp {
     Elf_Data *sec[S_COUNT];     /* the package's sections (S_STR incl.) */
     dwp_unit *units;            /* uthash by Dwarf handle */
     size_t nopen;
+    dwo_file *dwos;             /* without a package: the files opened */
+    size_t ndwos;
 };
 
 static int find_sections(lp_dwp *d, lp_error *err)
@@ -127,6 +139,8 @@ static int parse_index(lp_dwp *d, lp_error *err)
     d->nslots = lp_le(d->idx + 12, 4);
     if (d->version != 2 && d->version != 5)
         return bad_index(d, 0, "version is not 2 (GNU, DWARF 4) nor 5", err);
+    if (d->ncols == 0 && d->nunits == 0 && d->nslots == 0)
+        return 0; /* an empty package (binutils' dwp on DWARF 5 units) */
     if (d->ncols == 0 || d->ncols > MAX_COLS)
         return bad_index(d, 4, "section count not in 1..16", err);
     if (d->nslots & (d->nslots - 1))
@@ -315,7 +329,7 @@ static int open_unit(lp_dwp *d, dwp_unit *u, const uint8_t **buf,
     if (!(u->elf = elf_memory(u->image, isz)) ||
         set_sections(u->elf, buf, len) != 0)
         return lp_error_set(err, LP_ENOMEM, "%s: in-memory unit file: %s",
-                            d->path, elf_errmsg(-1));
+                            d->path ? d->path : "(.dwo)", elf_errmsg(-1));
     Dwarf_CU *cu = NULL;
     uint8_t ut = 0, as = 0, os = 0;
     Dwarf_Half ver = 0;
@@ -326,13 +340,30 @@ static int open_unit(lp_dwp *d, dwp_unit *u, const uint8_t **buf,
         ut != DW_UT_split_compile || uid != id)
         return lp_error_set(err, LP_EFORMAT, "%s: unit 0x%016llx (index row "
                             "%lld): its .debug_info.dwo contribution is not "
-                            "a split compile unit with that id (%s)", d->path,
+                            "a split compile unit with that id (%s)",
+                            d->path ? d->path : "(.dwo)",
                             (unsigned long long)id, (long long)r,
                             dwarf_errmsg(-1));
     u->version = (uint8_t)ver;
     u->asize = as;
     u->osize = os;
     return 0;
+}
+
+/* An opened unit: what its range lists need, and into the table. */
+static void keep_unit(lp_dwp *d, dwp_unit *u, const uint8_t *const *buf, const size_t *len,
+                      const lp_dwp_skel *sk)
+{
+    u->low_pc = sk->low_pc;
+    u->info_end = buf[S_INFO] + len[S_INFO];
+    u->rng = buf[S_RNGLISTS];
+    u->rng_size = len[S_RNGLISTS];
+    u->addr = sk->addr;
+    u->addr_size = sk->addr_size;
+    u->ranges = sk->ranges;
+    u->ranges_size = sk->ranges_size;
+    HASH_ADD_PTR(d->units, dw, u);
+    d->nopen++;
 }
 
 int lp_dwp_unit(lp_dwp *d, const lp_dwp_skel *sk, Dwarf_Die *split,
@@ -354,17 +385,135 @@ int lp_dwp_unit(lp_dwp *d, const lp_dwp_skel *sk, Dwarf_Die *split,
         free_unit(u);
         return -1;
     }
-    u->low_pc = sk->low_pc;
-    u->info_end = buf[S_INFO] + len[S_INFO];
-    u->rng = buf[S_RNGLISTS];
-    u->rng_size = len[S_RNGLISTS];
-    u->addr = sk->addr;
-    u->addr_size = sk->addr_size;
-    u->ranges = sk->ranges;
-    u->ranges_size = sk->ranges_size;
-    HASH_ADD_PTR(d->units, dw, u);
-    d->nopen++;
+    keep_unit(d, u, buf, len, sk);
     return 1;
+}
+
+/* ---- .dwo files ------------------------------------------------------------- */
+
+int lp_dwp_new_files(lp_dwp **out, lp_error *err)
+{
+    if (!(*out = calloc(1, sizeof **out)))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    (*out)->fd = -1;
+    return 0;
+}
+
+/* The unit of a .debug_info.dwo section at p whose header says it is the
+ * split compile unit `id` (DWARF 5), or a DWARF 4 unit (whose id is a DIE
+ * attribute: open_unit checks it): its length, else 0 with *next set. */
+static size_t unit_at(const uint8_t *p, const uint8_t *end, uint64_t id, const uint8_t **next)
+{
+    lp_rd r = {p, end, false};
+    uint64_t len = lp_rd_n(&r, 4);
+    unsigned os = 4;
+    if (len == 0xffffffffu) {
+        len = lp_rd_n(&r, 8);
+        os = 8;
+    }
+    if (r.bad || len > (uint64_t)(end - r.p)) {
+        *next = end;
+        return 0;
+    }
+    *next = r.p + len;
+    uint64_t ver = lp_rd_n(&r, 2);
+    if (ver >= 2 && ver <= 4)
+        return (size_t)(*next - p);
+    if (ver != 5 || lp_rd_n(&r, 1) != DW_UT_split_compile)
+        return 0;
+    lp_rd_n(&r, 1 + os); /* address size, abbrev offset */
+    return !r.bad && lp_rd_n(&r, 8) == id ? (size_t)(*next - p) : 0;
+}
+
+/* Sections of a .dwo file: each named one whole, the one among its
+ * .debug_info.dwo sections that holds unit `id` as S_INFO (sliced). Tries
+ * each candidate unit with try_unit until one opens. */
+typedef struct dwo_scan {
+    Elf *elf;
+    size_t shstrndx;
+    const uint8_t *buf[S_COUNT];
+    size_t len[S_COUNT];
+} dwo_scan;
+
+static int scan_dwo(dwo_scan *sc)
+{
+    if (elf_getshdrstrndx(sc->elf, &sc->shstrndx) != 0)
+        return -1;
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(sc->elf, s));) {
+        GElf_Shdr sh;
+        const char *nm;
+        Elf_Data *x;
+        if (!gelf_getshdr(s, &sh) || !(nm = elf_strptr(sc->elf, sc->shstrndx, sh.sh_name)))
+            continue;
+        for (int i = 0; i < S_COUNT; i++)
+            if (i != S_INFO && i != S_ADDR && strcmp(nm, sec_names[i]) == 0 &&
+                (x = lp_bin_scn_data(s, &sh))) {
+                sc->buf[i] = x->d_buf;
+                sc->len[i] = x->d_size;
+            }
+    }
+    return 0;
+}
+
+static int add_file_unit(lp_dwp *d, dwo_scan *sc, const uint8_t *info, size_t n,
+                         const lp_dwp_skel *sk, Dwarf_Die *split)
+{
+    lp_error ignored;
+    dwp_unit *u = calloc(1, sizeof *u);
+    if (!u)
+        return -1;
+    sc->buf[S_INFO] = info;
+    sc->len[S_INFO] = n;
+    sc->buf[S_ADDR] = sk->addr;
+    sc->len[S_ADDR] = sk->addr_size;
+    if (open_unit(d, u, sc->buf, sc->len, sk->dwo_id, 0, split, &ignored) != 0) {
+        free_unit(u);
+        return 0;
+    }
+    keep_unit(d, u, sc->buf, sc->len, sk);
+    return 1;
+}
+
+/* Every unit of every .debug_info.dwo section, until one is `id`. */
+static int find_file_unit(lp_dwp *d, dwo_scan *sc, const lp_dwp_skel *sk, Dwarf_Die *split)
+{
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(sc->elf, s));) {
+        GElf_Shdr sh;
+        const char *nm;
+        Elf_Data *x;
+        if (!gelf_getshdr(s, &sh) || !(nm = elf_strptr(sc->elf, sc->shstrndx, sh.sh_name)) ||
+            strcmp(nm, ".debug_info.dwo") != 0 || !(x = lp_bin_scn_data(s, &sh)))
+            continue;
+        const uint8_t *p = x->d_buf, *end = p + x->d_size, *next;
+        for (; p < end; p = next) {
+            size_t n = unit_at(p, end, sk->dwo_id, &next);
+            int r = n ? add_file_unit(d, sc, p, n, sk, split) : 0;
+            if (r != 0)
+                return r;
+        }
+    }
+    return 0;
+}
+
+int lp_dwp_file_unit(lp_dwp *d, const char *path, const lp_dwp_skel *sk, Dwarf_Die *split,
+                     lp_error *err)
+{
+    lp_error ignored;
+    dwo_scan sc = {0};
+    dwo_file *nf = realloc(d->dwos, (d->ndwos + 1) * sizeof *nf);
+    int fd = -1, r;
+
+    if (!nf)
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    d->dwos = nf;
+    if (!(sc.elf = lp_bin_open_elf(path, &fd, &ignored)))
+        return 0; /* not there, or not ELF: missing, as llvm says */
+    d->dwos[d->ndwos++] = (dwo_file){fd, sc.elf};
+    if (scan_dwo(&sc) != 0)
+        return 0;
+    if ((r = find_file_unit(d, &sc, sk, split)) < 0)
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    return r;
 }
 
 /* ---- DW_AT_ranges of split units ---------------------------------------- */
@@ -500,6 +649,11 @@ void lp_dwp_close(lp_dwp *d)
         HASH_DEL(d->units, u);
         free_unit(u);
     }
+    for (size_t i = 0; i < d->ndwos; i++) {
+        elf_end(d->dwos[i].elf);
+        close(d->dwos[i].fd);
+    }
+    free(d->dwos);
     if (d->elf)
         elf_end(d->elf);
     if (d->fd >= 0)

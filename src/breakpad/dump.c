@@ -2,9 +2,11 @@
  * dump.c - ELF file -> lp_bp_module, the logic of Breakpad's dump_syms.
  * Owns: the ELF identity (build-id note, or a hash of .text; load address =
  * lowest PT_LOAD p_vaddr), enumeration of every function, line row and
- * inlined call in the DWARF (libdw directly: the binary loader's API has no
- * enumeration), and PUBLIC records from the symbol table for functions
- * without DWARF. Not the .sym syntax (write.c) nor lookups (module.c).
+ * inlined call in the DWARF (libdw, over the units and split units that
+ * lbr2prof/dwunits.h gives: .dwo files, a .dwp next to the file,
+ * -gsplit-dwarf=single), and PUBLIC records from the symbol table for
+ * functions without DWARF. Not the .sym syntax (write.c) nor lookups
+ * (module.c).
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -19,6 +21,7 @@
 
 #include "lbr2prof/adjust.h"
 #include "lbr2prof/breakpad.h"
+#include "lbr2prof/dwunits.h"
 #include "util/demangle.h"
 
 /* A string -> number table (FILE and INLINE_ORIGIN numbering). */
@@ -55,6 +58,7 @@ typedef struct dump_ctx {
     Dwarf_Files *cu_files;
     size_t cu_nfiles;
     const char *comp_dir;  /* current CU's DW_AT_comp_dir, or NULL */
+    lp_dwunits *units;     /* units and split units (their range lists) */
     lp_demangler dm;       /* C++ names (libstdc++ loaded at the first) */
     lp_error *err;
 } dump_ctx;
@@ -404,7 +408,7 @@ static int add_inline(dump_ctx *c, Dwarf_Die *die, uint32_t depth)
     in.call_line = dwarf_attr(die, DW_AT_call_line, &a) && dwarf_formudata(&a, &w) == 0
                        ? (uint32_t)w : 0;
     in.call_file = call_file(c, die);
-    while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+    while ((off = lp_dwunits_ranges(c->units, die, off, &base, &lo, &hi)) > 0) {
         if (!is_code(c, lo, hi))
             continue;
         in.addr = lo - c->base;
@@ -446,7 +450,7 @@ static int add_subprogram(dump_ctx *c, Dwarf_Die *die)
     const char *name;
     int r = 0, any = 0;
 
-    while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+    while ((off = lp_dwunits_ranges(c->units, die, off, &base, &lo, &hi)) > 0) {
         if (!is_code(c, lo, hi))
             continue;
         name = die_name(c, die, &owned);
@@ -481,32 +485,38 @@ static int walk_dies(dump_ctx *c, Dwarf_Die *parent)
     return 0;
 }
 
+/* One unit of the walk: the functions of `die`, with the line table,
+ * file names and compilation directory of `skel` (the unit itself, or the
+ * skeleton of a split unit, as the binary loader reads them). */
+static int dump_unit(void *ctx, Dwarf_Die *die, Dwarf_Die *skel)
+{
+    dump_ctx *c = ctx;
+    Dwarf_Attribute a;
+
+    c->comp_dir = dwarf_attr(skel, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
+    if (dwarf_getsrcfiles(skel, &c->cu_files, &c->cu_nfiles) != 0) {
+        c->cu_files = NULL;
+        c->cu_nfiles = 0;
+    }
+    return load_lines(c, skel) < 0 || walk_dies(c, die) < 0 ? 1 : 0;
+}
+
 static int dump_dwarf(dump_ctx *c, Elf *e)
 {
     Dwarf *dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);
-    Dwarf_Off off = 0, next;
-    size_t hsize;
-    Dwarf_Die cu;
-    int r = 0;
+    int r;
 
     if (!dw)
         return 0; /* no DWARF: PUBLIC records only */
-    while (r == 0 && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-        if (dwarf_offdie(dw, off + hsize, &cu)) {
-            Dwarf_Attribute a;
-            c->comp_dir = dwarf_attr(&cu, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
-            if (dwarf_getsrcfiles(&cu, &c->cu_files, &c->cu_nfiles) != 0) {
-                c->cu_files = NULL;
-                c->cu_nfiles = 0;
-            }
-            r = load_lines(c, &cu);
-            if (r == 0)
-                r = walk_dies(c, &cu);
-        }
-        off = next;
+    if (!(c->units = lp_dwunits_open(dw, e, c->path, NULL, c->err))) {
+        dwarf_end(dw);
+        return -1;
     }
+    r = lp_dwunits_walk(c->units, dump_unit, c, c->err);
+    lp_dwunits_close(c->units);
+    c->units = NULL;
     dwarf_end(dw);
-    return r;
+    return r != 0 ? -1 : 0;
 }
 
 /* ---- PUBLIC records ---- */

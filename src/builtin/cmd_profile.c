@@ -77,6 +77,7 @@ static const opt_def opt_defs[] = {
     {"populate-profile-symbol-list", O_BOOL, A(populate_symbol_list)},
     {"show-detailed-warning", O_BOOL, A(show_detailed_warning)},
     {"show-mmap-events", O_BOOL, A(show_mmap_events)},
+    {"strict", O_BOOL, A(strict)}, /* lbr2prof's */
     {"pid", O_I64, A(pid)},
     {"fill-zero-for-all-funcs", O_BOOL, A(flat.fill_zero_for_all_funcs)},
     {"update-total-samples", O_BOOL, A(flat.update_total_samples)},
@@ -123,7 +124,7 @@ static const opt_def opt_defs[] = {
     {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},
     {"sample-period", O_U64, A(sample_period)},
     /* llvm-profgen's, not implemented: refused, never silently ignored */
-    {"kernel", O_UNSUPP, 0}, {"mark-all-context-preinlined", O_UNSUPP, 0},
+    {"kernel", O_BOOL, A(kernel)}, {"mark-all-context-preinlined", O_UNSUPP, 0},
     {"data-access-perftrace", O_UNSUPP, 0},
     /* inspection (llvm-profgen's): the listing of the binary, no profile */
     {"show-disassembly-only", O_BOOL, P(show_disasm)},
@@ -171,6 +172,7 @@ static const opt_help help_defs[] = {
     {"populate-profile-symbol-list", "", "Populate profile symbol list (only meaningful for --format=extbinary)"},
     {"show-detailed-warning", "", "Show detailed warning message"},
     {"show-mmap-events", "", "Print binary load events"},
+    {"strict", "", "[lbr2prof] A perf.data cut off (a recording killed, a disk that filled up) is an error; by default its complete records make the profile, with a warning naming the file, the offset and the records read"},
     {"pid", "=<process Id>", "Process Id for the profiled executable binary"},
     {"fill-zero-for-all-funcs", "", "Attribute all functions' range with zero count even it's not hit by any samples"},
     {"update-total-samples", "", "Update total samples by accumulating all its body samples"},
@@ -212,7 +214,7 @@ static const opt_help help_defs[] = {
     {"perf-event", "=<event>", "[llvm-profgen 19] Ignore samples not matching the given event names (repeatable)"},
     {"perf-events", "=<e1,e2>", "[llvm-profgen 19] Comma-delimited version of --perf-event"},
     {"sample-period", "=<uint>", "[llvm-profgen 19] The sampling period (-c) used for perf data; counts are scaled by it"},
-    {"kernel", "", "Not supported (refused): profiles of a Linux kernel binary"},
+    {"kernel", "", "Generate the profile for Linux kernel binary (--binary=VMLINUX, placed by the [kernel.kallsyms] mmap in every process)"},
     {"mark-all-context-preinlined", "", "Not supported (refused): mark all function samples as preinlined"},
     {"data-access-perftrace", "=<path>", "Not supported (refused): vtable profiles from memory access events"},
     {"show-disassembly-only", "", "Print disassembled code of the binary and stop (no trace is read, no profile written)"},
@@ -553,6 +555,9 @@ static int validate(prof_args *pa)
         return bad_usage("%s", "--binary is required");
     if (!a->nbinaries && strcmp(in, "-") == 0)
         return bad_usage("%s", "--binary is required when the trace comes from stdin");
+    if (!a->nbinaries && a->kernel)
+        return bad_usage("%s", "--kernel needs --binary=VMLINUX (the kernel image "
+                               "with DWARF, as built; it is not found from the trace)");
     if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
     if (check_more_traces(pa))

@@ -8,7 +8,7 @@
  * with --events the event names as `perf evlist` prints them (used by the reader tests to
  * compare against perf). Not a user-facing formatter:
  * `lbr2prof script` is that.
- * LP_BUILTIN(readbench, cmd_readbench, "reader throughput and record counts - developer tool")
+ * LP_BUILTIN_DEV(readbench, cmd_readbench, "reader throughput and record counts")
  */
 #include <inttypes.h>
 #include <stdio.h>

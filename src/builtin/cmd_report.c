@@ -31,7 +31,7 @@ typedef struct rp_args {
     size_t ndebug_dirs;
     lp_report_write_opts wo;
     int64_t pid;
-    int force_text, no_search;
+    int force_text, no_search, strict;
     enum { R_AUTO, R_SAMPLES, R_CS, R_LBR } route;
 } rp_args;
 
@@ -63,6 +63,8 @@ static void usage(FILE *f)
         "  --lbr               perf.data: the flat LBR profile (as\n"
         "                      `lbr2prof profile --ignore-stack-samples`)\n"
         "  --perfscript        the input is perf script text\n"
+        "  --strict            perf.data: a file cut off inside a record is an\n"
+        "                      error (default: its complete records, a warning)\n"
         "  --top=N             text: rows per table (default 20)\n"
         "  --no-demangle       keep C++ linkage names\n"
         "  --width=PX          svg: width (default 1200)\n"
@@ -85,6 +87,7 @@ static int parse_args(int argc, char **argv, rp_args *a)
         {"binary", required_argument, NULL, 'b'},
         {"debug-binary", required_argument, NULL, 'd'},
         {"no-search", no_argument, NULL, 'S'},
+        {"strict", no_argument, NULL, 'X'},
         {"debug-dir", required_argument, NULL, 'g'},
         {"pid", required_argument, NULL, 'p'},
         {"perfscript", no_argument, NULL, 'P'},
@@ -133,6 +136,7 @@ static int parse_args(int argc, char **argv, rp_args *a)
             a->pid = v;
             break;
         case 'P': a->force_text = 1; break;
+        case 'X': a->strict = 1; break;
         case 'L': a->route = R_LBR; break;
         case 'C': a->route = R_CS; break;
         case 's': a->route = R_SAMPLES; break;
@@ -207,6 +211,8 @@ static lp_report *from_perf(const rp_args *a, int text, lp_error *err)
     po.search_mapped = !a->no_search;
     po.debug_dirs = a->ndebug_dirs ? a->debug_dirs : default_debug;
     po.ndebug_dirs = a->ndebug_dirs ? a->ndebug_dirs : 1;
+    po.strict = a->strict;
+    po.warn = lp_cli_warn;
     return lp_report_from_perf(a->input, &po, err);
 }
 
@@ -225,6 +231,7 @@ static int run_driver(const rp_args *a, int text, bool flat,
     o.debug_binary = a->debug_binary;
     o.pid = a->pid;
     o.ignore_stack_samples = flat;
+    o.strict = a->strict;
     o.cs.gen_nested = false;
     /* a report shows source lines: pseudo-probe binaries through DWARF */
     o.use_dwarf_correlation = true;

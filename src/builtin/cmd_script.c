@@ -51,6 +51,8 @@ static void usage(FILE *o)
             "                        kernel's walk), validated, or repaired (also\n"
             "                        the caller lost at a function's entry/exit)\n"
             "      --fp-stats        with --fp-callchain: counters on stderr\n"
+            "      --strict          a perf.data cut off inside a record is an error\n"
+            "                        (default: its complete records, and a warning)\n"
             "      --itrace=OPTS     samples from Intel PT data, as perf: i[N[i|t|ns|us|ms]]\n"
             "                        (instructions), b (branches), l[N] (last branches),\n"
             "                        e (errors), s[N] (skip); default: none (--no-itrace)\n"
@@ -117,6 +119,7 @@ static int parse_args(int argc, char **argv, sc_args *a)
         {"adjust", required_argument, NULL, 'a'},
         {"fp-callchain", required_argument, NULL, 'c'},
         {"fp-stats", no_argument, NULL, 's'},
+        {"strict", no_argument, NULL, 'S'},
         {"itrace", required_argument, NULL, 'I'},
         {"no-itrace", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
@@ -134,6 +137,7 @@ static int parse_args(int argc, char **argv, sc_args *a)
         case 't': a->o.show_task = true; break;
         case 'r': a->o.raw_addr = true; break;
         case 's': a->fp_stats = 1; break;
+        case 'S': a->o.strict = true; break;
         case 'N': a->o.itrace = NULL; break;
         case 'h': usage(stdout); return 1;
         case '?': usage(stderr); return 2;

@@ -5,7 +5,9 @@
  * A subcommand file declares itself with a comment line of the form
  *     LP_BUILTIN(name, function, "one-line help")
  * which the Makefile collects into build/gen/builtins.inc, so adding a
- * command never touches a shared table. A command returns the process exit
+ * command never touches a shared table. A developer tool says
+ * LP_BUILTIN_DEV instead: it runs the same way, and `lbr2prof help` lists
+ * it apart, under "developer commands", not among the user commands. A command returns the process exit
  * status: 0 success, 1 internal failure, 2 bad input or usage.
  * Owns that contract and the messages every command prints the same way
  * (messages.c); not any command's options or work.

@@ -10,37 +10,51 @@
 #include "builtin.h"
 
 #define LP_BUILTIN(name, fn, help) int fn(int argc, char **argv);
+#define LP_BUILTIN_DEV LP_BUILTIN
 #include "builtins.inc"
 #undef LP_BUILTIN
+#undef LP_BUILTIN_DEV
 
 struct lp_cmd {
     const char *name;
     lp_builtin_fn fn;
     const char *help;
+    int developer;          /* a developer tool: listed apart */
 };
 
 static const struct lp_cmd commands[] = {
-#define LP_BUILTIN(name, fn, help) {#name, fn, help},
+#define LP_BUILTIN(name, fn, help) {#name, fn, help, 0},
+#define LP_BUILTIN_DEV(name, fn, help) {#name, fn, help, 1},
 #include "builtins.inc"
 #undef LP_BUILTIN
-    {NULL, NULL, NULL},
+#undef LP_BUILTIN_DEV
+    {NULL, NULL, NULL, 0},
 };
 
-static void usage(FILE *out)
+static void list(FILE *out, int developer)
 {
     const struct lp_cmd *c;
+    const char *p;
 
-    fprintf(out, "usage: lbr2prof PERF.DATA -o OUT.prof [options]\n"
-                 "       lbr2prof COMMAND [args]\n\ncommands:\n");
     for (c = commands; c->name; c++) {
-        const char *p;
+        if (c->developer != developer)
+            continue;
         fputs("  ", out);
         for (p = c->name; *p; p++)
             fputc(*p == '_' ? '-' : *p, out);
         fprintf(out, "%*s %s\n", (int)(p - c->name) < 12 ? 12 - (int)(p - c->name) : 0, "",
                 c->help);
     }
-    fprintf(out, "\n`lbr2prof COMMAND --help` describes each command.\n");
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: lbr2prof PERF.DATA -o OUT.prof [options]\n"
+                 "       lbr2prof COMMAND [args]\n\ncommands:\n");
+    list(out, 0);
+    fprintf(out, "\n`lbr2prof COMMAND --help` describes each command.\n"
+                 "\ndeveloper commands (tools for working on lbr2prof itself):\n");
+    list(out, 1);
 }
 
 /* Command names are C identifiers in LP_BUILTIN, so `dump-syms` is

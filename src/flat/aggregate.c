@@ -115,6 +115,7 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
         return a;
     }
     mo.pid_filter = a->o.pid_filter;
+    mo.kernel = a->o.kernel;
     if (!(a->own_map = lp_addrmap_new(&bin, 1, &mo, err))) {
         lp_lbr_agg_free(a);
         return NULL;

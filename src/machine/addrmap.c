@@ -154,10 +154,10 @@ static int match(const lp_addrmap *m, const char *file, const uint8_t *id,
     size_t i;
 
     *mismatch = -1;
-    for (i = 0; i < m->nbins && nid; i++)
+    for (i = m->o.kernel; i < m->nbins && nid; i++)
         if (m->bins[i].nbid && bid_equal(id, nid, m->bins[i].bid, m->bins[i].nbid))
             return (int)i;
-    for (i = 0; i < m->nbins; i++) {
+    for (i = m->o.kernel; i < m->nbins; i++) {
         const am_bin *b = &m->bins[i];
         if (by_path < 0 && (!strcmp(b->path, file) || (b->real && !strcmp(b->real, file))))
             by_path = (int)i;
@@ -240,22 +240,56 @@ static int sb_update(lp_addrmap *m, am_bin *b, const lp_mmap_event *e,
     return sb_other_segment(m, b, e, err);
 }
 
-static int sb_resolve(const lp_addrmap *m, uint64_t addr, uint64_t *vaddr)
+/* Whether addr is in binary b under the single-base rule. */
+static bool sb_in(const am_bin *b, uint64_t addr, uint64_t *vaddr)
 {
     const lp_segment *segs;
-    size_t i, j, n;
+    uint64_t c = addr - b->sb_base + b->preferred;
+    size_t j, n = lp_binary_segments(b->b, &segs);
 
-    for (i = 0; i < m->nbins; i++) {
-        const am_bin *b = &m->bins[i];
-        uint64_t c = addr - b->sb_base + b->preferred;
-        n = lp_binary_segments(b->b, &segs);
-        for (j = 0; j < n; j++)
-            if (c >= segs[j].vaddr && c - segs[j].vaddr < segs[j].memsz) {
-                *vaddr = c;
-                return (int)i;
-            }
-    }
+    for (j = 0; j < n; j++)
+        if (c >= segs[j].vaddr && c - segs[j].vaddr < segs[j].memsz) {
+            *vaddr = c;
+            return true;
+        }
+    return false;
+}
+
+static int sb_resolve(const lp_addrmap *m, uint64_t addr, uint64_t *vaddr)
+{
+    size_t i;
+
+    for (i = 0; i < m->nbins; i++)
+        if (sb_in(&m->bins[i], addr, vaddr))
+            return (int)i;
     return -1;
+}
+
+/* ---- the kernel image (opts.kernel) ------------------------------------------------ */
+
+bool lp_addrmap_kernel_image(const char *file)
+{
+    const char *bn = basename(file);
+
+    return !strcmp(bn, "[kernel.kallsyms]") || !strcmp(bn, "[kernel.kallsyms]_stext") ||
+           !strcmp(bn, "[kernel.kallsyms]_text");
+}
+
+/* The kernel's mmap (updateBinaryAddress, IsKernel): moves binary 0's one
+ * base, unless pid_filter drops it or the recorded kernel build-id is not
+ * binary 0's (then a warning, and the mapping is not used). */
+static int on_kernel_mmap(lp_addrmap *m, const lp_mmap_event *e)
+{
+    const am_hdr_bid *h = header_bid(m, "[kernel.kallsyms]", e->pid);
+    am_bin *b = &m->bins[0];
+
+    if (m->o.pid_filter >= 0 && (int64_t)e->pid != m->o.pid_filter)
+        return 0;
+    if (h && b->nbid && !bid_equal(h->id, h->size, b->bid, b->nbid))
+        return warn_mismatch(m, 0, e, h->id, h->size);
+    b->sb_base = e->start;
+    b->sb_loaded = b->loaded = true;
+    return 0;
 }
 
 /* ---- events ---------------------------------------------------------------------- */
@@ -268,6 +302,9 @@ static int on_mmap(lp_addrmap *m, const lp_event *ev, lp_error *err)
     mt_proc *p;
     int bin;
 
+    if (m->o.kernel && e->filename && lp_addrmap_kernel_image(e->filename))
+        return on_kernel_mmap(m, e) ? lp_error_set(err, LP_ENOMEM, "address map: out of memory")
+                                    : 0;
     if (e->pid == (uint32_t)-1 || mode == LP_CPUMODE_KERNEL ||
         mode == LP_CPUMODE_GUEST_KERNEL || !e->filename)
         return 0;
@@ -459,7 +496,7 @@ void lp_addrmap_finish(lp_addrmap *m)
 {
     const am_bin *b;
 
-    for (b = m->bins; b < m->bins + m->nbins; b++)
+    for (b = m->bins + m->o.kernel; b < m->bins + m->nbins; b++)
         if (!b->loaded)
             lp_warnf(m->o.warn, m->o.warn_ctx, "no mmap in the trace matched %s "
                      "(by build-id %s, path or basename %s): none of its "
@@ -475,6 +512,8 @@ int lp_addrmap_resolve(const lp_addrmap *m, uint32_t pid, uint64_t addr,
 
     if (m->o.single_base || pid == LP_ADDRMAP_ANY_PID)
         return sb_resolve(m, addr, vaddr);
+    if (m->o.kernel && sb_in(&m->bins[0], addr, vaddr))
+        return 0; /* the kernel: in every process, llvm-profgen's base */
     if ((m->o.pid_filter >= 0 && (int64_t)pid != m->o.pid_filter) ||
         !(p = mt_proc_find(m->procs, pid)) || !(mp = mt_find(&p->maps, addr)))
         return -1;

@@ -334,3 +334,10 @@ size_t lp_machine_nr_maps(const lp_machine *m, uint32_t pid)
 
     return p ? p->maps.n : 0;
 }
+
+const lp_map *lp_machine_map_at(const lp_machine *m, uint32_t pid, size_t i)
+{
+    const mt_proc *p = mt_proc_find(m->procs, pid);
+
+    return p && i < p->maps.n ? mt_at(&p->maps, i) : NULL;
+}

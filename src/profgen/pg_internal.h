@@ -48,6 +48,7 @@ typedef struct pg_run {
     lp_addrmap *map;            /* perf.data: per process; text: NULL */
     pg_held held;
     bool markers;               /* callchains carry PERF_CONTEXT_* markers */
+    const lp_ptsynth *pt;       /* --itrace: the Intel PT synthesizer */
 } pg_run;
 
 /* Message helpers: nothing happens when the callback is NULL. */

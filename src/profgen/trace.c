@@ -78,6 +78,18 @@ static int not_found(pg_run *run, lp_error *err)
                         run->r->paths[0], a->pid >= 0 ? " in the --pid process" : "");
 }
 
+/* --kernel and no kernel mmap (llvm-profgen 22's error). */
+static int no_kernel(pg_run *run, lp_error *err)
+{
+    const lp_profgen_opts *a = run->o;
+
+    run->r->failed = LP_PROFGEN_BINARY;
+    return lp_error_set(err, LP_EFORMAT, "%s: Kernel is requested, but no kernel is found "
+                        "in mmap events (no [kernel.kallsyms], [kernel.kallsyms]_text or "
+                        "[kernel.kallsyms]_stext mmap%s)", pg_trace_path(a),
+                        a->pid >= 0 ? " of the --pid process" : "");
+}
+
 /* ---- samples ------------------------------------------------------------------ */
 
 /* The sample's process for the address map: perf script text and
@@ -126,9 +138,11 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
                       !a->no_repair_frames;
 
     if ((s->callchain_nr > 0 || stack_only) && run->uw) {
+        bool exact = lp_ptsynth_made(run->pt, s); /* the decoder's stack */
         lp_hybrid_sample h = {.stack = s->callchain, .nstack = s->callchain_nr,
-                              .markers = run->markers,
-                              .fp_walk = run->markers || a->script_fp_callchains,
+                              .markers = run->markers, .exact = exact,
+                              .fp_walk = !exact && (run->markers ||
+                                                    a->script_fp_callchains),
                               .br = s->branches, .nbr = s->branch_nr,
                               .pid = sample_pid(s), .repeat = n,
                               .dup_id = s->dup_id,
@@ -195,6 +209,9 @@ static void reader_opts(const lp_profgen_opts *a, bool unwinding,
 {
     memset(ro, 0, sizeof *ro);
     ro->force_text = a->perfscript != NULL;
+    ro->strict = a->strict;
+    ro->warn = a->warn;
+    ro->warn_ctx = a->warn_ctx;
     ro->skip_payloads = !unwinding; /* the unwinder reads user registers and stacks */
 }
 
@@ -269,9 +286,11 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
         lp_reader_set_idle(r, warm_unwinder, run->uw);
     if (pg_pt_open(run->o, path, text, &pt, err) < 0)
         return -1;
+    run->pt = pt;
     while ((k = pg_next_event(r, pt, &ev, err)) == 1)
         if (trace_event(run, info, &nids, ev, err))
             break;
+    run->pt = NULL;
     lp_ptsynth_close(pt);
     rs = lp_reader_stats_get(r);
     *text_seen |= text;
@@ -318,7 +337,7 @@ int pg_read_trace(pg_run *run, lp_error *err)
  * llvm-profgen); perf script text: NULL (single base). */
 static int new_map(pg_run *run, lp_error *err)
 {
-    lp_addrmap_opts mo = {false, run->o->pid, hold_warning, &run->held};
+    lp_addrmap_opts mo = {false, run->o->pid, hold_warning, &run->held, run->o->kernel};
 
     if (!run->o->perfdata)
         return 0;
@@ -345,6 +364,7 @@ static int new_unwinder(pg_run *run, lp_error *err)
                          : (int)a->max_unsym_context_depth;
     uo.repair_frames = !a->no_repair_frames;
     uo.drop_unknown = a->drop_unknown_callers;
+    uo.kernel = a->kernel;
     uo.map = run->map;
     uo.addr_contexts = pg_probe_mode(run->r);
     run->uw = lp_unwind_new(run->r->bins, run->r->nbins, &uo, err);
@@ -356,7 +376,7 @@ static int new_aggregator(pg_run *run, lp_error *err)
     const lp_profgen_opts *a = run->o;
     lp_lbr_agg_opts ao = {a->warn, a->warn_ctx, a->show_detailed_warning,
                           a->pid, a->leading_ip_only, a->have_sample_period,
-                          a->sample_period, run->map, 0};
+                          a->sample_period, run->map, 0, a->kernel};
 
     run->agg = lp_lbr_agg_new(run->r->bins[0], &ao, err);
     return run->agg ? 0 : -1;
@@ -413,8 +433,13 @@ int pg_count_trace(pg_run *run, lp_error *err)
         rc = new_unwinder(run, err);
     if (rc == 0)
         rc = pg_read_trace(run, err);
-    if (rc == 0 && run->map && !lp_addrmap_loaded(run->map, 0))
+    /* --kernel: the kernel's build-id was not the binary's (not_found
+     * says so), or there was no kernel mmap at all */
+    if (rc == 0 && run->map && !lp_addrmap_loaded(run->map, 0) &&
+        (!a->kernel || main_warning(run)))
         rc = not_found(run, err);
+    else if (rc == 0 && a->kernel && !lp_lbr_agg_loaded_by_mmap(run->agg))
+        rc = no_kernel(run, err);
     release_warnings(&run->held, rc == 0);
     if (rc != 0 && a->raw_header && run->r->failed == LP_PROFGEN_BINARY) {
         pg_warn(a, "%s (--raw-header: written without its counts, for a merge)",

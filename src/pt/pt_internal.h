@@ -100,4 +100,46 @@ typedef long (*pt_read_fn)(void *ctx, uint64_t ip, uint8_t *buf);
 int pt_walk_straight(pt_read_fn rd, void *ctx, ptw_insn *in, uint64_t *n,
                      uint64_t *ip, uint64_t to_ip, uint64_t max, uint64_t end);
 
+/* ---- pt_stack.c: perf's thread stacks (call stack for `g`, last
+ * branches for `l`) ---------------------------------------------------- */
+
+/* perf's PERF_IP_FLAG_* (the subset PT samples use). */
+enum { PT_IPF_BRANCH = 1 << 0, PT_IPF_CALL = 1 << 1, PT_IPF_RETURN = 1 << 2,
+       PT_IPF_CONDITIONAL = 1 << 3, PT_IPF_SYSCALLRET = 1 << 4,
+       PT_IPF_ASYNC = 1 << 5, PT_IPF_INTERRUPT = 1 << 6,
+       PT_IPF_TX_ABORT = 1 << 7, PT_IPF_TRACE_BEGIN = 1 << 8,
+       PT_IPF_TRACE_END = 1 << 9, PT_IPF_IN_TX = 1 << 10 };
+
+/* A branch as thread_stack__event takes it. */
+typedef struct pt_branch {
+    uint32_t flags;             /* PT_IPF_* */
+    uint64_t from, to;
+    unsigned insn_len;          /* of the instruction at `from` (0: async) */
+    int trace_nr;
+} pt_branch;
+
+typedef struct pt_stacks pt_stacks;
+typedef struct pt_tstack pt_tstack;
+
+/* br_sz: ring size (0: no branch stacks); callstack: keep call stacks. */
+pt_stacks *pt_stacks_new(unsigned br_sz, bool callstack);
+void pt_stacks_free(pt_stacks *s);
+/* The stack of a thread (the idle task's: of the CPU), or NULL. */
+pt_tstack *pt_stacks_find(pt_stacks *s, int32_t pid, int32_t tid, int32_t cpu);
+/* thread_stack__event: a branch of the thread. 0, or -1 (out of memory). */
+int pt_stack_event(pt_stacks *s, int32_t pid, int32_t tid, int32_t cpu,
+                   const pt_branch *b);
+/* thread_stack__br_sample: the last branches, most recent first, into
+ * dst (room for br_sz); how many. t may be NULL. */
+size_t pt_stack_branches(const pt_stacks *s, const pt_tstack *t,
+                         lp_branch_entry *dst);
+/* thread_stack__sample: a callchain of at most sz entries for a sample at
+ * ip: context marker, ip, the return addresses innermost first (markers
+ * where user and kernel alternate). t may be NULL. The number written. */
+size_t pt_stack_callchain(const pt_tstack *t, uint64_t ip, uint64_t *chain,
+                          size_t sz);
+/* intel_pt_sample_flags: the PT_IPF_* flags of a decoder state, and the
+ * instruction length that goes with them. */
+uint32_t pt_branch_flags(const pt_state *st, unsigned *insn_len);
+
 #endif

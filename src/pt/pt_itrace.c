@@ -2,7 +2,8 @@
  * pt_itrace.c - the --itrace option string, with perf 6.1's syntax and
  * defaults (itrace_do_parse_synth_opts): `i[N[i|t|ns|us|ms]]` (a number
  * without a unit is nanoseconds; default 100 us), `b`, `e[+-flags]`,
- * `l[N]` (default 64, at most 1024), `s[N]`; spaces and commas separate.
+ * `l[N]` (default 64, at most 1024), `g[N]` (default 16, at most 1024),
+ * `s[N]`; spaces and commas separate.
  * Owns the parsing only; what the options do is pt_synth.c.
  */
 #include <ctype.h>
@@ -14,6 +15,8 @@
 #define DEFAULT_PERIOD 100000
 #define DEFAULT_LAST_BRANCH_SZ 64
 #define MAX_LAST_BRANCH_SZ 1024
+#define DEFAULT_CALLCHAIN_SZ 16
+#define MAX_CALLCHAIN_SZ 1024
 
 static const char *skip_sep(const char *p)
 {
@@ -126,6 +129,13 @@ int lp_itrace_parse(const char *s, lp_itrace *o, lp_error *err)
                 return bad(err, s, "the branch stack size is 1..1024");
             o->last_branch_sz = (unsigned)v;
             break;
+        case 'g':
+            o->callchain = true;
+            v = DEFAULT_CALLCHAIN_SZ;
+            if (parse_number(&p, &v, MAX_CALLCHAIN_SZ))
+                return bad(err, s, "the callchain size is 1..1024");
+            o->callchain_sz = (unsigned)v;
+            break;
         case 's':
             v = 0;
             if (parse_number(&p, &v, UINT64_MAX))
@@ -134,11 +144,11 @@ int lp_itrace_parse(const char *s, lp_itrace *o, lp_error *err)
             break;
         case ' ': case ',': break;
         case 'c': case 'r': case 'x': case 'w': case 'p': case 'o': case 'd':
-        case 'g': case 'G': case 'L': case 'q': case 'Z': case 'y': case 'A':
+        case 'G': case 'L': case 'q': case 'Z': case 'y': case 'A':
         case 'I': case 'm': case 'M': case 'f': case 'T':
             return lp_error_set(err, LP_EUNSUPP, "--itrace option '%c' is not "
                                 "supported by lbr2prof (it synthesizes i, b, "
-                                "l, e and s)", c);
+                                "l, g, e and s)", c);
         default:
             return bad(err, s, "unknown option letter");
         }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "lbr2prof/machine.h"
@@ -47,15 +48,6 @@ typedef struct dso_file {
     struct dso_file *next;
 } dso_file;
 
-/* The last branches of a thread (perf's thread_stack br_stack_rb). */
-typedef struct br_ring {
-    int32_t tid;
-    int trace_nr;
-    unsigned pos, nr;
-    lp_branch_entry *e;
-    struct br_ring *next;
-} br_ring;
-
 typedef struct tid_pid {
     int32_t tid, pid;
     struct tid_pid *next;
@@ -83,6 +75,7 @@ typedef struct heap_item {
 typedef struct out_slot {
     lp_event ev;
     lp_branch_entry *br;
+    uint64_t *chain;
     lp_auxtrace_error err;
 } out_slot;
 
@@ -91,8 +84,10 @@ struct lp_ptsynth {
     uint64_t priv[PRIV_COUNT];
     lp_attr pt_attr;
     bool have_pt_attr, return_compression, branch_enable, per_cpu;
+    bool native;            /* recorded on this machine's arch (perf's native_arch) */
     unsigned mtc_shift;
     lp_attr branches_attr, insn_attr;
+    uint64_t synth_ids[2];  /* their ids (perf: the PT event's + 1e9) */
     ptq *q;
     size_t nq;
     int next_buffer_nr;
@@ -100,7 +95,7 @@ struct lp_ptsynth {
     size_t heap_n;
     lp_machine *m;
     dso_file *dsos;
-    br_ring *rings;
+    pt_stacks *stacks;      /* per thread: call stack, last branches */
     tid_pid *tids;
     int32_t *cur_tid;       /* per CPU (ITRACE_START / SWITCH) */
     size_t ncpu;
@@ -113,8 +108,7 @@ struct lp_ptsynth {
     const lp_event *pending;
     out_slot out[OUT_SLOTS];
     unsigned out_head, out_n;
-    lp_error err;
-    bool failed;
+    bool failed;            /* out of memory while decoding */
 };
 
 /* ---- time ------------------------------------------------------------------ */
@@ -228,22 +222,80 @@ static ssize_t read_vdso(uint64_t off, uint8_t *buf, size_t n)
     return (ssize_t)n;
 }
 
-static ssize_t dso_read(dso_file *d, uint64_t off, uint8_t *buf, size_t n)
+/* perf's try_to_open_dso: a file that cannot be opened marks its data
+ * unreadable for good (DSO_DATA_STATUS_ERROR). 0, or -1 if unreadable. */
+static int dso_open(dso_file *d)
 {
-    ssize_t k;
-
+    if (d->error)
+        return -1;
     if (strcmp(d->path, "[vdso]") == 0)
-        return read_vdso(off, buf, n);
+        return 0;
     if (d->fd == -2)
         d->fd = open(d->path, O_RDONLY | O_CLOEXEC);
     if (d->fd < 0) {
         d->error = 1;
         return -1;
     }
-    k = pread(d->fd, buf, n, (off_t)off);
-    if (k <= 0)
-        d->error = 1;
-    return k;
+    return 0;
+}
+
+/* dso__data_read_offset: a read past the end fails without marking the
+ * file unreadable. */
+static ssize_t dso_read(dso_file *d, uint64_t off, uint8_t *buf, size_t n)
+{
+    if (dso_open(d) < 0)
+        return -1;
+    if (strcmp(d->path, "[vdso]") == 0)
+        return read_vdso(off, buf, n);
+    return pread(d->fd, buf, n, (off_t)off);
+}
+
+/* dso__type: an ELF file of a known class. */
+static bool dso_is_elf(dso_file *d)
+{
+    uint8_t id[5];
+
+    return dso_read(d, 0, id, sizeof id) == (ssize_t)sizeof id &&
+           memcmp(id, "\177ELF", 4) == 0 && (id[4] == 1 || id[4] == 2);
+}
+
+/* Where perf opens a file besides the walk, so that a missing file is
+ * already marked unreadable when the walk first needs it: then the walk
+ * reports it once, not twice (intel_pt_walk_next_insn's
+ * DSO_DATA_STATUS_SEEN_ITRACE rule).
+ *
+ * A [vdso] map coming: machine__findnew_vdso asks the type of the
+ * process's file maps (path starting with '/') in address order until
+ * one is an ELF file (machine__thread_dso_type). */
+static void probe_vdso_mmap(lp_ptsynth *p, const lp_event *ev)
+{
+    const lp_map *mp;
+    dso_file *d;
+
+    if (ev->kind != LP_EV_MMAP || !ev->u.mmap.filename ||
+        strcmp(ev->u.mmap.filename, "[vdso]") != 0)
+        return;
+    for (size_t i = 0; (mp = lp_machine_map_at(p->m, ev->u.mmap.pid, i)); i++)
+        if (mp->filename && mp->filename[0] == '/' &&
+            (d = dso_get(p, mp->filename)) && dso_is_elf(d))
+            return;
+}
+
+/* A sample perf script prints without its instruction bytes (recorded
+ * samples; synthesized ones of asynchronous branches): on a native
+ * machine it reads them at the IP (arch_fetch_insn -> thread__memcpy). */
+static void probe_sample_ip(lp_ptsynth *p, int32_t pid, uint64_t ip)
+{
+    bool kernel = ip >= KERNEL_START;
+    const lp_map *mp;
+    dso_file *d;
+
+    if (!p->native || !ip)
+        return;
+    mp = lp_machine_find_map(p->m, (uint32_t)pid, ip,
+                             kernel ? LP_CPUMODE_KERNEL : LP_CPUMODE_USER);
+    if (mp && mp->filename && (d = dso_get(p, mp->filename)))
+        dso_open(d);
 }
 
 typedef struct walk_ctx {
@@ -302,66 +354,6 @@ static int walk_code(void *ctx, ptw_insn *in, uint64_t *cnt, uint64_t *ip,
     return rc;
 }
 
-/* ---- branch stacks ------------------------------------------------------ */
-
-static br_ring *ring_of(lp_ptsynth *p, int32_t tid, int trace_nr)
-{
-    br_ring *r;
-
-    for (r = p->rings; r; r = r->next)
-        if (r->tid == tid)
-            break;
-    if (!r) {
-        if (!(r = calloc(1, sizeof *r)) ||
-            !(r->e = calloc(p->o.last_branch_sz, sizeof *r->e))) {
-            free(r);
-            return NULL;
-        }
-        r->tid = tid;
-        r->trace_nr = trace_nr;
-        r->next = p->rings;
-        p->rings = r;
-    }
-    if (r->trace_nr != trace_nr) { /* a discontinuous trace: flush */
-        r->nr = r->pos = 0;
-        r->trace_nr = trace_nr;
-    }
-    return r;
-}
-
-static void ring_add(lp_ptsynth *p, br_ring *r, uint64_t from, uint64_t to,
-                     int flags)
-{
-    lp_branch_entry *e;
-
-    if (!r->pos)
-        r->pos = p->o.last_branch_sz;
-    r->pos--;
-    e = &r->e[r->pos];
-    e->from = from;
-    e->to = to;
-    e->flags = ((flags & SF_IN_TX) ? 1u << 2 : 0) |
-               ((flags & SF_ABORT_TX) ? 1u << 3 : 0);
-    if (r->nr < p->o.last_branch_sz)
-        r->nr++;
-}
-
-/* thread_stack__br_sample: most recent first. */
-static uint64_t ring_copy(const lp_ptsynth *p, const br_ring *r,
-                          lp_branch_entry *dst)
-{
-    unsigned sz = p->o.last_branch_sz, n, first;
-
-    if (!r || !r->nr)
-        return 0;
-    n = r->nr < sz ? r->nr : sz;
-    first = sz - r->pos < n ? sz - r->pos : n;
-    memcpy(dst, &r->e[r->pos], first * sizeof *dst);
-    if (r->nr >= sz)
-        memcpy(dst + first, &r->e[0], (n - first) * sizeof *dst);
-    return n;
-}
-
 /* ---- output ------------------------------------------------------------------ */
 
 static out_slot *out_new(lp_ptsynth *p)
@@ -379,10 +371,11 @@ static bool skip_event(lp_ptsynth *p)
 }
 
 static void synth_sample(lp_ptsynth *p, ptq *q, const lp_attr *a,
-                         uint64_t period, bool brstack)
+                         uint64_t period)
 {
     out_slot *s = out_new(p);
     lp_sample *smp = &s->ev.u.sample;
+    const pt_tstack *t = NULL;
 
     s->ev.kind = LP_EV_SAMPLE;
     s->ev.type = 9;
@@ -400,14 +393,23 @@ static void synth_sample(lp_ptsynth *p, ptq *q, const lp_attr *a,
     smp->repeat = 1;
     s->ev.misc = (smp->ip ? smp->ip : smp->addr) >= KERNEL_START
                      ? LP_CPUMODE_KERNEL : LP_CPUMODE_USER;
-    if (brstack) {
-        br_ring *r = q->have_thread ? ring_of(p, q->cur_tid, q->trace_nr) : NULL;
-        smp->branch_nr = ring_copy(p, r, s->br);
+    if (a->sample_type & (LP_SAMPLE_BRANCH_STACK | LP_SAMPLE_CALLCHAIN))
+        t = q->have_thread ? pt_stacks_find(p->stacks, q->pid, q->cur_tid,
+                                            q->cur_cpu) : NULL;
+    if (a->sample_type & LP_SAMPLE_CALLCHAIN) {
+        smp->callchain_nr = pt_stack_callchain(t, smp->ip, s->chain,
+                                               p->o.callchain_sz + 1);
+        smp->callchain = s->chain;
+    }
+    if (a->sample_type & LP_SAMPLE_BRANCH_STACK) {
+        smp->branch_nr = pt_stack_branches(p->stacks, t, s->br);
         smp->branches = s->br;
         smp->has_hw_idx = 1;
         smp->hw_idx = (uint64_t)-1;
     }
     p->nr_samples++;
+    if (q->state->flags & (SF_ASYNC | SF_ABORT_TX)) /* no instruction bytes */
+        probe_sample_ip(p, q->pid, smp->ip);
 }
 
 static void synth_error(lp_ptsynth *p, ptq *q, const pt_state *st)
@@ -442,19 +444,22 @@ static void sample_state(lp_ptsynth *p, ptq *q)
         return;
     q->have_sample = false;
     if (p->o.instructions && (st->type & ST_INSTRUCTION) && !skip_event(p)) {
-        synth_sample(p, q, &p->insn_attr, st->tot_insn_cnt - q->last_insn_cnt,
-                     p->o.last_branch);
+        synth_sample(p, q, &p->insn_attr, st->tot_insn_cnt - q->last_insn_cnt);
         q->last_insn_cnt = st->tot_insn_cnt;
     }
     if (!(st->type & ST_BRANCH))
         return;
-    if (p->o.last_branch && q->have_thread) {
-        br_ring *r = ring_of(p, q->cur_tid, q->trace_nr);
-        if (r)
-            ring_add(p, r, st->from_ip, st->to_ip, st->flags);
+    if ((p->o.last_branch || p->o.callchain) && q->have_thread) {
+        pt_branch b = {0};
+        b.flags = pt_branch_flags(st, &b.insn_len);
+        b.from = st->from_ip;
+        b.to = st->to_ip;
+        b.trace_nr = q->trace_nr;
+        if (pt_stack_event(p->stacks, q->pid, q->cur_tid, q->cur_cpu, &b) < 0)
+            p->failed = true;
     }
     if (p->o.branches && !skip_event(p))
-        synth_sample(p, q, &p->branches_attr, 1, false);
+        synth_sample(p, q, &p->branches_attr, 1);
 }
 
 /* ---- queues ------------------------------------------------------------------ */
@@ -733,8 +738,6 @@ static void make_attr(lp_ptsynth *p, lp_attr *a, uint64_t config,
     a->nr_ids = 1;
 }
 
-static uint64_t synth_ids[2];
-
 static int configure(lp_ptsynth *p, const lp_file_info *info, lp_error *err)
 {
     uint64_t cfg, id, bits;
@@ -769,16 +772,29 @@ static int configure(lp_ptsynth *p, const lp_file_info *info, lp_error *err)
         p->mtc_shift = (unsigned)((cfg & p->priv[PRIV_MTC_FREQ_BITS]) >> shift);
     }
     id = p->pt_attr.ids[0] + 1000000000;
-    synth_ids[0] = id ? id : 1;
-    synth_ids[1] = synth_ids[0] + (p->o.branches ? 1 : 0);
-    make_attr(p, &p->branches_attr, 5, LP_SAMPLE_ADDR, &synth_ids[0],
+    p->synth_ids[0] = id ? id : 1;
+    p->synth_ids[1] = p->synth_ids[0] + (p->o.branches ? 1 : 0);
+    make_attr(p, &p->branches_attr, 5, LP_SAMPLE_ADDR, &p->synth_ids[0],
               p->pt_attr.exclude_kernel ? "branches:u" : "branches");
-    make_attr(p, &p->insn_attr, 1, p->o.last_branch ? LP_SAMPLE_BRANCH_STACK : 0,
-              &synth_ids[1],
+    make_attr(p, &p->insn_attr, 1,
+              (p->o.last_branch ? LP_SAMPLE_BRANCH_STACK : 0) |
+                  (p->o.callchain ? LP_SAMPLE_CALLCHAIN : 0),
+              &p->synth_ids[1],
               p->pt_attr.exclude_kernel ? "instructions:u" : "instructions");
     if (p->o.last_branch)
         p->insn_attr.branch_sample_type = LP_BRANCH_HW_INDEX;
     return 0;
+}
+
+/* perf script's native_arch: the recording's arch is this machine's. */
+static bool is_native(const char *arch)
+{
+    struct utsname u;
+
+    if (!arch || uname(&u) < 0)
+        return false;
+    return strcmp(u.machine, arch) == 0 ||
+           (strcmp(u.machine, "x86_64") == 0 && strcmp(arch, "i386") == 0);
 }
 
 static int first_pass(lp_ptsynth *p, const char *path, lp_error *err)
@@ -796,6 +812,7 @@ static int first_pass(lp_ptsynth *p, const char *path, lp_error *err)
         lp_reader_close(r);
         return 1;
     }
+    p->native = is_native(lp_reader_info(r)->arch);
     while ((k = lp_reader_next(r, &ev, err)) == 1) {
         if (ev->kind != LP_EV_OTHER)
             continue;
@@ -817,11 +834,17 @@ static int first_pass(lp_ptsynth *p, const char *path, lp_error *err)
 
 static int alloc_output(lp_ptsynth *p)
 {
-    for (unsigned i = 0; i < OUT_SLOTS; i++)
+    for (unsigned i = 0; i < OUT_SLOTS; i++) {
         if (p->o.last_branch &&
             !(p->out[i].br = calloc(p->o.last_branch_sz, sizeof *p->out[i].br)))
             return -1;
-    return 0;
+        if (p->o.callchain && !(p->out[i].chain = calloc(p->o.callchain_sz + 1,
+                                                         sizeof *p->out[i].chain)))
+            return -1;
+    }
+    p->stacks = pt_stacks_new(p->o.last_branch ? p->o.last_branch_sz : 0,
+                              p->o.callchain);
+    return p->stacks ? 0 : -1;
 }
 
 int lp_ptsynth_open(const char *path, const lp_itrace *o, lp_ptsynth **out,
@@ -896,6 +919,7 @@ static void context_switch(lp_ptsynth *p, const lp_event *ev)
  * after the queues were decoded up to it. */
 static int observe(lp_ptsynth *p, const lp_event *ev, lp_error *err)
 {
+    probe_vdso_mmap(p, ev);
     if (lp_machine_process_event(p->m, ev, err) < 0)
         return -1;
     switch (ev->kind) {
@@ -907,6 +931,7 @@ static int observe(lp_ptsynth *p, const lp_event *ev, lp_error *err)
         break;
     case LP_EV_SAMPLE:
         set_pid(p, (int32_t)ev->u.sample.pid, (int32_t)ev->u.sample.tid);
+        probe_sample_ip(p, (int32_t)ev->u.sample.pid, ev->u.sample.ip);
         break;
     default: break;
     }
@@ -990,6 +1015,9 @@ int lp_ptsynth_next(lp_ptsynth *p, lp_reader *r, const lp_event **ev,
                     lp_error *err)
 {
     for (;;) {
+        if (p->failed)
+            return lp_error_set(err, LP_ENOMEM, "out of memory (Intel PT "
+                                "thread stacks)");
         if (p->out_n) {
             *ev = &p->out[p->out_head].ev;
             p->out_head = (p->out_head + 1) % OUT_SLOTS;
@@ -1028,6 +1056,22 @@ int lp_ptsynth_next(lp_ptsynth *p, lp_reader *r, const lp_event **ev,
 uint64_t lp_ptsynth_nr_errors(const lp_ptsynth *p) { return p->nr_errors; }
 uint64_t lp_ptsynth_nr_samples(const lp_ptsynth *p) { return p->nr_samples; }
 
+bool lp_ptsynth_made(const lp_ptsynth *p, const lp_sample *s)
+{
+    return p && (s->attr == &p->branches_attr || s->attr == &p->insn_attr);
+}
+
+size_t lp_ptsynth_attrs(const lp_ptsynth *p, const lp_attr *out[2])
+{
+    size_t n = 0;
+
+    if (p->o.branches)
+        out[n++] = &p->branches_attr;
+    if (p->o.instructions)
+        out[n++] = &p->insn_attr;
+    return n;
+}
+
 void lp_ptsynth_close(lp_ptsynth *p)
 {
     if (!p)
@@ -1049,19 +1093,16 @@ void lp_ptsynth_close(lp_ptsynth *p)
         free(d->path);
         free(d);
     }
-    while (p->rings) {
-        br_ring *r = p->rings;
-        p->rings = r->next;
-        free(r->e);
-        free(r);
-    }
+    pt_stacks_free(p->stacks);
     while (p->tids) {
         tid_pid *t = p->tids;
         p->tids = t->next;
         free(t);
     }
-    for (unsigned i = 0; i < OUT_SLOTS; i++)
+    for (unsigned i = 0; i < OUT_SLOTS; i++) {
         free(p->out[i].br);
+        free(p->out[i].chain);
+    }
     free(p->cur_tid);
     lp_machine_free(p->m);
     free(p);

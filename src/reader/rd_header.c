@@ -508,6 +508,26 @@ static int read_features(lp_reader *r, rd_file *f, uint64_t table,
     return 0;
 }
 
+/* The feature sections after a complete data section run past the end of
+ * the file: a file cut after its data. Not strict: the records are all
+ * there, so only the features (build-ids, event names...) are lost, which
+ * the warning says. */
+static int cut_features(lp_reader *r, const rd_file *f, const lp_error *fe, lp_error *err)
+{
+    if (r->opts.strict || fe->code != LP_EFORMAT || f->end != f->size) {
+        if (err)
+            *err = *fe;
+        return -1;
+    }
+    r->stats.cut_off++;
+    if (r->opts.warn)
+        lp_warnf(r->opts.warn, r->opts.warn_ctx,
+                 "the file was cut off after its data section (%s); every record is read, "
+                 "the header's features from there on (build-ids, event names, command "
+                 "line...) are lost (--strict makes this an error)", fe->msg);
+    return 0;
+}
+
 /*
  * Parse the file header of a memory-backed file. On return f->pos/end bound
  * the data section. Pipe headers (size 16) only set the format.
@@ -547,17 +567,24 @@ int rd_read_file_header(lp_reader *r, rd_file *f, lp_error *err)
                        "expected at least one",
                        (unsigned long long)rd_ld64(h + 32, r->swap));
     uint64_t doff = rd_ld64(h + 40, r->swap), dsize = rd_ld64(h + 48, r->swap);
-    if (!section_ok(f, doff, dsize))
-        return rd_errf(err, f->name, 40, 0,
-                       "data section [0x%llx, +0x%llx) runs past the end of "
-                       "the file (%llu bytes): truncated file?",
-                       (unsigned long long)doff, (unsigned long long)dsize,
-                       (unsigned long long)f->end);
+    if (!section_ok(f, doff, dsize)) {
+        /* Cut inside its data: its complete records are read (rd_input.c
+         * cut_off says where it ends), the features after it are lost. */
+        if (r->opts.strict || doff > f->end)
+            return rd_errf(err, f->name, 40, 0,
+                           "data section [0x%llx, +0x%llx) runs past the end of "
+                           "the file (%llu bytes): truncated file?",
+                           (unsigned long long)doff, (unsigned long long)dsize,
+                           (unsigned long long)f->end);
+        f->data_end = doff + dsize < doff ? UINT64_MAX : doff + dsize;
+        dsize = 0;  /* to the end of the file */
+    }
     r->info.data_offset = doff;
     r->info.data_size = dsize;
     if (hsize == 104 && dsize > 0) {
+        lp_error fe;
         feature_bitmap(r, h + 72);
-        if (read_features(r, f, doff + dsize, err) < 0)
+        if (read_features(r, f, doff + dsize, &fe) < 0 && cut_features(r, f, &fe, err) < 0)
             return -1;
     }
     f->pos = doff;

@@ -33,6 +33,51 @@ int rd_errf(lp_error *err, const char *file, uint64_t off, int zst,
                         msg);
 }
 
+/* ---- cut-off inputs ------------------------------------------------------ */
+
+/* Does the record stream of f run to the physical end of its bytes (a
+ * stream, a file whose header gives no data size, or one cut inside its
+ * data section)? Only there can a partial record be a cut, not a lie. */
+static int runs_to_the_end(const rd_file *f)
+{
+    return !f->is_mem || f->end >= f->size;
+}
+
+/* The input ends inside a record (`what`, at off): with opts.strict the
+ * error it always was; by default a warning naming the file, the offset
+ * and the records read, and the end of this file's records. 0 or -1. */
+static int cut_off(lp_reader *r, rd_file *f, uint64_t off, int zst, lp_error *err,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int cut_off(lp_reader *r, rd_file *f, uint64_t off, int zst, lp_error *err,
+                   const char *fmt, ...)
+{
+    char what[LP_ERRMSG_MAX / 2], header[96] = "";
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (r->opts.strict || !runs_to_the_end(f))
+        return rd_errf(err, f->name, off, zst, "%s", what);
+    if (f->data_end)
+        snprintf(header, sizeof header, ", before the end of the data section (0x%llx by "
+                 "the header)", (unsigned long long)f->data_end);
+    if (r->opts.warn)
+        lp_warnf(r->opts.warn, r->opts.warn_ctx,
+                 "%s: %soffset 0x%llx: %s%s: the file was cut off (a recording killed, or a "
+                 "disk that filled up); the %llu complete records before it are used "
+                 "(--strict makes this an error)", f->name, zst ? "decompressed " : "",
+                 (unsigned long long)off, what, header,
+                 (unsigned long long)r->stats.complete_records);
+    r->stats.cut_off++;
+    f->cut = 1;
+    f->data_end = 0;
+    f->pos = f->end;    /* this file's records end here */
+    f->eof = 1;
+    f->b0 = f->b1;
+    return 0;
+}
+
 /* ---- files ----------------------------------------------------------------- */
 
 int rd_file_open_mem(rd_file *f, const void *buf, size_t len, const char *name)
@@ -43,7 +88,7 @@ int rd_file_open_mem(rd_file *f, const void *buf, size_t len, const char *name)
         return -1;
     f->is_mem = 1;
     f->base = buf;
-    f->end = len;
+    f->end = f->size = len;
     return 0;
 }
 
@@ -160,21 +205,22 @@ int rd_file_read(rd_file *f, void *dst, size_t n, lp_error *err)
 }
 
 /* Skip n payload bytes that follow a record (TRACING_DATA, AUXTRACE). */
-static int file_skip(rd_file *f, uint64_t n, uint64_t recoff, lp_error *err)
+/* 1 skipped, 0 cut off (the record is dropped), -1 error. */
+static int file_skip(lp_reader *r, rd_file *f, uint64_t n, uint64_t recoff, lp_error *err)
 {
     if (f->is_mem) {
         if (f->end - f->pos < n)
-            return rd_errf(err, f->name, recoff, 0,
+            return cut_off(r, f, recoff, 0, err,
                            "payload of %llu bytes runs past the end of the "
                            "data (0x%llx)", (unsigned long long)n,
                            (unsigned long long)f->end);
         f->pos += n;
-        return 0;
+        return 1;
     }
     while (n > 0) {
         size_t have = stream_fill(f, 1);
         if (have == 0)
-            return rd_errf(err, f->name, recoff, 0,
+            return cut_off(r, f, recoff, 0, err,
                            "input ends inside a %llu-byte payload",
                            (unsigned long long)n);
         size_t k = have < n ? have : (size_t)n;
@@ -182,7 +228,15 @@ static int file_skip(rd_file *f, uint64_t n, uint64_t recoff, lp_error *err)
         f->pos += k;
         n -= k;
     }
-    return 0;
+    return 1;
+}
+
+/* End of a file's records: a file cut at a record boundary before the end
+ * of its data section is said so too. */
+static int file_end(lp_reader *r, rd_file *f, lp_error *err)
+{
+    return f->data_end ? cut_off(r, f, f->pos, 0, err, "the file ends between two records")
+                       : 0;
 }
 
 /* An AUXTRACE record's trace bytes: pointed to in a memory source, read
@@ -229,17 +283,18 @@ static int payload_read(lp_reader *r, rd_file *f, uint64_t n, rd_raw *raw,
 }
 
 /* Next record of one file: 1 got one, 0 end, -1 error. */
-static int file_next(rd_file *f, int swap, rd_raw *raw, lp_error *err)
+static int file_next(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err)
 {
     const uint8_t *p;
     uint16_t size;
+    int swap = r->swap;
 
     if (f->is_mem) {
         if (f->pos >= f->end)
-            return 0;
+            return file_end(r, f, err);
         populate_ahead(f);
         if (f->end - f->pos < 8)
-            return rd_errf(err, f->name, f->pos, 0,
+            return cut_off(r, f, f->pos, 0, err,
                            "truncated record header: %llu bytes left, "
                            "expected 8", (unsigned long long)(f->end - f->pos));
         p = f->base + f->pos;
@@ -248,7 +303,7 @@ static int file_next(rd_file *f, int swap, rd_raw *raw, lp_error *err)
         if (have == 0)
             return 0;
         if (have < 8)
-            return rd_errf(err, f->name, f->pos, 0,
+            return cut_off(r, f, f->pos, 0, err,
                            "truncated record header: %zu bytes left, "
                            "expected 8", have);
         p = f->buf + f->b0;
@@ -260,12 +315,12 @@ static int file_next(rd_file *f, int swap, rd_raw *raw, lp_error *err)
                        rd_ld32(p, swap), size);
     if (f->is_mem) {
         if (f->end - f->pos < size)
-            return rd_errf(err, f->name, f->pos, 0,
+            return cut_off(r, f, f->pos, 0, err,
                            "record (type %u, size %u) runs past the end of "
                            "the data at 0x%llx", rd_ld32(p, swap), size,
                            (unsigned long long)f->end);
     } else if (stream_fill(f, size) < size) {
-        return rd_errf(err, f->name, f->pos, 0,
+        return cut_off(r, f, f->pos, 0, err,
                        "input ends inside a record (type %u, size %u)",
                        rd_ld32(p, swap), size);
     } else {
@@ -396,14 +451,15 @@ static int zstd_next(lp_reader *r, rd_raw *raw, const char *fname,
     }
 }
 
-/* End of one input: a partial record left in the carry window is an error. */
-static int zstd_end_file(lp_reader *r, const char *fname, lp_error *err)
+/* End of one input: a partial record left in the carry window is a cut
+ * (cut_off decides; when the file itself was cut, that was said). */
+static int zstd_end_file(lp_reader *r, rd_file *f, lp_error *err)
 {
     rd_zstd *z = &r->z;
-    if (z->o1 > z->o0)
-        return rd_errf(err, fname, z->off, 1,
-                       "compressed data ends inside a record (%zu bytes "
-                       "left over)", z->o1 - z->o0);
+    if (z->o1 > z->o0 && !f->cut &&
+        cut_off(r, f, z->off, 1, err, "compressed data ends inside a record (%zu bytes "
+                "left over)", z->o1 - z->o0) < 0)
+        return -1;
     if (z->ds)
         ZSTD_initDStream(z->ds);
     z->o0 = z->o1 = 0;
@@ -451,11 +507,11 @@ int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err)
         if (rc < 0)
             return -1;
         if (rc == 0)
-            rc = file_next(f, r->swap, raw, err);
+            rc = file_next(r, f, raw, err);
         if (rc < 0)
             return -1;
         if (rc == 0) {
-            if (zstd_end_file(r, f->name, err) < 0)
+            if (zstd_end_file(r, f, err) < 0)
                 return -1;
             r->cur_file++;
             continue;
@@ -486,9 +542,13 @@ int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err)
                 memcpy(r->abuf, raw->p, raw->size);
                 raw->p = (const uint8_t *)r->abuf;
             }
-            if (file_skip(f, extra, raw->off, err) < 0)
+            rc = file_skip(r, f, extra, raw->off, err);
+            if (rc < 0)
                 return -1;
+            if (rc == 0)
+                continue; /* cut off inside the payload: dropped */
         }
+        r->stats.complete_records++;
         return 1;
     }
 }

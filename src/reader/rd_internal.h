@@ -102,6 +102,10 @@ typedef struct rd_file {
     uint64_t populated;  /* mmap: page tables filled up to here */
     uint64_t released;   /* mmap: pages below this were given back */
     uint64_t pos, end;   /* current offset, end of the record stream */
+    uint64_t size;       /* memory: bytes of the whole source */
+    uint64_t data_end;   /* memory: the data section's end by the header,
+                            when the file ends before it (0: not cut) */
+    int cut;             /* its records ended at a cut (reader opts.strict) */
     FILE *f;             /* stream */
     int own_f;
     uint8_t *buf;        /* stream refill buffer */

@@ -410,6 +410,9 @@ static int read_all(pf_state *s, lp_error *err)
     memset(&ro, 0, sizeof ro);
     ro.force_text = s->o->force_text;
     ro.skip_payloads = 1;
+    ro.strict = s->o->strict;
+    ro.warn = s->o->warn;
+    ro.warn_ctx = s->o->warn_ctx;
     if (!(rd = lp_reader_open(s->trace, &ro, err)))
         return -1;
     info = lp_reader_info(rd);

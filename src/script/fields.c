@@ -71,8 +71,18 @@ static unsigned check_fields(unsigned f, const lp_attr *a)
     return f;
 }
 
-/* Pipe mode (perf's process_attr): when the events seen so far sample
- * callchains or branch stacks, perf turns on ip and sym for the type. */
+/* perf's process_attr: with callchains on, the events seen so far
+ * sampling callchains, branch stacks or user stacks make perf turn on ip
+ * and sym for the type of the event being added. */
+static unsigned stack_extra_fields(uint64_t st)
+{
+    if ((st & (LP_SAMPLE_CALLCHAIN | LP_SAMPLE_BRANCH_STACK)) ||
+        ((st & LP_SAMPLE_REGS_USER) && (st & LP_SAMPLE_STACK_USER)))
+        return LP_SCRIPT_IP | SC_SYM;
+    return 0;
+}
+
+/* Pipe mode: every attr arrives through process_attr (callchains on). */
 static unsigned pipe_extra_fields(const lp_file_info *info, size_t upto)
 {
     uint64_t st = 0;
@@ -80,9 +90,37 @@ static unsigned pipe_extra_fields(const lp_file_info *info, size_t upto)
 
     for (i = 0; i <= upto; i++)
         st |= info->attrs[i].sample_type;
-    if ((st & (LP_SAMPLE_CALLCHAIN | LP_SAMPLE_BRANCH_STACK)) ||
-        ((st & LP_SAMPLE_REGS_USER) && (st & LP_SAMPLE_STACK_USER)))
-        return LP_SCRIPT_IP | SC_SYM;
+    return stack_extra_fields(st);
+}
+
+/* The attrs the Intel PT synthesizer adds go through process_attr too:
+ * the first of an output type no recorded event has is checked - but in a
+ * file with AUX area data (HEADER_AUXTRACE) evsel__check_attr keeps the
+ * fields asked for even when the event lacks them (allow_user_set), so
+ * instruction samples print their branch stacks after branch samples -,
+ * and gets ip and sym when callchains are on (`g` turns them on, as does
+ * a recorded event with callchains). 0 if no synthesized attr has type t. */
+static int synth_type_fields(sc_state *s, int t, unsigned *f)
+{
+    const lp_file_info *info = lp_reader_info(s->r);
+    bool use_callchain = s->o->itrace && s->o->itrace->callchain;
+    const lp_attr *sa[2];
+    size_t n = s->pt ? lp_ptsynth_attrs(s->pt, sa) : 0, i;
+    uint64_t st = 0;
+
+    for (i = 0; i < info->nr_attrs; i++) {
+        st |= info->attrs[i].sample_type;
+        use_callchain |= (info->attrs[i].sample_type & LP_SAMPLE_CALLCHAIN) != 0;
+    }
+    for (i = 0; i < n; i++) {
+        st |= sa[i]->sample_type;
+        if (output_type(sa[i]) != t)
+            continue;
+        *f = s->o->fields;
+        if (use_callchain)
+            *f |= stack_extra_fields(st);
+        return 1;
+    }
     return 0;
 }
 
@@ -107,8 +145,9 @@ unsigned sc_fields_for(sc_state *s, const lp_attr *a)
             s->type_fields[t] = check_fields(s->o->fields, &info->attrs[i]);
             if (info->format == LP_FMT_PERF_PIPE)
                 s->type_fields[t] |= pipe_extra_fields(info, i);
-            break;
+            return s->type_fields[t];
         }
+    synth_type_fields(s, t, &s->type_fields[t]);
     return s->type_fields[t];
 }
 

@@ -12,25 +12,35 @@
 
 #include "script/sc_internal.h"
 
-#define SC_MAX_STACK 127 /* perf script's default scripting_max_stack */
 #define SC_FP_BUF (2 * LP_FPU_MAX_FRAMES + 8)
+
+/* The sym field: " NAME", or " [unknown]" (no map, no symbol). */
+static void print_sym(sc_state *s, const lp_map *mp, uint64_t ip)
+{
+    const char *name = NULL;
+
+    if (mp && (s->syms || (s->syms = sc_symbols_new())))
+        name = sc_symbol_name(s->syms, mp, ip);
+    fprintf(s->out, " %s", name ? name : "[unknown]");
+}
 
 /* One callchain frame; `mode` is the cpumode set by the last marker. */
 static void print_frame(sc_state *s, const lp_sample *sm, uint64_t ip,
                         unsigned mode, unsigned f)
 {
-    uint64_t addr = ip;
-    const lp_map *mp;
+    const lp_map *mp = mode == LP_CPUMODE_HV ? NULL
+                       : lp_machine_find_map(s->m, sm->pid, ip, mode);
 
-    if (!s->o->raw_addr && mode != LP_CPUMODE_HV &&
-        (mp = lp_machine_find_map(s->m, sm->pid, ip, mode)))
-        addr = lp_map_rel_addr(mp, ip);
-    fprintf(s->out, "\t%16" PRIx64 "%s\n", addr, (f & SC_SYM) ? " [unknown]" : "");
+    fprintf(s->out, "\t%16" PRIx64,
+            mp && !s->o->raw_addr ? lp_map_rel_addr(mp, ip) : ip);
+    if (f & SC_SYM)
+        print_sym(s, mp, ip);
+    fputc('\n', s->out);
 }
 
 /* A corrupt marker discards the whole chain, unless perf stops at
  * max_stack entries before reaching it. */
-static bool chain_discarded(const lp_sample *sm)
+static bool chain_discarded(const sc_state *s, const lp_sample *sm)
 {
     uint64_t i, k = 0;
 
@@ -41,7 +51,7 @@ static bool chain_discarded(const lp_sample *sm)
             break;
         k += ip < LP_CONTEXT_MAX;
     }
-    return i < sm->callchain_nr && k < SC_MAX_STACK;
+    return i < sm->callchain_nr && k < s->max_stack;
 }
 
 /* thread__resolve_callchain_sample (callee order) + the printing loop. */
@@ -50,9 +60,9 @@ static void print_callchain(sc_state *s, const lp_sample *sm, unsigned f)
     unsigned mode = LP_CPUMODE_USER;
     uint64_t i, n = 0;
 
-    if (chain_discarded(sm))
+    if (chain_discarded(s, sm))
         return;
-    for (i = 0; i < sm->callchain_nr && n < SC_MAX_STACK; i++) {
+    for (i = 0; i < sm->callchain_nr && n < s->max_stack; i++) {
         uint64_t ip = sm->callchain[i];
         if (ip >= LP_CONTEXT_MAX) {
             mode = ip == LP_CONTEXT_HV       ? LP_CPUMODE_HV
@@ -148,7 +158,7 @@ static unsigned sample_fields(sc_state *s, const lp_sample *sm,
 /* The ip field and what follows it. `count`: aggregated perf script text
  * keeps llvm-profgen's count line just before the first address line. */
 static void print_rest(sc_state *s, const lp_sample *sm, unsigned f,
-                       bool chain, bool count)
+                       bool chain, bool count, unsigned mode)
 {
     if (f & LP_SCRIPT_IP) {
         fputc(chain ? '\n' : ' ', s->out);
@@ -156,9 +166,12 @@ static void print_rest(sc_state *s, const lp_sample *sm, unsigned f,
             fprintf(s->out, "%" PRIu64 "\n", sm->repeat);
         if (chain)
             print_callchain(s, sm, f);
-        else
-            fprintf(s->out, "%16" PRIx64 "%s", sm->ip,
-                    (f & SC_SYM) ? " [unknown]" : "");
+        else {
+            fprintf(s->out, "%16" PRIx64, sm->ip);
+            if (f & SC_SYM)
+                print_sym(s, lp_machine_find_map(s->m, sm->pid, sm->ip, mode),
+                          sm->ip);
+        }
     }
     if ((f & LP_SCRIPT_BRSTACK) && (sm->sample_type & LP_SAMPLE_BRANCH_STACK))
         print_brstack(s, sm);
@@ -195,6 +208,6 @@ int sc_print_sample(sc_state *s, const lp_event *ev, lp_error *err)
     sc_print_start(s, f, a, lp_machine_comm(s->m, (uint32_t)pid, (uint32_t)tid),
                    (uint32_t)tid, pid, tid,
                    (sm->sample_type & LP_SAMPLE_TIME) ? sm->time : UINT64_MAX);
-    print_rest(s, sm, f, chain, count);
+    print_rest(s, sm, f, chain, count, mode);
     return 0;
 }

@@ -76,6 +76,9 @@ static lp_reader *open_input(const char *input, const lp_script_opts *o,
     memset(&ro, 0, sizeof ro);
     ro.order = LP_ORDER_TIME;
     ro.skip_payloads = !o->fp_mode; /* the walk needs regs and stack */
+    ro.strict = o->strict;
+    ro.warn = o->warn;
+    ro.warn_ctx = o->warn_ctx;
     if (strcmp(input, "-") == 0)
         return lp_reader_open_stream(stdin, "-", &ro, err);
     return lp_reader_open(input, &ro, err);
@@ -168,11 +171,15 @@ int lp_script_run(const char *input, const lp_script_opts *o, FILE *out,
     memset(&s, 0, sizeof s);
     s.o = o;
     s.out = out;
+    s.max_stack = SC_MAX_STACK;
+    if (o->itrace && o->itrace->callchain && o->itrace->callchain_sz > s.max_stack)
+        s.max_stack = o->itrace->callchain_sz;
     r = run(&s, input, err);
     fflush(out);
     if (s.pt)
         ((lp_script_opts *)o)->pt_errors = lp_ptsynth_nr_errors(s.pt);
     lp_ptsynth_close(s.pt);
+    sc_symbols_free(s.syms);
     if (o->fp_stats && s.fps)
         write_fp_stats(o->fp_stats, s.fps);
     lp_fp_sampler_free(s.fps);

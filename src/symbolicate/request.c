@@ -5,23 +5,10 @@
  * lookups nor the response (response.c).
  */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "symbolicate/internal.h"
-
-/* Python's isinstance(x, int) also accepts booleans; so does the service. */
-int lp_sym_json_int(const json_t *v, long long *out)
-{
-    if (json_is_integer(v)) {
-        *out = json_integer_value(v);
-        return 1;
-    }
-    if (json_is_boolean(v)) {
-        *out = json_is_true(v);
-        return 1;
-    }
-    return 0;
-}
 
 static int match_chars(const char *s, const char *extra, int hex)
 {
@@ -63,24 +50,25 @@ static const char *check_modules(const json_t *mods, char *buf, size_t n)
     return NULL;
 }
 
-static const char *check_frame(const json_t *fr, size_t s, size_t f, size_t nmods,
+static const char *check_frame(const json_t *fr, size_t s, size_t f, size_t nmods, int big,
                                char *buf, size_t n)
 {
     long long idx, off;
 
     if (!json_is_array(fr) || json_array_size(fr) != 2)
         return snprintf(buf, n, "stack %zu frame %zu is not a list of two items", s, f), buf;
-    if (!lp_sym_json_int(json_array_get(fr, 0), &idx))
+    if (!lp_sym_json_int(json_array_get(fr, 0), big, &idx))
         return snprintf(buf, n, "stack %zu frame %zu has an invalid module_index", s, f), buf;
     if (idx < -1 || idx >= (long long)nmods)
         return snprintf(buf, n, "stack %zu frame %zu has a module_index that isn't in modules",
                         s, f), buf;
-    if (!lp_sym_json_int(json_array_get(fr, 1), &off) || off < -1)
+    if (!lp_sym_json_int(json_array_get(fr, 1), big, &off) || off < -1)
         return snprintf(buf, n, "stack %zu frame %zu has an invalid module_offset", s, f), buf;
     return NULL;
 }
 
-static const char *check_stacks(const json_t *stacks, size_t nmods, char *buf, size_t n)
+static const char *check_stacks(const json_t *stacks, size_t nmods, int big, char *buf,
+                                size_t n)
 {
     size_t s, f;
     const json_t *st, *fr;
@@ -94,13 +82,13 @@ static const char *check_stacks(const json_t *stacks, size_t nmods, char *buf, s
         if (!json_is_array(st))
             return snprintf(buf, n, "stack %zu is not a list", s), buf;
         json_array_foreach(st, f, fr)
-            if ((msg = check_frame(fr, s, f, nmods, buf, n)))
+            if ((msg = check_frame(fr, s, f, nmods, big, buf, n)))
                 return msg;
     }
     return NULL;
 }
 
-int lp_sym_validate_jobs(const json_t *jobs, lp_error *err)
+int lp_sym_validate_jobs(const json_t *jobs, int big, lp_error *err)
 {
     size_t i;
     const json_t *job, *stacks, *mods;
@@ -118,17 +106,27 @@ int lp_sym_validate_jobs(const json_t *jobs, lp_error *err)
             return lp_error_set(err, LP_EFORMAT, "job %zu is invalid: no memoryMap specified", i);
         if ((msg = check_modules(mods, buf, sizeof buf)))
             return lp_error_set(err, LP_EFORMAT, "job %zu has invalid modules: %s", i, msg);
-        if ((msg = check_stacks(stacks, json_array_size(mods), buf, sizeof buf)))
+        if ((msg = check_stacks(stacks, json_array_size(mods), big, buf, sizeof buf)))
             return lp_error_set(err, LP_EFORMAT, "job %zu has invalid stacks: %s", i, msg);
     }
     return 0;
 }
 
-json_t *lp_sym_parse_body(const char *body, size_t len, lp_error *err)
+json_t *lp_sym_parse_body(const char *body, size_t len, int *big, lp_error *err)
 {
     json_error_t je;
     json_t *root = body ? json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je) : NULL;
+    char *rw;
+    size_t rwlen;
 
+    *big = 0;
+    /* Integers beyond 64 bits are valid JSON (bigint.c). */
+    if (!root && body && strstr(je.text, "too big") &&
+        (rw = lp_sym_rewrite_big_ints(body, len, &rwlen))) {
+        root = json_loadb(rw, rwlen, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        *big = root != NULL;
+        free(rw);
+    }
     if (!root)
         lp_error_set(err, LP_EFORMAT, "Payload is not valid JSON");
     return root;

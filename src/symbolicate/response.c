@@ -18,6 +18,7 @@
 typedef struct req_module {
     const char *file, *id;
     int state;              /* -1 not looked up (null), 0 not found, 1 found */
+    int in_job;             /* a frame of the current job refers to it */
     lp_sym_handle h;
     const char *display;    /* the "module" of frames */
     int loaded;             /* lookup statistics, kept after release */
@@ -33,22 +34,15 @@ typedef struct run_ctx {
     size_t nmods, capmods;
     double t0;
     long *by_index;         /* this job: memoryMap index -> mods index */
+    int big;                /* integers beyond 64 bits are markers (bigint.c) */
     lp_error *err;
 } run_ctx;
 
-static void hex_str(long long v, char *buf, size_t n)
-{
-    if (v < 0)
-        snprintf(buf, n, "-0x%llx", -(unsigned long long)v);
-    else
-        snprintf(buf, n, "0x%llx", (unsigned long long)v);
-}
-
-static json_t *hex_json(long long v)
+static json_t *hex_json(uint64_t v)
 {
     char buf[32];
 
-    hex_str(v, buf, sizeof buf);
+    snprintf(buf, sizeof buf, "0x%" PRIx64, v);
     return json_string(buf);
 }
 
@@ -141,9 +135,9 @@ static int add_inlines(json_t *fi, const lp_bp_result *res)
 }
 
 /* Fill in function/file/line/inlines of a frame of a found module. */
-static int resolve(run_ctx *c, json_t *fi, const req_module *rm, size_t index, long long off)
+static int resolve(run_ctx *c, json_t *fi, const req_module *rm, size_t index, uint64_t off)
 {
-    uint64_t addr = (uint64_t)off;
+    uint64_t addr = off;
     lp_cpu arch;
     lp_bp_result res;
     int r = 0;
@@ -151,15 +145,15 @@ static int resolve(run_ctx *c, json_t *fi, const req_module *rm, size_t index, l
     if (c->opts && c->opts->adjust) {
         arch = c->opts->arch != LP_CPU_UNKNOWN ? c->opts->arch
                                                 : lp_cpu_from_name(rm->h.m->arch);
-        if (lp_adjust_frame(arch, c->opts->mode, index, (uint64_t)off, NULL, &addr) < 0)
+        if (lp_adjust_frame(arch, c->opts->mode, index, off, NULL, &addr) < 0)
             return json_object_set_new(fi, "lookup_offset", json_null());
-        r = json_object_set_new(fi, "lookup_offset", hex_json((long long)addr));
+        r = json_object_set_new(fi, "lookup_offset", hex_json(addr));
     }
     if (!lp_bp_lookup(rm->h.m, addr, &res))
         return r;
     /* Key order as the service: function, function_offset, file, line. */
     r |= json_object_set_new(fi, "function", jstr(res.frames[res.nframes - 1].function));
-    r |= json_object_set_new(fi, "function_offset", hex_json((long long)(addr - res.sym_addr)));
+    r |= json_object_set_new(fi, "function_offset", hex_json(addr - res.sym_addr));
     r |= set_file_line(fi, &res.frames[res.nframes - 1]);
     if (res.nframes > 1)
         r |= add_inlines(fi, &res);
@@ -168,13 +162,14 @@ static int resolve(run_ctx *c, json_t *fi, const req_module *rm, size_t index, l
 
 static json_t *do_frame(run_ctx *c, const json_t *mmap, const json_t *fr, size_t index)
 {
-    long long idx, off;
+    long long idx;
+    uint64_t off;
+    int lookup;
     const char *file = "", *id = "";
     req_module *rm = NULL;
     json_t *fi = json_object();
 
-    lp_sym_json_int(json_array_get(fr, 0), &idx);
-    lp_sym_json_int(json_array_get(fr, 1), &off);
+    lp_sym_json_int(json_array_get(fr, 0), c->big, &idx);
     if (idx >= 0 && c->by_index[idx] >= 0) {
         rm = &c->mods[c->by_index[idx]];
     } else if (idx >= 0) {
@@ -186,10 +181,13 @@ static json_t *do_frame(run_ctx *c, const json_t *mmap, const json_t *fr, size_t
         }
         c->by_index[idx] = rm - c->mods;
     }
+    if (rm)
+        rm->in_job = 1;
     if (!fi || json_object_set_new(fi, "frame", json_integer((json_int_t)index)) ||
         json_object_set_new(fi, "module", jstr(rm ? rm->display : "<unknown>")) ||
-        json_object_set_new(fi, "module_offset", hex_json(off)) ||
-        (rm && rm->state == 1 && off >= 0 && resolve(c, fi, rm, index, off))) {
+        json_object_set_new(fi, "module_offset",
+                            lp_sym_offset_hex(json_array_get(fr, 1), c->big, &off, &lookup)) ||
+        (rm && rm->state == 1 && lookup && resolve(c, fi, rm, index, off))) {
         json_decref(fi);
         return NULL;
     }
@@ -212,7 +210,10 @@ static json_t *found_modules(run_ctx *c, const json_t *mmap)
             json_decref(fm);
             return NULL;
         }
-        json_object_set_new(fm, key, rm->state < 0 ? json_null() : json_boolean(rm->state));
+        /* null unless a frame of this job refers to it (an earlier job of
+         * the request may have looked it up). */
+        json_object_set_new(fm, key, rm->state < 0 || !rm->in_job ? json_null()
+                                                                  : json_boolean(rm->state));
         free(key);
     }
     return fm;
@@ -230,6 +231,8 @@ static json_t *do_job(run_ctx *c, const json_t *job)
         goto fail;
     for (s = 0; s < n; s++)
         c->by_index[s] = -1;
+    for (s = 0; s < c->nmods; s++)
+        c->mods[s].in_job = 0;
     if (!res || !out || json_object_set_new(res, "stacks", out))
         goto fail;
     json_array_foreach(stacks, s, st) {
@@ -378,11 +381,12 @@ static json_t *run_jobs(run_ctx *c, const json_t *jobs)
 char *lp_symbolicate_v5(lp_sym_store *s, const char *body, size_t len,
                         const lp_sym_opts *opts, lp_error *err)
 {
-    run_ctx c = {s, opts, NULL, 0, 0, now(), NULL, err};
-    json_t *root = lp_sym_parse_body(body, len, err), *jobs = NULL, *results, *resp = NULL;
+    run_ctx c = {s, opts, NULL, 0, 0, now(), NULL, 0, err};
+    json_t *root = lp_sym_parse_body(body, len, &c.big, err), *jobs = NULL, *results;
+    json_t *resp = NULL;
     char *text = NULL;
 
-    if (!root || !(jobs = lp_sym_v5_jobs(root, err)) || lp_sym_validate_jobs(jobs, err) < 0)
+    if (!root || !(jobs = lp_sym_v5_jobs(root, err)) || lp_sym_validate_jobs(jobs, c.big, err) < 0)
         goto out;
     if (!(results = run_jobs(&c, jobs)))
         goto out;
@@ -446,8 +450,8 @@ fail:
 char *lp_symbolicate_v4(lp_sym_store *s, const char *body, size_t len,
                         const lp_sym_opts *opts, lp_error *err)
 {
-    run_ctx c = {s, opts, NULL, 0, 0, now(), NULL, err};
-    json_t *root = lp_sym_parse_body(body, len, err), *jobs = NULL, *results = NULL;
+    run_ctx c = {s, opts, NULL, 0, 0, now(), NULL, 0, err};
+    json_t *root = lp_sym_parse_body(body, len, &c.big, err), *jobs = NULL, *results = NULL;
     json_t *resp = NULL;
     char *text = NULL;
 
@@ -457,7 +461,7 @@ char *lp_symbolicate_v4(lp_sym_store *s, const char *body, size_t len,
         lp_error_set(err, LP_ENOMEM, "out of memory");
         goto out;
     }
-    if (lp_sym_validate_jobs(jobs, err) < 0 || !(results = run_jobs(&c, jobs)))
+    if (lp_sym_validate_jobs(jobs, c.big, err) < 0 || !(results = run_jobs(&c, jobs)))
         goto out;
     resp = v4_response(json_array_get(results, 0), json_object_get(root, "memoryMap"));
     text = resp ? dump(resp, opts, err) : (lp_error_set(err, LP_ENOMEM, "out of memory"), NULL);

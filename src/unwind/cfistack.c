@@ -411,9 +411,10 @@ int uw_cfi_stack(lp_unwinder *u, const lp_hybrid_sample *s, const uint64_t *st,
 
 /* ---- the leaf against LBR[0] ------------------------------------------------ */
 
-/* The CFI stack's caller of a leaf whose caller frame-pointer walks miss
- * against the LBR's, where it shows one: a check of both. */
-static void check_caller(lp_unwinder *u, size_t ncs, long nlbr, uint64_t n)
+/* The exact stack's caller of a leaf whose caller frame-pointer walks
+ * miss against the LBR's, where it shows one: a check of both. */
+static void check_caller(lp_unwinder *u, size_t ncs, long nlbr, uint64_t n,
+                         bool exact)
 {
     enum lp_uw_leaf s;
     uint64_t c;
@@ -426,12 +427,12 @@ static void check_caller(lp_unwinder *u, size_t ncs, long nlbr, uint64_t n)
     if ((c = uw_lbr_caller(u, u->lbr, (size_t)nlbr)) == 0)
         return;
     if (c == u->cs[1])
-        u->st.cfi_lbr_agree += n;
+        *(exact ? &u->st.exact_lbr_agree : &u->st.cfi_lbr_agree) += n;
     else
-        u->st.cfi_lbr_disagree += n;
+        *(exact ? &u->st.exact_lbr_disagree : &u->st.cfi_lbr_disagree) += n;
 }
 
-int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n)
+int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n, bool exact)
 {
     uint64_t t;
 
@@ -442,7 +443,7 @@ int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n)
         return 0;
     }
     if (u->cs[0] == UW_EXT || (u->cs[0] != UW_SIG && uw_fallthrough(u, t, u->cs[0]))) {
-        check_caller(u, *ncs, nlbr, n);
+        check_caller(u, *ncs, nlbr, n, exact);
         return 0;
     }
     if (*ncs >= 3 && u->cs[1] == UW_SIG && u->cs[0] != UW_SIG) {

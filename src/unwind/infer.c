@@ -27,11 +27,7 @@
 
 #define UW_INFER_NONE 1         /* cached "no answer" (no site is 1) */
 
-/* The functions that reach f by tail calls, f first, into u->closure:
- * the static tail calls (direct jumps from another function to one of
- * their entries, each checked by decoding) go into the graph on the way,
- * once per function (the `enriched` map: key (f, 0); (f, 1) is
- * enrich_forward's). */
+/* f onto the closure being built, unless it is there. */
 static int push_closure(lp_unwinder *u, const lp_function *f, lp_error *err)
 {
     size_t i;
@@ -46,6 +42,8 @@ static int push_closure(lp_unwinder *u, const lp_function *f, lp_error *err)
     return 0;
 }
 
+/* The direct jumps from another function to one of f's entries (each
+ * checked by decoding) into the graph. */
 static int static_tails_into(lp_unwinder *u, size_t k, const lp_function *f,
                              lp_error *err)
 {
@@ -55,10 +53,6 @@ static int static_tails_into(lp_unwinder *u, size_t k, const lp_function *f,
     long n, j;
     int r;
 
-    if (uw_map_get(&u->enriched, (uint64_t)(uintptr_t)f, 0))
-        return 0;
-    if (uw_map_put(&u->enriched, (uint64_t)(uintptr_t)f, 0, 1))
-        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     for (i = 0; i < f->nranges; i++) {
         uint64_t e = f->ranges[i]->start;
         if (!f->ranges[i]->is_entry)
@@ -73,41 +67,14 @@ static int static_tails_into(lp_unwinder *u, size_t k, const lp_function *f,
                 return -1;
             if (r == 1 && lp_tailcall_add_tail(u->tcs[k], x[j].site, g->func, f, err))
                 return -1;
-            /* x may have moved: ref_check reuses the answer vector only
-             * in refs_to, never here */
         }
     }
     return 0;
 }
 
-static int tail_closure(lp_unwinder *u, size_t k, const lp_function *f,
-                        lp_error *err)
-{
-    const lp_function *const *tails;
-    size_t next = 0;
-    long n, j;
-
-    u->nclosure = 0;
-    if (push_closure(u, f, err))
-        return -1;
-    while (next < u->nclosure) {
-        f = u->closure[next++];
-        if (static_tails_into(u, k, f, err))
-            return -1;
-        if ((n = lp_tailcall_tail_callers(u->tcs[k], f, &tails)) < 0)
-            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        for (j = 0; j < n; j++)
-            if (push_closure(u, tails[j], err))
-                return -1;
-    }
-    return 0;
-}
-
-/* The direct jumps (tail calls) from f's code to other functions' entries
- * go into the graph, and so, in turn, do those of every function f
- * reaches by tail calls (the LBR's included): what the frame below a hole
- * called may have tail-called the function the hole's frame runs. Done
- * once per function. */
+/* The direct jumps (tail calls) from f's code to other functions'
+ * entries into the graph: what the frame below a hole called may have
+ * tail-called the function the hole's frame runs. */
 static int jumps_of(lp_unwinder *u, size_t k, const lp_function *f,
                     lp_error *err)
 {
@@ -135,34 +102,36 @@ static int jumps_of(lp_unwinder *u, size_t k, const lp_function *f,
     return 0;
 }
 
-static int enrich_forward(lp_unwinder *u, size_t k, const lp_function *f,
-                          lp_error *err)
+/* The functions f reaches by tail calls (forward) or that reach f
+ * (backward), f first, into u->closure. On the way the static tail calls
+ * out of (forward: jumps_of) or into (backward: static_tails_into) each
+ * go into the graph, once per function and direction (the `enriched`
+ * map, keyed (function, forward)); the LBR's are there already. */
+static int tail_closure(lp_unwinder *u, size_t k, const lp_function *f,
+                        bool forward, lp_error *err)
 {
-    const lp_function *const *to;
-    size_t top = 0;
+    const lp_function *const *next_fs;
+    size_t next = 0;
     long n, j;
 
-    if (uw_map_get(&u->enriched, (uint64_t)(uintptr_t)f, 1))
-        return 0;
-    if (uw_map_put(&u->enriched, (uint64_t)(uintptr_t)f, 1, 1) ||
-        uw_grow((void **)&u->enrich_stack, &u->enrich_cap, 1, sizeof *u->enrich_stack))
-        return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    u->enrich_stack[top++] = f;
-    while (top > 0) {
-        f = u->enrich_stack[--top];
-        if (jumps_of(u, k, f, err))
-            return -1;
-        if ((n = lp_tailcall_tail_callees(u->tcs[k], f, &to)) < 0)
-            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        for (j = 0; j < n; j++) {
-            if (uw_map_get(&u->enriched, (uint64_t)(uintptr_t)to[j], 1))
-                continue;
-            if (uw_map_put(&u->enriched, (uint64_t)(uintptr_t)to[j], 1, 1) ||
-                uw_grow((void **)&u->enrich_stack, &u->enrich_cap, top + 1,
-                        sizeof *u->enrich_stack))
+    u->nclosure = 0;
+    if (push_closure(u, f, err))
+        return -1;
+    while (next < u->nclosure) {
+        f = u->closure[next++];
+        if (!uw_map_get(&u->enriched, (uint64_t)(uintptr_t)f, forward)) {
+            if (uw_map_put(&u->enriched, (uint64_t)(uintptr_t)f, forward, 1))
                 return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-            u->enrich_stack[top++] = to[j];
+            if (forward ? jumps_of(u, k, f, err) : static_tails_into(u, k, f, err))
+                return -1;
         }
+        n = forward ? lp_tailcall_tail_callees(u->tcs[k], f, &next_fs)
+                    : lp_tailcall_tail_callers(u->tcs[k], f, &next_fs);
+        if (n < 0)
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        for (j = 0; j < n; j++)
+            if (push_closure(u, next_fs[j], err))
+                return -1;
     }
     return 0;
 }
@@ -299,7 +268,7 @@ static int find_site(lp_unwinder *u, size_t k, const lp_function *bf,
     size_t i;
 
     *site = 0;
-    if (tail_closure(u, k, callee, err))
+    if (tail_closure(u, k, callee, false, err))
         return -1;
     for (i = 0; i < u->nclosure && !q.ambiguous; i++)
         if (candidates_into(&q, u->closure[i], err))
@@ -325,7 +294,7 @@ uint64_t uw_infer_caller(lp_unwinder *u, uint64_t below, uint64_t above,
         return 0;
     if (u->infer_pending && add_pending(u, err))
         return UINT64_MAX;
-    if (!graph_of(u, k, err) || (bf && enrich_forward(u, k, bf, err)))
+    if (!graph_of(u, k, err) || (bf && tail_closure(u, k, bf, true, err)))
         return UINT64_MAX;
     if ((v = uw_map_get(&u->infer_cache, (uint64_t)(uintptr_t)bf,
                         (uint64_t)(uintptr_t)ar->func)) == 0) {
@@ -355,6 +324,5 @@ void uw_infer_free(lp_unwinder *u)
     free(u->infer_cache.s);
     free(u->infer_lbr);
     free(u->enriched.s);
-    free(u->enrich_stack);
     free(u->closure);
 }

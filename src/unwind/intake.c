@@ -36,43 +36,66 @@ uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code)
 
     if (u->o.map) {
         if ((b = lp_addrmap_resolve(u->o.map, u->pid, rt, &c)) < 0 ||
-            (size_t)b >= u->nbins || c > UW_VA_MASK) {
+            (size_t)b >= u->nbins || !uw_va_fits(c)) {
             *code = false;
             return UW_EXT;
         }
         c = uw_enc((size_t)b, c);
-    } else if (c > UW_VA_MASK) {
+    } else if (!uw_va_fits(c)) {
         *code = false;
         return UW_EXT;
+    } else {
+        c = uw_enc(0, c);
     }
 
     *code = c > UW_EXT && (uw_addr(u, c)->flags & UW_AI_CODE);
     return *code ? c : UW_EXT;
 }
 
+/* --kernel: the whole callchain without its markers, as perf script
+ * prints it (kernel frames, then user ones, external to the kernel). */
+static int without_markers(lp_unwinder *u, const lp_hybrid_sample *s, const uint64_t **st,
+                           size_t *n)
+{
+    size_t i, k = 0;
+
+    if (uw_grow((void **)&u->kst, &u->kst_cap, s->nstack + 1, sizeof *u->kst))
+        return -1;
+    for (i = 0; i < s->nstack; i++)
+        if (s->stack[i] < LP_CONTEXT_MAX)
+            u->kst[k++] = s->stack[i];
+    *st = u->kst;
+    *n = k;
+    return 0;
+}
+
 /* The user part of a perf.data callchain: the entries after
- * PERF_CONTEXT_USER up to the next marker. Without markers, all. */
-static void user_part(const lp_hybrid_sample *s, const uint64_t **st,
-                      size_t *n)
+ * PERF_CONTEXT_USER up to the next marker. Without markers, all. With
+ * --kernel, every entry but the markers. -1 on OOM. */
+static int user_part(lp_unwinder *u, const lp_hybrid_sample *s, const uint64_t **st,
+                     size_t *n)
 {
     size_t i, j;
 
     *st = s->stack;
     *n = s->nstack;
     if (!s->markers)
-        return;
+        return 0;
+    if (u->o.kernel)
+        return without_markers(u, s, st, n);
     for (i = 0; i < s->nstack && s->stack[i] != LP_CONTEXT_USER; i++)
         ;
     if (i == s->nstack) {
         for (j = 0; j < s->nstack && s->stack[j] < LP_CONTEXT_MAX; j++)
             ;
         *n = j == s->nstack ? s->nstack : 0; /* no marker at all: all */
-        return;
+        return 0;
     }
     for (j = i + 1; j < s->nstack && s->stack[j] < LP_CONTEXT_MAX; j++)
         ;
     *st = s->stack + i + 1;
     *n = j - i - 1;
+    return 0;
 }
 
 /* With the repair, a return address that is a signal restorer: the frame
@@ -164,7 +187,8 @@ static long extract_lbr(lp_unwinder *u, const lp_branch_entry *br, size_t n)
 
 static void warn_missing_mmap(lp_unwinder *u)
 {
-    if (u->loaded_by_mmap || u->missing_warned || u->o.map)
+    if (u->missing_warned || (u->o.map ? !u->o.kernel || lp_addrmap_loaded(u->o.map, 0)
+                                       : u->loaded_by_mmap))
         return;
     uw_warnf(u, "No relevant mmap event is matched for %s, will use preferred "
                 "address (0x%" PRIx64 ") as the base loading address!",
@@ -657,8 +681,7 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     u->st.sample_calls++;
     u->st.samples += n;
     u->pid = s->pid;
-    user_part(s, &st, &nst);
-    if ((cfi = uw_cfi_stack(u, s, st, nst, &ncs)) < 0)
+    if (user_part(u, s, &st, &nst) < 0 || (cfi = uw_cfi_stack(u, s, st, nst, &ncs)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     if (!cfi) {
         if ((k = extract_stack(u, st, nst, &truncated)) < 0)
@@ -676,8 +699,10 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     in.s = s;
     in.ip = nst ? st[0] : 0;
     in.n = n;
-    if (cfi) {                  /* the stack is exact: no repair */
-        if (uw_cfi_leaf(u, &ncs, nlbr, n))
+    if (cfi || (s->exact && u->o.repair_frames)) { /* exact: no repair */
+        if (!cfi)
+            u->st.exact_stacks += n;
+        if (uw_cfi_leaf(u, &ncs, nlbr, n, !cfi))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     } else if (nlbr > 0 && u->lbr[0].dst == UW_SIG) {
         if (after_handler(u, &ncs, &in) == DROP)
@@ -732,7 +757,8 @@ static memo_key memo_key_of(lp_unwinder *u, const lp_hybrid_sample *s)
     if (!u->o.map || uw_grow((void **)&u->dig, &u->dig_cap, n, sizeof *u->dig))
         return (memo_key){0, 0};
     u->dig[k++] = s->pid;
-    u->dig[k++] = (uint64_t)s->fp_walk << 1 | (uint64_t)s->markers;
+    u->dig[k++] = (uint64_t)s->exact << 2 | (uint64_t)s->fp_walk << 1 |
+                  (uint64_t)s->markers;
     u->dig[k++] = s->nstack;
     u->dig[k++] = s->nbr;
     memcpy(u->dig + k, s->stack, s->nstack * sizeof *s->stack);

@@ -378,6 +378,7 @@ void lp_unwind_free(lp_unwinder *u)
     free(u->dig);
     free(u->root_entries);
     free(u->cs);
+    free(u->kst);
     free(u->lbr);
     free(u->enc);
     free(u->nodes);
@@ -550,14 +551,18 @@ static int check_other_segment(lp_unwinder *u, const lp_mmap_event *m,
 
 int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
 {
+    bool mine;
+
     u->memo_gen++;              /* addresses may canonicalize differently */
     if (!m->filename)
         return 0;
     if (u->o.repair_frames && add_map(u, m))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    if (strcmp(base_name(m->filename), u->name) != 0)
+    mine = u->o.kernel ? lp_addrmap_kernel_image(m->filename)
+                       : strcmp(base_name(m->filename), u->name) == 0;
+    if (!mine)
         u->other_maps = true;
-    if (u->o.map || strcmp(base_name(m->filename), u->name) != 0)
+    if (u->o.map || !mine)
         return 0;
     if (u->o.pid_filter >= 0 && (int64_t)m->pid != u->o.pid_filter)
         return 0;
@@ -565,7 +570,7 @@ int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
         u->loaded_by_mmap = true;
         return 0;
     }
-    if (m->pgoff == u->text_offset) {
+    if (u->o.kernel || m->pgoff == u->text_offset) {
         u->base = m->start;
         u->loaded_by_mmap = true;
         return 0;

@@ -41,15 +41,26 @@
 
 /* A frame or LBR address of code: the binary's index in the top 16 bits,
  * its link-time address below (binary 0: the address itself, so one
- * binary gives llvm-profgen's values). The sentinels above are binary 0's. */
+ * binary gives llvm-profgen's values), 48 bits of it: an x86-64 canonical
+ * address, sign-extended from bit 47 (a kernel's, --kernel, has the top
+ * bits set: uw_va gives them back). The sentinels above are binary 0's. */
 #define UW_BIN_SHIFT 48
 #define UW_VA_MASK ((UINT64_C(1) << UW_BIN_SHIFT) - 1)
+static inline bool uw_va_fits(uint64_t vaddr)
+{
+    uint64_t top = vaddr >> (UW_BIN_SHIFT - 1);
+    return top == 0 || top == (UINT64_C(1) << (65 - UW_BIN_SHIFT)) - 1;
+}
 static inline uint64_t uw_enc(size_t bin, uint64_t vaddr)
 {
-    return ((uint64_t)bin << UW_BIN_SHIFT) | vaddr;
+    return ((uint64_t)bin << UW_BIN_SHIFT) | (vaddr & UW_VA_MASK);
 }
 static inline size_t uw_bin_of(uint64_t a) { return (size_t)(a >> UW_BIN_SHIFT); }
-static inline uint64_t uw_va(uint64_t a) { return a & UW_VA_MASK; }
+static inline uint64_t uw_va(uint64_t a)
+{
+    uint64_t v = a & UW_VA_MASK;
+    return v >> (UW_BIN_SHIFT - 1) ? v | ~UW_VA_MASK : v;
+}
 
 /* ---- arena: many small allocations freed together ------------------- */
 
@@ -280,6 +291,8 @@ struct lp_unwinder {
     /* intake scratch */
     uint64_t *cs;
     size_t cs_cap;
+    uint64_t *kst;              /* --kernel: a callchain without its markers */
+    size_t kst_cap;
     uw_lbr *lbr;
     size_t lbr_cap;
     unsigned char *enc;
@@ -341,10 +354,8 @@ struct lp_unwinder {
     uw_map infer_cache;         /* (below function, callee function) ->
                                    encoded call site, or 1: none */
     bool infer_pending;         /* samples of this flush not in the graphs */
-    uw_map enriched;            /* (function, 0 callers / 1 callees) -> 1:
-                                   its static edges are in the graph */
-    const lp_function **enrich_stack;
-    size_t enrich_cap;
+    uw_map enriched;            /* (function, 0 into / 1 out of) -> 1: its
+                                   static tail calls are in the graph */
     const lp_function **closure; /* a tail closure being searched */
     size_t nclosure, closure_cap;
     uw_lbr *infer_lbr;          /* decoding scratch */
@@ -435,11 +446,12 @@ const uw_mmap *uw_find_map(const lp_unwinder *u, uint64_t rt);
  * early). 1 if so, 0 if the frame-pointer walk is to be used, -1 on OOM. */
 int uw_cfi_stack(lp_unwinder *u, const lp_hybrid_sample *s,
                  const uint64_t *st, size_t nst, size_t *ncs);
-/* cfistack.c: the leaf of a CFI stack against LBR[0] (u->lbr, nlbr
- * entries): a handler sampled before its first branch continues in the
- * interrupted frame; other code entered after LBR[0] is on an unknown
- * stack. n: the sample's weight. 0, or -1 on OOM. */
-int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n);
+/* cfistack.c: the leaf of a CFI stack (or of another exact one: `exact`,
+ * counted apart) against LBR[0] (u->lbr, nlbr entries): a handler sampled
+ * before its first branch continues in the interrupted frame; other code
+ * entered after LBR[0] is on an unknown stack. n: the sample's weight. 0,
+ * or -1 on OOM. */
+int uw_cfi_leaf(lp_unwinder *u, size_t *ncs, long nlbr, uint64_t n, bool exact);
 void uw_cfi_free(lp_unwinder *u);
 
 /* Decode an aggregated key into u->cs / u->lbr. */

@@ -303,6 +303,13 @@ static void warn_cfi(const lp_unwinder *u, const lp_unwind_stats *s)
     agreement(u, s->cfi_lbr_agree, s->cfi_lbr_disagree, "a caller "
               "frame-pointer walks miss (function entry or exit, frameless "
               "function) in both the CFI stack and the LBR", "the CFI's is used");
+    uw_summary(u, s->exact_stacks, s->samples, "of samples had a call stack "
+               "kept as recorded (Intel PT: the decoder's calls and returns, "
+               "no frame-pointer walk to repair).");
+    agreement(u, s->exact_lbr_agree, s->exact_lbr_disagree, "a caller "
+              "frame-pointer walks miss (function entry or exit, frameless "
+              "function) in both the decoder's stack and the LBR",
+              "the stack's is used");
     uw_summary(u, s->cfi_partial, s->samples, "of samples had a CFI walk that "
                "ended in the binaries' code before the outermost frame (a "
                "short stack copy, code without CFI): the callers below are "

@@ -261,6 +261,7 @@ own drop-unknown-callers prof "$RC $T --compress-recursion=0" --drop-unknown-cal
     "code of unknown callers dropped, not kept truncated"
 elsewhere script-fp-callchains test_cs_unwind_conformance.sh
 elsewhere cs-fold-recursion test_cs_generate_conformance.sh
+elsewhere strict test_truncated_perfdata.sh
 
 # taken, for what llvm-profgen 22 does with them on probe profiles; here a
 # line-number-based profile (until the probe route uses them)
@@ -269,7 +270,7 @@ warns infer-missing-frames "--perfscript=$D/noinline-tailcall-probe.perfscript -
 warns max-search-depth "$IC $T" --max-search-depth=1
 
 # refused
-refused kernel --kernel
+elsewhere kernel test_kernel_profile.sh
 refused mark-all-context-preinlined --mark-all-context-preinlined
 refused data-access-perftrace --data-access-perftrace=x
 

@@ -5,8 +5,12 @@
 # each), checked three ways:
 #  * perf 6.1 decodes it without an instruction trace error;
 #  * `lbr2prof script --itrace=X` prints what `perf script --itrace=X`
-#    prints, byte for byte, for b, i1000il, i10usle, il32, e, and with
-#    --show-mmap-events (samples interleaved with the records by time);
+#    prints, byte for byte, for b, i1000il, i10usle, il32, e, with
+#    callchains (g: bi1000ig, bi100ig200l, where perf prints no symbol
+#    names - g200 lifts perf's 127-entry limit -, i1000ilg and i10usg4,
+#    where it names the functions of the program, ld.so, libc and the
+#    vDSO), and with --show-mmap-events (samples interleaved with the
+#    records by time);
 #  * the branches decoded (--itrace=b, trace begin/end left out) are the
 #    truth's taken branches, (from, to) pair by pair with their counts.
 set -u
@@ -30,7 +34,7 @@ for prog in recursion threads; do
     perf script -i "$W/$prog.data" --itrace=e > "$W/$prog.perr" 2>&1
     ! grep -q "error type" "$W/$prog.perr" ||
         fail "$prog: perf finds errors: $(head -3 "$W/$prog.perr")"
-    for it in b i1000il i10usle il32 e; do
+    for it in b i1000il i10usle il32 e bi1000ig bi100ig200l i1000ilg i10usg4; do
         perf script -i "$W/$prog.data" -F $F --itrace=$it > "$W/$prog.$it.perf" 2>/dev/null
         "$LBR2PROF" script -F $F --itrace=$it "$W/$prog.data" > "$W/$prog.$it.ours" 2> "$W/$prog.$it.err" ||
             fail "$prog --itrace=$it: $(cat "$W/$prog.$it.err")"
@@ -39,6 +43,12 @@ for prog in recursion threads; do
         n=$((n + 1))
     done
     [ "$(wc -l < "$W/$prog.b.perf")" -gt 1000 ] || fail "$prog: too few branches"
+    # g without b names the functions: equal to perf's only if resolved
+    # (both printing [unknown] would be equal too)
+    for fn in main _start __libc_start_call_main; do
+        grep -q "^[[:space:]]*[0-9a-f]* $fn\$" "$W/$prog.i1000ilg.ours" ||
+            fail "$prog --itrace=i1000ilg: no callchain entry named $fn"
+    done
     perf script -i "$W/$prog.data" -F $F --show-mmap-events --itrace=i1000il > "$W/$prog.mm.perf" 2>/dev/null
     "$LBR2PROF" script -F $F --show-mmap-events --itrace=i1000il "$W/$prog.data" > "$W/$prog.mm.ours" ||
         fail "$prog --show-mmap-events"

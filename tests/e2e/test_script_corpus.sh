@@ -35,7 +35,7 @@ for f in "$TOP"/tests/data/perf-corpus/perf.data.* "$TOP"/tests/data/autofdo/tes
     modes="plain mmap task pass1 pass2"
     # Files with Intel PT data: also the samples perf synthesizes from it
     # (lbr2prof script --itrace, docs/pt.md), with the same --itrace.
-    [ -n "$itrace" ] && modes="$modes pt_b pt_il pt_i1000i pt_b_mmap"
+    [ -n "$itrace" ] && modes="$modes pt_b pt_il pt_i1000i pt_b_mmap pt_e pt_be_mmap"
     for mode in $modes; do
         fl=$F
         pt=$itrace
@@ -49,11 +49,17 @@ for f in "$TOP"/tests/data/perf-corpus/perf.data.* "$TOP"/tests/data/autofdo/tes
         pt_il) opt=; pt=--itrace=il ;;
         pt_i1000i) opt=; pt=--itrace=i1000i ;;
         pt_b_mmap) opt=--show-mmap-events; pt=--itrace=b ;;
+        pt_e) opt=; pt=--itrace=e ;;
+        pt_be_mmap) opt=--show-mmap-events; pt=--itrace=be ;;
         esac
-        perf script -i "$f" -F $fl $opt $pt > "$WORK/$n.$mode.perf" 2>/dev/null
+        perf script -i "$f" -F $fl $opt $pt > "$WORK/$n.$mode.perf" 2> "$WORK/$n.$mode.perf.err"
         "$LBR2PROF" script -F $fl $opt $pt "$f" > "$WORK/$n.$mode.ours" 2> "$WORK/$n.$mode.err"
         st=$?
-        if [ $st -eq 0 ] && cmp -s "$WORK/$n.$mode.perf" "$WORK/$n.$mode.ours"; then
+        # with e, the closing count of errors on stderr too
+        errs_p=$(grep 'instruction trace errors' "$WORK/$n.$mode.perf.err")
+        errs_o=$(grep 'instruction trace errors' "$WORK/$n.$mode.err")
+        if [ $st -eq 0 ] && cmp -s "$WORK/$n.$mode.perf" "$WORK/$n.$mode.ours" &&
+            [ "$errs_p" = "$errs_o" ]; then
             pass=$((pass + 1)); echo "PASS $n $mode"
         else
             fail=$((fail + 1)); failed="$failed $n:$mode"

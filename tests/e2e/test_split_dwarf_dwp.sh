@@ -19,6 +19,13 @@
 #    exit status 2, one line naming the file, no output file.
 #  * gcc -gdwarf-4 -gsplit-dwarf (if gcc is there), packaged by llvm-dwp-19
 #    and by binutils' dwp: the same checks.
+# Without a package, where libdw 0.188 cannot read the .dwo (dwp.c does),
+# the flat and CS profiles equal llvm-profgen-22's on the same trace:
+#  * clang-19 -gsplit-dwarf=single, DWARF 5 and 4 (the .o is the .dwo);
+#    with the .o files gone, the error and no profile;
+#  * g++ DWARF 5 -gsplit-dwarf -fdebug-types-section (type units, each in
+#    a .debug_info.dwo section of its own);
+#  * gcc DWARF 5 .dwo files (llvm-dwp-19 and 22 loop on them: no package).
 set -u
 for t in clang-19 llvm-dwp-19 llvm-profgen-19 readelf timeout od; do
     command -v $t >/dev/null 2>&1 || { echo "skip: $t not found"; exit 77; }
@@ -122,6 +129,41 @@ one() { # name dwp-tool cc cflags...
     cd ..
 }
 
+# A build without a package, read from the .dwo / .o files: flat and CS
+# profiles equal llvm-profgen-22's; with `gone` files moved away, the error.
+nopkg() { # name src "gone" cc flags...
+    name=$1; src=$2; gone=$3; cc=$4; shift 4
+    mkdir -p "$name" && cd "$name" || fail "mkdir $name"
+    cp ../main.c ../helper.c ../cls.cc .
+    objs=
+    for f in $src; do
+        $cc "$@" -c "$f" -o "${f%.*}.o" || fail "$name: build $f"
+        objs="$objs ${f%.*}.o"
+    done
+    # shellcheck disable=SC2086
+    $cc -o prog $objs || fail "$name: link"
+    "$LBR2PROF" record --simulate -c 97 --seed 3 -o perf.data -- ./prog 3000 \
+        > run.out 2> rec.err || { cat rec.err; fail "$name: record"; }
+    "$LBR2PROF" script --show-mmap-events --raw-addresses perf.data > trace.txt 2> script.err ||
+        { cat script.err; fail "$name: lbr2prof script"; }
+    prof my.flat --ignore-stack-samples
+    prof my.cs --no-repair-frames
+    has_inline my.flat "$name"
+    for k in flat cs; do
+        opt=; [ $k = flat ] && opt=--ignore-stack-samples
+        llvm-profgen-22 --perfscript=trace.txt --binary=prog --format=text \
+            --output=want.$k $opt > want.$k.log 2>&1 || { cat want.$k.log; fail "$name: llvm-profgen-22"; }
+        same want.$k my.$k "$name: $k profile differs from llvm-profgen-22's"
+    done
+    grep -q DWO my.flat.log && { cat my.flat.log; fail "$name: a DWO warning"; }
+    mkdir -p away && mv $gone away/ || fail "$name: mv"
+    "$LBR2PROF" --perfscript=trace.txt --binary=prog -o none.flat > none.log 2>&1
+    [ $? -eq 2 ] && grep -q "unit(s) found neither in .*nor in the .dwo or .o files" none.log ||
+        { cat none.log; fail "$name: without $gone: not the expected error"; }
+    echo "ok   $name: = llvm-profgen-22 (flat $(wc -l < my.flat) lines, CS $(wc -l < my.cs) lines)"
+    cd ..
+}
+
 bad() { # dir what dwp words
     (cd "$1" && rm -f bad.out &&
         "$LBR2PROF" --perfscript=trace.txt --binary=prog --dwp "$3" -o bad.out > bad.log 2>&1
@@ -135,6 +177,36 @@ bad() { # dir what dwp words
 }
 
 one v5 llvm-dwp-19 clang-19 -O2 -g -fno-omit-frame-pointer -gsplit-dwarf
+cat > cls.cc <<'C'
+#include <cstdio>
+#include <cstdlib>
+struct Acc {
+    unsigned v[8];
+    unsigned total() const;
+    void add(unsigned x) { v[x & 7] += x * 3 + (x >> 2); }
+};
+unsigned Acc::total() const { unsigned s = 0; for (unsigned x : v) s ^= x; return s; }
+template <class T> struct Box { T t; T get() const { return t + 1; } };
+int main(int argc, char **argv)
+{
+    Acc a{};
+    Box<unsigned> b{argc > 1 ? (unsigned)atoi(argv[1]) : 1000u};
+    for (unsigned i = 0; i < b.get(); i++)
+        a.add(i + (i & 3 ? a.total() : 0));
+    printf("%u\n", a.total());
+    return 0;
+}
+C
+if command -v llvm-profgen-22 >/dev/null 2>&1; then
+    nopkg single5 "main.c helper.c" "main.o helper.o" clang-19 -O2 -g -fno-omit-frame-pointer -gsplit-dwarf=single
+    nopkg single4 "main.c helper.c" "main.o helper.o" clang-19 -O2 -g -fno-omit-frame-pointer -gdwarf-4 -gsplit-dwarf=single
+    if command -v g++ >/dev/null 2>&1; then
+        nopkg gxx-types "cls.cc" "cls.dwo" g++ -O2 -g -fno-omit-frame-pointer -gdwarf-5 -gsplit-dwarf -fdebug-types-section
+        nopkg gcc5 "main.c helper.c" "main.dwo helper.dwo" gcc -O2 -g -fno-omit-frame-pointer -gdwarf-5 -gsplit-dwarf
+    fi
+else
+    echo "note: llvm-profgen-22 not found: no =single, type-unit and gcc DWARF 5 cases"
+fi
 one v4 llvm-dwp-19 clang-19 -O2 -g -fno-omit-frame-pointer -gdwarf-4 -gsplit-dwarf
 
 # corrupt packages: an index whose slot count is not a power of 2, a row

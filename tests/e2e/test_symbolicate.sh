@@ -50,6 +50,11 @@ C
 check() { # name, clang flags
     name=$1; shift
     clang-19 -g -O2 -Iinc "$@" -o "$name" prog.c helper.c
+    check_built "$name"
+}
+
+check_built() { # name (built in $WORK)
+    name=$1
     "$LBR2PROF" dump-syms --id "$name" > id.txt
     id=$(sed -n 's/^debug_id //p' id.txt)
     [ ${#id} -eq 33 ] || { echo "bad debug id '$id'"; exit 1; }
@@ -130,6 +135,28 @@ check prog_nopie -fno-PIE -no-pie
 # Relative comp_dir and include directories (as distributions build):
 # paths must be joined like llvm-symbolizer does ("./inc/inl.h").
 check prog_rel -fdebug-prefix-map="$WORK"=. -fPIE -pie
+# Split DWARF: the functions, lines and inlines are in .dwo files, a .dwp
+# package, or (-gsplit-dwarf=single) the .o files themselves.
+check prog_dwo -gsplit-dwarf -fPIE -pie
+if command -v llvm-dwp-19 >/dev/null 2>&1; then
+    clang-19 -g -O2 -gdwarf-4 -gsplit-dwarf -Iinc -c prog.c -o pk_prog.o
+    clang-19 -g -O2 -gdwarf-4 -gsplit-dwarf -Iinc -c helper.c -o pk_helper.o
+    clang-19 pk_prog.o pk_helper.o -o prog_dwp
+    llvm-dwp-19 -e prog_dwp -o prog_dwp.dwp && rm pk_prog.dwo pk_helper.dwo
+    check_built prog_dwp
+fi
+for v in 4 5; do
+    clang-19 -g -O2 -gdwarf-$v -gsplit-dwarf=single -Iinc -c prog.c -o s${v}_prog.o
+    clang-19 -g -O2 -gdwarf-$v -gsplit-dwarf=single -Iinc -c helper.c -o s${v}_helper.o
+    clang-19 s${v}_prog.o s${v}_helper.o -o prog_single$v
+    check_built prog_single$v
+done
+if command -v gcc >/dev/null 2>&1; then
+    gcc -g -O2 -gsplit-dwarf -Iinc -c prog.c -o g_prog.o
+    gcc -g -O2 -gsplit-dwarf -Iinc -c helper.c -o g_helper.o
+    gcc g_prog.o g_helper.o -o prog_gcc_dwo
+    check_built prog_gcc_dwo
+fi
 
 # Seed 000 on a real call: a return address after `call work` in main,
 # with --adjust=all_but_first, is looked up one byte earlier, inside the

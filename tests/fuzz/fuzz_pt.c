@@ -8,6 +8,10 @@
  * period (instructions or ticks), return compression and branch enable.
  * Every state is drawn until "no more data" or 20,000 states (walks of at most 256 instructions: a bound of the harness, where any IP is code). Any crash,
  * sanitizer report, hang or leak is a bug; decode errors are expected.
+ * Each state also goes to the thread stacks (pt_stack.c: `l` ring and `g`
+ * call stack, sizes from the parsed options, three threads taking turns,
+ * the trace number changing now and then), which give a callchain and a
+ * branch stack every 16 states.
  * Seeds: the first KiB of code of a binary and the AUX data of
  * `record --simulate --intel-pt` recordings (docs/pt.md).
  */
@@ -47,6 +51,44 @@ static int walk(void *ctx, ptw_insn *in, uint64_t *cnt, uint64_t *ip,
     return rc == 1 ? -EINVAL : rc;
 }
 
+/* Draw the states, feeding each branch to the thread stacks as the
+ * synthesizer does. */
+static void stacks_run(pt_decoder *d, const lp_itrace *it, uint8_t opt)
+{
+    unsigned br_sz = it->last_branch && it->last_branch_sz <= 1024 ? it->last_branch_sz : 8;
+    unsigned cc_sz = it->callchain && it->callchain_sz <= 1024 ? it->callchain_sz : 16;
+    pt_stacks *s = pt_stacks_new(br_sz, !(opt & 0x80));
+    lp_branch_entry br[1024];
+    uint64_t chain[1025];
+    int trace_nr = 1;
+
+    for (int i = 0; s && i < 20000; i++) {
+        const pt_state *st = pt_decode(d);
+        int32_t tid = i % 3, cpu = i % 5 - 1;
+        pt_branch b;
+        if (st->err == PT_ERR_NODATA)
+            break;
+        if (st->err) {
+            trace_nr += (opt >> 6) & 1; /* some errors start another trace */
+            continue;
+        }
+        if (i % 16 == 0) {
+            const pt_tstack *t = pt_stacks_find(s, 0, tid, cpu);
+            (void)pt_stack_callchain(t, st->from_ip, chain, cc_sz + 1);
+            (void)pt_stack_branches(s, t, br);
+        }
+        if (!(st->type & ST_BRANCH))
+            continue;
+        b.flags = pt_branch_flags(st, &b.insn_len);
+        b.from = st->from_ip;
+        b.to = st->to_ip;
+        b.trace_nr = trace_nr;
+        if (pt_stack_event(s, 0, tid, cpu, &b) < 0)
+            break;
+    }
+    pt_stacks_free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char opts[64];
@@ -82,11 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.ctx = &c;
     if (!(d = pt_decoder_new(&p)))
         return 0;
-    for (int i = 0; i < 20000; i++) {
-        const pt_state *st = pt_decode(d);
-        if (st->err == PT_ERR_NODATA)
-            break;
-    }
+    stacks_run(d, &it, data[0]);
     pt_decoder_free(d);
     return 0;
 }

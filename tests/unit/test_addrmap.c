@@ -344,6 +344,60 @@ static void test_several_binaries(void **state)
         lp_binary_close(bins[i]);
 }
 
+/* --kernel: binary 0 is placed by the kernel's mmap only ([kernel.kallsyms]
+ * names, pid -1), for every process, at one base (its start); a module's
+ * mmap and a user file of the same name are not it; pid_filter drops the
+ * kernel mmap (the preferred base stays) but not kernel samples; the
+ * other binaries are per process as usual. noprobe.perfbin plays the
+ * kernel (preferred base 0x400000), symbolize.perfbin a user program. */
+static void test_kernel(void **state)
+{
+    lp_binary *bins[2] = {open_bin(IN "noprobe.perfbin"), open_bin(IN "symbolize.perfbin")};
+    lp_addrmap_opts o = {false, -1, NULL, NULL, true};
+    lp_addrmap *m = lp_addrmap_new(bins, 2, &o, NULL);
+    lp_event k = mmap_ev((uint32_t)-1, 0x1400000, 0x1000000, 0x1400000, "[kernel.kallsyms]_text");
+    lp_event mod = mmap_ev((uint32_t)-1, 0x400000, 0x4000, 0x400000, "/lib/modules/x/m.ko");
+    (void)state;
+
+    assert_true(lp_addrmap_kernel_image("[kernel.kallsyms]"));
+    assert_true(lp_addrmap_kernel_image("[kernel.kallsyms]_stext"));
+    assert_false(lp_addrmap_kernel_image("/boot/vmlinux"));
+    /* before any kernel mmap: the preferred base */
+    expect(m, 7, 0x4005b0, 0, 0x4005b0);
+    assert_false(lp_addrmap_loaded(m, 0));
+    k.misc = mod.misc = LP_CPUMODE_KERNEL;
+    feed(m, k);
+    feed(m, mod);
+    feed(m, mmap_ev(5, 0x400000, 0x1000, 0, "/a/noprobe.perfbin")); /* not the kernel */
+    feed(m, mmap_ev(5, 0x7f0000000000, 0x1000, 0, "/a/symbolize.perfbin"));
+    expect(m, 5, 0x14005b0, 0, 0x4005b0);
+    expect(m, 9, 0x14005b0, 0, 0x4005b0);      /* any process */
+    expect(m, 5, 0x4005b0, -1, 0);             /* the module, the user file */
+    expect(m, LP_ADDRMAP_ANY_PID, 0x14005b0, 0, 0x4005b0);
+    expect(m, 5, 0x7f00000006a0, 1, 0x6a0);
+    expect(m, 9, 0x7f00000006a0, -1, 0);
+    assert_true(lp_addrmap_loaded(m, 0));
+    lp_addrmap_free(m);
+    /* --pid: the kernel mmap (pid -1) is dropped, as llvm-profgen does */
+    o.pid_filter = 5;
+    m = lp_addrmap_new(bins, 2, &o, NULL);
+    feed(m, k);
+    assert_false(lp_addrmap_loaded(m, 0));
+    expect(m, 9, 0x4005b0, 0, 0x4005b0);
+    expect(m, 9, 0x14005b0, -1, 0);
+    lp_addrmap_free(m);
+    /* without --kernel, the kernel mmap is nothing */
+    o.pid_filter = -1;
+    o.kernel = false;
+    m = lp_addrmap_new(bins, 2, &o, NULL);
+    feed(m, k);
+    expect(m, 5, 0x14005b0, -1, 0);
+    assert_false(lp_addrmap_loaded(m, 0));
+    lp_addrmap_free(m);
+    for (int i = 0; i < 2; i++)
+        lp_binary_close(bins[i]);
+}
+
 /* ---- build-ids: two programs named "prog" with known ids -------------- */
 
 static char scratch[64];
@@ -466,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_fork_exec),
         cmocka_unit_test(test_changes),
         cmocka_unit_test(test_several_binaries),
+        cmocka_unit_test(test_kernel),
         cmocka_unit_test_setup_teardown(test_build_ids, make_progs, remove_progs),
     };
 

@@ -1,7 +1,8 @@
 /*
  * test_pt.c - src/pt: the --itrace parser (perf's syntax and defaults),
- * perf's instruction classification, and the packet walk on a trace
- * made here with libipt's encoder over a small piece of code.
+ * perf's instruction classification, the packet walk on a trace made here
+ * with libipt's encoder over a small piece of code, and the thread stacks
+ * (perf's thread-stack rules for g and l).
  */
 #include <errno.h>
 #include <intel-pt.h>
@@ -52,9 +53,133 @@ static void test_itrace_refused(void **st)
     assert_int_equal(lp_itrace_parse("i100l", &o, &err), -1);
     assert_int_equal(lp_itrace_parse("l0", &o, &err), -1);
     assert_int_equal(lp_itrace_parse("l1025", &o, &err), -1);
-    assert_int_equal(lp_itrace_parse("ig", &o, &err), -1);
+    assert_int_equal(lp_itrace_parse("iG", &o, &err), -1);
     assert_int_equal(err.code, LP_EUNSUPP);
-    assert_non_null(strstr(err.msg, "'g'"));
+    assert_non_null(strstr(err.msg, "'G'"));
+    assert_int_equal(lp_itrace_parse("ig0", &o, &err), -1);
+    assert_int_equal(err.code, LP_EUSAGE);
+    assert_int_equal(lp_itrace_parse("ig1025", &o, &err), -1);
+}
+
+static void test_itrace_callchain(void **st)
+{
+    lp_itrace o;
+    lp_error err;
+
+    (void)st;
+    assert_int_equal(lp_itrace_parse("i100ilg", &o, &err), 0);
+    assert_true(o.callchain && o.last_branch && o.instructions);
+    assert_int_equal(o.callchain_sz, 16);
+    assert_int_equal(o.last_branch_sz, 64);
+    assert_int_equal(lp_itrace_parse("ig 4l8", &o, &err), 0); /* perf skips spaces */
+    assert_int_equal(o.callchain_sz, 4);
+    assert_int_equal(o.last_branch_sz, 8);
+    assert_int_equal(lp_itrace_parse("ig1024", &o, &err), 0);
+    assert_int_equal(o.callchain_sz, 1024);
+    assert_int_equal(lp_itrace_parse("il", &o, &err), 0);
+    assert_false(o.callchain);
+}
+
+/* One branch into the thread stack of tid 1. */
+static void branch(pt_stacks *s, uint32_t flags, uint64_t from, uint64_t to,
+                   unsigned len, int trace_nr)
+{
+    pt_branch b = {flags, from, to, len, trace_nr};
+
+    assert_int_equal(pt_stack_event(s, 1, 1, 0, &b), 0);
+}
+
+/* The callchain of a sample at ip: the user marker, ip, the returns. */
+static size_t chain(pt_stacks *s, uint64_t ip, uint64_t *c, size_t sz)
+{
+    return pt_stack_callchain(pt_stacks_find(s, 1, 1, 0), ip, c, sz);
+}
+
+enum { CALL = PT_IPF_BRANCH | PT_IPF_CALL, RET = PT_IPF_BRANCH | PT_IPF_RETURN };
+
+static void test_stack_calls_returns(void **st)
+{
+    pt_stacks *s = pt_stacks_new(0, true);
+    uint64_t c[8];
+
+    (void)st;
+    assert_int_equal(chain(s, 0x500, c, 8), 2); /* no stack yet: marker, ip */
+    assert_true(c[0] == LP_CONTEXT_USER && c[1] == 0x500);
+    branch(s, CALL, 0x100, 0x200, 5, 1);        /* main -> f */
+    branch(s, CALL, 0x210, 0x300, 5, 1);        /* f -> g */
+    branch(s, CALL, 0x310, 0x315, 5, 1);        /* a call to the next insn */
+    assert_int_equal(chain(s, 0x320, c, 8), 4);
+    assert_true(c[1] == 0x320 && c[2] == 0x215 && c[3] == 0x105);
+    assert_int_equal(chain(s, 0x320, c, 3), 3); /* cut at the size */
+    branch(s, RET, 0x330, 0x999, 1, 1);         /* to no call: nothing */
+    assert_int_equal(chain(s, 0x320, c, 8), 4);
+    branch(s, RET, 0x330, 0x105, 1, 1);         /* longjmp-like: pops both */
+    assert_int_equal(chain(s, 0x106, c, 8), 2);
+    branch(s, CALL, 0x100, 0x200, 5, 1);
+    branch(s, CALL, 0x210, 0x300, 5, 2);        /* another trace: flushed */
+    assert_int_equal(chain(s, 0x300, c, 8), 3);
+    assert_true(c[2] == 0x215);
+    pt_stacks_free(s);
+}
+
+static void test_stack_trace_begin_end(void **st)
+{
+    pt_stacks *s = pt_stacks_new(0, true);
+    uint64_t c[8];
+
+    (void)st;
+    branch(s, CALL, 0x100, 0x200, 5, 1);
+    /* an interrupt (asynchronous, length 0) into the kernel as the trace
+     * ends: pushed, marked */
+    branch(s, PT_IPF_BRANCH | PT_IPF_CALL | PT_IPF_ASYNC | PT_IPF_INTERRUPT |
+              PT_IPF_TRACE_END, 0x220, 0xffffffff81000000ull, 0, 1);
+    assert_int_equal(chain(s, 0xffffffff81000010ull, c, 8), 5);
+    assert_true(c[0] == LP_CONTEXT_KERNEL && c[2] == LP_CONTEXT_USER &&
+                c[3] == 0x220 && c[4] == 0x105);
+    /* a kernel sample with room for one more: the marker does not fit */
+    assert_int_equal(chain(s, 0xffffffff81000010ull, c, 3), 2);
+    /* the trace begins again where it stopped: the interrupt pops */
+    branch(s, PT_IPF_BRANCH | PT_IPF_TRACE_BEGIN, 0, 0x220, 0, 1);
+    assert_int_equal(chain(s, 0x230, c, 8), 3);
+    assert_int_equal(c[2], 0x105);
+    pt_stacks_free(s);
+}
+
+static void test_stack_branches_and_flags(void **st)
+{
+    pt_stacks *s = pt_stacks_new(2, false);
+    lp_branch_entry br[2];
+    pt_state ps;
+    unsigned len;
+
+    (void)st;
+    branch(s, CALL, 0x100, 0x200, 5, 1);
+    branch(s, RET, 0x210, 0x105, 1, 1);
+    branch(s, PT_IPF_BRANCH | PT_IPF_CONDITIONAL | PT_IPF_IN_TX, 0x107, 0x120, 2, 1);
+    assert_int_equal(pt_stack_branches(s, pt_stacks_find(s, 1, 1, 0), br), 2);
+    assert_true(br[0].from == 0x107 && br[0].to == 0x120 && br[0].flags == 1u << 2);
+    assert_true(br[1].from == 0x210 && br[1].to == 0x105);
+    /* no call stack without g */
+    assert_int_equal(pt_stack_callchain(pt_stacks_find(s, 1, 1, 0), 0x130,
+                                        (uint64_t[4]){0}, 4), 2);
+    /* the idle task has a stack per CPU */
+    assert_null(pt_stacks_find(s, 0, 0, 3));
+    memset(&ps, 0, sizeof ps);
+    ps.from_ip = 0x100;
+    ps.to_ip = 0x200;
+    ps.insn_op = OP_CALL;
+    ps.insn_len = 5;
+    assert_int_equal(pt_branch_flags(&ps, &len), CALL);
+    assert_int_equal(len, 5);
+    ps.flags = SF_ASYNC;                        /* an interrupt: length 0 */
+    assert_int_equal(pt_branch_flags(&ps, &len),
+                     PT_IPF_BRANCH | PT_IPF_CALL | PT_IPF_ASYNC | PT_IPF_INTERRUPT);
+    assert_int_equal(len, 0);
+    ps.flags = 0;
+    ps.from_ip = 0;                             /* no source: trace begin */
+    ps.type = ST_TRACE_BEGIN;
+    assert_int_equal(pt_branch_flags(&ps, &len), PT_IPF_BRANCH | PT_IPF_TRACE_BEGIN);
+    pt_stacks_free(s);
 }
 
 static void test_classify(void **st)
@@ -270,6 +395,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_itrace_defaults),
         cmocka_unit_test(test_itrace_refused),
+        cmocka_unit_test(test_itrace_callchain),
+        cmocka_unit_test(test_stack_calls_returns),
+        cmocka_unit_test(test_stack_trace_begin_end),
+        cmocka_unit_test(test_stack_branches_and_flags),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_walk_branches),
         cmocka_unit_test(test_walk_period),

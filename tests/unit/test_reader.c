@@ -38,6 +38,14 @@ static lp_reader *open_buf(const pw *w, lp_order order, lp_error *err)
     return lp_reader_open_mem(w->b, w->len, "t.data", &o, err);
 }
 
+/* With opts.strict: a cut-off input is an error (expect_error's inputs). */
+static lp_reader *open_strict(const pw *w, lp_error *err)
+{
+    lp_reader_opts o = { 0 };
+    o.strict = 1;
+    return lp_reader_open_mem(w->b, w->len, "t.data", &o, err);
+}
+
 /* Next event, asserting there is one. */
 static const lp_event *next_ev(lp_reader *r)
 {
@@ -664,11 +672,17 @@ static void test_zstd_truncated_stream(void **state)
     pw_pipe_header(&d);
     pw_header_attr(&d, &a, 128);
     add_compressed(&d, inner.b, inner.len - 8, 0);
-    lp_reader *r = open_buf(&d, LP_ORDER_TIME, &err);
+    lp_reader *r = open_strict(&d, &err);
     assert_non_null(r);
     assert_int_equal(walk_all(r, &err), -1);
     assert_int_equal(err.code, LP_EFORMAT);
     assert_non_null(strstr(err.msg, "compressed data ends inside a record"));
+    lp_reader_close(r);
+    /* not strict: the first sample, complete, is read (test_cut_off) */
+    r = open_buf(&d, LP_ORDER_TIME, &err);
+    assert_int_equal(next_kind(r, LP_EV_SAMPLE)->u.sample.ip, 1);
+    expect_end(r);
+    assert_int_equal(lp_reader_stats_get(r)->cut_off, 1);
     lp_reader_close(r);
     pw_free(&inner);
     pw_free(&d);
@@ -985,12 +999,161 @@ static void test_directory(void **state)
     pw_free(&d); pw_free(&f); pw_free(&d0); pw_free(&d1); pw_free(&ver);
 }
 
+/* ---- cut-off files ------------------------------------------------------------ */
+
+typedef struct warns {
+    char text[4096];
+    int n;
+} warns;
+
+static void keep_warning(void *ctx, const char *msg)
+{
+    warns *w = ctx;
+    w->n++;
+    snprintf(w->text, sizeof w->text, "%s", msg);
+}
+
+/* Samples delivered (every event walked), or -1 on an error. */
+static int count_samples(const void *b, size_t len, int strict, warns *w, lp_error *err)
+{
+    lp_reader_opts o = { 0 };
+    const lp_event *ev;
+    int n = 0, rc;
+
+    o.strict = strict;
+    o.warn = keep_warning;
+    o.warn_ctx = w;
+    lp_reader *r = lp_reader_open_mem(b, len, "t.data", &o, err);
+    if (!r)
+        return -1;
+    while ((rc = lp_reader_next(r, &ev, err)) == 1)
+        n += ev->kind == LP_EV_SAMPLE;
+    lp_reader_close(r);
+    return rc < 0 ? -1 : n;
+}
+
+/* A file cut at every byte of its data and features: every record that is
+ * whole before the cut is read, and a warning names the file, the offset
+ * of the first record lost and the records read; with strict, an error.
+ * Cut inside the header or attrs: an error, strict or not. */
+static void test_cut_off(void **state)
+{
+    pw d, f, host;
+    pw_attr a = basic_attr(ST_BASIC);
+    size_t ends[8], i, cut, data0 = 104 + 144;
+    char want[128];
+    (void)state;
+    pw_init(&d, 0);
+    w_mmap(&d, 9, 0x400000, "/bin/cut", 0);
+    for (i = 0; i < 5; i++) {
+        ends[i] = data0 + d.len;    /* where sample i starts */
+        w_sample(&d, 0x400100 + i, 9, 10 + i);
+    }
+    ends[5] = data0 + d.len;
+    pw_init(&host, 0);
+    pw_hstring(&host, "myhost");
+    pw_feat feats[] = { { 3, &host } };
+    pw_file(&f, 0, &a, 1, 128, &d, feats, 1);
+    for (cut = 0; cut <= f.len; cut++) {
+        warns w = { "", 0 };
+        lp_error err = { 0 };
+        int n = count_samples(f.b, cut, 0, &w, &err), whole = 0;
+        while (whole < 5 && ends[whole + 1] <= cut)
+            whole++;
+        if (cut < data0) { /* nothing but the header: an error */
+            if (n != -1 || !strstr(err.msg, "t.data"))
+                fail_msg("cut at %zu (header): %d samples, '%s'", cut, n, err.msg);
+            continue;
+        }
+        if (n != whole || (cut < f.len) != (w.n == 1))
+            fail_msg("cut at %zu: %d samples (%d whole), %d warnings: %s", cut, n, whole,
+                     w.n, w.text);
+        if (cut < ends[5]) {
+            snprintf(want, sizeof want, "t.data: offset 0x%zx: ",
+                     cut < ends[0] ? data0 : ends[whole]);
+            if (!strstr(w.text, want) || !strstr(w.text, "complete records"))
+                fail_msg("cut at %zu: warning '%s' lacks '%s'", cut, w.text, want);
+            snprintf(want, sizeof want, "the %d complete records", whole + (cut >= ends[0]));
+            if (!strstr(w.text, want))
+                fail_msg("cut at %zu: warning '%s' lacks '%s'", cut, w.text, want);
+        } else if (cut < f.len && !strstr(w.text, "cut off after its data section")) {
+            fail_msg("cut at %zu (features): '%s'", cut, w.text);
+        }
+        if (cut < f.len && count_samples(f.b, cut, 1, &w, &err) != -1)
+            fail_msg("cut at %zu: no error with strict", cut);
+    }
+    /* A killed recording: the header still says data size 0, no features;
+     * the last record is cut. */
+    uint64_t zero = 0;
+    memcpy(f.b + 48, &zero, 8);
+    memset(f.b + 72, 0, 32);
+    {
+        warns w = { "", 0 };
+        lp_error err = { 0 };
+        assert_int_equal(count_samples(f.b, ends[4] + 9, 0, &w, &err), 4);
+        snprintf(want, sizeof want, "t.data: offset 0x%zx: record (type 9", ends[4]);
+        assert_non_null(strstr(w.text, want));
+        assert_non_null(strstr(w.text, "the 5 complete records"));
+        assert_int_equal(count_samples(f.b, ends[4] + 9, 1, &w, &err), -1);
+        assert_non_null(strstr(err.msg, "runs past the end"));
+    }
+    pw_free(&f);
+    /* Not a cut: a record that runs past the end of a data section the
+     * features follow is an error either way. */
+    pw_file(&f, 0, &a, 1, 128, &d, feats, 1);
+    {
+        uint16_t big = 200;
+        warns w = { "", 0 };
+        lp_error err = { 0 };
+        memcpy(f.b + ends[4] + 6, &big, 2);
+        assert_int_equal(count_samples(f.b, f.len, 0, &w, &err), -1);
+        assert_non_null(strstr(err.msg, "runs past the end"));
+    }
+    pw_free(&f);
+    pw_free(&d);
+    pw_free(&host);
+}
+
+/* A pipe (read as a stream, never seeking) that ends inside a record. */
+static void test_cut_off_stream(void **state)
+{
+    pw d;
+    pw_attr a = basic_attr(ST_BASIC);
+    warns w = { "", 0 };
+    lp_reader_opts o = { 0 };
+    const lp_event *ev;
+    lp_error err;
+    int n = 0, rc;
+    (void)state;
+    pw_init(&d, 0);
+    pw_pipe_header(&d);
+    pw_header_attr(&d, &a, 128);
+    for (int i = 0; i < 3; i++)
+        w_sample(&d, 0x400100 + (uint64_t)i, 9, 10 + (uint64_t)i);
+    FILE *s = fmemopen(d.b, d.len - 5, "r");
+    o.warn = keep_warning;
+    o.warn_ctx = &w;
+    lp_reader *r = lp_reader_open_stream(s, "pipe", &o, &err);
+    assert_non_null(r);
+    while ((rc = lp_reader_next(r, &ev, &err)) == 1)
+        n += ev->kind == LP_EV_SAMPLE;
+    assert_int_equal(rc, 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(w.n, 1);
+    assert_non_null(strstr(w.text, "pipe: offset 0x"));
+    assert_non_null(strstr(w.text, "input ends inside a record (type 9"));
+    assert_non_null(strstr(w.text, "the 3 complete records")); /* HEADER_ATTR + 2 */
+    lp_reader_close(r);
+    fclose(s);
+    pw_free(&d);
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 static void expect_error(const pw *w, const char *needle)
 {
     lp_error err = { 0 };
-    lp_reader *r = open_buf(w, LP_ORDER_TIME, &err);
+    lp_reader *r = open_strict(w, &err);
     if (r) {
         int rc = walk_all(r, &err);
         lp_reader_close(r);
@@ -1147,6 +1310,8 @@ int main(void)
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_directory),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_cut_off),
+        cmocka_unit_test(test_cut_off_stream),
         cmocka_unit_test(test_not_perf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -304,6 +304,70 @@ static void found_modules_false_cases(void **state)
         "\"found_modules\":{\"wrongid.so/ABCD\":false,\"broken.so/ABCD\":false,\"testproj/d48f191186d67e69df025ad71fb91e1f0\":true}}]}");
 }
 
+/* found_modules is per job: a module that an earlier job of the request
+ * looked up, and that no frame of this job refers to, is null here. */
+static void found_modules_per_job(void **state)
+{
+    expect_json(*state, 0, NULL,
+        "{\"jobs\":[{\"memoryMap\":[[\"testproj\",\"" TP1 "\"],[\"nope.so\",\"AB\"]],\"stacks\":[[[0,21376],[1,1]]]},"
+        "{\"memoryMap\":[[\"nope.so\",\"AB\"],[\"testproj\",\"" TP1 "\"]],\"stacks\":[[[-1,5]]]},"
+        "{\"memoryMap\":[[\"testproj\",\"" TP1 "\"],[\"testproj\",\"" TP1 "\"]],\"stacks\":[[[1,21376]]]}]}",
+        "{\"results\":["
+        "{\"stacks\":[[{\"frame\":0,\"module\":\"testproj\",\"module_offset\":\"0x5380\",\"function\":\"testproj::main\",\"function_offset\":\"0x0\",\"file\":\"/home/willkg/projects/testproj/src/main.rs\",\"line\":1},"
+        "{\"frame\":1,\"module\":\"nope.so\",\"module_offset\":\"0x1\"}]],"
+        "\"found_modules\":{\"testproj/" TP1 "\":true,\"nope.so/AB\":false}},"
+        "{\"stacks\":[[{\"frame\":0,\"module\":\"<unknown>\",\"module_offset\":\"0x5\"}]],"
+        "\"found_modules\":{\"nope.so/AB\":null,\"testproj/" TP1 "\":null}},"
+        "{\"stacks\":[[{\"frame\":0,\"module\":\"testproj\",\"module_offset\":\"0x5380\",\"function\":\"testproj::main\",\"function_offset\":\"0x0\",\"file\":\"/home/willkg/projects/testproj/src/main.rs\",\"line\":1}]],"
+        "\"found_modules\":{\"testproj/" TP1 "\":true}}]}");
+    /* v4 knownModules the same way. */
+    expect_json(*state, 1, NULL,
+        "{\"memoryMap\":[[\"testproj\",\"" TP1 "\"],[\"libc.so\",\"12345\"]],\"stacks\":[[[0,21376]]]}",
+        "{\"symbolicatedStacks\":[[\"testproj::main (in testproj)\"]],\"knownModules\":[true,null]}");
+}
+
+/* Integers are Python's: any size is valid JSON. Offsets of 2^63 and more
+ * (kernel addresses, u64) are valid module offsets, printed with hex();
+ * an index that large is not in modules; below -1 both are invalid. */
+static void big_integers(void **state)
+{
+    fixture *fx = *state;
+
+    expect_json(fx, 0, NULL,
+        "{\"memoryMap\":[[\"testproj\",\"" TP1 "\"]],\"stacks\":[[[0,9223372036854775808],"
+        "[0,18446744073709551615],[-1,36893488147419103232],[0,21376],[0,9223372036854775807]]]}",
+        "{\"results\":[{\"stacks\":[[{\"frame\":0,\"module\":\"testproj\",\"module_offset\":\"0x8000000000000000\"},"
+        "{\"frame\":1,\"module\":\"testproj\",\"module_offset\":\"0xffffffffffffffff\"},"
+        "{\"frame\":2,\"module\":\"<unknown>\",\"module_offset\":\"0x20000000000000000\"},"
+        "{\"frame\":3,\"module\":\"testproj\",\"module_offset\":\"0x5380\",\"function\":\"testproj::main\",\"function_offset\":\"0x0\",\"file\":\"/home/willkg/projects/testproj/src/main.rs\",\"line\":1},"
+        "{\"frame\":4,\"module\":\"testproj\",\"module_offset\":\"0x7fffffffffffffff\"}]],"
+        "\"found_modules\":{\"testproj/" TP1 "\":true}}]}");
+    /* Big integers elsewhere in the body are ignored, as by the service. */
+    expect_ok(fx, "{\"jobs\":[{\"memoryMap\":[],\"stacks\":[[]],\"x\":[-123456789012345678901234567890]}],"
+                  "\"y\":99999999999999999999}");
+    expect_title(fx, 0, "{\"memoryMap\":[[\"a\",\"1\"]],\"stacks\":[[[0,-9223372036854775809]]]}",
+                 "job 0 has invalid stacks: stack 0 frame 0 has an invalid module_offset");
+    expect_title(fx, 0, "{\"memoryMap\":[[\"a\",\"1\"]],\"stacks\":[[[9223372036854775808,1]]]}",
+                 "job 0 has invalid stacks: stack 0 frame 0 has a module_index that isn't in modules");
+    expect_title(fx, 0, "{\"memoryMap\":[[\"a\",\"1\"]],\"stacks\":[[[-9223372036854775809,1]]]}",
+                 "job 0 has invalid stacks: stack 0 frame 0 has a module_index that isn't in modules");
+    /* A string holding NUL stays a string, with or without big integers. */
+    expect_title(fx, 0, "{\"memoryMap\":[[\"a\",\"1\"]],\"stacks\":[[[0,\"\\u00001\"]]]}",
+                 "job 0 has invalid stacks: stack 0 frame 0 has an invalid module_offset");
+    expect_title(fx, 0, "{\"memoryMap\":[[\"a\",\"1\"]],\"stacks\":[[[0,\"\\u00001\"],[0,18446744073709551616]]]}",
+                 "job 0 has invalid stacks: stack 0 frame 0 has an invalid module_offset");
+    expect_title(fx, 0, "{\"memoryMap\":[[\"a\",\"1\"]],\"stacks\":[[[0,18446744073709551616],[0,\"\\u00001\"]]]}",
+                 "job 0 has invalid stacks: stack 0 frame 1 has an invalid module_offset");
+    expect_title(fx, 0, "{\"memoryMap\":[[\"\\u0000a\",\"1\"]],\"stacks\":[[[0,18446744073709551616]]]}",
+                 "job 0 has invalid modules: module index 0 has an invalid debug_filename");
+    /* Not integers, and broken numbers, are still what they were. */
+    expect_title(fx, 0, "{\"memoryMap\":[[\"a\",\"1\"]],\"stacks\":[[[0,18446744073709551616.0]]]}",
+                 "job 0 has invalid stacks: stack 0 frame 0 has an invalid module_offset");
+    expect_title(fx, 0, "{\"memoryMap\":[],\"stacks\":[[]],\"x\":-}", "Payload is not valid JSON");
+    expect_title(fx, 0, "{\"memoryMap\":[],\"stacks\":[[]],\"x\":0123}", "Payload is not valid JSON");
+    expect_title(fx, 0, "{\"memoryMap\":[],\"stacks\":[[]],\"x\":99999999999999999999", "Payload is not valid JSON");
+}
+
 static void path_traversal(void **state)
 {
     fixture *fx = *state;
@@ -508,6 +572,8 @@ int main(void)
         cmocka_unit_test(t002_6_errors),
         cmocka_unit_test(unknown_and_negative_frames),
         cmocka_unit_test(found_modules_false_cases),
+        cmocka_unit_test(found_modules_per_job),
+        cmocka_unit_test(big_integers),
         cmocka_unit_test(path_traversal),
         cmocka_unit_test(t000_6_dedup_by_lookup_address),
         cmocka_unit_test(t000_7_underflow_keeps_raw),
