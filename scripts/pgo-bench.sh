@@ -53,7 +53,7 @@
 # probe"), PGO_VARIANTS (line builds' profiles, default "profgen default
 # drop norepair"), PGO_PROBE_VARIANTS (probe builds', default "profgen
 # default norepair"), PGO_LBR2PROF (the lbr2prof that records and
-# makes profiles, default build/lbr2prof, built if missing).
+# makes profiles, default build/lbr2prof, which make brings up to date).
 # Cached under PGO_DIR: sources, builds, recordings, profiles (each keyed
 # by what it is made from: the compiler flags and the profile's digest, the
 # binary's digest and the workload, the profiling tool's digest). Delete a
@@ -76,8 +76,14 @@ PG=llvm-profgen-22
 PD=llvm-profdata-22
 
 "$TOP/scripts/install-deps.sh" pgo
-L=${PGO_LBR2PROF:-$TOP/build/lbr2prof}
-[ -x "$L" ] || $NICE make -C "$TOP" -j2 >/dev/null
+# the tree's lbr2prof is brought up to date (a stale one after a pull or
+# merge would measure old code); PGO_LBR2PROF is taken as it is
+L=${PGO_LBR2PROF:-}
+if [ -z "$L" ]; then
+    L=$TOP/build/lbr2prof
+    $NICE make -C "$TOP" -j2 build/lbr2prof >/dev/null
+fi
+[ -x "$L" ] || { echo "pgo-bench: no lbr2prof at $L" >&2; exit 1; }
 mkdir -p "$D"
 log() { echo "pgo-bench: $*" >&2; }
 digest() { cat "$@" | md5sum | cut -c1-16; }
