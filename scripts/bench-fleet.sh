@@ -22,11 +22,13 @@
 #     run's raw profile.
 # The machine is shared: wall ratios move with the other load, CPU times
 # less. BENCH_KEEP=DIR keeps the recording and shards in DIR for reruns.
-# Run from a built tree (make -j2). Needs clang-19, perl, /usr/bin/python3
-# with python3-distributed.
+# Run from a built tree (make -j2; BENCH_BUILD=DIR: another build folder
+# of the tree, default build). Needs clang-19, perl, /usr/bin/python3 with
+# python3-distributed.
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-L=$TOP/build/lbr2prof
+B=${BENCH_BUILD:-build}
+L=$TOP/$B/lbr2prof
 N=${1:-16}
 RUNS=${BENCH_RUNS:-3}
 /usr/bin/python3 -c "import distributed" 2> /dev/null ||
@@ -38,11 +40,11 @@ else
     W=$(mktemp -d "${TMPDIR:-/tmp}/lbr2prof-bench-fleet.XXXXXX")
     trap 'rm -rf "$W"' EXIT INT TERM
 fi
-[ -x "$L" ] || make -C "$TOP" -j2 > /dev/null
+[ -x "$L" ] || make -C "$TOP" -j2 BUILD="$B" > /dev/null
 cd "$W"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$TOP/include" -o perf-split "$TOP/scripts/perf-split.c" \
-    "$TOP/build/liblbr2prof.a" $(make -s -C "$TOP" print-ldlibs)
+    "$TOP/$B/liblbr2prof.a" $(make -s -C "$TOP" print-ldlibs)
 if [ ! -s cg.data ]; then
     perl "$TOP/scripts/gen-callgraph.pl" 1500 1 > cg.c
     clang-19 -O2 -g -fno-omit-frame-pointer -o cg cg.c

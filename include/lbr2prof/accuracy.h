@@ -26,6 +26,7 @@
 #include "lbr2prof/ctxcount.h"
 #include "lbr2prof/error.h"
 #include "lbr2prof/flat.h"
+#include "lbr2prof/probe.h"
 #include "lbr2prof/profile.h"
 
 #ifdef __cplusplus
@@ -50,6 +51,11 @@ typedef struct lp_truth_sample {
     lp_truth_branch *lbr;   /* most recent first, as BRANCH_STACK */
 } lp_truth_sample;
 
+/* One (from, to) pair of "branch_counts": every taken branch of the run. */
+typedef struct lp_truth_edge {
+    uint64_t from, to, count;   /* runtime addresses */
+} lp_truth_edge;
+
 typedef struct lp_truth_map {
     uint64_t time, start, end, pgoff;
     int32_t pid;
@@ -69,6 +75,8 @@ typedef struct lp_truth {
     uint64_t *node_ret;
     uint8_t *node_known;
     size_t nnodes;
+    lp_truth_edge *edges;   /* branch_counts (may be absent: 0) */
+    size_t nedges;
 } lp_truth;
 
 /* Read a truth file. A version 1 file (no LBR stacks) is refused with a
@@ -91,10 +99,16 @@ typedef struct lp_ideal_stats {
 
 typedef struct lp_ideal {
     lp_ctxcount *cc;            /* per true context (binary index 0),
-                                   link-time addresses */
+                                   link-time addresses; address contexts
+                                   with probes */
     lp_counters *flat;          /* the same ranges and branches without
                                    contexts, for flat (LBR-only) profiles */
     lp_ideal_stats st;
+    lp_probes *probes;          /* the binary's, for a pseudo-probe ideal
+                                   (borrowed); NULL: line-based */
+    lp_counters *edges;         /* probes: every branch the run took from
+                                   the binary's code (branch_counts), the
+                                   tail-call graph of the true contexts */
 } lp_ideal;
 
 /* Attribute every LBR range i >= 1 (LBR[i].to .. LBR[i-1].from) of every
@@ -103,10 +117,23 @@ typedef struct lp_ideal {
  * virtual unwinder records them (docs/accuracy.md). */
 int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
                    lp_error *err);
+/* The same for a pseudo-probe binary (probes: its tables): the counters
+ * get address contexts, the call sites of the true callers (cut at the
+ * innermost frame outside the binary or not after a call), ranges are not
+ * split (the probes say where inlined code is), as llvm-profgen's probe
+ * unwinder counts them; and every branch of branch_counts is kept for
+ * the tail-call frames (lp_ideal_profile). */
+int lp_ideal_build_probes(const lp_truth *t, lp_binary *bin,
+                          lp_probes *probes, lp_ideal *out, lp_error *err);
 void lp_ideal_free(lp_ideal *id);
 
 /* An ideal profile: the ideal counters through the project's own
- * generators, as llvm-profgen 19 turns them into a profile. cs: lp_cs_profile
+ * generators, as llvm-profgen 19 (22 with probes) turns them into a
+ * profile. With probes the true contexts are completed with the frames of
+ * tail calls where exactly one path of tail calls, among every call and
+ * tail call the run made (branch_counts), leads from a caller's call to
+ * the next frame (LP_TC_STRICT on that graph: what the inferrer of a
+ * profile tool would find with a complete LBR). cs: lp_cs_profile
  * on id->cc with the options of docs/accuracy.md (--csspgo-preinliner=0
  * --gen-cs-nested-profile=0 --csprof-merge-cold-context=0; recursion
  * compression and depth trimming belong to the unwinder and are not
@@ -115,6 +142,10 @@ void lp_ideal_free(lp_ideal *id);
  * NULL with err set. */
 lp_profile *lp_ideal_profile(lp_binary *bin, const lp_ideal *id, bool cs,
                              lp_error *err);
+/* A pseudo-probe ideal's CS profile without the tail-call frames: the true
+ * contexts as the machine's stacks have them. */
+lp_profile *lp_ideal_profile_machine(lp_binary *bin, const lp_ideal *id,
+                                     lp_error *err);
 
 /* ---- llvm-profdata overlap --sample ---------------------------------------- */
 
@@ -183,6 +214,13 @@ typedef struct lp_accuracy {
  * the profiles, which must outlive the result. */
 int lp_accuracy_compare(const lp_profile *ideal, const lp_profile *prof,
                         lp_accuracy *out, lp_error *err);
+/* The same, where a context only the profile has that is one of `alt`'s
+ * (or a proper suffix of one) counts as truncated, not wrong: for pseudo-
+ * probe profiles alt is the ideal without tail-call frames, the contexts
+ * the machine's stacks show (lp_ideal_profile_machine). alt may be NULL. */
+int lp_accuracy_compare_alt(const lp_profile *ideal, const lp_profile *alt,
+                            const lp_profile *prof, lp_accuracy *out,
+                            lp_error *err);
 void lp_accuracy_free(lp_accuracy *a);
 
 /* Sum the contexts of a CS profile per leaf function (body counts added

@@ -38,6 +38,8 @@ typedef struct lp_binary lp_binary;
 
 /* ---- opening ---------------------------------------------------------- */
 
+enum { LP_SYMTAB_NONE = 0, LP_SYMTAB_IF_NO_DWARF = 1, LP_SYMTAB_LLVM22 = 2 };
+
 typedef struct lp_binary_opts {
     /* --debug-binary: read symbols and DWARF from this file; code, program
      * headers and build-id still come from the binary. NULL: the binary. */
@@ -52,12 +54,22 @@ typedef struct lp_binary_opts {
     /* Flow-sensitive discriminators: -1 = auto (on iff the symbol
      * __llvm_fs_discriminator__ exists, as llvm-profgen), 0 = off, 1 = on. */
     int fs_discriminator;
-    /* No DWARF functions at all (stripped of debug info, or a .dwo that
-     * cannot be read): 0 = none, as llvm-profgen 19 (which warns "Loading
-     * of DWARF info completed, but no binary functions have been
-     * retrieved."); 1 = one function per sized STT_FUNC symbol (what LLVM
-     * [main] does since PR #163654). Zero-initialized = 0. */
+    /* Functions from the ELF symbol table where DWARF has none:
+     * LP_SYMTAB_NONE (0, zero-initialized): none, as llvm-profgen 19
+     * (which warns "Loading of DWARF info completed, but no binary
+     * functions have been retrieved." when there are none at all);
+     * LP_SYMTAB_IF_NO_DWARF: one function per sized STT_FUNC symbol when
+     * DWARF has no function at all; LP_SYMTAB_LLVM22: llvm-profgen 22's
+     * --load-function-from-symbol (loadSymbolsFromSymtab, done for
+     * pseudo-probe binaries): every sized STT_FUNC symbol of .symtab, in
+     * table order, whose start is in no function range yet becomes a
+     * range of the function named by its canonical name (".cold",
+     * ".llvm.*", ".isra.*"... stripped; from_symtab set). */
     int symtab_functions;
+    /* LP_SYMTAB_LLVM22: also the detailed warnings of that loader
+     * (--show-detailed-warning: a symbol whose name differs from the
+     * function already covering it). */
+    bool detailed_warnings;
 } lp_binary_opts;
 
 /* Open an ELF binary. opts may be NULL (all defaults). Errors: not a file,
@@ -255,7 +267,12 @@ struct lp_function {
     const char *name;           /* DWARF linkage name, else DW_AT_name */
     size_t nranges;
     const lp_func_range *const *ranges; /* sorted by start */
-    bool from_symtab;           /* no DWARF: made from an ELF symbol */
+    bool from_symtab;           /* made from (or given a range by) an ELF
+                                   symbol: llvm-profgen's NameStatus
+                                   Missing */
+    bool symtab_mismatch;       /* LP_SYMTAB_LLVM22: a .symtab symbol in
+                                   its range has another name (NameStatus
+                                   Mismatch) */
 };
 
 /* Functions are llvm-profgen's BinaryFunctions: one per DWARF subprogram
@@ -330,6 +347,10 @@ uint32_t lp_disc_dup_factor(uint32_t d, bool fs);
  * of name. Strips a last ".llvm.*" or ".part.*" component (".__uniq." is
  * kept): "foo.llvm.123" -> 3, "foo.part.0" -> 3, "foo.cold" -> 8. */
 size_t lp_canonical_fn_len(const char *name);
+/* The same with the suffixes given, tried in order (llvm-profgen 22's
+ * symbol-table loader strips ".cold", ".isra." ... this way). */
+size_t lp_canonical_fn_len_with(const char *name, const char *const *sfx,
+                                size_t nsfx);
 
 #ifdef __cplusplus
 }

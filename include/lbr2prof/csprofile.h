@@ -112,8 +112,9 @@ void lp_cs_opts_default(lp_cs_opts *o);
 int lp_cs_raw_read(FILE *f, const char *name, int bin, uint64_t base,
                    lp_ctxcount *cc, bool *is_cs, lp_error *err);
 /* The same for a pseudo-probe binary: "[0x7f4 @ 0x7bf]" headers are
- * address contexts (hex, plus base for binary `bin`'s; a value of 2^48
- * or more is another binary's LP_CTX_ADDR). llvm-profgen 22 crashes on
+ * address contexts (hex, plus base for binary `bin`'s; a value with bit 63
+ * set is another binary's address as LP_CTX_XBIN, one of 2^48 or more
+ * without it an LP_CTX_ADDR value as is). llvm-profgen 22 crashes on
  * such input; this reads it as lp_ctxcount_write_raw wrote it. */
 int lp_cs_raw_read_addrs(FILE *f, const char *name, int bin, uint64_t base,
                          lp_ctxcount *cc, bool *is_cs, lp_error *err);
@@ -124,7 +125,9 @@ int lp_cs_raw_read_addrs(FILE *f, const char *name, int bin, uint64_t base,
  * "#leaf-inlined V" / "#leaf-inlined V mixed" (the next context's
  * attributes; combined with an entry already in cc: inlined if either
  * says so, mixed if either does or they differ). Counts are multiplied by
- * `weight`. Blocks before any "#section" are binary 0's. */
+ * `weight`. Blocks before any "#section" are binary 0's. With `addrs`
+ * the contexts are address contexts (as lp_cs_raw_read_addrs reads them;
+ * an address of binary nbins or beyond is an error). */
 typedef struct lp_cs_raw_opts {
     const uint64_t *bases;      /* nbins of them */
     size_t nbins;
@@ -132,6 +135,7 @@ typedef struct lp_cs_raw_opts {
     unsigned long lineno;       /* lines already read (the header) */
     size_t mixed_joined;        /* out: contexts already in cc that are
                                    mixed once these attributes join */
+    bool addrs;                 /* address contexts (pseudo-probe binaries) */
 } lp_cs_raw_opts;
 int lp_cs_raw_read_body(FILE *f, const char *name, lp_cs_raw_opts *o,
                         lp_ctxcount *cc, bool *is_cs, lp_error *err);

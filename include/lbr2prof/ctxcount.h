@@ -133,7 +133,8 @@ int lp_ctx_parse_key(const char *key, lp_ctx_frame **frames, size_t *n,
  * per context in key order "[key]" then the ranges and branches indented
  * by two spaces, addresses minus `base`. Address contexts print their
  * binary-`bin` addresses minus `base` too (and are ordered by that text);
- * an address of another binary prints as its LP_CTX_ADDR value. */
+ * an address of another binary prints as LP_CTX_XBIN(its binary, its
+ * address) (llvm-profgen's format has one binary: never there). */
 int lp_ctxcount_write_raw(FILE *f, const lp_ctxcount *cc, int bin,
                           uint64_t base, lp_error *err);
 /* The same, each context with attributes preceded by lbr2prof's line

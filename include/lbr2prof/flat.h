@@ -141,12 +141,13 @@ typedef enum lp_range_issue {
 /* Sample counts of the ranges with each issue, of `total`. */
 typedef struct lp_range_stats {
     uint64_t total, not_boundary, unmatched, cross_func, bogus;
+    uint64_t recovered;         /* in functions recovered from .symtab */
 } lp_range_stats;
 
 /* The --show-detailed-warning line of one range. */
 void lp_range_warn_detail(lp_warn_fn fn, void *ctx, uint64_t start,
                           uint64_t end, lp_range_issue issue);
-/* The four summary lines (emitWarningSummary), in llvm-profgen's order. */
+/* The summary lines (emitWarningSummary), in llvm-profgen 22's order. */
 void lp_range_warn_summary(lp_warn_fn fn, void *ctx, const lp_range_stats *st);
 
 /* ---- unsymbolized profile (--skip-symbolization) ----------------------- */

@@ -62,6 +62,11 @@ typedef struct lp_profgen_opts {
                                    holding all their samples; each trace's
                                    pids are its own */
     size_t nmore_traces;
+    bool skip_bad_inputs;       /* --skip-bad-inputs (lbr2prof's): traces
+                                   that cannot be read to their end are
+                                   left out (lp_profgen_result.skipped) and
+                                   the run is over the others; each trace
+                                   is then read twice (checked first) */
 
     /* binaries */
     const char *const *binaries;/* --binary (repeatable): [0] the profiled
@@ -76,6 +81,9 @@ typedef struct lp_profgen_opts {
                                    profile even with pseudo probes */
     bool show_pseudo_probe;     /* --show-pseudo-probe: the probe
                                    descriptions of binaries[0] to info */
+    bool load_function_from_symbol; /* --load-function-from-symbol (true):
+                                   pseudo-probe binaries' functions missing
+                                   from DWARF recovered from .symtab */
 
     /* reading the trace */
     const struct lp_itrace *itrace; /* --itrace: the samples perf synthesizes
@@ -209,6 +217,12 @@ typedef struct lp_profgen_stats {
 
 typedef struct lp_profgen_priv lp_profgen_priv;
 
+/* A trace left out by --skip-bad-inputs, and why. */
+typedef struct lp_profgen_skipped {
+    char *path;
+    char *why;                  /* the reader's message */
+} lp_profgen_skipped;
+
 typedef struct lp_profgen_result {
     lp_profgen_kind kind;
     bool context_sensitive;     /* made from contexts (hybrid samples, a CS
@@ -224,6 +238,8 @@ typedef struct lp_profgen_result {
     bool missing_frames_inferred; /* the contexts went through the tail-call
                                    inferrer (lp_tailcall_infer_context) */
     lp_profgen_stage failed;    /* after an error: which step failed */
+    lp_profgen_skipped *skipped;/* --skip-bad-inputs: the traces left out */
+    size_t nskipped;
     lp_profgen_priv *priv;      /* what the counters belong to */
 } lp_profgen_result;
 

@@ -7,7 +7,7 @@
  * --raw-header` writes it; without --raw-header the output stays
  * llvm-profgen's, byte for byte. docs/rawmerge.md has the format:
  *
- *   #lbr2prof-raw 1 cs                       version, cs or flat
+ *   #lbr2prof-raw 1 cs                       version, cs, probe or flat
  *   #base preferred                          what addresses are relative to
  *   #options compress-recursion=-1 ...       the options counting depended on
  *   #binary 0 <build-id|-> 0x<base> <path>   one line per binary, in order
@@ -76,6 +76,9 @@ typedef struct lp_raw_stats {
 
 typedef struct lp_rawhdr {
     bool cs;                    /* context blocks ("[...]"), else flat */
+    bool addrs;                 /* cs with address contexts ("[0x7f4 @
+                                   0x7bf]": a pseudo-probe binary's),
+                                   kind "probe"; else frame contexts */
     lp_raw_base base;
     char *options;              /* the counting options, as printed */
     lp_raw_binary *bins;        /* [0] the profiled program */
@@ -88,6 +91,8 @@ void lp_rawhdr_free(lp_rawhdr *h);
 int lp_rawhdr_add_binary(lp_rawhdr *h, const char *path, const uint8_t *id,
                          size_t nid, uint64_t base, lp_error *err);
 const char *lp_raw_base_name(lp_raw_base b);
+/* The kind word of the first line: "cs", "probe" or "flat". */
+const char *lp_rawhdr_kind(const lp_rawhdr *h);
 
 /* The header at the start of f: 1 (f is left at the first body line, *lines
  * = the header's lines), 0 when f does not start with "#lbr2prof-raw" (f

@@ -10,8 +10,10 @@
  *              function (right function and line, any context);
  *   a context is right when both have body counts in it, missing when
  *   only the ideal has, truncated when only the profile has and it is a
- *   proper suffix of a true context (callers cut at an unknown frame),
- *   wrong when only the profile has and it is not.
+ *   proper suffix of a true context (callers cut at an unknown frame) or,
+ *   for pseudo-probe profiles, a true context as the machine's stack has
+ *   it (tail-call frames left out) or a suffix of one, wrong when only
+ *   the profile has and it is none of these.
  *
  * Plus llvm-profdata's overlap similarity of the pair and of the context-
  * less pair. Printing is report.c.
@@ -102,25 +104,38 @@ static int fn_order(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/* The proper suffixes of the ideal's contexts (the text after each
- * " @ "), pointing into the keys. 0, or -1 on no memory. */
-static int add_suffixes(suffix_ent **set, lp_fsamples *const *v, size_t n)
+static int add_key(suffix_ent **set, const char *p)
+{
+    suffix_ent *e;
+
+    HASH_FIND_STR(*set, p, e);
+    if (e)
+        return 0;
+    if (!(e = malloc(sizeof *e)))
+        return -1;
+    e->key = p;
+    HASH_ADD_KEYPTR(hh, *set, e->key, strlen(e->key), e);
+    return 0;
+}
+
+/* The proper suffixes of the contexts of v (the text after each " @ "),
+ * and with `whole` the contexts themselves, pointing into the keys. 0, or
+ * -1 on no memory. */
+static int add_suffixes(suffix_ent **set, lp_fsamples *const *v, size_t n,
+                        bool whole)
 {
     const char *p;
-    suffix_ent *e;
     size_t k;
 
-    for (k = 0; k < n; k++)
+    for (k = 0; k < n; k++) {
+        if (whole && v[k]->context && add_key(set, v[k]->context))
+            return -1;
         for (p = v[k]->context; p && (p = strstr(p, " @ ")); ) {
             p += 3;
-            HASH_FIND_STR(*set, p, e);
-            if (e)
-                continue;
-            if (!(e = malloc(sizeof *e)))
+            if (add_key(set, p))
                 return -1;
-            e->key = p;
-            HASH_ADD_KEYPTR(hh, *set, e->key, strlen(e->key), e);
         }
+    }
     return 0;
 }
 
@@ -180,19 +195,21 @@ static int one_ctx(lp_accuracy *a, const lp_fsamples *i, const lp_fsamples *p,
 }
 
 static int build_ctx(lp_accuracy *a, const lp_profile *ideal,
-                     const lp_profile *prof)
+                     const lp_profile *alt, const lp_profile *prof)
 {
-    lp_fsamples **vi = NULL, **vp = NULL;
+    lp_fsamples **vi = NULL, **vp = NULL, **va = NULL;
     size_t ni = lp_profile_all(ideal, &vi), np = lp_profile_all(prof, &vp), k;
+    size_t na = alt ? lp_profile_all(alt, &va) : 0;
     uint64_t pi = 0, pp = 0;
     suffix_ent *cut = NULL, *e;
     int r = 0;
 
-    if (ni == (size_t)-1 || np == (size_t)-1 ||
+    if (ni == (size_t)-1 || np == (size_t)-1 || na == (size_t)-1 ||
         !(a->ctx = calloc(ni + np + 1, sizeof *a->ctx)) ||
-        add_suffixes(&cut, vi, ni)) {
+        add_suffixes(&cut, vi, ni, false) || add_suffixes(&cut, va, na, true)) {
         free(ni == (size_t)-1 ? NULL : vi);
         free(np == (size_t)-1 ? NULL : vp);
+        free(na == (size_t)-1 ? NULL : va);
         free_suffixes(&cut);
         return -1;
     }
@@ -216,6 +233,7 @@ static int build_ctx(lp_accuracy *a, const lp_profile *ideal,
     free_suffixes(&cut);
     free(vi);
     free(vp);
+    free(va);
     qsort(a->ctx, a->nctx, sizeof *a->ctx, ctx_order);
     return r < 0 ? -1 : 0;
 }
@@ -270,6 +288,13 @@ static int build_fn(lp_accuracy *a, const lp_profile *ci, const lp_profile *cp)
 int lp_accuracy_compare(const lp_profile *ideal, const lp_profile *prof,
                         lp_accuracy *out, lp_error *err)
 {
+    return lp_accuracy_compare_alt(ideal, NULL, prof, out, err);
+}
+
+int lp_accuracy_compare_alt(const lp_profile *ideal, const lp_profile *alt,
+                            const lp_profile *prof, lp_accuracy *out,
+                            lp_error *err)
+{
     lp_profile *ci = NULL, *cp = NULL;
     lp_overlap ov;
     int rc = 0;
@@ -280,7 +305,8 @@ int lp_accuracy_compare(const lp_profile *ideal, const lp_profile *prof,
                             "a %s ideal profile", prof->is_cs ? "CS" : "flat",
                             ideal->is_cs ? "CS" : "flat");
     out->cs = prof->is_cs;
-    if (build_ctx(out, ideal, prof) || lp_overlap_sample(ideal, prof, &ov, err))
+    if (build_ctx(out, ideal, alt, prof) ||
+        lp_overlap_sample(ideal, prof, &ov, err))
         goto fail;
     out->similarity = ov.similarity;
     if (out->cs) {

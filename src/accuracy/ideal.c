@@ -13,21 +13,30 @@
  * binary (or without debug info): code called back from outside cannot
  * know its callers. Ranges are split where the inline context changes.
  *
+ * For a pseudo-probe binary the contexts are address contexts instead:
+ * the call sites of the true callers, ranges not split (the probes say
+ * what is inlined where), as llvm-profgen 22's probe unwinder counts; the
+ * generator completes them with tail-call frames from the run's whole
+ * call graph (below).
+ *
  * The ideal profiles are these counters handed to the project's
  * generators (lp_cs_profile, lp_flat_generate), which equal llvm-profgen
- * 19's; this file only chooses their options. Does not compare profiles.
+ * 19's (22's with probes); this file only chooses their options. Does not
+ * compare profiles.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "lbr2prof/accuracy.h"
 #include "lbr2prof/csprofile.h"
+#include "lbr2prof/tailcall.h"
 
 /* The symbolized caller frames of a true stack node (cached per id). */
 typedef struct node_frames {
     int done;
     size_t n;
     lp_ctx_frame *f;
+    uint64_t *a;                /* with probes: the call sites instead */
 } node_frames;
 
 typedef struct ideal_ctx {
@@ -43,6 +52,7 @@ typedef struct ideal_ctx {
     lp_ctx_frame *buf;          /* scratch context */
     size_t cap;
     bool fs;                    /* flow-sensitive discriminators */
+    bool addrs;                 /* address contexts (pseudo probes) */
 } ideal_ctx;
 
 /* ---- addresses --------------------------------------------------------- */
@@ -157,6 +167,15 @@ static int node_compute(ideal_ctx *c, uint32_t id, const lp_truth_sample *s)
         return 0;
     if ((r = lp_binary_call_site(c->bin, v, &site, c->err)) != 1)
         return r; /* 0: not after a call: cut here too */
+    if (c->addrs) {
+        if (!(nf->a = malloc((pf->n + 1) * sizeof *nf->a)))
+            return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+        if (pf->n)
+            memcpy(nf->a, pf->a, pf->n * sizeof *nf->a);
+        nf->a[pf->n] = LP_CTX_ADDR(0, site);
+        nf->n = pf->n + 1;
+        return 0;
+    }
     if (lp_binary_symbolize(c->bin, site, &fr, &n, c->err))
         return -1;
     if (n == 0)
@@ -308,11 +327,13 @@ static int add_branch(ideal_ctx *c, const lp_truth_sample *s, size_t i,
     if (from) {
         if (!(nf = node_get(c, s->lbr[i].node, s)))
             return -1;
-        e = entry_at(c, nf, from, &failed);
-        if (failed)
+        e = c->addrs ? lp_ctxcount_get_addrs(c->out->cc, 0, nf->a, nf->n, c->err)
+                     : entry_at(c, nf, from, &failed);
+        if (failed || (c->addrs && !e))
             return -1;
     }
-    if (!e && !(e = lp_ctxcount_get(c->out->cc, 0, none, 0, false, c->err)))
+    if (!e && !(e = c->addrs ? lp_ctxcount_get_addrs(c->out->cc, 0, NULL, 0, c->err)
+                             : lp_ctxcount_get(c->out->cc, 0, none, 0, false, c->err)))
         return -1; /* external or unsymbolized source: the empty context */
     if (lp_counters_add_branch(e->counters, from ? from : LP_EXTERNAL_ADDR,
                                to, 1))
@@ -347,6 +368,13 @@ static int do_range(ideal_ctx *c, const lp_truth_sample *s, size_t i,
         return lp_error_set(c->err, LP_ENOMEM, "out of memory");
     if (!(nf = node_get(c, s->lbr[i - 1].node, s)))
         return -1;
+    if (c->addrs) {             /* the probe unwinder's: not split */
+        lp_ctx_entry *e = lp_ctxcount_get_addrs(c->out->cc, 0, nf->a, nf->n,
+                                                c->err);
+        if (!e || lp_counters_add_range(e->counters, tv[i], fv[i - 1], 1))
+            return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+        return 0;
+    }
     return add_range(c, nf, tv[i], fv[i - 1]);
 }
 
@@ -376,8 +404,28 @@ static int do_sample(ideal_ctx *c, const lp_truth_sample *s)
     return rc;
 }
 
-int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
-                   lp_error *err)
+/* Every branch of the run from the binary's code (the latest mappings of
+ * the first process), for the tail-call graph. */
+static int add_edges(ideal_ctx *c)
+{
+    size_t i;
+    uint64_t f, t;
+
+    if (!(c->out->edges = lp_counters_new()))
+        return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    for (i = 0; i < c->t->nedges; i++) {
+        const lp_truth_edge *e = &c->t->edges[i];
+        f = to_vaddr(c, c->main_pid, UINT64_MAX, e->from);
+        t = to_vaddr(c, c->main_pid, UINT64_MAX, e->to);
+        if (f && t && lp_binary_is_code(c->bin, f) &&
+            lp_counters_add_branch(c->out->edges, f, t, e->count))
+            return lp_error_set(c->err, LP_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int build(const lp_truth *t, lp_binary *bin, lp_probes *probes,
+                 lp_ideal *out, lp_error *err)
 {
     ideal_ctx c;
     size_t i;
@@ -390,7 +438,9 @@ int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
     c.out = out;
     c.err = err;
     c.fs = lp_binary_fs_discriminator(bin);
-    if (lp_binary_check_symbolizable(bin, err))
+    c.addrs = probes != NULL;
+    out->probes = probes;
+    if (!probes && lp_binary_check_symbolizable(bin, err))
         return -1;
     out->cc = lp_ctxcount_new();
     out->flat = lp_counters_new();
@@ -411,9 +461,13 @@ int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
     out->st.samples = t->nsamples;
     for (i = 0; i < t->nsamples && rc == 0; i++)
         rc = do_sample(&c, &t->samples[i]);
+    if (rc == 0 && probes)
+        rc = add_edges(&c);
 done:
-    for (i = 0; c.nodes && i < t->nnodes; i++)
+    for (i = 0; c.nodes && i < t->nnodes; i++) {
         free(c.nodes[i].f);
+        free(c.nodes[i].a);
+    }
     free(c.nodes);
     free(c.maps);
     free(c.buf);
@@ -422,21 +476,76 @@ done:
     return rc;
 }
 
+int lp_ideal_build(const lp_truth *t, lp_binary *bin, lp_ideal *out,
+                   lp_error *err)
+{
+    return build(t, bin, NULL, out, err);
+}
+
+int lp_ideal_build_probes(const lp_truth *t, lp_binary *bin,
+                          lp_probes *probes, lp_ideal *out, lp_error *err)
+{
+    return build(t, bin, probes, out, err);
+}
+
 void lp_ideal_free(lp_ideal *id)
 {
     lp_ctxcount_free(id->cc);
     lp_counters_free(id->flat);
+    lp_counters_free(id->edges);
     id->cc = NULL;
     id->flat = NULL;
+    id->edges = NULL;
 }
 
 /* ---- the ideal profiles ------------------------------------------------------ */
+
+/* lp_cs_opts.infer_frames on the run's call graph (one binary: index 0,
+ * so the encoded addresses are the link-time ones). */
+static long infer_frames(void *tc, const uint64_t *in, size_t n, uint64_t **out)
+{
+    size_t cap = 0;
+
+    *out = NULL;
+    return lp_tailcall_infer_context(tc, in, n, out, &cap);
+}
+
+static int cs_ideal(lp_binary *bin, const lp_ideal *id, bool tails,
+                    lp_profile *p, lp_error *err)
+{
+    lp_tailcall_opts to;
+    lp_tailcall *tc = NULL;
+    lp_cs_opts o;
+    int rc;
+
+    lp_cs_opts_default(&o);
+    o.preinliner = false;       /* --csspgo-preinliner=0 */
+    o.gen_nested = false;       /* --gen-cs-nested-profile=0 */
+    o.merge_cold_context = 0;   /* --csprof-merge-cold-context=0 */
+    if (id->probes) {
+        o.probes = &id->probes;
+        o.compress_recursion = 0;   /* the true contexts */
+    }
+    if (id->probes && tails) {
+        lp_tailcall_opts_default(&to);
+        to.mode = LP_TC_STRICT;
+        if (!(tc = lp_tailcall_new(bin, &to, err)) ||
+            lp_tailcall_add_counters(tc, id->edges, err)) {
+            lp_tailcall_free(tc);
+            return -1;
+        }
+        o.infer_frames = infer_frames;
+        o.infer_ctx = tc;
+    }
+    rc = lp_cs_profile(&bin, 1, id->cc, &o, p, err);
+    lp_tailcall_free(tc);
+    return rc;
+}
 
 lp_profile *lp_ideal_profile(lp_binary *bin, const lp_ideal *id, bool cs,
                              lp_error *err)
 {
     lp_profile *p = lp_profile_new();
-    lp_cs_opts o;
     lp_flat_opts fo;
     int rc;
 
@@ -445,17 +554,33 @@ lp_profile *lp_ideal_profile(lp_binary *bin, const lp_ideal *id, bool cs,
         return NULL;
     }
     if (cs) {
-        lp_cs_opts_default(&o);
-        o.preinliner = false;       /* --csspgo-preinliner=0 */
-        o.gen_nested = false;       /* --gen-cs-nested-profile=0 */
-        o.merge_cold_context = 0;   /* --csprof-merge-cold-context=0 */
-        rc = lp_cs_profile(&bin, 1, id->cc, &o, p, err);
+        rc = cs_ideal(bin, id, true, p, err);
+    } else if (id->probes) {
+        lp_flat_opts_default(&fo);
+        rc = lp_flat_generate_probes(bin, id->probes, id->flat, &fo, p, err) ||
+             lp_flat_postprocess(p, &fo, err);
     } else {
         lp_flat_opts_default(&fo);
         rc = lp_flat_generate(bin, id->flat, &fo, p, err) ||
              lp_flat_postprocess(p, &fo, err);
     }
     if (rc) {
+        lp_profile_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+lp_profile *lp_ideal_profile_machine(lp_binary *bin, const lp_ideal *id,
+                                     lp_error *err)
+{
+    lp_profile *p = lp_profile_new();
+
+    if (!p) {
+        lp_error_set(err, LP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (cs_ideal(bin, id, false, p, err)) {
         lp_profile_free(p);
         return NULL;
     }

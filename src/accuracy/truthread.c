@@ -1,9 +1,10 @@
 /*
  * truthread.c - reads the truth file of `record --simulate --truth`
  * (JSON, docs/record.md) into lp_truth: the samples with their LBR
- * entries and true stacks, the mappings and the stack node table. The
- * per-instruction and per-branch counts are skipped (accuracy does not
- * need them). Owns parsing and validation only.
+ * entries and true stacks, the mappings, the stack node table and the
+ * taken branches of the whole run (branch_counts: the pseudo-probe ideal's
+ * tail-call graph). The per-instruction counts are skipped (accuracy does
+ * not need them). Owns parsing and validation only.
  *
  * The recorder writes one array element per line, so the file is read
  * line by line and each element parsed on its own (memory: the result,
@@ -20,12 +21,13 @@
 typedef struct rd {
     const char *path;
     lp_error *err;
-    size_t cap_samples, cap_maps, cap_nodes;
+    size_t cap_samples, cap_maps, cap_nodes, cap_edges;
     json_t *header;         /* the top-level scalars */
     int seen;               /* sections seen: 1 samples, 2 mappings, 4 nodes */
 } rd;
 
-enum { SEC_SAMPLES = 1, SEC_MAPS = 2, SEC_NODES = 4, SEC_SKIP = 8 };
+enum { SEC_SAMPLES = 1, SEC_MAPS = 2, SEC_NODES = 4, SEC_SKIP = 8,
+       SEC_EDGES = 16 };
 
 static int bad(rd *r, const char *where, size_t i, const char *what)
 {
@@ -97,6 +99,27 @@ static int node_elem(rd *r, lp_truth *t, const json_t *e, size_t i)
     t->node_parent[id] = (uint32_t)parent;
     t->node_ret[id] = ret;
     t->node_known[id] = 1;
+    return 0;
+}
+
+/* ["0xFROM", "0xTO", COUNT] */
+static int edge_elem(rd *r, lp_truth *t, const json_t *e, size_t i)
+{
+    lp_truth_edge *x;
+
+    if (t->nedges == r->cap_edges) {
+        size_t cap = r->cap_edges ? 2 * r->cap_edges : 256;
+        lp_truth_edge *p = realloc(t->edges, cap * sizeof *p);
+        if (!p)
+            return oom(r);
+        t->edges = p;
+        r->cap_edges = cap;
+    }
+    x = &t->edges[t->nedges];
+    if (json_array_size(e) != 3 || hex_of(json_array_get(e, 0), &x->from) ||
+        hex_of(json_array_get(e, 1), &x->to) || u64_of(json_array_get(e, 2), &x->count))
+        return bad(r, "branch_counts", i, "expected [\"0xFROM\", \"0xTO\", COUNT]");
+    t->nedges++;
     return 0;
 }
 
@@ -255,14 +278,16 @@ static int section_of(const char *name)
 {
     return !strcmp(name, "samples") ? SEC_SAMPLES
          : !strcmp(name, "mappings") ? SEC_MAPS
-         : !strcmp(name, "stack_nodes") ? SEC_NODES : SEC_SKIP;
+         : !strcmp(name, "stack_nodes") ? SEC_NODES
+         : !strcmp(name, "branch_counts") ? SEC_EDGES : SEC_SKIP;
 }
 
 static int element(rd *r, lp_truth *t, int sec, const json_t *e, size_t i)
 {
     return sec == SEC_SAMPLES ? sample_elem(r, t, e, i)
          : sec == SEC_MAPS ? map_elem(r, t, e, i)
-         : sec == SEC_NODES ? node_elem(r, t, e, i) : 0;
+         : sec == SEC_NODES ? node_elem(r, t, e, i)
+         : sec == SEC_EDGES ? edge_elem(r, t, e, i) : 0;
 }
 
 /* ---- the whole file at once (any layout) --------------------------------------- */
@@ -392,12 +417,13 @@ void lp_truth_free(lp_truth *t)
     free(t->node_parent);
     free(t->node_ret);
     free(t->node_known);
+    free(t->edges);
     free(t);
 }
 
 static lp_truth *attempt(const char *path, lp_error *err, int whole, int *rc)
 {
-    rd r = {path, err, 0, 0, 0, NULL, 0};
+    rd r = {path, err, 0, 0, 0, 0, NULL, 0};
     lp_truth *t = calloc(1, sizeof *t);
 
     if (!t || init_nodes(&r, t)) {

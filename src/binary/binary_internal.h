@@ -19,6 +19,7 @@
 /* One ELF symbol of the (debug) symbol table. */
 typedef struct lp_sym {
     uint64_t addr, size;
+    size_t idx;             /* its index in its table */
     const char *name;       /* points into libelf's string table */
     size_t shndx;
     uint8_t type;           /* STT_* */
@@ -317,6 +318,15 @@ void lp_bin_free_regions(lp_binary *b);
 /* dwarf.c */
 int lp_bin_load_dwarf(lp_binary *b, lp_error *err);
 int lp_bin_functions_from_symtab(lp_binary *b, lp_error *err);
+/* The function of that name, made (empty) if there is none; NULL: no
+ * memory. A range added to it (0, or -1: no memory) is in the map after
+ * lp_bin_rebuild_map (warn: about duplicate starts, as the first build). */
+lp_func_entry *lp_bin_get_func(lp_binary *b, const char *name);
+int lp_bin_add_range(lp_binary *b, lp_func_entry *f, uint64_t lo, uint64_t hi);
+int lp_bin_rebuild_map(lp_binary *b, bool warn, lp_error *err);
+/* symtabfn.c: llvm-profgen 22's loadSymbolsFromSymtab (LP_SYMTAB_LLVM22) */
+int lp_bin_functions_from_symtab22(lp_binary *b, bool detailed,
+                                   lp_error *err);
 void lp_bin_mark_entries(lp_binary *b);
 void lp_bin_free_dwarf(lp_binary *b);
 const char *lp_bin_die_name(Dwarf_Die *die);

@@ -21,7 +21,7 @@
 
 /* ---- function table ------------------------------------------------------ */
 
-static lp_func_entry *get_func(lp_binary *b, const char *name)
+lp_func_entry *lp_bin_get_func(lp_binary *b, const char *name)
 {
     lp_func_entry *f;
     HASH_FIND_STR(b->funcs_by_name, name, f);
@@ -46,7 +46,7 @@ static lp_func_entry *get_func(lp_binary *b, const char *name)
     return f;
 }
 
-static int add_range(lp_binary *b, lp_func_entry *f, uint64_t lo, uint64_t hi)
+int lp_bin_add_range(lp_binary *b, lp_func_entry *f, uint64_t lo, uint64_t hi)
 {
     if (b->nranges == b->ranges_cap) {
         size_t nc = b->ranges_cap * 2 + 64;
@@ -120,11 +120,11 @@ static int subprogram(lp_binary *b, Dwarf_Die *die, Dwarf_Die *cudie,
     ptrdiff_t off = 0;
     lp_func_entry *f = NULL;
     while ((off = lp_bin_ranges(b, die, off, &base, &lo, &hi)) > 0) {
-        if (!f && !(f = get_func(b, name)))
+        if (!f && !(f = lp_bin_get_func(b, name)))
             return -1;
         if (hi <= lo || lo < b->preferred_base)
             continue;
-        if (add_range(b, f, lo, hi) || add_die_range(b, die, cudie, linecu, lo, hi))
+        if (lp_bin_add_range(b, f, lo, hi) || add_die_range(b, die, cudie, linecu, lo, hi))
             return -1;
     }
     return 0;
@@ -192,7 +192,7 @@ static int die_cmp(const void *pa, const void *pb)
 }
 
 /* Freeze the function table: per-function range lists and the map. */
-static int build_map(lp_binary *b)
+static int build_map(lp_binary *b, bool warn)
 {
     b->map = calloc(b->nranges ? b->nranges : 1, sizeof *b->map);
     if (!b->map)
@@ -224,7 +224,7 @@ static int build_map(lp_binary *b)
     }
     if (b->ndies)
         qsort(b->dies, b->ndies, sizeof *b->dies, die_cmp);
-    if (b->ndup_starts)
+    if (warn && b->ndup_starts)
         lp_bin_warn(b, "Found %zu start addresses with multiple symbols",
                     b->ndup_starts);
     return 0;
@@ -252,7 +252,7 @@ int lp_bin_load_dwarf(lp_binary *b, lp_error *err)
     if (b->nranges == 0)
         lp_bin_warn(b, "Loading of DWARF info completed, but no binary "
                     "functions have been retrieved.");
-    if (build_map(b) != 0)
+    if (build_map(b, true) != 0)
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     return 0;
 }
@@ -263,11 +263,16 @@ int lp_bin_functions_from_symtab(lp_binary *b, lp_error *err)
         const lp_sym *s = &b->fsyms[i];
         if (s->addr < b->preferred_base)
             continue;
-        lp_func_entry *f = get_func(b, s->name);
-        if (!f || add_range(b, f, s->addr, s->addr + s->size))
+        lp_func_entry *f = lp_bin_get_func(b, s->name);
+        if (!f || lp_bin_add_range(b, f, s->addr, s->addr + s->size))
             return lp_error_set(err, LP_ENOMEM, "out of memory");
         f->fn.from_symtab = true;
     }
+    return lp_bin_rebuild_map(b, b->nmap == 0, err);
+}
+
+int lp_bin_rebuild_map(lp_binary *b, bool warn, lp_error *err)
+{
     free(b->map);
     b->map = NULL;
     free(b->map_start);
@@ -278,7 +283,7 @@ int lp_bin_functions_from_symtab(lp_binary *b, lp_error *err)
         f->rv = NULL;
     }
     b->ndup_starts = 0;
-    if (build_map(b) != 0)
+    if (build_map(b, warn) != 0)
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     return 0;
 }

@@ -261,7 +261,7 @@ static int sym_cmp(const void *pa, const void *pb)
     const lp_sym *a = pa, *c = pb;
     if (a->addr != c->addr)
         return a->addr < c->addr ? -1 : 1;
-    return a < c ? -1 : a > c; /* stable on the original order */
+    return a->idx < c->idx ? -1 : a->idx > c->idx; /* table order */
 }
 
 /* Reads the symbols of the first table of `type` in e into b->syms. */
@@ -290,6 +290,7 @@ static int read_symtab(lp_binary *b, Elf *e, Elf32_Word type, lp_error *err)
             o->size = sym.st_size;
             o->name = nm ? nm : "";
             o->shndx = sym.st_shndx;
+            o->idx = i;
             o->type = (uint8_t)t;
         }
         return 1;
@@ -394,8 +395,11 @@ static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     if (lp_bin_load_dwarf(b, err))
         return -1;
-    if (b->nmap == 0 && o->symtab_functions &&
+    if (b->nmap == 0 && o->symtab_functions == LP_SYMTAB_IF_NO_DWARF &&
         lp_bin_functions_from_symtab(b, err))
+        return -1;
+    if (o->symtab_functions == LP_SYMTAB_LLVM22 &&
+        lp_bin_functions_from_symtab22(b, o->detailed_warnings, err))
         return -1;
     lp_bin_mark_entries(b);
     bool fs = false;

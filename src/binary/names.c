@@ -1,6 +1,7 @@
 /*
  * names.c - pure rules shared with llvm-profgen 19: function name
- * canonicalization (getCanonicalFnName, "selected") and DWARF discriminator
+ * canonicalization (getCanonicalFnName, "selected", with LLVM's known
+ * suffixes or a given list) and DWARF discriminator
  * decoding (base discriminator, duplication factor). No binary state.
  */
 #include <string.h>
@@ -25,22 +26,29 @@ static const char *rfind_dot(const char *s, size_t n)
     return NULL;
 }
 
-size_t lp_canonical_fn_len(const char *name)
+size_t lp_canonical_fn_len_with(const char *name, const char *const *sfx,
+                                size_t nsfx)
 {
-    /* Known suffixes in LLVM's order; ".__uniq." is kept because
-     * FunctionSamples::HasUniqSuffix defaults to true. A suffix is cut
-     * when its trailing '.' is the last '.' of the current candidate. */
-    static const char *const suffixes[] = {".llvm.", ".part."};
+    /* A suffix is cut when its first or its trailing '.' is the last '.'
+     * of the current candidate ("foo.cold", "foo.llvm.123"). */
     size_t n = strlen(name);
-    for (size_t i = 0; i < 2; i++) {
-        const char *it = rfind(name, n, suffixes[i]);
+    for (size_t i = 0; i < nsfx; i++) {
+        const char *it = rfind(name, n, sfx[i]);
         if (!it)
             continue;
         const char *dot = rfind_dot(name, n);
-        if (dot == it + strlen(suffixes[i]) - 1)
+        if (dot == it || dot == it + strlen(sfx[i]) - 1)
             n = (size_t)(it - name);
     }
     return n;
+}
+
+size_t lp_canonical_fn_len(const char *name)
+{
+    /* Known suffixes in LLVM's order; ".__uniq." is kept because
+     * FunctionSamples::HasUniqSuffix defaults to true. */
+    static const char *const suffixes[] = {".llvm.", ".part."};
+    return lp_canonical_fn_len_with(name, suffixes, 2);
 }
 
 static uint32_t prefix_decode(uint32_t u)

@@ -2,7 +2,9 @@
  * cmd_accuracy.c - `lbr2prof accuracy --truth FILE --binary BIN PROFILE`:
  * builds the ideal profile from the truth of a `record --simulate` run and
  * compares PROFILE (an LLVM sample profile, any format; CS or flat) with
- * it (docs/accuracy.md).
+ * it (docs/accuracy.md). For a binary with pseudo probes the ideal is
+ * probe-based, as the profile tools make them, unless
+ * --use-dwarf-correlation asks for line-based profiles.
  * Hidden debug options write the ideal profile itself.
  * LP_BUILTIN(accuracy, cmd_accuracy, "compare a profile with the truth of a simulated recording")
  */
@@ -18,6 +20,7 @@
 typedef struct acc_opts {
     const char *truth, *binary, *debug_binary, *profile;
     const char *emit_cs, *emit_flat, *emit_raw; /* hidden, for tests */
+    bool dwarf;                 /* --use-dwarf-correlation */
     lp_accuracy_print_opts print;
 } acc_opts;
 
@@ -28,6 +31,8 @@ static void usage(FILE *o)
             "  --truth FILE      truth of `lbr2prof record --simulate --truth FILE`\n"
             "  --binary BIN      the profiled binary (with debug info)\n"
             "  --debug-binary F  read symbols and DWARF from F instead\n"
+            "  --use-dwarf-correlation  a line-based ideal for a binary with\n"
+            "                    pseudo probes (as the profile was made)\n"
             "  PROFILE           LLVM sample profile to judge (text, binary or\n"
             "                    extbinary): CS, made with\n"
             "                    --csspgo-preinliner=0 --gen-cs-nested-profile=0\n"
@@ -43,6 +48,7 @@ static int parse_args(int argc, char **argv, acc_opts *o)
         {"truth", required_argument, NULL, 't'},
         {"binary", required_argument, NULL, 'b'},
         {"debug-binary", required_argument, NULL, 'D'},
+        {"use-dwarf-correlation", no_argument, NULL, 'W'},
         {"rows", required_argument, NULL, 'n'},
         {"quiet", no_argument, NULL, 'q'},
         {"emit-ideal", required_argument, NULL, 'I'},
@@ -62,6 +68,7 @@ static int parse_args(int argc, char **argv, acc_opts *o)
         case 't': o->truth = optarg; break;
         case 'b': o->binary = optarg; break;
         case 'D': o->debug_binary = optarg; break;
+        case 'W': o->dwarf = true; break;
         case 'n':
             o->print.max_rows = strtoul(optarg, &end, 10);
             if (*end || !*optarg)
@@ -172,16 +179,30 @@ static int compare(const acc_opts *o, lp_binary *bin, const lp_ideal *id,
                    lp_error *err)
 {
     lp_profile *prof = lp_profile_read(o->profile, NULL, err), *ideal = NULL;
+    lp_profile *alt = NULL;
     lp_accuracy a;
     int flags, rc = -1;
 
     if (!prof)
         return -1;
+    if (prof->is_probe_based != (id->probes != NULL)) {
+        lp_error_set(err, LP_EUSAGE, "%s is a %s profile, and the ideal one "
+                     "for %s is %s: %s", o->profile,
+                     prof->is_probe_based ? "pseudo-probe" : "line-based",
+                     o->binary, id->probes ? "probe-based" : "line-based",
+                     id->probes ? "pass --use-dwarf-correlation, as the "
+                                  "profile was made"
+                                : "the binary has no pseudo probes");
+        goto done;
+    }
     if ((flags = lp_accuracy_profile_flags(o->profile, prof, err)) < 0)
         goto done;
     warn_flags(o->profile, flags);
     ideal = lp_ideal_profile(bin, id, prof->is_cs, err);
-    if (!ideal || lp_accuracy_compare(ideal, prof, &a, err))
+    if (ideal && prof->is_cs && id->probes &&
+        !(alt = lp_ideal_profile_machine(bin, id, err)))
+        goto done;
+    if (!ideal || lp_accuracy_compare_alt(ideal, alt, prof, &a, err))
         goto done;
     if (!o->print.summary_only)
         print_header(o, id);
@@ -190,6 +211,7 @@ static int compare(const acc_opts *o, lp_binary *bin, const lp_ideal *id,
 done:
     lp_profile_free(prof);
     lp_profile_free(ideal);
+    lp_profile_free(alt);
     return rc;
 }
 
@@ -201,7 +223,8 @@ int cmd_accuracy(int argc, char **argv)
     lp_binary *bin = NULL;
     lp_ideal id;
     lp_binary_opts bo = {0};
-    int st = parse_args(argc, argv, &o), rc = -1;
+    lp_probes *probes = NULL;
+    int st = parse_args(argc, argv, &o), rc = -1, has = 0;
 
     if (st)
         return st == 1 ? 0 : st;
@@ -209,15 +232,24 @@ int cmd_accuracy(int argc, char **argv)
     memset(&id, 0, sizeof id);
     bo.debug_path = o.debug_binary;
     bo.fs_discriminator = -1;
+    if (!o.dwarf && (has = lp_probes_present(o.binary, &err)) < 0)
+        goto done;
+    if (has) {  /* as the profile command opens a probe binary */
+        bo.symtab_functions = LP_SYMTAB_LLVM22;
+        if (!(probes = lp_probes_open(o.binary, &err)))
+            goto done;
+    }
     if (!(t = lp_truth_read(o.truth, &err)) ||
         !(bin = lp_binary_open(o.binary, &bo, &err)) ||
-        lp_ideal_build(t, bin, &id, &err))
+        (probes ? lp_ideal_build_probes(t, bin, probes, &id, &err)
+                : lp_ideal_build(t, bin, &id, &err)))
         goto done;
     if (emit(&o, bin, &id, &err))
         goto done;
     rc = o.profile ? compare(&o, bin, &id, &err) : 0;
 done:
     lp_ideal_free(&id);
+    lp_probes_free(probes);
     lp_binary_close(bin);
     lp_truth_free(t);
     if (rc == 0 && fflush(stdout)) {

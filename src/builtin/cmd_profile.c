@@ -72,6 +72,7 @@ static const opt_def opt_defs[] = {
     {"use-offset", O_BOOL, A(use_offset)},
     {"use-first-loadable-segment-as-base", O_BOOL, A(first_loadable_base)},
     {"raw-header", O_BOOL, A(raw_header)}, /* lbr2prof's */
+    {"skip-bad-inputs", O_BOOL, A(skip_bad_inputs)}, /* lbr2prof's */
     {"ignore-stack-samples", O_BOOL, A(ignore_stack_samples)},
     {"use-md5", O_BOOL, A(use_md5)},
     {"populate-profile-symbol-list", O_BOOL, A(populate_symbol_list)},
@@ -119,6 +120,7 @@ static const opt_def opt_defs[] = {
     {"profile-summary-contextless", O_TRI, A(summary_contextless)},
     {"use-dwarf-correlation", O_BOOL, A(use_dwarf_correlation)},
     {"show-pseudo-probe", O_BOOL, A(show_pseudo_probe)},
+    {"load-function-from-symbol", O_BOOL, A(load_function_from_symbol)},
     /* llvm-profgen 19's (HWPGO), gone from 22 */
     {"leading-ip-only", O_BOOL, A(leading_ip_only)},
     {"perf-event", O_EVENT, 0}, {"perf-events", O_EVENT, 0},
@@ -165,6 +167,7 @@ static const opt_help help_defs[] = {
     {"itrace", "=<opts>", "[lbr2prof] Intel PT (a perf.data with AUX data): make the samples as perf script --itrace=OPTS does, e.g. i100usl (docs/pt.md)"},
     {"skip-symbolization", "", "Dump the unsymbolized profile to the output file. It will show unwinder output for CS profile generation"},
     {"raw-header", "", "[lbr2prof] With --skip-symbolization: the mergeable raw profile, with '#' lines naming the binaries (build-ids, bases) and the options the counts depend on; `lbr2prof merge` sums such profiles and --unsymbolized-profile reads them (docs/rawmerge.md)"},
+    {"skip-bad-inputs", "", "[lbr2prof] With several traces: leave out those that cannot be read to their end (missing, not a trace, truncated, corrupt), each named in a warning with the reason, and make the profile of the others (as `lbr2prof fleet --skip-bad-inputs`); every trace is read once more first, to check it. Not with standard input"},
     {"use-offset", "[=<bool>]", "Work with `--skip-symbolization` or `--unsymbolized-profile` to write/read the offset instead of virtual address (default true)"},
     {"use-first-loadable-segment-as-base", "", "Use first loadable segment address as base address for offsets in unsymbolized profile. By default first executable segment address is used"},
     {"ignore-stack-samples", "", "Ignore call stack samples for hybrid samples and produce context-insensitive profile"},
@@ -210,6 +213,9 @@ static const opt_help help_defs[] = {
     {"profile-summary-contextless", "[=<bool>]", "false: the binary summary of a context-sensitive profile that is not nested (--gen-cs-nested-profile=false) is computed per context, not merged by function"},
     {"use-dwarf-correlation", "", "Use dwarf for profile correlation even when binary contains pseudo probe"},
     {"show-pseudo-probe", "", "Print pseudo probe section and disassembled info"},
+    {"load-function-from-symbol", "", "Gather additional binary function info "
+     "from symbols (e.g. .symtab) in case dwarf info is incomplete (pseudo-probe "
+     "binaries; default true)"},
     {"leading-ip-only", "", "[llvm-profgen 19] Form a profile based only on sample IPs"},
     {"perf-event", "=<event>", "[llvm-profgen 19] Ignore samples not matching the given event names (repeatable)"},
     {"perf-events", "=<e1,e2>", "[llvm-profgen 19] Comma-delimited version of --perf-event"},
@@ -511,7 +517,9 @@ static int validate_listing(const prof_args *pa)
 }
 
 /* The traces after the first: files (at most one "-" in all, with a
- * --binary); --raw-header only with --skip-symbolization. */
+ * --binary; none with --skip-bad-inputs, which reads every trace twice and
+ * checks that they exist itself); --raw-header only with
+ * --skip-symbolization. */
 static int check_more_traces(const prof_args *pa)
 {
     size_t i, nstdin = 0;
@@ -520,9 +528,15 @@ static int check_more_traces(const prof_args *pa)
     for (i = 0; i < pa->ntraces; i++) {
         if (strcmp(pa->traces[i], "-") == 0)
             nstdin++;
-        else if (i > 0 && stat(pa->traces[i], &st) != 0)
+        else if (i > 0 && !pa->o.skip_bad_inputs && stat(pa->traces[i], &st) != 0)
             return bad_usage("Input perf file does not exist: %s", pa->traces[i]);
     }
+    if (pa->o.skip_bad_inputs && pa->ntraces == 0)
+        return bad_usage("%s", "--skip-bad-inputs leaves out unreadable traces "
+                               "(perf.data or --perfscript inputs); this run has none");
+    if (pa->o.skip_bad_inputs && nstdin)
+        return bad_usage("%s", "--skip-bad-inputs reads every trace twice (a "
+                               "check, then the run): not standard input (-)");
     if (nstdin > 1)
         return bad_usage("%s", "standard input (-) can be only one of the inputs");
     if (nstdin && !pa->o.nbinaries)
@@ -558,7 +572,7 @@ static int validate(prof_args *pa)
     if (!a->nbinaries && a->kernel)
         return bad_usage("%s", "--kernel needs --binary=VMLINUX (the kernel image "
                                "with DWARF, as built; it is not found from the trace)");
-    if (strcmp(in, "-") != 0 && stat(in, &st) != 0)
+    if (strcmp(in, "-") != 0 && !a->skip_bad_inputs && stat(in, &st) != 0)
         return bad_usage("Input perf file does not exist: %s", in);
     if (check_more_traces(pa))
         return -1;

@@ -46,6 +46,9 @@ typedef struct cs_kid {         /* a child and its key (kept next to each
 typedef struct cs_prof {        /* a FunctionSamples owned by the trie */
     lp_fsamples fs;
     uint32_t state;
+    uint16_t csum_from;         /* probe generation: 1 + the binary fs.checksum
+                                   is from (0: none yet; probegen.c) */
+    bool csum_mixed;            /* ... and another binary's differed */
     cs_node *node;              /* getContextNodeForProfile */
     struct cs_prof *next;       /* every profile of the trie */
 } cs_prof;

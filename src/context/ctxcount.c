@@ -385,15 +385,18 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
 /* ---- address contexts --------------------------------------------------------- */
 
 /* "0x7f4 @ 0x7bf": each address minus base when it is binary bin's, else
- * its LP_CTX_ADDR value. s has room for 22 bytes an address. */
+ * LP_CTX_XBIN(its binary, its address) (bin < 0: every LP_CTX_ADDR value
+ * as it is, the table's keys). s has room for 22 bytes an address. */
 static size_t print_addrs(char *s, const uint64_t *a, size_t n, int bin,
                           uint64_t base)
 {
     size_t o = 0, i;
 
     for (i = 0; i < n; i++) {
-        uint64_t v = LP_CTX_ADDR_BIN(a[i]) == (size_t)bin
-                         ? LP_CTX_ADDR_VADDR(a[i]) - base : a[i];
+        size_t ab = LP_CTX_ADDR_BIN(a[i]);
+        uint64_t v = bin < 0                ? a[i]
+                     : ab == (size_t)bin ? LP_CTX_ADDR_VADDR(a[i]) - base
+                                         : LP_CTX_XBIN(ab, LP_CTX_ADDR_VADDR(a[i]));
         o += (size_t)sprintf(s + o, "%s0x%" PRIx64, i ? " @ " : "", v);
     }
     s[o] = 0;

@@ -15,6 +15,7 @@
  * none for probes). The trie goes on to the common post-processing.
  * Owns probe-based generation only; decoding is src/probe's.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,8 @@ typedef struct pgen {
     lp_binary *bin;
     lp_probes *pr;
     bool have_prefix;
+    const lp_function *prefix_fn; /* inferred frames: the leaf function
+                                   the prefix was completed for */
     lp_probe_frame *prefix;     /* the callers' frames (inline-expanded) */
     size_t nprefix, prefix_cap;
     lp_probe_frame *fr;         /* frames scratch */
@@ -199,8 +202,26 @@ static int make_prefix(pgen *g, uint64_t leaf)
     if (rc == 0 && k)
         memcpy(g->prefix, g->fr, k * sizeof *g->fr);
     g->nprefix = k;
-    g->have_prefix = !g->o->infer_frames; /* inferred: per leaf */
+    g->have_prefix = true;
     return rc;
+}
+
+/* The CFG checksum of a profile. A function of one name in two binaries
+ * (two programs' main, given both as --binary) has two: the lowest
+ * binary's (the first --binary) is kept, whatever order the contexts come
+ * in (llvm-profgen, one binary, has one writer; here the last one won,
+ * so the traces' order changed the profile); the profile is marked mixed
+ * for the warning (mixed_warning). */
+static void set_checksum(const pgen *g, cs_prof *prof, uint64_t hash)
+{
+    uint16_t from = (uint16_t)(g->e->bin + 1);
+
+    if (prof->csum_from && prof->csum_from != from && prof->fs.checksum != hash)
+        prof->csum_mixed = true;
+    if (!prof->csum_from || from <= prof->csum_from) {  /* one binary: the last, as llvm-profgen */
+        prof->fs.checksum = hash;
+        prof->csum_from = from;
+    }
 }
 
 /* getContextNodeForLeafProbe, remembered per inline node of the context. */
@@ -215,6 +236,13 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     for (i = 0; i < g->nmemo; i++)
         if (g->memo_node[i] == p->node)
             return g->memo_trie[i];
+    if (g->o->infer_frames) {   /* the inferred frames depend on the leaf's
+                                   function only */
+        const lp_func_range *r = lp_binary_func_range(g->bin, p->addr);
+        if (g->have_prefix && g->prefix_fn != (r ? r->func : NULL))
+            g->have_prefix = false;
+        g->prefix_fn = r ? r->func : NULL;
+    }
     if (!g->have_prefix && make_prefix(g, p->addr))
         return NULL;
     if (grow((void **)&g->fr, &g->fr_cap, g->nprefix + 1, sizeof *g->fr))
@@ -237,7 +265,7 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     lp_probes_nodes(g->pr, &nodes);
     if (nodes[p->node].parent != LP_PROBE_NONE)
         prof->fs.attrs |= CS_WAS_INLINED;
-    prof->fs.checksum = g->fr[n - 1].hash;
+    set_checksum(g, prof, g->fr[n - 1].hash);
     if (grow((void **)&g->memo_node, &g->memo_cap, g->nmemo + 1,
              sizeof *g->memo_node) ||
         !(g->memo_trie = realloc(g->memo_trie, g->memo_cap * sizeof *g->memo_trie)))
@@ -323,7 +351,7 @@ static int inliner_site(pgen *g, const lp_probe *p, cs_node *node, uint64_t n)
     d = lp_probes_desc(g->pr, nodes[nodes[p->node].parent].guid);
     if (!(caller = cs_prof_get(g->t, node->parent)))
         return cs_oom(g->err);
-    caller->fs.checksum = d ? d->hash : 0;
+    set_checksum(g, caller, d ? d->hash : 0);
     if (!(b = lp_fs_body(&caller->fs, node->callsite)))
         return cs_oom(g->err);
     lp_body_add(b, n);
@@ -448,6 +476,23 @@ static int add_context(pgen *g, const lp_ctx_entry *e)
     return body(g) || boundary(g) ? -1 : 0;
 }
 
+/* One warning for the profiles whose function had different checksums in
+ * different binaries (counted over the trie: independent of order). */
+static void mixed_warning(const pgen *g)
+{
+    const cs_prof *p;
+    uint64_t n = 0;
+
+    for (p = g->t->profs; p; p = p->next)
+        n += p->csum_mixed;
+    if (n)
+        lp_warnf(g->o->warn, g->o->warn_ctx, "%" PRIu64 " %s of "
+                 "functions whose name is in several binaries with different "
+                 "CFG checksums (two programs' main?): each has the checksum "
+                 "of the first --binary among them, and counts of both", n,
+                 n == 1 ? "profile is" : "profiles are");
+}
+
 static void pgen_free(pgen *g)
 {
     free(g->prefix);
@@ -485,6 +530,8 @@ int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     free(v);
     if (consume)
         lp_ctxcount_clear(cc);
+    if (rc == 0)
+        mixed_warning(&g);
     pgen_free(&g);
     return rc;
 }

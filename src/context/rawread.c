@@ -168,7 +168,13 @@ static int parse_addrs(raw_in *r, int bin, uint64_t base, uint64_t **a,
                 return lp_error_set(err, LP_ENOMEM, "%s: out of memory", r->name);
             *a = na;
         }
-        (*a)[(*n)++] = LP_CTX_ADDR_BIN(v) ? v : LP_CTX_ADDR(bin, v + base);
+        if (LP_CTX_IS_XBIN(v))              /* another binary's address */
+            v = LP_CTX_ADDR(LP_CTX_XBIN_BIN(v), LP_CTX_XBIN_VADDR(v));
+        else if (LP_CTX_ADDR_BIN(v) == 0)   /* this binary's, minus base */
+            v = LP_CTX_ADDR(bin, v + base);
+        if (r->o && LP_CTX_ADDR_BIN(v) >= r->o->nbins)
+            return invalid(r, err);
+        (*a)[(*n)++] = v;
         s = sep == end ? end : sep + 3;
     }
     return 0;
@@ -286,7 +292,8 @@ int lp_cs_raw_read_addrs(FILE *f, const char *name, int bin, uint64_t base,
 int lp_cs_raw_read_body(FILE *f, const char *name, lp_cs_raw_opts *o,
                         lp_ctxcount *cc, bool *is_cs, lp_error *err)
 {
-    raw_in r = {.f = f, .name = name, .lineno = o->lineno, .o = o};
+    raw_in r = {.f = f, .name = name, .lineno = o->lineno, .o = o,
+                .addrs = o->addrs};
 
     if (o->nbins == 0)
         return lp_error_set(err, LP_EUSAGE, "%s: no binary", name);

@@ -445,6 +445,8 @@ static int classify(lp_lbr_agg *a, const range_ent *e, lp_range_stats *st,
         detail(a, &e->k, LP_RANGE_NO_FUNC);
         return 0;
     }
+    if (fr->func->from_symtab || fr->func->symtab_mismatch)
+        st->recovered += e->count;
     if (en >= fr->end) {
         st->cross_func += e->count;
         detail(a, &e->k, LP_RANGE_CROSS_FUNC);

@@ -1,6 +1,6 @@
 /*
  * rangewarn.c - llvm-profgen 19's warnInvalidRange wording: the detail
- * line of an odd LBR fall-through range and the four percentage
+ * line of an odd LBR fall-through range and the percentage
  * summaries. Shared by the flat aggregator (aggregate.c) and the unwinder
  * (src/unwind/warn.c). Owns the words only; deciding what is odd is the
  * callers' job.
@@ -32,6 +32,9 @@ void lp_range_warn_summary(lp_warn_fn fn, void *ctx, const lp_range_stats *st)
                     "from ranges that are not on instruction boundary.");
     lp_warn_summary(fn, ctx, st->unmatched, st->total, "of samples are from "
                     "ranges that do not belong to any functions.");
+    lp_warn_summary(fn, ctx, st->recovered, st->total, "of samples are from "
+                    "ranges that belong to functions recovered from symbol "
+                    "table.");
     lp_warn_summary(fn, ctx, st->cross_func, st->total, "of samples are from "
                     "ranges that do cross function boundaries.");
     lp_warn_summary(fn, ctx, st->bogus, st->total, "of samples are from ranges "

@@ -75,6 +75,7 @@ static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
                          lp_error *err)
 {
     lp_cs_opts co;
+    pg_infer pi;
     int rc;
 
     r->context_sensitive = true;
@@ -87,8 +88,18 @@ static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
     if (new_profile(r, err))
         return -1;
     run_cs_opts(o, r, &co);
-    rc = lp_cs_profile_consume(r->bins, r->nbins, r->raw_cs, &co, r->profile,
-                               err);
+    /* llvm-profgen 22 builds the inferrer's graph from the counters before
+     * generating a probe CS profile (the counters are used up after) */
+    rc = pg_infer_init(&pi, o, r, r->raw_cs, err);
+    if (rc == 0 && pi.n) {
+        co.infer_frames = pg_infer_frames;
+        co.infer_ctx = &pi;
+        r->missing_frames_inferred = true;
+    }
+    if (rc == 0)
+        rc = lp_cs_profile_consume(r->bins, r->nbins, r->raw_cs, &co,
+                                   r->profile, err);
+    pg_infer_free(&pi);
     lp_ctxcount_free(r->raw_cs);
     r->raw_cs = NULL;
     return rc;

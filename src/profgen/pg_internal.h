@@ -31,6 +31,9 @@ struct lp_profgen_priv {
                                    probe-based profile is made) */
     lp_ctxcount *own_cc;        /* owns raw_flat read from a mergeable raw
                                    profile (binary 0's empty context) */
+    lp_profgen_opts eff;        /* --skip-bad-inputs: the options of the
+                                   run, over the readable traces */
+    const char **good;          /* their paths (eff's traces) */
 };
 
 /* Whether the run makes a probe-based profile. */
@@ -68,6 +71,13 @@ int pg_next_event(lp_reader *r, lp_ptsynth *pt, const lp_event **ev,
 /* The traces of the run: pg_trace_path, then o->more_traces. */
 size_t pg_ntraces(const lp_profgen_opts *o);
 const char *pg_trace_at(const lp_profgen_opts *o, size_t i);
+/* trace.c: how the run's pass reads a trace. */
+void pg_reader_opts(const lp_profgen_opts *o, lp_reader_opts *ro);
+/* inputs.c: --skip-bad-inputs: every trace read to its end; the
+ * unreadable ones into r->skipped (a warning each) and r->priv->eff the
+ * options over the others. 0, or -1 when none can be read (or OOM). */
+int pg_check_inputs(const lp_profgen_opts *o, lp_profgen_result *r,
+                    lp_error *err);
 /* The base unsymbolized addresses are relative to (--use-offset...). */
 uint64_t pg_raw_base(const lp_profgen_opts *o, lp_binary *bin);
 
@@ -119,5 +129,20 @@ void pg_cs_opts(const lp_profgen_opts *o, lp_cs_opts *co);
  * that uses them sets r->missing_frames_inferred). */
 void pg_tailcall_opts(const lp_profgen_opts *o, bool *infer,
                       lp_tailcall_opts *to);
+
+/* infer.c: the missing-frame inferrer of a probe CS run, one tail-call
+ * graph per binary with probes (tcs[b] NULL otherwise; n 0: inference
+ * off or not a probe run). */
+typedef struct pg_infer {
+    lp_tailcall **tcs;
+    size_t n;
+} pg_infer;
+/* The graphs from every branch of cc, when the run infers frames. */
+int pg_infer_init(pg_infer *pi, const lp_profgen_opts *o,
+                  const lp_profgen_result *r, const lp_ctxcount *cc,
+                  lp_error *err);
+/* lp_cs_opts.infer_frames, ctx a pg_infer. */
+long pg_infer_frames(void *ctx, const uint64_t *in, size_t n, uint64_t **out);
+void pg_infer_free(pg_infer *pi);
 
 #endif

@@ -24,10 +24,11 @@ static lp_raw_base base_rule(const lp_profgen_opts *o)
 }
 
 /* The options the counts depend on, as one canonical string: raw
- * profiles merge only when theirs are equal. */
-static char *count_options(const lp_profgen_opts *o)
+ * profiles merge only when theirs are equal. Address contexts (probe)
+ * also depend on --csprof-max-unsymbolized-context-depth. */
+static char *count_options(const lp_profgen_opts *o, bool probe)
 {
-    char *s = NULL, *ev = NULL, period[24] = "-", pid[24] = "-";
+    char *s = NULL, *ev = NULL, period[24] = "-", pid[24] = "-", unsym[64] = "";
     size_t len = 0, i;
     FILE *m = open_memstream(&ev, &len);
 
@@ -42,12 +43,15 @@ static char *count_options(const lp_profgen_opts *o)
         snprintf(period, sizeof period, "%" PRIu64, o->sample_period);
     if (o->pid >= 0)
         snprintf(pid, sizeof pid, "%" PRId64, o->pid);
+    if (probe)
+        snprintf(unsym, sizeof unsym, " csprof-max-unsymbolized-context-depth=%" PRId64,
+                 o->max_unsym_context_depth < -1 ? -1 : o->max_unsym_context_depth);
     if (ev && asprintf(&s, "trace=%s compress-recursion=%" PRId64
-                       " csprof-max-context-depth=%" PRId64 " repair-frames=%d"
+                       " csprof-max-context-depth=%" PRId64 "%s repair-frames=%d"
                        " script-fp-callchains=%d ignore-stack-samples=%d"
                        " leading-ip-only=%d sample-period=%s pid=%s perf-events=%s",
                        o->perfscript ? "perf-script" : "perf.data",
-                       o->compress_recursion, o->max_context_depth,
+                       o->compress_recursion, o->max_context_depth, unsym,
                        !o->no_repair_frames, o->script_fp_callchains,
                        o->ignore_stack_samples, o->leading_ip_only, period, pid,
                        ev) < 0)
@@ -57,9 +61,11 @@ static char *count_options(const lp_profgen_opts *o)
 }
 
 static void fill_stats(lp_raw_stats *s, const lp_profgen_opts *o,
-                       const lp_profgen_stats *st)
+                       const lp_profgen_result *r)
 {
-    s->traces = pg_ntraces(o);
+    const lp_profgen_stats *st = &r->stats;
+
+    s->traces = pg_ntraces(o) - r->nskipped;   /* those read */
     s->samples = st->samples;
     s->used = st->used;
     s->hybrid = st->hybrid;
@@ -80,10 +86,11 @@ static int fill_header(lp_rawhdr *h, const lp_profgen_opts *o,
     int rc = 0;
 
     h->cs = r->kind == LP_PROFGEN_RAW_CS;
+    h->addrs = h->cs && pg_probe_mode(r);
     h->base = base_rule(o);
-    if (!(h->options = count_options(o)))
+    if (!(h->options = count_options(o, h->addrs)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
-    fill_stats(&h->stats, o, &r->stats);
+    fill_stats(&h->stats, o, r);
     for (i = 0; i < r->nbins && rc == 0; i++) {
         n = lp_binary_build_id(r->bins[i], &id);
         real = realpath(r->paths[i], NULL);
@@ -170,6 +177,25 @@ static int check_binaries(const lp_profgen_opts *o, const lp_profgen_result *r,
     return rc;
 }
 
+/* Address contexts are generated as a probe-based profile, frame contexts
+ * as a line-based one: the run must be of the header's kind (flat counts
+ * are the same for both). */
+static int check_kind(const lp_profgen_opts *o, const lp_profgen_result *r,
+                      const lp_rawhdr *h, lp_error *err)
+{
+    if (!h->cs || h->addrs == pg_probe_mode(r))
+        return 0;
+    if (h->addrs)
+        return lp_error_set(err, LP_EUSAGE, "%s has the address contexts of a "
+                            "pseudo-probe binary (#lbr2prof-raw 1 probe): they "
+                            "make a probe-based profile, not a line-based one "
+                            "(leave out --use-dwarf-correlation)", o->unsym);
+    return lp_error_set(err, LP_EUSAGE, "%s has line contexts (#lbr2prof-raw 1 "
+                        "cs), but %s has pseudo probes: it was counted with "
+                        "--use-dwarf-correlation, pass it again", o->unsym,
+                        r->paths[0]);
+}
+
 /* The flat counters of binary 0 (its empty context), owned by r->priv. */
 static int take_flat(lp_profgen_result *r, lp_ctxcount *cc, lp_error *err)
 {
@@ -199,6 +225,8 @@ int pg_raw_read(const lp_profgen_opts *o, lp_profgen_result *r, lp_error *err)
         rc = 0;
     if (rc == 0)
         rc = check_binaries(o, r, &h, err);
+    if (rc == 0)
+        rc = check_kind(o, r, &h, err);
     if (rc == 0 && !(cc = lp_ctxcount_new()))
         rc = lp_error_set(err, LP_ENOMEM, "out of memory");
     if (rc == 0)

@@ -58,6 +58,7 @@ void lp_profgen_opts_default(lp_profgen_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->use_offset = true;
+    o->load_function_from_symbol = true;
     o->pid = -1;
     o->compress_recursion = o->max_context_depth = -1;
     o->infer_missing_frames = -1;
@@ -123,8 +124,14 @@ void lp_profgen_result_free(lp_profgen_result *r)
         lp_counters_free(r->priv->own);
         lp_ctxcount_free(r->priv->own_cc);
         lp_reader_close(r->priv->early);
+        free(r->priv->good);
         free(r->priv);
     }
+    for (i = 0; i < r->nskipped; i++) {
+        free(r->skipped[i].path);
+        free(r->skipped[i].why);
+    }
+    free(r->skipped);
     for (i = 0; i < r->nbins; i++) {
         lp_binary_close(r->bins ? r->bins[i] : NULL);
         free(r->paths[i]);
@@ -280,6 +287,13 @@ static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
 
     if (open_probes(o, r, err))
         return -1;
+    /* llvm-profgen 22 recovers functions DWARF misses from .symtab for
+     * pseudo-probe binaries (--load-function-from-symbol) */
+    if (pg_probe_mode(r) && o->load_function_from_symbol) {
+        bo.symtab_functions = other.symtab_functions = LP_SYMTAB_LLVM22;
+        bo.detailed_warnings = other.detailed_warnings =
+            o->show_detailed_warning;
+    }
     if (!(r->bins = calloc(r->nbins, sizeof *r->bins)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     for (i = 0; i < r->nbins; i++)
@@ -287,8 +301,19 @@ static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
             return -1;
     /* No DWARF functions: llvm-profgen writes an empty profile after a
      * warning; say what is wrong instead (the raw profile needs no DWARF) */
-    if (!o->skip_symbolization && lp_binary_check_symbolizable(r->bins[0], err))
-        return -1;
+    if (!o->skip_symbolization && lp_binary_check_symbolizable(r->bins[0], err)) {
+        const lp_function *const *f;
+        /* a probe profile needs function ranges and probes, no DWARF:
+         * with functions from .symtab it can be made (llvm-profgen 22) */
+        if (!pg_probe_mode(r) || !lp_binary_functions(r->bins[0], &f))
+            return -1;
+        lp_error_clear(err);
+    }
+    for (i = 0; i < r->nbins; i++) {   /* what llvm-profgen says loading them */
+        const char *w;
+        for (size_t k = 0; (w = lp_binary_warning(r->bins[i], k)); k++)
+            pg_warn(o, "%s", w);
+    }
     return 0;
 }
 
@@ -315,6 +340,8 @@ static void tailcall_flags_unused(const lp_profgen_opts *o,
                                           " the inference off"
            : r->kind != LP_PROFGEN_PROFILE ? "this run wrote an unsymbolized"
                                              " profile"
+           : o->llvm_prof ? "this profile was read (--llvm-sample-profile),"
+                            " not generated"
            : r->context_sensitive ? "this is a line-number-based profile"
                                   : "this profile is not context-sensitive";
     pg_warn(o, "%s%s%s had no effect: missing tail-call frames are inferred "
@@ -334,6 +361,13 @@ int lp_profgen_run(const lp_profgen_opts *o, lp_profgen_result *r,
                             " %u", (long long)o->max_search_depth, UINT32_MAX);
     if (!(r->priv = calloc(1, sizeof *r->priv)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
+    if (o->skip_bad_inputs && pg_ntraces(o)) {
+        r->failed = LP_PROFGEN_INPUT;
+        if (pg_check_inputs(o, r, err))
+            return -1;
+        o = &r->priv->eff;      /* the run is over the readable traces */
+        r->failed = LP_PROFGEN_BINARY;
+    }
     if (choose_binaries(o, r, err))
         return -1;
     pg_open_early(o, r);

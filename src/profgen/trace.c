@@ -204,15 +204,16 @@ static int trace_event(pg_run *run, const lp_file_info *info, size_t *nids,
     return 0;
 }
 
-static void reader_opts(const lp_profgen_opts *a, bool unwinding,
-                        lp_reader_opts *ro)
+void pg_reader_opts(const lp_profgen_opts *a, lp_reader_opts *ro)
 {
     memset(ro, 0, sizeof *ro);
     ro->force_text = a->perfscript != NULL;
     ro->strict = a->strict;
     ro->warn = a->warn;
     ro->warn_ctx = a->warn_ctx;
-    ro->skip_payloads = !unwinding; /* the unwinder reads user registers and stacks */
+    /* the unwinder (pg_count_trace makes one for these) reads user
+     * registers and stacks */
+    ro->skip_payloads = a->ignore_stack_samples || a->leading_ip_only;
 }
 
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
@@ -222,7 +223,7 @@ void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
 
     if (!o->perfscript || o->unsym || o->llvm_prof)
         return;
-    reader_opts(o, !o->ignore_stack_samples && !o->leading_ip_only, &ro);
+    pg_reader_opts(o, &ro);
     if ((r->priv->early = lp_reader_open(pg_trace_path(o), &ro, &ignored)))
         lp_reader_start(r->priv->early);
 }
@@ -311,7 +312,7 @@ int pg_read_trace(pg_run *run, lp_error *err)
     lp_reader *r;
     int rc = 0;
 
-    reader_opts(a, run->uw != NULL, &ro);
+    pg_reader_opts(a, &ro);
     for (i = 0; i < n && rc == 0; i++) {
         r = i == 0 ? run->r->priv->early : NULL;
         if (i == 0)

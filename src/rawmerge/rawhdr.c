@@ -46,6 +46,11 @@ const char *lp_raw_base_name(lp_raw_base b)
     return (unsigned)b < 3 ? base_names[b] : "?";
 }
 
+const char *lp_rawhdr_kind(const lp_rawhdr *h)
+{
+    return !h->cs ? "flat" : h->addrs ? "probe" : "cs";
+}
+
 void lp_rawhdr_free(lp_rawhdr *h)
 {
     size_t i;
@@ -94,7 +99,7 @@ int lp_rawhdr_write(FILE *f, const lp_rawhdr *h, lp_error *err)
     size_t i;
 
     fprintf(f, "#lbr2prof-raw %d %s\n#base %s\n#options %s\n", LP_RAW_VERSION,
-            h->cs ? "cs" : "flat", lp_raw_base_name(h->base),
+            lp_rawhdr_kind(h), lp_raw_base_name(h->base),
             h->options ? h->options : "");
     for (i = 0; i < h->nbins; i++) {
         fprintf(f, "#binary %zu ", i);
@@ -279,7 +284,7 @@ static int header_line(hdr_in *r, lp_rawhdr *h, unsigned *seen, lp_error *err)
     return 1;
 }
 
-/* "#lbr2prof-raw 1 cs|flat": 1, 0 (not our header), -1 */
+/* "#lbr2prof-raw 1 cs|probe|flat": 1, 0 (not our header), -1 */
 static int first_line(hdr_in *r, lp_rawhdr *h, lp_error *err)
 {
     const char *s = r->line;
@@ -289,13 +294,16 @@ static int first_line(hdr_in *r, lp_rawhdr *h, lp_error *err)
     if (strncmp(s, "#lbr2prof-raw ", 14))
         return 0;
     if (sscanf(s + 14, "%d %7s", &v, kind) != 2)
-        return bad(r, err, "expected #lbr2prof-raw VERSION cs|flat");
+        return bad(r, err, "expected #lbr2prof-raw VERSION cs|probe|flat");
     if (v != LP_RAW_VERSION)
         return lp_error_set(err, LP_EUNSUPP, "%s: raw profile version %d; this "
                             "lbr2prof reads version %d", r->name, v, LP_RAW_VERSION);
-    if (strcmp(kind, "cs") && strcmp(kind, "flat"))
-        return bad(r, err, "expected #lbr2prof-raw VERSION cs|flat");
-    h->cs = kind[0] == 'c';
+    h->cs = !strcmp(kind, "cs") || !strcmp(kind, "probe");
+    h->addrs = !strcmp(kind, "probe");
+    if (!h->cs && strcmp(kind, "flat"))
+        return bad(r, err, "expected #lbr2prof-raw VERSION cs|probe|flat");
+    if (strcmp(s + 14 + strspn(s + 14, "0123456789") + 1, kind))
+        return bad(r, err, "expected #lbr2prof-raw VERSION cs|probe|flat");
     return 1;
 }
 
@@ -349,7 +357,7 @@ int lp_raw_read_body(FILE *f, const char *name, const lp_rawhdr *h,
                      size_t *mixed, lp_error *err)
 {
     uint64_t *bases = malloc(h->nbins * sizeof *bases);
-    lp_cs_raw_opts o = {bases, h->nbins, weight, lines, 0};
+    lp_cs_raw_opts o = {bases, h->nbins, weight, lines, 0, h->addrs};
     bool is_cs = false;
     size_t i;
     int rc;

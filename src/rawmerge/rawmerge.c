@@ -17,9 +17,10 @@ struct lp_rawmerge {
     bool have;                  /* a profile was added */
     char *first;                /* the first input (for messages) */
     char *kind_from;            /* the first input that used samples: its
-                                   kind (cs or flat) is the sum's */
-    bool cs_used;               /* the kind_from input's kind */
-    bool cs_any;                /* some input before it was cs */
+                                   kind (flat, cs or probe) is the sum's */
+    int kind_used;              /* the kind_from input's kind */
+    int kind_any;               /* the greatest kind of the inputs before
+                                   it (flat < cs < probe) */
     lp_ctxcount *cc;            /* link-time addresses */
     size_t mixed;               /* joins that left a context mixed */
 };
@@ -66,23 +67,47 @@ size_t lp_rawmerge_mixed(const lp_rawmerge *m)
     return k;
 }
 
-/* The kind (cs or flat) is the first input's that used samples; one that
- * used none has no counts and fits either. */
-static int check_kind(lp_rawmerge *m, bool cs, uint64_t used, const char *path,
+/* The kinds of raw profile, in the order of kind_any. */
+enum { KIND_FLAT, KIND_CS, KIND_PROBE };
+
+static int kind_of(const lp_rawhdr *h)
+{
+    return !h->cs ? KIND_FLAT : h->addrs ? KIND_PROBE : KIND_CS;
+}
+
+static const char *kind_name(int k)
+{
+    return k == KIND_FLAT ? "flat"
+           : k == KIND_CS ? "context-sensitive (line contexts)"
+                          : "context-sensitive pseudo-probe (address contexts)";
+}
+
+/* Why two kinds do not mix. */
+static const char *kind_why(int a, int b)
+{
+    if (a == KIND_FLAT || b == KIND_FLAT)
+        return "hybrid samples make contexts, LBR-only ones flat counts";
+    return "a pseudo-probe binary has address contexts, line contexts only "
+           "with --use-dwarf-correlation";
+}
+
+/* The kind is the first input's that used samples; one that used none has
+ * no counts and fits any. */
+static int check_kind(lp_rawmerge *m, int kind, uint64_t used, const char *path,
                       lp_error *err)
 {
-    if (m->kind_from && used && cs != m->h.cs)
+    if (m->kind_from && used && kind != m->kind_used)
         return lp_error_set(err, LP_EFORMAT, "%s is a %s raw profile, %s a %s "
-                            "one (hybrid samples make contexts, LBR-only ones "
-                            "flat counts): not merged", m->kind_from,
-                            m->cs_used ? "context-sensitive" : "flat", path,
-                            cs ? "context-sensitive" : "flat");
+                            "one (%s): not merged", m->kind_from,
+                            kind_name(m->kind_used), path, kind_name(kind),
+                            kind_why(m->kind_used, kind));
     if (m->kind_from)
         return 0;
     if (used && !(m->kind_from = strdup(path)))
         return lp_error_set(err, LP_ENOMEM, "raw merge: out of memory");
-    m->cs_any |= cs;
-    m->cs_used = cs;
+    if (kind > m->kind_any)
+        m->kind_any = kind;
+    m->kind_used = kind;
     return 0;
 }
 
@@ -129,16 +154,28 @@ static int join_header(lp_rawmerge *m, lp_rawhdr *h, const char *path,
     return 0;
 }
 
+/* The sum's header (binaries, bases) with an input's kind: how to read
+ * that input's body. */
+static lp_rawhdr as_kind(const lp_rawmerge *m, int kind)
+{
+    lp_rawhdr h = m->h;
+
+    h.cs = kind != KIND_FLAT;
+    h.addrs = kind == KIND_PROBE;
+    return h;
+}
+
 /* The body of a profile that used no sample: it must have no counts, and
  * adds no context (a single run over all the traces has none of it). */
 static int read_unused(lp_rawmerge *m, FILE *f, const char *path,
-                       unsigned long lines, lp_error *err)
+                       unsigned long lines, int kind, lp_error *err)
 {
+    lp_rawhdr h = as_kind(m, kind);
     lp_ctxcount *cc = lp_ctxcount_new();
     lp_ctx_entry **v = NULL;
     const lp_addr_pair_count *p;
     long n = 0, i;
-    int rc = cc ? lp_raw_read_body(f, path, &m->h, lines, 1, cc, NULL, err)
+    int rc = cc ? lp_raw_read_body(f, path, &h, lines, 1, cc, NULL, err)
                 : lp_error_set(err, LP_ENOMEM, "raw merge: out of memory");
 
     if (rc == 0 && (n = lp_ctxcount_all(cc, &v)) < 0)
@@ -160,7 +197,8 @@ static int add_file(lp_rawmerge *m, FILE *f, const char *path, uint64_t w,
     unsigned long lines;
     int rc = lp_rawhdr_read(f, path, &h, &lines, err);
     lp_raw_stats st = h.stats;
-    bool cs = h.cs;
+    int kind = kind_of(&h);
+    lp_rawhdr as;
 
     if (rc == 0)
         return lp_error_set(err, LP_EFORMAT, "%s: not an lbr2prof raw profile "
@@ -169,15 +207,21 @@ static int add_file(lp_rawmerge *m, FILE *f, const char *path, uint64_t w,
                             "the binaries and base a merge must check)", path);
     if (rc < 0)
         return -1;
-    rc = check_kind(m, cs, st.used, path, err);
+    /* binaries first, then the kind: what says most of two mismatched
+     * inputs (the options of two kinds differ too) */
+    rc = m->have ? lp_rawhdr_check_binaries(&m->h, m->first, &h, path, err) : 0;
+    if (rc == 0)
+        rc = check_kind(m, kind, st.used, path, err);
     if (rc == 0)
         rc = join_header(m, &h, path, err);
     if (rc == 0 && add_stats(&m->h.stats, &st, w))
         rc = lp_error_set(err, LP_EFORMAT, "%s: statistics overflow", path);
-    if (rc == 0 && st.used == 0)
-        rc = read_unused(m, f, path, lines, err);
-    else if (rc == 0)
-        rc = lp_raw_read_body(f, path, &m->h, lines, w, m->cc, &m->mixed, err);
+    if (rc == 0 && st.used == 0) {
+        rc = read_unused(m, f, path, lines, kind, err);
+    } else if (rc == 0) {
+        as = as_kind(m, kind);
+        rc = lp_raw_read_body(f, path, &as, lines, w, m->cc, &m->mixed, err);
+    }
     lp_rawhdr_free(&h);
     return rc;
 }
@@ -198,13 +242,13 @@ int lp_rawmerge_add(lp_rawmerge *m, const char *path, uint64_t weight,
 int lp_rawmerge_write(const lp_rawmerge *m, const char *out, lp_error *err)
 {
     lp_outfile o;
-
     lp_rawhdr h;
+    int kind;
 
     if (!m->have)
         return lp_error_set(err, LP_EUSAGE, "raw merge: no input");
-    h = m->h;
-    h.cs = m->kind_from ? m->cs_used : m->cs_any;
+    kind = m->kind_from ? m->kind_used : m->kind_any;
+    h = as_kind(m, kind);
     if (lp_outfile_open(&o, out, err))
         return -1;
     if (lp_raw_write(o.fp, &h, m->cc, NULL, err)) {

@@ -521,10 +521,13 @@ typedef struct walk {
 
 /* collectSamplesFromFrame; `lost`: the frame is above a hole, its context
  * is not known and its records are dropped */
-static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
+static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost,
+                         bool pushed)
 {
     lp_unwinder *u = w->u;
     uint64_t callers = s->n < 2 ? 0 : u->ctxc.ids[s->base + s->n - 2];
+    /* address contexts: the frames below the node's (its callers) */
+    size_t na = pushed && s->n ? s->n - 1 : s->n;
     lp_ctx_entry *e = NULL;
     int32_t r;
     int rc = 0;
@@ -546,8 +549,8 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost)
         if (u->o.addr_contexts) {
             size_t bin = uw_bin_of(x->a == UW_EXT ? x->b : x->a);
             if ((!e || (size_t)e->bin != bin) &&
-                !(e = addr_context_of(u, u->stk + s->base, s->n,
-                                      s->n ? u->ctxc.ids[s->base + s->n - 1] : 0,
+                !(e = addr_context_of(u, u->stk + s->base, na,
+                                      na ? u->ctxc.ids[s->base + na - 1] : 0,
                                       bin, w->err)))
                 return -1;
         } else if ((!e || s->n == 0) &&
@@ -597,7 +600,7 @@ static int walk_truncated(walk *w, int32_t node, const fstack *s)
     fstack empty = {s->base + s->n, 0};
     int32_t c;
 
-    if (collect_frame(w, node, &empty, false))
+    if (collect_frame(w, node, &empty, false, false))
         return -1;
     for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
         if (walk_node(w, c, &empty, false))
@@ -673,11 +676,9 @@ static int walk_node(walk *w, int32_t node, fstack *s, bool lost)
         return 0;
     }
     if (addr != 0 &&
-        push_frame(w, s, addr,
-                   !lost && (u->nodes[node].child >= 0 ||
-                             (u->o.addr_contexts && u->nodes[node].rec >= 0))))
+        push_frame(w, s, addr, !lost && u->nodes[node].child >= 0))
         return -1;
-    if (collect_frame(w, node, s, lost))
+    if (collect_frame(w, node, s, lost, addr != 0))
         return -1;
     for (c = u->nodes[node].child; c >= 0; c = u->nodes[c].sib)
         if (walk_node(w, c, s, lost))

@@ -382,15 +382,14 @@ static int async_range(lp_unwinder *u, uw_state *st, uint64_t target)
     return 0;
 }
 
-/* The frame the code of the leaf is counted on: with address contexts
- * its parent (the root for an outermost frame), else the leaf itself. */
+/* The frame the code of the leaf is counted on: the leaf itself. (With
+ * address contexts its records get the context of its callers, the
+ * frames below it, when they are collected: whatever those turn out to
+ * be by then - a hole filled in or inferred, or truncated.) */
 static int32_t count_frame(const lp_unwinder *u, const uw_state *st)
 {
-    int32_t p = u->nodes[st->leaf].parent;
-
-    if (!u->o.addr_contexts)
-        return st->leaf;
-    return p < 0 ? 0 : p;
+    (void)u;
+    return st->leaf;
 }
 
 /* unwindLinear with pseudo probes: the whole range, unsplit, on the

@@ -78,7 +78,7 @@ static uw_note **sorted(uw_note *set, size_t *n)
 /* ---- warnInvalidRange ---------------------------------------------------------- */
 
 typedef struct range_stats {
-    uint64_t total, not_boundary, unmatched, cross_func, bogus;
+    uint64_t total, not_boundary, unmatched, cross_func, bogus, recovered;
 } range_stats;
 
 static void detail(const lp_unwinder *u, const uw_slot3 *e, const char *msg)
@@ -113,6 +113,8 @@ static int classify(lp_unwinder *u, const uw_slot3 *e, range_stats *st,
                      "PLT, .init or .fini section.");
         return 0;
     }
+    if (fr->func->from_symtab || fr->func->symtab_mismatch)
+        st->recovered += e->v;
     if (uw_bin_of(en) != uw_bin_of(s) || uw_va(en) >= fr->end) {
         st->cross_func += e->v;
         detail(u, e, "Fall through range should not cross function "
@@ -153,6 +155,8 @@ static int warn_invalid_ranges(lp_unwinder *u, lp_error *err)
                "that are not on instruction boundary.");
     uw_summary(u, st.unmatched, st.total, "of samples are from ranges that "
                "do not belong to any functions.");
+    uw_summary(u, st.recovered, st.total, "of samples are from ranges that "
+               "belong to functions recovered from symbol table.");
     uw_summary(u, st.cross_func, st.total, "of samples are from ranges that "
                "do cross function boundaries.");
     uw_summary(u, st.bogus, st.total, "of samples are from ranges that have "

@@ -31,7 +31,9 @@
 #    a function-pointer table);
 #  * a gcc build (frameless leaves) recorded with --user-stack: the stack
 #    gives the callers the LBR does not show, and agrees with the LBR where
-#    both do (docs/unwind.md, "User stacks").
+#    both do (docs/unwind.md, "User stacks");
+#  * pseudo-probe builds: probe-based ideal, lbr2prof's default mode >= 99%
+#    and >= llvm-profgen-22's, no wrong context.
 set -u
 for t in clang-19 llvm-profgen-19 llvm-profdata-19; do
     command -v $t >/dev/null 2>&1 || { echo "skip: $t not found"; exit 77; }
@@ -285,6 +287,48 @@ for cc in clang-19 gcc; do
     cfi_rec "$n" "$W/$n" 400
     awk -v s="$CFI_PG" 'BEGIN { exit !(s < 95) }' || fail "$n: llvm-profgen gets $CFI_PG%: the test shows nothing"
 done
+
+# Pseudo-probe builds (clang-19 -fpseudo-probe-for-profiling): the ideal is
+# probe-based (address contexts through lbr2prof's probe generator, the
+# true contexts completed with the tail-call frames one path of the run's
+# own calls and tail calls explains); llvm-profgen-22 and lbr2prof in
+# their default modes (the missing-frame inferrer on) with the flat CS
+# options: lbr2prof >= 99% and >= llvm-profgen, no wrong context (a true
+# context without its tail-call frames, as the machine's stack has it,
+# counts as truncated); the same profile judged as a line-based one is
+# refused with a message.
+if command -v llvm-profgen-22 > /dev/null 2>&1; then
+    for w in "tailchain 1000" "threaded 300" "recursion 20" "tailcall 20000"; do
+        set -- $w
+        n=p$1
+        clang-19 $CFLAGS -fpseudo-probe-for-profiling "$TOP/tests/workloads/$1.c" -o "$W/$n" ||
+            fail "$n: compile"
+        "$LBR2PROF" record --simulate -c 97 --seed 7 -o "$W/$n.data" --truth "$W/$n.truth" \
+            -- "$W/$n" "$2" > /dev/null 2>&1 || fail "$n: record"
+        "$LBR2PROF" script -F ip,brstack --show-mmap-events --raw-addresses "$W/$n.data" \
+            > "$W/$n.hybrid" || fail "$n: script"
+        "$LBR2PROF" accuracy --truth "$W/$n.truth" --binary "$W/$n" --emit-ideal "$W/$n.ideal" ||
+            fail "$n: --emit-ideal"
+        grep -q '!CFGChecksum' "$W/$n.ideal" || fail "$n: the ideal is not probe-based"
+        judge "$n" "$W/$n.ideal" ideal 100
+        grep -q ', 0 missing, 0 truncated, 0 wrong;' "$W/$n.ideal.acc" || fail "$n: ideal vs itself"
+        llvm-profgen-22 --perfscript="$W/$n.hybrid" --binary="$W/$n" $PG_CS \
+            -o "$W/$n.pg.prof" > "$W/$n.pg.log" 2>&1 || { cat "$W/$n.pg.log"; fail "$n: llvm-profgen-22"; }
+        judge "$n" "$W/$n.pg.prof" llvm-profgen 0
+        "$LBR2PROF" --perfdata="$W/$n.data" --binary="$W/$n" $PG_CS --output="$W/$n.lp.prof" \
+            > "$W/$n.lp.log" 2>&1 || { cat "$W/$n.lp.log"; fail "$n: lbr2prof"; }
+        judge "$n" "$W/$n.lp.prof" lbr2prof 99 "$(sed -n 's/^accuracy: \([0-9.]*\)%.*/\1/p' "$W/$n.llvm-profgen.acc")"
+        grep -q ' 0 wrong;' "$W/$n.lbr2prof.acc" || fail "$n: lbr2prof puts counts in contexts the truth does not have"
+    done
+    grep -q '^\[main:[0-9]* @ step1:[0-9]* @ [^ ]*forward[^ ]*:[0-9]* @ step2:[0-9]* @ leaf\]' \
+        "$W/ptailchain.ideal" || fail "ptailchain: the ideal has no tail-call frames"
+    "$LBR2PROF" accuracy --truth "$W/ptailchain.truth" --binary "$W/ptailchain" \
+        --use-dwarf-correlation "$W/ptailchain.lp.prof" > /dev/null 2> "$W/bad.err"; st=$?
+    [ $st -eq 2 ] && grep -q 'pseudo-probe profile' "$W/bad.err" ||
+        { cat "$W/bad.err"; fail "a probe profile against a line-based ideal: status $st"; }
+else
+    echo "no llvm-profgen-22: probe builds not checked"
+fi
 
 # the true contexts
 grep -q '^\[main:[0-9.]* @ leaf\]' "$W/tailcall.ideal" \

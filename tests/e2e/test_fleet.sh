@@ -11,7 +11,10 @@
 # Then two unreadable inputs (a perf.data cut in its header, random bytes): the
 # run fails naming one of them; with --skip-bad-inputs (two files per
 # shard, so a shard mixes a good and a bad file) it lists both and the
-# profile equals the single run over the good traces.
+# profile equals the single run over the good traces (and the single run
+# over all five with --skip-bad-inputs). Last, pseudo-probe
+# builds of the programs (address contexts): four shards, and two shards
+# of two files with the flat CS options in text, equal the single runs.
 set -u
 W=$WORK
 cd "$W" || exit 1
@@ -93,5 +96,29 @@ grep -q "/trunc.data: .*trunc.data" f4.log && grep -q "/noise.data: .*noise.data
 "$L" k1.data k2.data i1.data --binary=kernel --binary=inlining -o good.prof 2> /dev/null ||
     fail "single run over the good traces"
 cmp -s f4.prof good.prof || fail "--skip-bad-inputs: not the profile of the good traces"
+"$L" k1.data trunc.data k2.data noise.data i1.data --binary=kernel --binary=inlining \
+    --skip-bad-inputs -o one.prof 2> /dev/null || fail "one run with --skip-bad-inputs"
+cmp -s f4.prof one.prof || fail "--skip-bad-inputs: the fleet's profile is not the one run's"
 echo "ok   unreadable inputs: named and failing; with --skip-bad-inputs listed and left out"
+
+# pseudo-probe builds: address contexts merged, a probe-based profile
+mkdir probe && cd probe || fail "mkdir probe"
+make_recordings -fpseudo-probe-for-profiling
+record_one k3.data 5 ./kernel 120
+# shellcheck disable=SC2086
+"$L" $TRACES --binary=kernel --binary=inlining -o single.prof 2> /dev/null || fail "probe: single run"
+"$L" show single.prof | grep -q "CFG checksum" || fail "probe: not a probe-based profile"
+# shellcheck disable=SC2086
+fleet f5.log -o f5.prof $TRACES || { cat f5.log; fail "probe: fleet"; }
+cmp -s f5.prof single.prof || { cat f5.log; fail "probe: the fleet's profile differs from the single run's"; }
+FLATCS="--csspgo-preinliner=0 --gen-cs-nested-profile=0 --format=text"
+# shellcheck disable=SC2086
+"$L" $TRACES --binary=kernel --binary=inlining $FLATCS -o single.txt 2> /dev/null ||
+    fail "probe: single run, flat CS options"
+# shellcheck disable=SC2086
+fleet f6.log --files-per-shard 2 $FLATCS -o f6.txt $TRACES || { cat f6.log; fail "probe: fleet, flat CS options"; }
+[ "$(grep -c '^fleet: \[.*\] shard-.* done' f6.log)" -eq 2 ] || fail "probe: not 2 shards"
+cmp -s f6.txt single.txt || fail "probe: the fleet's flat CS text profile differs from the single run's"
+grep -q '!CFGChecksum' f6.txt || fail "probe: no checksum in the text profile"
+echo "ok   probe: 4 shards, and 2 shards of 2 files with the flat CS options = the single runs"
 echo "PASS"

@@ -4,7 +4,10 @@
 # -19 run now:
 #   1. Profiles of every kind: lbr2prof's own (flat text/extbinary/binary,
 #      MD5, symbol list, FS discriminators; CS flat and nested; the main
-#      job's extbinary of inputs/kernel.data; test.lbr), llvm-profgen-22's
+#      job's extbinary of inputs/kernel.data; test.lbr; the main job's
+#      probe-based extbinary, CS nested, CS flat and LBR-only, of a probe
+#      perf script and of a recording of inlining.c built with pseudo
+#      probes), llvm-profgen-22's
 #      (probe-based CS flat and nested, CS), and llvm-profdata-22's
 #      rewrites of them (zlib-compressed, split layout, partial + MD5,
 #      legacy binary, text).
@@ -20,14 +23,14 @@
 #   4. Weighted merges of several inputs (flat, CS, probe-based; a CFG
 #      checksum mismatch; saturation; MD5 output; compressed output) =
 #      llvm-profdata-22's.
-#   5. `report` on the main job's extbinary = `report` on its text (made by
-#      llvm-profdata-22).
+#   5. `report` on the main job's extbinaries (line-based and probe-based)
+#      = `report` on their text (made by llvm-profdata-22).
 #   6. Malformed profiles: every truncation and byte flips of an extbinary
 #      and a legacy binary exit 2 with the file and offset named (never a
 #      crash: checked against signals); raw inputs to merge are refused
 #      with the hook's message; bad weights.
 set -eu
-for t in llvm-profdata-22 llvm-profdata-19 llvm-profgen-22; do
+for t in llvm-profdata-22 llvm-profdata-19 llvm-profgen-22 clang-19; do
     command -v $t >/dev/null 2>&1 || { echo "skip: $t not installed"; exit 77; }
 done
 PY=python3
@@ -56,6 +59,16 @@ gen csp.ext cs-preinline-cost --use-dwarf-correlation
 "$L" "$TOP/inputs/kernel.data" -o main.ext 2>/dev/null
 "$L" "$TOP/inputs/kernel.data" -o mainflat.ext --gen-cs-nested-profile=0 2>/dev/null
 "$L" "$TOP/inputs/test.lbr" --binary "$TOP/inputs/test.binary" -o lbr.ext 2>/dev/null
+# the main job's probe-based profiles: a probe perf script, and a recording
+# of a probe build
+gen mprobe.ext noinline-cs-pseudoprobe
+gen mprobeflat.ext noinline-cs-pseudoprobe --gen-cs-nested-profile=0
+gen mprobelbr.ext noinline-cs-pseudoprobe --ignore-stack-samples
+clang-19 -O2 -g -fno-omit-frame-pointer -fpseudo-probe-for-profiling -o inlining \
+    "$TOP/tests/workloads/inlining.c"
+"$L" record --simulate -c 97 --seed 3 -o rec.data -- ./inlining 8000 >/dev/null 2>&1
+"$L" rec.data --binary=inlining -o mrec.ext 2>/dev/null
+"$L" rec.data --binary=inlining -o mrecflat.ext --gen-cs-nested-profile=0 2>/dev/null
 pg() { # name perfscript-base [llvm-profgen-22 options]
     n=$1 b=$2; shift 2
     llvm-profgen-22 --perfscript="$D/$b.perfscript" --binary="$D/$b.perfbin" --output="$n" "$@" 2>/dev/null
@@ -77,13 +90,20 @@ ALL="flat.txt flat.ext flat.bin flat.md5 sym.ext cs.txt cs.ext csmd5.ext nested.
 csp.ext fs.ext main.ext mainflat.ext lbr.ext probe.txt probecs.ext probenest.ext
 probe2.ext recur.ext flat.z.ext sym.z.ext cs.z.ext probecs.z.ext probenest.z.ext
 flat.pmd5.ext sym.pmd5.ext cs.pmd5.ext probecs.pmd5.ext probenest.pmd5.ext
-flat.m.txt cs.m.txt probecs.m.txt probenest.m.txt flat.split.ext sym.bin"
+flat.m.txt cs.m.txt probecs.m.txt probenest.m.txt flat.split.ext sym.bin
+mprobe.ext mprobeflat.ext mprobelbr.ext mrec.ext mrecflat.ext"
 n=0
 for f in $ALL; do
     [ -s $f ] || fail "$f was not made"
     n=$((n + 1))
 done
 grep -q '!CFGChecksum' probe.txt || fail "probe.txt has no checksums"
+for f in mprobe.ext mprobeflat.ext mprobelbr.ext mrec.ext mrecflat.ext; do
+    llvm-profdata-22 show --sample --show-sec-info-only $f | grep -q 'FunctionMetadata.*probe' ||
+        fail "$f is not probe-based"
+done
+llvm-profdata-22 show --sample mrec.ext | grep -q 'Samples collected in inlined callsites' ||
+    fail "mrec.ext is not nested"
 llvm-profdata-22 show --sample --show-sec-info-only flat.z.ext | grep -q compressed || fail "no compressed section"
 llvm-profdata-22 show --sample --show-sec-info-only fs.ext | grep -q fs-discriminator || fail "no FS flag"
 llvm-profdata-22 show --sample --show-sec-info-only csmd5.ext | grep -q fixlenmd5 || fail "no MD5 CS"
@@ -115,7 +135,8 @@ for f in $ALL; do
     checks=$((checks + 1))
 done
 # JSON (--json, --show-format=json) for one profile of each kind
-for f in flat.ext flat.md5 cs.ext nested.ext probecs.ext probenest.z.ext main.ext lbr.ext; do
+for f in flat.ext flat.md5 cs.ext nested.ext probecs.ext probenest.z.ext main.ext lbr.ext \
+    mprobeflat.ext mrec.ext; do
     "$L" show --show-format=json $f > a.out
     llvm-profdata-22 show --sample --json $f > b.out
     same "show --json $f" a.out b.out
@@ -153,7 +174,7 @@ echo "ok show: $n profiles, $checks comparisons"
 flags() { llvm-profdata-22 show --sample --show-sec-info-only "$1" | sed 's/ - Offset.*Flags//'; }
 # one profile of each kind in every format; the text of every profile
 SOME="flat.txt flat.md5 sym.ext cs.ext csmd5.ext nested.ext fs.ext main.ext
-probe.txt probecs.z.ext probenest.pmd5.ext flat.split.ext sym.bin"
+probe.txt probecs.z.ext probenest.pmd5.ext flat.split.ext sym.bin mrec.ext mprobelbr.ext"
 rt=0
 for f in $SOME; do
     for fmt in extbinary binary; do
@@ -203,6 +224,8 @@ mrg --weighted-input=3,flat.ext --weighted-input=7,sym.ext
 mrg --text cs.ext mainflat.ext --weighted-input=5,cs.txt
 mrg --text probecs.ext --weighted-input=2,probe2.ext
 mrg --text probenest.ext --weighted-input=4,probe.txt
+mrg --text mrec.ext --weighted-input=2,mprobe.ext
+mrg --text mrecflat.ext --weighted-input=3,mprobeflat.ext
 mrg --use-md5 --weighted-input=2,flat.ext lbr.ext
 mrg --compress-all-sections --weighted-input=2,flat.ext lbr.ext
 mrg --text flat.md5 flat.pmd5.ext
@@ -229,16 +252,18 @@ grep -q 'skipped' x.err || fail "--failure-mode=warn"
 "$L" merge flat.ext "$D/noprobe.perfscript" --text -o x.out 2> x.err && fail "a bad input merged"
 echo "ok weighted merges"
 
-# ---- 5. report on the main job's extbinary ---------------------------------------
-llvm-profdata-22 merge --sample --text main.ext -o main.txt
-for fmt in folded text; do
-    "$L" report --format=$fmt main.ext > a.out
-    "$L" report --format=$fmt main.txt > b.out
-    sed -i 's/main\.ext/INPUT/g' a.out
-    sed -i 's/main\.txt/INPUT/g' b.out
-    same "report --format=$fmt main.ext" a.out b.out
+# ---- 5. report on the main job's extbinaries ---------------------------------------
+for f in main mrec mrecflat mprobe mprobelbr; do
+    llvm-profdata-22 merge --sample --text $f.ext -o $f.txt
+    for fmt in folded text; do
+        "$L" report --format=$fmt $f.ext > a.out
+        "$L" report --format=$fmt $f.txt > b.out
+        sed -i "s/$f\\.ext/INPUT/g" a.out
+        sed -i "s/$f\\.txt/INPUT/g" b.out
+        same "report --format=$fmt $f.ext" a.out b.out
+    done
+    [ "$(wc -l < a.out)" -gt 5 ] || fail "report of $f.ext is empty"
 done
-[ "$(wc -l < a.out)" -gt 5 ] || fail "report of main.ext is empty"
 echo "ok report"
 
 # ---- 6. malformed profiles ------------------------------------------------------

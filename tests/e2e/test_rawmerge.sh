@@ -12,7 +12,14 @@
 # `--unsymbolized-profile` of them equals the single run's profile, in
 # each mode: CS line-based (extbinary, default options), CS text with two
 # binaries, --no-repair-frames, flat (--ignore-stack-samples).
-# (Probe-based profiles: add a mode to MODES once they are made.)
+# The same for pseudo-probe builds of the programs (address contexts, kind
+# probe): CS extbinary and text with the default options and with the flat
+# CS options (no pre-inliner, not nested; two binaries), LBR-only; and a
+# program with probes calling its library with probes, which calls back
+# (mixed.c, three runs: contexts from one binary into the other). A probe
+# shard merged with itself doubles; line contexts of the probe binary
+# (--use-dwarf-correlation) are another kind, refused by merge and by
+# generation without that flag, and generated with it as the direct run.
 # Also: without --raw-header the raw profile is llvm-profgen's (no '#'
 # lines, the rest identical); a shard merged with itself has every count
 # doubled; mismatched binaries (another build of kernel.c under the same
@@ -28,23 +35,25 @@ L=$LBR2PROF
 
 make_recordings
 
-# trees MODE-NAME OPTIONS...
+# trees MODE-NAME OPTIONS...: over the traces $A and $B (one program, two
+# runs) and $C
+A=k1 B=k2 C=i1
 trees() {
     name=$1
     shift
-    "$L" k1.data k2.data i1.data "$@" -o single.prof 2> single.err ||
+    "$L" $A.data $B.data $C.data "$@" -o single.prof 2> single.err ||
         { cat single.err; fail "$name: single run"; }
-    "$L" k1.data k2.data i1.data "$@" --skip-symbolization --raw-header \
+    "$L" $A.data $B.data $C.data "$@" --skip-symbolization --raw-header \
         -o single.raw 2> /dev/null || fail "$name: single raw"
-    for d in k1 k2 i1; do
+    for d in $A $B $C; do
         "$L" $d.data "$@" --skip-symbolization --raw-header -o $d.raw 2> $d.err ||
             { cat $d.err; fail "$name: shard $d"; }
     done
-    "$L" k2.data k1.data "$@" --skip-symbolization --raw-header -o k21.raw 2> /dev/null ||
-        fail "$name: shard k2+k1"
-    "$L" merge -o a.raw k1.raw k2.raw && "$L" merge -o t1.raw a.raw i1.raw &&
-        "$L" merge -o b.raw k2.raw k1.raw && "$L" merge -o t2.raw i1.raw b.raw &&
-        "$L" merge -o t3.raw i1.raw k21.raw && "$L" merge -o t4.raw i1.raw k2.raw k1.raw ||
+    "$L" $B.data $A.data "$@" --skip-symbolization --raw-header -o ba.raw 2> /dev/null ||
+        fail "$name: shard $B+$A"
+    "$L" merge -o a.raw $A.raw $B.raw && "$L" merge -o t1.raw a.raw $C.raw &&
+        "$L" merge -o b.raw $B.raw $A.raw && "$L" merge -o t2.raw $C.raw b.raw &&
+        "$L" merge -o t3.raw $C.raw ba.raw && "$L" merge -o t4.raw $C.raw $B.raw $A.raw ||
         fail "$name: merge"
     for t in t2 t3 t4; do
         cmp -s t1.raw $t.raw || { diff t1.raw $t.raw | head; fail "$name: tree $t differs from t1"; }
@@ -55,7 +64,7 @@ trees() {
             { cat gen.err; fail "$name: generate $t"; }
         cmp -s $t.prof single.prof || fail "$name: profile of tree $t differs from the single run's"
     done
-    cmp -s k1.raw t1.raw && fail "$name: the merge added nothing"
+    cmp -s $A.raw t1.raw && fail "$name: the merge added nothing"
     echo "ok   $name: 3 trees + 1 flat merge = single run ($(wc -c < single.prof) bytes)"
 }
 trees "CS extbinary" --binary=kernel
@@ -73,17 +82,22 @@ grep -v '^#' hdr.raw | cmp -s - plain.raw || fail "--raw-header changed llvm-pro
 grep -q '^#binary 0 [0-9a-f]\{40\} 0x[0-9a-f]* /.*/kernel$' hdr.raw || { head hdr.raw; fail "no #binary line"; }
 echo "ok   without --raw-header: llvm-profgen's raw profile; with it, the same plus '#' lines"
 
-# a shard with itself: every count doubled, statistics too
-"$L" merge -o dbl.raw hdr.raw hdr.raw || fail "merge with itself"
-grep -v '^#' hdr.raw | awk -F: '!/^\[/ && NF == 2 { print $1 ":" $2 * 2; next } { print }' > want.dbl
-grep -v '^#' dbl.raw | cmp -s - want.dbl || fail "merge with itself: counts not doubled"
-s1=$(sed -n 's/^#stats .* samples=\([0-9]*\) .*/\1/p' hdr.raw)
-s2=$(sed -n 's/^#stats .* samples=\([0-9]*\) .*/\1/p' dbl.raw)
-[ -n "$s1" ] && [ "$s2" = $((2 * s1)) ] || fail "merge with itself: samples $s1 -> $s2"
-"$L" merge -o w3.raw --weighted-input=3,hdr.raw || fail "weighted"
-grep -v '^#' hdr.raw | awk -F: '!/^\[/ && NF == 2 { print $1 ":" $2 * 3; next } { print }' > want.w3
-grep -v '^#' w3.raw | cmp -s - want.w3 || fail "weight 3: counts not tripled"
-echo "ok   a shard merged with itself: counts and statistics doubled; weight 3 triples"
+# doubled NAME SHARD: the shard merged with itself has every count doubled,
+# statistics too; weight 3 triples them
+doubled() {
+    "$L" merge -o dbl.raw "$2" "$2" || fail "$1: merge with itself"
+    grep -v '^#' "$2" | awk -F: '!/^\[/ && NF == 2 { print $1 ":" $2 * 2; next } { print }' > want.dbl
+    grep -v '^#' dbl.raw | cmp -s - want.dbl || fail "$1: merge with itself: counts not doubled"
+    cmp -s want.dbl "$2" && fail "$1: nothing to double"
+    s1=$(sed -n 's/^#stats .* samples=\([0-9]*\) .*/\1/p' "$2")
+    s2=$(sed -n 's/^#stats .* samples=\([0-9]*\) .*/\1/p' dbl.raw)
+    [ -n "$s1" ] && [ "$s2" = $((2 * s1)) ] || fail "$1: merge with itself: samples $s1 -> $s2"
+    "$L" merge -o w3.raw --weighted-input=3,"$2" || fail "$1: weighted"
+    grep -v '^#' "$2" | awk -F: '!/^\[/ && NF == 2 { print $1 ":" $2 * 3; next } { print }' > want.w3
+    grep -v '^#' w3.raw | cmp -s - want.w3 || fail "$1: weight 3: counts not tripled"
+    echo "ok   $1: a shard merged with itself: counts and statistics doubled; weight 3 triples"
+}
+doubled "line-based" hdr.raw
 
 # binaries from the header
 "$L" --unsymbolized-profile=t1.raw --format=text -o nobin.prof 2> nobin.err ||
@@ -131,4 +145,48 @@ grep -q "bad.raw: line 4" err || { cat err; fail "bad header: message"; }
     fail "--raw-header of a raw profile"
 grep -q "raw-header needs traces" err || { cat err; fail "--raw-header of a raw profile: message"; }
 echo "ok   other options, flat with CS, no header, bad header, rewriting a raw profile: refused"
+
+# ---- pseudo-probe binaries: address contexts ("[0x2b8 @ 0x7d8]", kind probe)
+mkdir probe && cd probe || fail "mkdir probe"
+make_recordings -fpseudo-probe-for-profiling
+FLATCS="--csspgo-preinliner=0 --gen-cs-nested-profile=0"
+trees "probe: CS extbinary" --binary=kernel
+"$L" show single.prof | grep -q "CFG checksum" || fail "probe: not a probe-based profile"
+head -1 t1.raw | grep -q "^#lbr2prof-raw 1 probe$" || fail "probe: not a probe raw profile"
+grep -q '^\[0x[0-9a-f]* @ 0x[0-9a-f]*\]$' t1.raw || fail "probe: no address context of two call sites"
+trees "probe: CS text" --binary=kernel --format=text
+trees "probe: flat CS options, extbinary" --binary=kernel $FLATCS
+trees "probe: flat CS options, text, two binaries" --binary=kernel --binary=inlining $FLATCS --format=text
+grep -q '!CFGChecksum' single.prof || fail "probe: no checksum in the text profile"
+trees "probe: LBR only (flat), text" --binary=kernel --ignore-stack-samples --format=text
+grep -q '!CFGChecksum' single.prof || fail "probe, flat: no checksum in the text profile"
+"$L" k1.data --binary=kernel --skip-symbolization --raw-header -o hdr.raw 2> /dev/null || fail "probe shard"
+doubled "probe" hdr.raw
+
+# line contexts of the same binary (--use-dwarf-correlation) are another kind
+"$L" k1.data --binary=kernel --skip-symbolization --raw-header --use-dwarf-correlation \
+    -o dw.raw 2> /dev/null || fail "--use-dwarf-correlation shard"
+head -1 dw.raw | grep -q "^#lbr2prof-raw 1 cs$" || fail "--use-dwarf-correlation: not line contexts"
+"$L" merge -o x.raw hdr.raw dw.raw 2> err && fail "address and line contexts merged"
+grep -q "hdr.raw is a context-sensitive pseudo-probe (address contexts) raw profile, dw.raw a context-sensitive (line contexts) one" err ||
+    { cat err; fail "address and line contexts: message"; }
+"$L" --unsymbolized-profile=hdr.raw --use-dwarf-correlation -o x.prof 2> err &&
+    fail "address contexts generated line-based"
+grep -q "leave out --use-dwarf-correlation" err || { cat err; fail "address contexts, line-based: message"; }
+"$L" --unsymbolized-profile=dw.raw -o x.prof 2> err && fail "line contexts generated probe-based"
+grep -q "counted with --use-dwarf-correlation, pass it again" err || { cat err; fail "line contexts, probe-based: message"; }
+"$L" --unsymbolized-profile=dw.raw --use-dwarf-correlation --format=text -o dw.prof 2> /dev/null &&
+    "$L" k1.data --binary=kernel --use-dwarf-correlation --format=text -o dw1.prof 2> /dev/null &&
+    cmp -s dw.prof dw1.prof || fail "--use-dwarf-correlation: the raw route differs from the direct one"
+echo "ok   probe: line contexts (--use-dwarf-correlation) are another kind: not merged, generated only line-based"
+
+# a program and its library, both with probes: contexts cross the binaries
+make_lib_recordings -fpseudo-probe-for-profiling
+A=m1 B=m2 C=m3
+trees "probe: program and library, text" --binary=mixed --binary=lib/libml.so --format=text
+awk '/^#section 1$/ { s = 1 } s && /^\[0x8000000000[0-9a-f]* @ / { n++ } END { exit !n }' t1.raw ||
+    fail "probe: no context of the library called from the program"
+awk '/^#section 1$/ { exit !n } /^\[0x[0-9a-f]* @ .*@ 0x8001000000[0-9a-f]*/ { n++ }' t1.raw ||
+    fail "probe: no context of the program called back from the library"
+grep -q "ml_reduce" single.prof || fail "probe: the library has no profile"
 echo "PASS"

@@ -172,6 +172,69 @@ static void test_truth_reader(void **state)
 
 /* ---- the ideal profile --------------------------------------------------------- */
 
+/* A pseudo-probe ideal (noinline-tailcall-probe: main calls go, go's jmp
+ * goes to foo): address contexts through the probe generator, completed
+ * with go's frame from the run's branch_counts; the machine's contexts
+ * lack it; without branch_counts the ideal cannot know it either. */
+static void test_ideal_probes(void **state)
+{
+    static const char lbr[] = "0x40061b/0x4005f0/2 0x4005e1/0x4005fe/2 "
+                              "0x400645/0x4005d0/2 0x400660/0x400640/1";
+    static const char nodes[] = "[1, 0, \"0x7f0000001000\"], [2, 1, \"0x400665\"]";
+    char *json = truth_json("noinline-tailcall-probe.perfbin", lbr, 2, nodes), *path;
+    size_t n = strlen(json);
+    lp_error err = {0};
+    lp_probes *pr;
+    lp_binary *b;
+    lp_truth *t;
+    lp_ideal id;
+    lp_profile *p, *m;
+    char *txt, *mt;
+    (void)state;
+
+    /* the run's calls and tail calls */
+    json = realloc(json, n + 200);
+    snprintf(json + n - 1, 200, ", \"branch_counts\": [[\"0x400660\", \"0x400640\", 4000],"
+             " [\"0x400645\", \"0x4005d0\", 4000]]}");
+    path = write_tmp(json);
+    assert_non_null(t = lp_truth_read(path, &err));
+    assert_int_equal(t->nedges, 2);
+    assert_int_equal(t->edges[1].from, 0x400645);
+    assert_int_equal(t->edges[1].count, 4000);
+    assert_non_null(b = lp_binary_open(IN "noinline-tailcall-probe.perfbin", NULL, &err));
+    assert_non_null(pr = lp_probes_open(IN "noinline-tailcall-probe.perfbin", &err));
+    assert_int_equal(lp_ideal_build_probes(t, b, pr, &id, &err), 0);
+    assert_non_null(p = lp_ideal_profile(b, &id, true, &err));
+    assert_non_null(m = lp_ideal_profile_machine(b, &id, &err));
+    txt = text_of(p);
+    mt = text_of(m);
+    assert_non_null(strstr(txt, "[main:5 @ go:2 @ foo]:"));
+    assert_non_null(strstr(txt, "[main:5 @ go]:"));
+    assert_null(strstr(txt, "[main:5 @ foo]:"));
+    assert_non_null(strstr(txt, "!CFGChecksum"));
+    assert_non_null(strstr(mt, "[main:5 @ foo]:"));
+    free(txt);
+    free(mt);
+    lp_profile_free(p);
+    lp_profile_free(m);
+    lp_ideal_free(&id);
+    t->nedges = 0;                      /* no branch_counts: not known */
+    assert_int_equal(lp_ideal_build_probes(t, b, pr, &id, &err), 0);
+    assert_non_null(p = lp_ideal_profile(b, &id, true, &err));
+    txt = text_of(p);
+    assert_non_null(strstr(txt, "[main:5 @ foo]:"));
+    free(txt);
+    lp_profile_free(p);
+    lp_ideal_free(&id);
+    lp_probes_free(pr);
+    lp_binary_close(b);
+    lp_truth_free(t);
+    unlink(path);
+    free(path);
+    free(json);
+}
+
+
 /* Example C of the reference (noinline-cs-noprobe): the first sample of
  * the perf script, whose frame-pointer stack is right, so llvm-profgen's
  * profile is the ideal one. Stack nodes: 1 = main's return into libc,
@@ -423,6 +486,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_truth_reader),
+        cmocka_unit_test(test_ideal_probes),
         cmocka_unit_test(test_ideal_example_c),
         cmocka_unit_test(test_ideal_cut_at_external),
         cmocka_unit_test(test_ideal_example_d),

@@ -1746,6 +1746,81 @@ static void test_refs_to(void **state)
     lp_binary_close(b);
 }
 
+/* LP_SYMTAB_LLVM22 (llvm-profgen 22's loadSymbolsFromSymtab): symbols in
+ * .symtab order, canonical names (".cold", ".llvm.N", ".isra.N" cut;
+ * "k.cold.1" kept), a second part of f joining f, an alias of f marking it
+ * (NameStatus Mismatch, a detailed warning), a symbol inside f with f's
+ * canonical name warned about, and table order deciding overlaps: zz,
+ * listed before outer that holds it, keeps its range. Also the canonical
+ * names alone. */
+static void test_symtab_functions_llvm22(void **state)
+{
+    static const char src[] =
+        ".text\n.type zz,@function\n"
+        ".globl _start\n.type _start,@function\n_start: ret\n.size _start,.-_start\n"
+        ".type f,@function\nf: nop\nf.warm: nop\n ret\n.size f,.-f\n"
+        ".type f.warm,@function\n.size f.warm,1\n"
+        ".type f2,@function\n.set f2,f\n.size f2,3\n"
+        ".type g.llvm.123,@function\ng.llvm.123: ret\n.size g.llvm.123,.-g.llvm.123\n"
+        ".type h.isra.0,@function\nh.isra.0: ret\n.size h.isra.0,.-h.isra.0\n"
+        ".type k.cold.1,@function\nk.cold.1: ret\n.size k.cold.1,.-k.cold.1\n"
+        ".type outer,@function\nouter: nop\nzz: nop\n ret\n.size outer,.-outer\n.size zz,1\n"
+        ".type f.cold,@function\nf.cold: ret\n.size f.cold,.-f.cold\n";
+    static const char *const sfx[] = {".cold", ".llvm."};
+    lp_binary_opts o = {0};
+    lp_error err = {0};
+    const lp_function *f;
+    const lp_func_range *r;
+    uint64_t outer;
+    lp_binary *b;
+    char *nm, path[80];
+    bool warm = false, alias = false;
+    const char *w;
+    (void)state;
+
+    assert_int_equal(lp_canonical_fn_len_with("foo.cold", sfx, 2), 3);
+    assert_int_equal(lp_canonical_fn_len_with("foo.cold.1", sfx, 2), 10);
+    assert_int_equal(lp_canonical_fn_len_with("foo.llvm.12", sfx, 2), 3);
+    assert_int_equal(lp_canonical_fn_len_with("foo.llvm.12.cold", sfx, 2), 3);
+    assert_int_equal(lp_canonical_fn_len("foo.cold"), 8);
+    if (!have_tool("clang-19"))
+        skip();
+    assert_int_equal(sh("printf '%%s' '%s' > %s/st.s && clang-19 -nostdlib -static "
+                        "-Wl,--build-id=none %s/st.s -o %s/st",
+                        src, scratch, scratch, scratch), 0);
+    nm = run("nm %s/st | awk '$3==\"outer\"{print $1}'", scratch);
+    assert_non_null(nm);
+    assert_int_equal(sscanf(nm, "%" SCNx64, &outer), 1);
+    free(nm);
+    snprintf(path, sizeof path, "%s/st", scratch);
+    o.symtab_functions = LP_SYMTAB_LLVM22;
+    o.detailed_warnings = true;
+    assert_non_null(b = lp_binary_open(path, &o, &err));
+    assert_non_null(f = lp_binary_function(b, "f"));
+    assert_int_equal(f->nranges, 2);        /* f and f.cold */
+    assert_true(f->from_symtab && f->symtab_mismatch);
+    assert_non_null(lp_binary_function(b, "g"));
+    assert_non_null(lp_binary_function(b, "h"));
+    assert_non_null(lp_binary_function(b, "k.cold.1"));
+    assert_null(lp_binary_function(b, "f2"));
+    assert_null(lp_binary_function(b, "f.warm"));
+    assert_non_null(r = lp_binary_func_range(b, outer + 1));
+    assert_string_equal(r->func->name, "zz");
+    assert_non_null(r = lp_binary_func_range(b, outer));
+    assert_string_equal(r->func->name, "outer");
+    for (size_t k = 0; (w = lp_binary_warning(b, k)); k++) {
+        warm |= strstr(w, "Conflicting range for symbol f.warm with range") != NULL;
+        alias |= strstr(w, "Conflicting name for symbol f2 with range") != NULL;
+    }
+    assert_true(warm && alias);
+    lp_binary_close(b);
+    o.detailed_warnings = false;        /* the name conflict is a detail */
+    assert_non_null(b = lp_binary_open(path, &o, &err));
+    for (size_t k = 0; (w = lp_binary_warning(b, k)); k++)
+        assert_null(strstr(w, "Conflicting name"));
+    lp_binary_close(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1775,6 +1850,7 @@ int main(void)
         cmocka_unit_test(test_fs_discriminator_detected),
         cmocka_unit_test(test_die_walk),
         cmocka_unit_test(test_refs_to),
+        cmocka_unit_test(test_symtab_functions_llvm22),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -503,6 +503,91 @@ static void test_probe_branches_only(void **state)
     lp_binary_close(b);
 }
 
+/* Two binaries with a main each, their CFG checksums differ
+ * (noinline-cs-pseudoprobe, main at 0x2017f0, and noinline-tailcall-probe,
+ * main at 0x400650): main's profile has both counts and binary 0's checksum whichever
+ * binary's context was counted first (the last writer won, so the order
+ * of the traces changed the profile), and one warning counts it. */
+#define PROBE_BIN2 "tests/data/llvm-profgen-inputs/noinline-tailcall-probe.perfbin"
+
+static void count_warning(void *ctx, const char *msg)
+{
+    if (strstr(msg, "several binaries with different CFG checksums"))
+        (*(int *)ctx)++;
+}
+
+static char *two_mains(lp_binary **b, lp_probes **pr, int first, int *warned,
+                       uint64_t *checksum)
+{
+    static const char *const raw[2] = {"[]\n  1\n  7f0-7fc:5\n  0\n",
+                                       "[]\n  1\n  650-65b:7\n  0\n"};
+    static const uint64_t base[2] = {0x201000, 0x400000};
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *m;
+    bool is_cs = false;
+    lp_cs_opts o;
+    char *text;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        int k = i ? !first : first;
+        FILE *f = fmemopen((void *)raw[k], strlen(raw[k]), "r");
+
+        assert_int_equal(lp_cs_raw_read_addrs(f, "raw", k, base[k], cc, &is_cs,
+                                              NULL), 0);
+        fclose(f);
+    }
+    lp_cs_opts_default(&o);
+    o.probes = pr;
+    o.preinliner = false;
+    o.gen_nested = false;
+    o.cold_count = 0;
+    o.warn = count_warning;
+    o.warn_ctx = warned;
+    assert_int_equal(lp_cs_profile(b, 2, cc, &o, p, NULL), 0);
+    assert_non_null(m = lp_profile_find(p, "main"));
+    assert_int_equal(m->total, 19);   /* 5 + 7 at both entry probes, 7 at probe 2 */
+    *checksum = m->checksum;
+    text = text_of(p);
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    return text;
+}
+
+static void test_probe_two_mains(void **state)
+{
+    lp_binary *b[2] = {lp_binary_open(PROBE_BIN, NULL, NULL),
+                       lp_binary_open(PROBE_BIN2, NULL, NULL)};
+    lp_probes *pr[2] = {lp_probes_open(PROBE_BIN, NULL), lp_probes_open(PROBE_BIN2, NULL)};
+    const lp_probe_desc *d0, *d1;
+    uint64_t c0, c1;
+    char *t0, *t1;
+    int warned = 0;
+    (void)state;
+
+    assert_non_null(b[0]);
+    assert_non_null(b[1]);
+    assert_non_null(pr[0]);
+    assert_non_null(pr[1]);
+    assert_non_null(d0 = lp_probes_desc(pr[0], lp_probe_guid("main")));
+    assert_non_null(d1 = lp_probes_desc(pr[1], lp_probe_guid("main")));
+    assert_true(d0->hash != d1->hash);
+    t0 = two_mains(b, pr, 0, &warned, &c0);
+    assert_int_equal(warned, 1);
+    t1 = two_mains(b, pr, 1, &warned, &c1);
+    assert_int_equal(warned, 2);
+    assert_string_equal(t0, t1);
+    assert_true(c0 == d0->hash);
+    assert_true(c1 == d0->hash);
+    free(t0);
+    free(t1);
+    lp_probes_free(pr[0]);
+    lp_probes_free(pr[1]);
+    lp_binary_close(b[0]);
+    lp_binary_close(b[1]);
+}
+
 /* Address contexts need probe tables, and probe tables address contexts. */
 static void test_probe_mismatch(void **state)
 {
@@ -631,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_trie_round_trip),
         cmocka_unit_test(test_probe_profile),
         cmocka_unit_test(test_probe_branches_only),
+        cmocka_unit_test(test_probe_two_mains),
         cmocka_unit_test(test_probe_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,8 @@
  * lp_rawmerge on small hand-written profiles: every order and grouping of
  * three inputs gives the same bytes, attributes combine (mixed), an input
  * that used no sample is neutral, weights multiply and overflow is an
- * error.
+ * error; address contexts (kind "probe", two binaries) round trip and sum,
+ * and do not mix with line contexts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -167,6 +168,8 @@ static void test_header_errors(void **state)
     } cases[] = {
         {"#lbr2prof-raw 2 cs\n", "version 2"},
         {"#lbr2prof-raw 1 xx\n", "line 1"},
+        {"#lbr2prof-raw 1 cs probe\n", "line 1"},
+        {"#lbr2prof-raw 1 probes\n", "line 1"},
         {"#lbr2prof-raw 1 cs\n#base left\n", "line 2"},
         {"#lbr2prof-raw 1 cs\n#base none\n#options\n#binary 1 - 0x0 /p\n", "line 4"},
         {"#lbr2prof-raw 1 cs\n#base none\n#options\n#binary 0 abc 0x0 /p\n", "line 4"},
@@ -297,6 +300,67 @@ static void test_unused_and_kinds(void **state)
     assert_non_null(strstr(err.msg, "f.raw"));
 }
 
+#define PHDR(kind, used)                                                       \
+    "#lbr2prof-raw 1 " kind "\n#base preferred\n#options trace=perf.data x=1\n" \
+    "#binary 0 00112233445566778899aabbccddeeff00112233 0x1000 /bin/prog\n"     \
+    "#binary 1 - 0x0 /lib/libp.so\n"                                            \
+    "#stats traces=1 samples=10 used=" #used "\n"
+
+/* Address contexts (pseudo-probe binaries, kind "probe"): read as
+ * addresses, relative to their section's base, another binary's as
+ * LP_CTX_XBIN; summed; printed back unchanged whatever the order. Not
+ * merged with line contexts; an unknown binary or a frame is an error. */
+static void test_probe_kind(void **state)
+{
+    const char *pq[2] = {"p.raw", "q.raw"}, *qp[2] = {"q.raw", "p.raw"};
+    const char *pl[2] = {"p.raw", "l.raw"}, *np[2] = {"n.raw", "p.raw"};
+    const char *x[1] = {"x.raw"};
+    lp_error err = {0};
+    char *s, *t;
+    (void)state;
+
+    put("p.raw", PHDR("probe", 4)
+        "#section 0\n[]\n  1\n  10-20:1\n  0\n"
+        "[0x193 @ 0x8001000000001269]\n  1\n  30-40:2\n  1\n  40->8001000000001270:1\n"
+        "#section 1\n[0x8000000000001193 @ 0x2f8]\n  1\n  300-310:3\n  0\n");
+    put("q.raw", PHDR("probe", 6)
+        "#section 0\n[0x193 @ 0x8001000000001269]\n  1\n  30-40:5\n  0\n"
+        "[0x1a0]\n  0\n  1\n  1a0->10:4\n"
+        "#section 1\n[0x8000000000001193 @ 0x2f8]\n  1\n  300-310:1\n  0\n");
+    assert_int_equal(merge("pq.raw", pq, 2, NULL, &err), 0);
+    assert_int_equal(merge("qp.raw", qp, 2, NULL, &err), 0);
+    s = slurp("pq.raw");
+    t = slurp("qp.raw");
+    assert_string_equal(s, t);
+    assert_non_null(strstr(s, "#lbr2prof-raw 1 probe\n"));
+    assert_non_null(strstr(s, "[0x193 @ 0x8001000000001269]\n  1\n  30-40:7\n"
+                              "  1\n  40->8001000000001270:1\n[0x1a0]\n"));
+    assert_non_null(strstr(s, "#section 1\n[0x8000000000001193 @ 0x2f8]\n  1\n"
+                              "  300-310:4\n"));
+    free(s);
+    free(t);
+    /* with line contexts: refused, both named */
+    put("l.raw", PHDR("cs", 2) "#section 0\n[main:1 @ foo]\n  1\n  10-20:3\n  0\n");
+    assert_int_equal(merge("x.raw", pl, 2, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "p.raw is a context-sensitive pseudo-probe"));
+    assert_non_null(strstr(err.msg, "l.raw a context-sensitive (line"));
+    assert_non_null(strstr(err.msg, "address contexts"));
+    assert_non_null(strstr(err.msg, "line contexts"));
+    /* an input that used no sample fits: the sum is probe */
+    put("n.raw", PHDR("cs", 0) "#section 0\n#section 1\n");
+    assert_int_equal(merge("np.raw", np, 2, NULL, &err), 0);
+    s = slurp("np.raw");
+    assert_non_null(strstr(s, "#lbr2prof-raw 1 probe\n"));
+    free(s);
+    /* binary 2 of two; a frame context in a probe profile */
+    put("x.raw", PHDR("probe", 1) "#section 0\n[0x8002000000001000]\n  0\n  0\n");
+    assert_int_equal(merge("y.raw", x, 1, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "at line 8: [0x8002000000001000]"));
+    put("x.raw", PHDR("probe", 1) "#section 0\n[main:1 @ foo]\n  0\n  0\n");
+    assert_int_equal(merge("y.raw", x, 1, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "x.raw: Invalid raw profile at line 8"));
+}
+
 /* Same binaries: by build-id whatever the path; by name without ids. */
 static void test_checks(void **state)
 {
@@ -358,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_associative_commutative),
         cmocka_unit_test(test_attributes),
         cmocka_unit_test(test_unused_and_kinds),
+        cmocka_unit_test(test_probe_kind),
         cmocka_unit_test(test_checks),
         cmocka_unit_test(test_weights),
     };
