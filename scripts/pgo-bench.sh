@@ -252,9 +252,24 @@ profile() {
     echo "$key" >"$C/prof/$name.key"
 }
 
+# samecode A B: do two builds hold the same code? The whole file, else its
+# .text (the extbinary's metadata order, which need not be llvm-profgen's,
+# reaches a probe build's .pseudo_probe section and so its build-id)
+samecode() {
+    if cmp -s "$1" "$2"; then echo "the same binary"; return; fi
+    objcopy -O binary --only-section=.text "$1" "$1.text.tmp"
+    objcopy -O binary --only-section=.text "$2" "$2.text.tmp"
+    if cmp -s "$1.text.tmp" "$2.text.tmp"; then
+        echo "the same code (.text; other sections differ)"
+    else
+        echo "different code (!)"
+    fi
+    rm -f "$1.text.tmp" "$2.text.tmp"
+}
+
 # calibrate FLAVOR: --no-repair-frames must reproduce llvm-profgen. One
 # line to $C/calib.txt: is the norepair profile profgen's (same text), and
-# so its build (same bytes)? For probes, where it is not, also against
+# so its build (same code)? For probes, where it is not, also against
 # llvm-profgen-22 --infer-missing-frames=0: llvm-profgen 22 infers a probe
 # CS profile's missing tail-call frames by default, and an lbr2prof that
 # does not must equal that run instead (either one is the calibration)
@@ -264,8 +279,7 @@ calibrate() {
     case " $(fl_variants "$1") " in *" norepair "*) ;; *) return 0 ;; esac
     a=$C/prof/${pre}norepair.txt
     if cmp -s "$a" "$C/prof/${pre}profgen.txt"; then
-        same="the same binary"
-        cmp -s "$C/bin/${pre}norepair" "$C/bin/${pre}profgen" || same="a different binary (!)"
+        same=$(samecode "$C/bin/${pre}norepair" "$C/bin/${pre}profgen")
         echo "$P $1: calibration: norepair's profile = profgen's (identical text), $same"
         return 0
     fi
