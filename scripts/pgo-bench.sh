@@ -2,26 +2,31 @@
 # pgo-bench.sh [PROGRAM...] - the end-to-end PGO benchmark: what a profile
 # buys the program compiled with it (docs/pgo-bench.md has the method).
 #
-# For each program (default: sqlite lbr2prof json):
+# For each program (default: sqlite lbr2prof json) and each build flavor
+# (PGO_FLAVORS, default "line probe"):
 #   1. build it with clang-19 -O2 -g -fno-omit-frame-pointer
-#      -fdebug-info-for-profiling (the "none" build);
+#      -fdebug-info-for-profiling (the "none" build; the probe flavor adds
+#      -fpseudo-probe-for-profiling: CSSPGO's pseudo probes);
 #   2. record its training run with `lbr2prof record --simulate`;
 #   3. make CS profiles from that one recording: llvm-profgen-22 on
-#      `lbr2prof script --raw-addresses` text ("profgen"), lbr2prof's
-#      default mode ("default"), `--drop-unknown-callers` ("drop": the
-#      default mode before the unwinder kept truncated contexts) and
-#      `--no-repair-frames` ("norepair": llvm-profgen's behaviour, the
-#      calibration);
-#   4. rebuild with each (-fprofile-sample-use), check that every build
-#      prints the same output as "none" on the evaluation input (a longer,
-#      different input than the training run: real PGO trains on one
-#      run and ships for others);
-#   5. time every build on the evaluation input: PGO_PAIRS rounds (default
-#      30), each round runs every build once in a rotated order, so drift
-#      of a shared machine's load hits all builds alike; per round the
-#      ratio of two builds' times; printed: the median ratio and its
-#      interquartile range (IQR), for task-clock (CPU time of the process,
-#      perf stat) and wall time;
+#      `lbr2prof script --raw-addresses` text ("profgen"; its defaults: a
+#      probe CS profile for the probe build), lbr2prof's default mode
+#      ("default"), `--drop-unknown-callers` ("drop": the default mode
+#      before the unwinder kept truncated contexts; line flavor only unless
+#      asked) and `--no-repair-frames` ("norepair": llvm-profgen's
+#      behaviour, the calibration: a line under the table says whether its
+#      profile and build are profgen's, or for probes, if not, whether its
+#      profile is llvm-profgen-22 --infer-missing-frames=0's; "(!)" if not);
+#   4. rebuild with each (-fprofile-sample-use, and the flavor's flags),
+#      check that every build prints the same output as "none" on the
+#      evaluation input (a longer, different input than the training run:
+#      real PGO trains on one run and ships for others);
+#   5. time every build of both flavors on the evaluation input: PGO_PAIRS
+#      rounds (default 30), each round runs every build once in a rotated
+#      order, so drift of a shared machine's load hits all builds alike;
+#      per round the ratio of two builds' times; printed: the median ratio
+#      and its interquartile range (IQR), for task-clock (CPU time of the
+#      process, perf stat) and wall time;
 #   6. optionally (PGO_CALLGRIND=1, the default) instruction counts of
 #      each build on a smaller evaluation input under callgrind: exact and
 #      repeatable on a loaded machine, but blind to what PGO mostly buys
@@ -32,10 +37,11 @@
 #            deps/sqlite3/sqlite3.c) + scripts/pgo/sqlite-work.c (SQL
 #            workload: inserts, joins, grouping, sorting, windows, CTEs);
 #            train 600 rows seed 1, evaluate 20000 rows seed 2
-#   lbr2prof this tree's lbr2prof making a CS profile from a perf.data of
-#            scripts/gen-callgraph.pl's 1,500-function program: train on a
-#            short run's (`cg 12 8`, 101 samples), evaluate on a longer
-#            one's (`cg 1000 8`, ~5,000 samples)
+#   lbr2prof this tree's lbr2prof making a CS profile from a perf.data of a
+#            scripts/gen-callgraph.pl program: train on a 500-function
+#            program's run (seed 2, `cgt 100 8`, 671 samples), evaluate on
+#            the 1,500-function program's (seed 1, `cg 1000 8`, ~5,500
+#            samples)
 #   json     nlohmann/json (Debian nlohmann-json3-dev, header-only C++) +
 #            scripts/pgo/json-work.cpp: parse, query, modify, dump, CBOR,
 #            MessagePack, diff, patch; train 80 records, evaluate 8000
@@ -43,9 +49,11 @@
 # Knobs (environment): PGO_PAIRS (rounds, default 30; 0 reprints the last
 # run's timings with what else changed), PGO_CALLGRIND
 # (0/1), PGO_DIR (cache, default build-pgo/ in the tree), PGO_NICE
-# (niceness of everything, default 10), PGO_VARIANTS (default "profgen
-# default drop norepair"), PGO_LBR2PROF (the lbr2prof that records and
-# makes profiles, default build/lbr2prof, built if missing).
+# (niceness of everything, default 10), PGO_FLAVORS (default "line
+# probe"), PGO_VARIANTS (line builds' profiles, default "profgen default
+# drop norepair"), PGO_PROBE_VARIANTS (probe builds', default "profgen
+# default norepair"), PGO_LBR2PROF (the lbr2prof that records and
+# makes profiles, default build/lbr2prof, which make brings up to date).
 # Cached under PGO_DIR: sources, builds, recordings, profiles (each keyed
 # by what it is made from: the compiler flags and the profile's digest, the
 # binary's digest and the workload, the profiling tool's digest). Delete a
@@ -57,7 +65,9 @@ D=${PGO_DIR:-$TOP/build-pgo}
 PAIRS=${PGO_PAIRS:-30}
 CALLGRIND=${PGO_CALLGRIND:-1}
 NICE="nice -n ${PGO_NICE:-10}"
+FLAVORS=${PGO_FLAVORS:-line probe}
 VARIANTS=${PGO_VARIANTS:-profgen default drop norepair}
+PVARIANTS=${PGO_PROBE_VARIANTS:-profgen default norepair}
 PROGRAMS=${*:-sqlite lbr2prof json}
 CFLAGS_BASE="-O2 -g -fno-omit-frame-pointer -fdebug-info-for-profiling"
 CC=clang-19
@@ -66,8 +76,14 @@ PG=llvm-profgen-22
 PD=llvm-profdata-22
 
 "$TOP/scripts/install-deps.sh" pgo
-L=${PGO_LBR2PROF:-$TOP/build/lbr2prof}
-[ -x "$L" ] || $NICE make -C "$TOP" -j2 >/dev/null
+# the tree's lbr2prof is brought up to date (a stale one after a pull or
+# merge would measure old code); PGO_LBR2PROF is taken as it is
+L=${PGO_LBR2PROF:-}
+if [ -z "$L" ]; then
+    L=$TOP/build/lbr2prof
+    $NICE make -C "$TOP" -j2 build/lbr2prof >/dev/null
+fi
+[ -x "$L" ] || { echo "pgo-bench: no lbr2prof at $L" >&2; exit 1; }
 mkdir -p "$D"
 log() { echo "pgo-bench: $*" >&2; }
 digest() { cat "$@" | md5sum | cut -c1-16; }
@@ -116,14 +132,20 @@ json_cg() { echo "1500 2"; }
 lbr2prof_fetch() {
     mkdir -p "$S"
     (cd "$TOP" && tar cf - Makefile include src) | (cd "$S" && rm -rf include src && tar xf -)
-    # its inputs, all recordings of another program, scripts/gen-callgraph.pl's
-    # (many contexts, inline frames, recursion), made once: the training
-    # run's (a short run: ~100 samples), the evaluation's and callgrind's
-    if ! [ -f "$S/cg.data" ] || ! [ -f "$S/cg-small.data" ] || ! [ -f "$S/cg-train.data" ]; then
-        log "lbr2prof: recording its inputs (gen-callgraph.pl 1500 1: cg 12 8, cg 1000 8 and cg 250 8)"
+    # its inputs, recordings of scripts/gen-callgraph.pl programs (many
+    # contexts, inline frames, recursion), made once. Training: a
+    # 500-function program (seed 2) run long enough for lbr2prof to spend
+    # its time where the evaluation does (unwinding, contexts, the
+    # generator and pre-inliner; not start-up): 671 samples, ~420 M
+    # instructions of lbr2prof to record. Evaluation and callgrind: the
+    # 1,500-function program (seed 1), a long and a shorter run.
+    if ! [ -f "$S/cg.data" ] || ! [ -f "$S/cg-small.data" ] || ! [ -f "$S/cgt.data" ]; then
+        log "lbr2prof: recording its inputs (gen-callgraph.pl 500 2: cgt 100 8; 1500 1: cg 1000 8 and cg 250 8)"
+        perl "$TOP/scripts/gen-callgraph.pl" 500 2 >"$S/cgt.c"
         perl "$TOP/scripts/gen-callgraph.pl" 1500 1 >"$S/cg.c"
+        $NICE $CC -O2 -g -fno-omit-frame-pointer "$S/cgt.c" -o "$S/cgt"
         $NICE $CC -O2 -g -fno-omit-frame-pointer "$S/cg.c" -o "$S/cg"
-        $NICE "$L" record --simulate -c 150 --seed 2 -o "$S/cg-train.data" -- "$S/cg" 12 8 >/dev/null 2>&1
+        $NICE "$L" record --simulate -c 60 --seed 3 -o "$S/cgt.data" -- "$S/cgt" 100 8 >/dev/null 2>&1
         $NICE "$L" record --simulate -c 60 --seed 1 -o "$S/cg-small.data" -- "$S/cg" 250 8 >/dev/null 2>&1
         $NICE "$L" record --simulate -c 60 --seed 1 -o "$S/cg.data.tmp" -- "$S/cg" 1000 8 >/dev/null 2>&1
         mv "$S/cg.data.tmp" "$S/cg.data"
@@ -137,20 +159,32 @@ lbr2prof_build() {
     $NICE make -s -C "$S" -j2 BUILD="$b" CC=$CC OPT= CFLAGS="$* -Wno-error" "$b/lbr2prof" >/dev/null &&
         mv "$b/lbr2prof" "$o" && rm -rf "$b"
 }
-lbr2prof_train() { echo "$S/cg-train.data --binary $S/cg -o \$OUTF"; }
+lbr2prof_train() { echo "$S/cgt.data --binary $S/cgt -o \$OUTF"; }
 lbr2prof_period() { echo 211; }
 lbr2prof_eval() { echo "$S/cg.data --binary $S/cg -o \$OUTF"; }
 lbr2prof_cg() { echo "$S/cg-small.data --binary $S/cg -o \$OUTF"; }
 
 # ---- the pipeline --------------------------------------------------------------
 
+# flavors: a build's name is its variant, prefixed "probe-" in the probe
+# flavor; each flavor has its own "none" build, recording and profiles
+fl_pre() { case $1 in probe) echo probe- ;; *) echo ;; esac; }
+fl_flags() {
+    case $1 in
+    probe) echo "$CFLAGS_BASE -fpseudo-probe-for-profiling" ;;
+    *) echo "$CFLAGS_BASE" ;;
+    esac
+}
+fl_variants() { case $1 in probe) echo "$PVARIANTS" ;; *) echo "$VARIANTS" ;; esac; }
+fl_rec() { case $1 in probe) echo "$C/rec-probe" ;; *) echo "$C/rec" ;; esac; }
+
 # run_args FUNC OUTF: the arguments of a workload, $OUTF put in
 run_args() { OUTF=$2; eval "echo $($1)"; }
 
-# build NAME [PROFILE]: $C/bin/NAME, rebuilt when its key changes
+# build NAME FLAVOR [PROFILE]: $C/bin/NAME, rebuilt when its key changes
 build() {
-    name=$1 prof=${2:-}
-    flags=$CFLAGS_BASE
+    name=$1 prof=${3:-}
+    flags=$(fl_flags "$2")
     [ -n "$prof" ] && flags="$flags -fprofile-sample-use=$prof"
     key="$($CC --version | head -1) $flags $(${P}_srcdigest) ${prof:+$(digest "$prof")}"
     if [ -x "$C/bin/$name" ] && [ "$(cat "$C/bin/$name.key" 2>/dev/null)" = "$key" ]; then
@@ -164,56 +198,122 @@ build() {
     echo "$key" >"$C/bin/$name.key"
 }
 
-# record: the training run of the "none" build, and its perf script text
+# record FLAVOR: the training run of the flavor's "none" build, and its
+# perf script text, in $(fl_rec FLAVOR)
 record() {
+    R=$(fl_rec "$1")
+    none=$C/bin/$(fl_pre "$1")none
     period=$(${P}_period)
-    key="$(digest "$C/bin/none") -c $period $(${P}_train)"
-    if [ -f "$C/rec/perf.data" ] && [ "$(cat "$C/rec/key" 2>/dev/null)" = "$key" ]; then
+    key="$(digest "$none") -c $period $(${P}_train)"
+    if [ -f "$R/perf.data" ] && [ "$(cat "$R/key" 2>/dev/null)" = "$key" ]; then
         return 0
     fi
-    rm -rf "$C/rec" && mkdir -p "$C/rec"
-    log "$P: recording the training run (-c $period)"
+    rm -rf "$R" && mkdir -p "$R"
+    log "$P: recording the training run of $(fl_pre "$1")none (-c $period)"
     # shellcheck disable=SC2046
-    $NICE "$L" record --simulate -c "$period" --seed 1 -o "$C/rec/perf.data" -- \
-        "$C/bin/none" $(run_args ${P}_train "$C/rec/train.out") >"$C/rec/train.stdout" 2>"$C/rec/record.log" ||
-        { log "$P: recording failed"; tail -3 "$C/rec/record.log" >&2; exit 1; }
-    grep 'lbr2prof record' "$C/rec/record.log" >&2 || true
-    $NICE "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$C/rec/perf.data" >"$C/rec/script.txt"
-    echo "$key" >"$C/rec/key"
+    $NICE "$L" record --simulate -c "$period" --seed 1 -o "$R/perf.data" -- \
+        "$none" $(run_args ${P}_train "$R/train.out") >"$R/train.stdout" 2>"$R/record.log" ||
+        { log "$P: recording failed"; tail -3 "$R/record.log" >&2; exit 1; }
+    grep 'lbr2prof record' "$R/record.log" >&2 || true
+    $NICE "$L" script -F ip,brstack --show-mmap-events --raw-addresses "$R/perf.data" >"$R/script.txt"
+    echo "$key" >"$R/key"
 }
 
-# profile VARIANT: $C/prof/VARIANT.prof (extbinary, for clang), .txt
+# profile FLAVOR VARIANT: $C/prof/NAME.prof (extbinary, for clang), .txt
 # (text, to read), .err (the tool's warnings, with --show-detailed-warning)
+# for the build NAME (the variant, flavor-prefixed), from the flavor's
+# recording of its "none" build
 profile() {
-    v=$1
-    key="$(cat "$C/rec/key") $(digest "$L") $($PG --version | grep -i version | head -1)"
-    if [ -f "$C/prof/$v.prof" ] && [ "$(cat "$C/prof/$v.key" 2>/dev/null)" = "$key" ]; then
+    R=$(fl_rec "$1") v=$2
+    none=$C/bin/$(fl_pre "$1")none
+    name=$(fl_pre "$1")$v
+    key="$(cat "$R/key") $(digest "$L") $($PG --version | grep -i version | head -1)"
+    if [ -f "$C/prof/$name.prof" ] && [ "$(cat "$C/prof/$name.key" 2>/dev/null)" = "$key" ]; then
         return 0
     fi
     mkdir -p "$C/prof"
-    log "$P: profile $v"
-    out=$C/prof/$v.prof
+    log "$P: profile $name"
+    out=$C/prof/$name.prof
+    err=$C/prof/$name.err
     t0=$(date +%s.%N)
     case $v in
-    profgen) $NICE $PG --perfscript="$C/rec/script.txt" --binary="$C/bin/none" \
-        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
-    default) $NICE "$L" "$C/rec/perf.data" --binary="$C/bin/none" \
-        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
-    drop) $NICE "$L" "$C/rec/perf.data" --binary="$C/bin/none" --drop-unknown-callers \
-        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
-    norepair) $NICE "$L" "$C/rec/perf.data" --binary="$C/bin/none" --no-repair-frames \
-        --show-detailed-warning --output="$out" >/dev/null 2>"$C/prof/$v.err" ;;
+    profgen) $NICE $PG --perfscript="$R/script.txt" --binary="$none" \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$err" ;;
+    default) $NICE "$L" "$R/perf.data" --binary="$none" \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$err" ;;
+    drop) $NICE "$L" "$R/perf.data" --binary="$none" --drop-unknown-callers \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$err" ;;
+    norepair) $NICE "$L" "$R/perf.data" --binary="$none" --no-repair-frames \
+        --show-detailed-warning --output="$out" >/dev/null 2>"$err" ;;
     *) log "unknown variant $v (profgen default drop norepair)"; exit 2 ;;
-    esac || { log "$P: profile $v failed"; tail -3 "$C/prof/$v.err" >&2; exit 1; }
-    echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f\n", $2 - $1}' >"$C/prof/$v.secs"
-    $PD merge --sample --text "$out" -o "$C/prof/$v.txt"
-    echo "$key" >"$C/prof/$v.key"
+    esac || { log "$P: profile $name failed"; tail -3 "$err" >&2; exit 1; }
+    echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f\n", $2 - $1}' >"$C/prof/$name.secs"
+    $PD merge --sample --text "$out" -o "$C/prof/$name.txt"
+    echo "$key" >"$C/prof/$name.key"
+}
+
+# samecode A B: do two builds hold the same code? The whole file, else its
+# .text (the extbinary's metadata order, which need not be llvm-profgen's,
+# reaches a probe build's .pseudo_probe section and so its build-id)
+samecode() {
+    if cmp -s "$1" "$2"; then echo "the same binary"; return; fi
+    objcopy -O binary --only-section=.text "$1" "$1.text.tmp"
+    objcopy -O binary --only-section=.text "$2" "$2.text.tmp"
+    if cmp -s "$1.text.tmp" "$2.text.tmp"; then
+        echo "the same code (.text; other sections differ)"
+    else
+        echo "different code (!)"
+    fi
+    rm -f "$1.text.tmp" "$2.text.tmp"
+}
+
+# calibrate FLAVOR: --no-repair-frames must reproduce llvm-profgen. One
+# line to $C/calib.txt: is the norepair profile profgen's (same text), and
+# so its build (same code)? For probes, where it is not, also against
+# llvm-profgen-22 --infer-missing-frames=0: llvm-profgen 22 infers a probe
+# CS profile's missing tail-call frames by default, and an lbr2prof that
+# does not must equal that run instead (either one is the calibration)
+calibrate() {
+    pre=$(fl_pre "$1") R=$(fl_rec "$1")
+    case " $(fl_variants "$1") " in *" profgen "*) ;; *) return 0 ;; esac
+    case " $(fl_variants "$1") " in *" norepair "*) ;; *) return 0 ;; esac
+    a=$C/prof/${pre}norepair.txt
+    if cmp -s "$a" "$C/prof/${pre}profgen.txt"; then
+        same=$(samecode "$C/bin/${pre}norepair" "$C/bin/${pre}profgen")
+        echo "$P $1: calibration: norepair's profile = profgen's (identical text), $same"
+        return 0
+    fi
+    msg="$P $1: calibration: norepair's profile differs from profgen's"
+    if [ "$1" = probe ]; then
+        n=$C/prof/${pre}profgen-noinfer
+        key="$(cat "$C/prof/${pre}profgen.key")"
+        if ! [ -f "$n.txt" ] || [ "$(cat "$n.key" 2>/dev/null)" != "$key" ]; then
+            rm -f "$n.txt" "$n.key"
+            if $NICE $PG --perfscript="$R/script.txt" --binary="$C/bin/${pre}none" \
+                --infer-missing-frames=0 --output="$n.prof" >/dev/null 2>"$n.err" &&
+                $PD merge --sample --text "$n.prof" -o "$n.txt"; then
+                echo "$key" >"$n.key"
+            else
+                log "$P: $PG --infer-missing-frames=0 failed, see $n.err"
+            fi
+        fi
+        if ! [ -f "$n.key" ]; then
+            msg="$msg; llvm-profgen-22 --infer-missing-frames=0 failed (!)"
+        elif cmp -s "$a" "$n.txt"; then
+            msg="$msg (llvm-profgen-22 infers missing frames) and = llvm-profgen-22 --infer-missing-frames=0's (identical text)"
+        else
+            msg="$msg, and from llvm-profgen-22 --infer-missing-frames=0's (!)"
+        fi
+    else
+        msg="$msg (!)"
+    fi
+    echo "$msg"
 }
 
 # check: every build's output on the evaluation input equals "none"'s
 check() {
     mkdir -p "$C/out"
-    for b in none $VARIANTS; do
+    for b in $BUILDS; do
         # shellcheck disable=SC2046
         "$C/bin/$b" $(run_args ${P}_eval "$C/out/$b.file") >"$C/out/$b.stdout" 2>/dev/null ||
             { log "$P: $b failed on the evaluation input"; exit 1; }
@@ -226,7 +326,8 @@ check() {
 # timing: PAIRS rounds, every build once a round, order rotated
 timing() {
     : >"$C/times.tsv"
-    set -- none $VARIANTS
+    # shellcheck disable=SC2086
+    set -- $BUILDS
     n=$#
     r=0
     while [ $r -lt "$PAIRS" ]; do
@@ -249,7 +350,7 @@ timing() {
 # instructions: callgrind's count of each build on the callgrind input
 # (a copy without debug info: valgrind 3.19 cannot read clang-19's DWARF 5)
 instructions() {
-    for b in none $VARIANTS; do
+    for b in $BUILDS; do
         key="$(digest "$C/bin/$b") $(${P}_cg)"
         if ! [ -f "$C/bin/$b.ir" ] || [ "$(cat "$C/bin/$b.irkey" 2>/dev/null)" != "$key" ]; then
             objcopy --strip-debug "$C/bin/$b" "$C/bin/$b.nodebug"
@@ -270,18 +371,21 @@ proftotal() { awk -F: '/^[^ \t]/ { n = split($0, a, ":"); s += a[n - 1] } END { 
 # contexts the pre-inliner inlined: call-site profiles nested in others
 profinlined() { grep -cE '^ +[0-9]+(\.[0-9]+)?: [^0-9 ][^ ]*:[0-9]+$' "$1" || true; }
 
-# summary: one table row per build
+# summary: one table row per build: ratios to the flavor's "none" and
+# "profgen" builds (the probe flavor's "none" to the line flavor's "none":
+# what the probes cost)
 summary() {
-    for b in none $VARIANTS; do
+    for b in $BUILDS; do
         total=- secs=- inl=-
-        if [ "$b" != none ]; then
+        case $b in probe-*) fl=probe v=${b#probe-} ;; *) fl=line v=$b ;; esac
+        if [ "$v" != none ]; then
             total=$(proftotal "$C/prof/$b.txt")
             secs=$(cat "$C/prof/$b.secs")
             inl=$(profinlined "$C/prof/$b.txt")
         fi
         ir=-
         [ "$CALLGRIND" = 1 ] && ir=$(cat "$C/bin/$b.ir")
-        echo "$b $(textsize "$C/bin/$b") $total $secs $ir $inl"
+        echo "$b $fl $v $(textsize "$C/bin/$b") $total $secs $ir $inl"
     done >"$C/builds.txt"
     perl -e '
         my ($prog, $times, $builds) = @ARGV;
@@ -289,26 +393,30 @@ summary() {
         open(T, "<", $times) or die;
         while (<T>) { my ($r, $b, $tc, $wa) = split; $t{$b}[$r] = $tc; $w{$b}[$r] = $wa }
         open(B, "<", $builds) or die;
-        my %info; while (<B>) { my @f = split; push @order, $f[0]; $info{$f[0]} = [@f[1..5]] }
+        my %info; while (<B>) { my @f = split; push @order, $f[0]; $info{$f[0]} = [@f[1..7]] }
         sub quart { my @s = sort { $a <=> $b } @_; my $at = sub { my $p = $_[0] * $#s;
             my $i = int($p); $i == $#s ? $s[$i] : $s[$i] + ($p - $i) * ($s[$i + 1] - $s[$i]) };
             (&$at(0.25), &$at(0.5), &$at(0.75)) }
         sub ratio { my ($h, $a, $b) = @_; my @r;
+            return "-" unless exists $h->{$a} && exists $h->{$b};
             for my $i (0 .. $#{$h->{$a}}) { push @r, $h->{$a}[$i] / $h->{$b}[$i] if $h->{$b}[$i] }
             my ($q1, $m, $q3) = quart(@r); sprintf("%.3f [%.3f-%.3f]", $m, $q1, $q3) }
-        my $ref = exists $t{profgen} ? "profgen" : undef;
-        my (undef, $mn) = quart(@{$t{none}});
-        printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", "program", "build",
-            "cpu vs none [IQR]", "cpu vs profgen [IQR]", "wall vs none [IQR]", "Ir/none",
+        printf "%-8s %-5s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", "program", "kind",
+            "build", "cpu vs none [IQR]", "cpu vs profgen [IQR]", "wall vs none [IQR]", "Ir/none",
             ".text", "samples", "inlined", "prof s";
         for my $b (@order) {
-            my ($text, $tot, $secs, $ir, $inl) = @{$info{$b}};
-            my $irr = $ir ne "-" && $info{none}[3] ne "-" ? sprintf("%.4f", $ir / $info{none}[3]) : "-";
-            printf "%-8s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", $prog, $b,
-                ratio(\%t, $b, "none"), $ref ? ratio(\%t, $b, $ref) : "-", ratio(\%w, $b, "none"),
+            my ($fl, $v, $text, $tot, $secs, $ir, $inl) = @{$info{$b}};
+            my $pre = $fl eq "probe" ? "probe-" : "";
+            my $none = $v eq "none" ? "none" : "${pre}none";
+            my $pg = "${pre}profgen";
+            my $irr = $ir ne "-" && $info{$none}[5] ne "-" ? sprintf("%.4f", $ir / $info{$none}[5]) : "-";
+            printf "%-8s %-5s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", $prog, $fl, $v,
+                ratio(\%t, $b, $none), ratio(\%t, $b, $pg), ratio(\%w, $b, $none),
                 $irr, $text, $tot, $inl, $secs;
         }
-        printf "%-8s (none: median cpu %.1f ms a run, %d rounds)\n", $prog, $mn, scalar @{$t{none}};
+        my (undef, $mn) = quart(@{$t{none}});
+        printf "%-8s (none: median cpu %.1f ms a run, %d rounds; probe none: against line none)\n",
+            $prog, $mn, scalar @{$t{none}};
     ' "$P" "$C/times.tsv" "$C/builds.txt"
 }
 
@@ -318,20 +426,28 @@ for P in $PROGRAMS; do
     S=$C/src
     mkdir -p "$C/bin"
     ${P}_fetch
-    build none
-    record
-    for v in $VARIANTS; do
-        profile "$v"
-        build "$v" "$C/prof/$v.prof"
+    BUILDS=
+    for F in $FLAVORS; do
+        case $F in line | probe) ;; *) log "unknown flavor $F (line probe)"; exit 2 ;; esac
+        pre=$(fl_pre "$F")
+        build "${pre}none" "$F"
+        record "$F"
+        BUILDS="$BUILDS ${pre}none"
+        for v in $(fl_variants "$F"); do
+            profile "$F" "$v"
+            build "$pre$v" "$F" "$C/prof/$pre$v.prof"
+            BUILDS="$BUILDS $pre$v"
+        done
     done
+    for F in $FLAVORS; do calibrate "$F"; done >"$C/calib.txt"
     check
     if [ "$PAIRS" -gt 0 ]; then
-        log "$P: timing $PAIRS rounds of: none $VARIANTS"
+        log "$P: timing $PAIRS rounds of:$BUILDS"
         timing
     fi
     [ -s "$C/times.tsv" ] || { log "$P: no timings (PGO_PAIRS=0 reuses the last run's)"; exit 1; }
     [ "$CALLGRIND" = 1 ] && instructions
-    summary | tee "$C/table.txt"
+    { summary; cat "$C/calib.txt"; } | tee "$C/table.txt"
 done
 echo
 echo "pgo-bench: ratios are medians over rounds of (build's time / other build's time), IQR in brackets;"
