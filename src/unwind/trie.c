@@ -413,12 +413,8 @@ static int probe_linear(lp_unwinder *u, uw_state *st, uint64_t target,
 {
     int v = 0;
 
-    if (uw_bin_of(target) == uw_bin_of(end)) {
-        uw_lock(u);
-        v = lp_binary_valid_fallthrough(uw_bin(u, end), uw_va(target),
-                                        uw_va(end), err);
-        uw_unlock(u);
-    }
+    if (uw_bin_of(target) == uw_bin_of(end))
+        v = uw_valid_range(u, target, end, err);
 
     if (v < 0)
         return -1;

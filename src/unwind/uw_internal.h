@@ -105,13 +105,13 @@ typedef struct uw_ainfo {
     uint8_t leaf;               /* enum lp_uw_leaf + 1, 0 = not computed */
 } uw_ainfo;
 
-/* uw_fallthrough's answers, direct-mapped by (a, b) */
+/* uw_valid_range's answers (uw_fallthrough's too), direct-mapped by (a, b) */
 typedef struct uw_ftslot {
     uint64_t a, b;
     bool known, ok;
 } uw_ftslot;
 
-#define UW_FT_SIZE 4096
+#define UW_FT_SIZE 32768
 
 #define UW_AC_BITS 16
 #define UW_AC_SIZE (((size_t)1 << UW_AC_BITS) * sizeof(uw_ainfo))
@@ -438,6 +438,9 @@ const lp_func_range *uw_func_range(const lp_unwinder *u, uint64_t a);
 /* Whether code can have run from a to b without a taken branch: both ends
  * external, or llvm-profgen's valid fall-through in one binary. */
 bool uw_fallthrough(lp_unwinder *u, uint64_t a, uint64_t b);
+/* lp_binary_valid_fallthrough(a's binary, a, b) for two addresses of one
+ * binary, cached: 1, 0, or -1 with err set. */
+int uw_valid_range(lp_unwinder *u, uint64_t a, uint64_t b, lp_error *err);
 /* Whether the runtime address rt of the current sample's process is the
  * start of a signal restorer (`mov $0xf,%rax; syscall`, rt_sigreturn),
  * read from the mapped file. */
