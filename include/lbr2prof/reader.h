@@ -146,6 +146,12 @@ typedef struct lp_branch_entry {
     uint64_t flags;      /* raw perf_branch_entry flags word, host order */
 } lp_branch_entry;
 
+/* The identity of a sample's call chain and branches ((from, to) pairs,
+ * not their flags): a 128-bit digest, {0, 0} when not computed. */
+typedef struct lp_stacks_id {
+    uint64_t lo, hi;
+} lp_stacks_id;
+
 /* perf_branch_entry flag fields (little-endian bitfield layout). */
 #define LP_BR_MISPRED(f) ((unsigned)((f) & 1))
 #define LP_BR_PREDICTED(f) ((unsigned)(((f) >> 1) & 1))
@@ -185,6 +191,10 @@ typedef struct lp_sample {
                                 and LBR lines byte for byte; the repeat
                                 count may differ), so a consumer may reuse
                                 what it derived from the first; 0: unknown */
+    lp_stacks_id stacks_id;  /* perf.data through the reader's thread, when
+                                the sample has a call chain: its
+                                lp_stacks_id_of(), computed ahead; {0, 0}:
+                                not computed */
 } lp_sample;
 
 typedef struct lp_mmap_event {
@@ -375,6 +385,11 @@ void lp_reader_close(lp_reader *r);
 
 /* Helpers. */
 const char *lp_event_kind_name(lp_event_kind k);
+
+/* The stacks' identity (lp_stacks_id) into *id, the digest's input built
+ * in *scratch (*cap words, grown with realloc). 0, or -1: out of memory. */
+int lp_stacks_id_of(const uint64_t *chain, size_t nchain, const lp_branch_entry *br,
+                    size_t nbr, uint64_t **scratch, size_t *cap, lp_stacks_id *id);
 /* Find the attr a sample id belongs to; NULL if none. */
 const lp_attr *lp_reader_attr_by_id(const lp_reader *r, uint64_t id);
 

@@ -110,6 +110,9 @@ typedef struct lp_hybrid_sample {
     uint64_t dup_id;            /* lp_sample.dup_id: nonzero, samples with
                                    the same id have the same stack and LBR
                                    (the intake is then done once) */
+    lp_stacks_id stacks_id;     /* lp_sample.stacks_id: when nonzero, what
+                                   lp_stacks_id_of() gives for stack and br
+                                   (perf.data: the intake's memo key) */
     const lp_sample *regs_stack; /* the perf.data sample when it has
                                    PERF_SAMPLE_REGS_USER (ip, sp, bp; all
                                    general registers for CFI) and

@@ -147,6 +147,7 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
                               .br = s->branches, .nbr = s->branch_nr,
                               .pid = sample_pid(s), .repeat = n,
                               .dup_id = s->dup_id,
+                              .stacks_id = s->stacks_id,
                               .regs_stack = s->stack_user_size ? s : NULL};
         st->hybrid += n;
         return lp_unwind_sample(run->uw, &h, err);

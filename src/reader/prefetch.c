@@ -116,9 +116,33 @@ struct lp_pfetch {
     lp_pfetch_next_fn next;
     lp_pfetch_off_fn off_fn;
     void *ctx;
+    uint64_t *idw;              /* producer only: stacks_id_of's scratch */
+    size_t idw_cap;
 };
 
 /* ---- the hand-off --------------------------------------------------------- */
+
+/* perf.data: the identity of a copied sample's stacks, which the
+ * unwinder's intake keys its memo on, computed on this thread while the
+ * arrays are in its cache, so that the consumer of a sample it has seen
+ * before reads neither. Only while this thread is ahead (`ids`, decided
+ * per batch: half the ring or more is waiting for the consumer): where
+ * the walk itself is the slower side (page faults, memory), the intake
+ * computes it, and the two threads balance the work between them (on
+ * sqlite-line, always here: main thread 0.92 -> 0.60 s, the walk's
+ * 0.76 -> 0.99 s, slower than before). Not for text (its cached samples
+ * carry a dup_id) nor samples without a call chain (LBR-only: nothing
+ * keys on it); out of memory: not computed (the intake computes it). */
+static void stacks_id(lp_pfetch *f, lp_event *e, bool ids)
+{
+    lp_sample *s = &e->u.sample;
+
+    if (!ids || f->p || e->kind != LP_EV_SAMPLE || !s->callchain_nr)
+        return;
+    if (lp_stacks_id_of(s->callchain, s->callchain_nr, s->branches, s->branch_nr,
+                        &f->idw, &f->idw_cap, &s->stacks_id))
+        s->stacks_id = (lp_stacks_id){0, 0};
+}
 
 static void cpu_relax(void)
 {
@@ -251,6 +275,7 @@ static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen, bool body)
         s->branches = s->branch_nr
             ? arena_copy(b, s->branches, s->branch_nr * sizeof(lp_branch_entry))
             : NULL;
+        s->stacks_id = (lp_stacks_id){0, 0};
         copy_sample_extra(b, s);
     } else if (e->kind == LP_EV_MMAP && e->u.mmap.filename) {
         d->u.mmap.filename = arena_copy(b, e->u.mmap.filename,
@@ -275,13 +300,17 @@ static void batch_end(lp_pfetch *f, pf_batch *b)
 static void batch_fill(lp_pfetch *f, pf_batch *b)
 {
     const lp_event *e;
+    bool ids = !f->p && nfull_get(f) >= f->nbatch / 2;
     int rc;
 
     b->n = b->nev = 0;
     b->used = 0;
     b->end_rc = 1;
-    if (f->owed && batch_add(b, f->owed, f->owed_seen, f->owed_body) < 0)
-        goto oom;
+    if (f->owed) {
+        if (batch_add(b, f->owed, f->owed_seen, f->owed_body) < 0)
+            goto oom;
+        stacks_id(f, &b->ev[b->nev - 1], ids);
+    }
     f->owed = NULL;
     while (b->n < PF_ITEMS && b->nev < f->maxev) {
         lp_pscript_ref ref;
@@ -314,6 +343,7 @@ event:
             f->owed_body = body;
             break;
         }
+        stacks_id(f, &b->ev[b->nev - 1], ids);
     }
     batch_end(f, b);
     return;
@@ -517,5 +547,6 @@ void lp_pfetch_free(lp_pfetch *f)
         free(f->b[k].ev);
         free(f->b[k].arena);
     }
+    free(f->idw);
     free(f);
 }

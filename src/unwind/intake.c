@@ -758,31 +758,25 @@ typedef struct memo_key {
     uint64_t id, id2;
 } memo_key;
 
-/* The key of s, or {0, 0} when it has none. */
+/* The key of s, or {0, 0} when it has none: for perf.data, the stacks'
+ * identity (computed ahead by the reader's thread, else here) with the
+ * process and the stack's kind mixed in. */
 static memo_key memo_key_of(lp_unwinder *u, const lp_hybrid_sample *s)
 {
-    size_t n = 4 + s->nstack + 2 * s->nbr, i, k = 0;
-    lp_digest d;
+    lp_stacks_id d = s->stacks_id;
+    uint64_t kind;
 
     if (s->regs_stack || u->o.no_memo)
         return (memo_key){0, 0};
     if (s->dup_id)
         return (memo_key){s->dup_id, 0};
-    if (!u->o.map || uw_grow((void **)&u->dig, &u->dig_cap, n, sizeof *u->dig))
+    if (!u->o.map)
         return (memo_key){0, 0};
-    u->dig[k++] = s->pid;
-    u->dig[k++] = (uint64_t)s->exact << 2 | (uint64_t)s->fp_walk << 1 |
-                  (uint64_t)s->markers;
-    u->dig[k++] = s->nstack;
-    u->dig[k++] = s->nbr;
-    memcpy(u->dig + k, s->stack, s->nstack * sizeof *s->stack);
-    k += s->nstack;
-    for (i = 0; i < s->nbr; i++) {
-        u->dig[k++] = s->br[i].from;
-        u->dig[k++] = s->br[i].to;
-    }
-    d = lp_digest_bytes(u->dig, k * sizeof *u->dig);
-    return (memo_key){d.lo, d.hi | 1};  /* never {id, 0} */
+    if (!d.lo && !d.hi &&
+        lp_stacks_id_of(s->stack, s->nstack, s->br, s->nbr, &u->dig, &u->dig_cap, &d))
+        return (memo_key){0, 0};
+    kind = (uint64_t)s->exact << 2 | (uint64_t)s->fp_walk << 1 | (uint64_t)s->markers;
+    return (memo_key){d.lo ^ uw_mix(kind, s->pid), d.hi | 1};  /* never {id, 0} */
 }
 
 static void memo_replay(lp_unwinder *u, const uw_memo *m)

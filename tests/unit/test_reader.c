@@ -1384,6 +1384,35 @@ static void test_not_perf(void **state)
     assert_int_equal(err.code, LP_EIO);
 }
 
+/* The stacks' identity: the branches' flags (cycles, prediction) do not
+ * count, their addresses, the call chain and the lengths do; never {0, 0}
+ * ("not computed"). */
+static void test_stacks_id(void **state)
+{
+    uint64_t chain[3] = {0x401000, 0x402000, 0x403000}, *w = NULL;
+    lp_branch_entry br[2] = {{0x401010, 0x401020, 5}, {0x402010, 0x402020, 9}};
+    lp_stacks_id a, b;
+    size_t cap = 0;
+
+    (void)state;
+    assert_int_equal(lp_stacks_id_of(chain, 3, br, 2, &w, &cap, &a), 0);
+    assert_true(a.lo || a.hi);
+    br[0].flags = 1234;         /* other cycles: the same identity */
+    assert_int_equal(lp_stacks_id_of(chain, 3, br, 2, &w, &cap, &b), 0);
+    assert_memory_equal(&a, &b, sizeof a);
+    br[1].to++;                 /* another target */
+    assert_int_equal(lp_stacks_id_of(chain, 3, br, 2, &w, &cap, &b), 0);
+    assert_memory_not_equal(&a, &b, sizeof a);
+    br[1].to--;
+    assert_int_equal(lp_stacks_id_of(chain, 2, br, 2, &w, &cap, &b), 0);
+    assert_memory_not_equal(&a, &b, sizeof a);  /* a shorter chain */
+    /* the same words, split otherwise between chain and branches */
+    assert_int_equal(lp_stacks_id_of(chain, 0, NULL, 0, &w, &cap, &b), 0);
+    assert_true(b.lo || b.hi);
+    assert_memory_not_equal(&a, &b, sizeof a);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1405,6 +1434,7 @@ int main(void)
         cmocka_unit_test(test_cut_off),
         cmocka_unit_test(test_cut_off_stream),
         cmocka_unit_test(test_not_perf),
+        cmocka_unit_test(test_stacks_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1325,7 +1325,9 @@ static void map_fixture(lp_addrmap *m, uint32_t pid)
  * the address map (perf.data: no ids, a digest); 4: the same, but only the
  * address map learns of the mmaps, and process 1's comes half-way (its
  * earlier samples are external code): the memo must see the map change by
- * itself. `memo` false: every intake from scratch. */
+ * itself; 5: as 3, with every other sample's stacks_id computed ahead
+ * (the reader's thread does so for some batches, not others: the keys
+ * must be the same). `memo` false: every intake from scratch. */
 static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
                       const uint64_t *rep, size_t n, bool memo, int pass,
                       lp_unwind_stats *st)
@@ -1335,8 +1337,9 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
     lp_unwinder *u;
     lp_ctxcount *cc;
     lp_addrmap *m = NULL;
+    uint64_t *idw = NULL;
+    size_t i, idw_cap = 0;
     char *out;
-    size_t i;
 
     lp_unwind_opts_default(&o);
     o.repair_frames = pass != 1 && pass < 3;
@@ -1351,7 +1354,7 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
         lp_hybrid_sample h = {0};
         if (pass == 4 && (i == 0 || i == n / 2))
             map_fixture(m, i ? 1 : 0);
-        if (pass == 3 && i % 1000 == 0)
+        if ((pass == 3 || pass == 5) && i % 1000 == 0)
             map_fixture(m, (uint32_t)(i / 1000) % 2);
         if (pass != 4 && i % 1000 == 0)
             assert_int_equal(lp_unwind_mmap(u, &restorer_map()[(i / 1000) % 2], &e), 0);
@@ -1363,6 +1366,9 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
         h.repeat = rep[i];
         h.pid = m ? (uint32_t)(i % 2) : 0;
         h.dup_id = m ? 0 : pick[i] + 1;
+        if (pass == 5 && i % 2)
+            assert_int_equal(lp_stacks_id_of(h.stack, h.nstack, h.br, h.nbr, &idw,
+                                              &idw_cap, &h.stacks_id), 0);
         assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
     }
     assert_non_null(cc = lp_unwind_finish(u, &e));
@@ -1371,6 +1377,7 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
     lp_ctxcount_free(cc);
     lp_unwind_free(u);
     lp_addrmap_free(m);
+    free(idw);
     return out;
 }
 
@@ -1416,7 +1423,7 @@ static void test_dup_id_memo(void **state)
     }
 #undef RND
     b = open_bin(fixture);
-    for (pass = 0; pass < 5; pass++) {
+    for (pass = 0; pass < 6; pass++) {
         char *a = run_dups(b, pool, pick, rep, n, true, pass, &with);
         char *c = run_dups(b, pool, pick, rep, n, false, pass, &without);
         expect(a, c);
