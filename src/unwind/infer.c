@@ -24,6 +24,7 @@
 
 #include "lbr2prof/tailcall.h"
 #include "unwind/uw_internal.h"
+#include "util/zalloc.h"
 
 #define UW_INFER_NONE 1         /* cached "no answer" (no site is 1) */
 
@@ -186,7 +187,7 @@ static int add_one(lp_unwinder *u, uint64_t a, uint64_t b, lp_error *err)
 /* Add the branches of every pending distinct sample to the graphs. */
 static int add_pending(lp_unwinder *u, lp_error *err)
 {
-    uw_pair *seen = calloc((size_t)1 << UW_SEEN_BITS, sizeof *seen); /* NULL: no skipping */
+    uw_pair *seen = lp_zalloc_written(((size_t)1 << UW_SEEN_BITS) * sizeof *seen); /* NULL: no skipping */
     uw_agg *g, *t;
     size_t i, n;
     int rc = 0;

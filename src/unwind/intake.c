@@ -22,6 +22,7 @@
 
 #include "unwind/uw_internal.h"
 #include "util/hash.h"
+#include "util/zalloc.h"
 
 /* ---- one address --------------------------------------------------------- */
 
@@ -54,7 +55,8 @@ uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code)
     uint32_t gen = (uint32_t)u->memo_gen + 1;
     uw_cslot *s;
 
-    if (!u->canon && !(u->canon = calloc((size_t)1 << UW_CS_BITS, sizeof *u->canon))) {
+    if (!u->canon &&
+        !(u->canon = lp_zalloc_written(((size_t)1 << UW_CS_BITS) * sizeof *u->canon))) {
         uint64_t c = canon(u, rt);
         *code = c != UW_EXT;
         return c;
@@ -832,7 +834,8 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     gen = u->memo_gen;
     if (!key.id && !key.id2)
         return take(u, s, err);
-    if (!u->memo && !(u->memo = calloc((size_t)1 << UW_MEMO_BITS, sizeof *u->memo)))
+    if (!u->memo &&
+        !(u->memo = lp_zalloc_written(((size_t)1 << UW_MEMO_BITS) * sizeof *u->memo)))
         return take(u, s, err);
     m = &u->memo[key.id & (((uint64_t)1 << UW_MEMO_BITS) - 1)];
     if (m->id == key.id && m->id2 == key.id2 && m->gen == gen && m->n == n &&

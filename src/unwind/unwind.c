@@ -113,7 +113,7 @@ int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v)
     if (!m->s || (m->count + 1) * 2 > m->mask + 1) {
         size_t n = m->s ? (m->mask + 1) * 2 : 1024, i;
         uw_map g = {0};
-        if (!(g.s = calloc(n, sizeof *g.s)))
+        if (!(g.s = lp_zalloc_written(n * sizeof *g.s)))
             return -1;
         g.mask = n - 1;
         g.count = m->count;
@@ -451,7 +451,7 @@ int uw_valid_range(lp_unwinder *u, uint64_t a, uint64_t b, lp_error *err)
     uw_ftslot *f;
     int v;
 
-    if (!u->ft && !(u->ft = calloc(UW_FT_SIZE, sizeof *u->ft)))
+    if (!u->ft && !(u->ft = lp_zalloc_written(UW_FT_SIZE * sizeof *u->ft)))
         return fallthrough(u, a, b, err);
     f = &u->ft[(size_t)(uw_mix(a, b) & (UW_FT_SIZE - 1))];
     if (f->known && f->a == a && f->b == b)
