@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "binary/binary_internal.h"
+#include "util/grow.h"
 
 enum { XR_UNKNOWN = 0, XR_YES = 1, XR_NO = 2 };
 
@@ -65,14 +66,8 @@ static bool is_entry(const lp_binary *b, uint64_t t)
 static int add_hit(lp_xref_index *x, uint64_t target, uint64_t site,
                    uint8_t kind)
 {
-    if (x->n == x->cap) {
-        size_t nc = x->cap ? 2 * x->cap : 1024;
-        xr_hit *h = realloc(x->hits, nc * sizeof *h);
-        if (!h)
-            return -1;
-        x->hits = h;
-        x->cap = nc;
-    }
+    if (lp_grow_array(&x->hits, &x->cap, x->n + 1, sizeof *x->hits, 1024))
+        return -1;
     x->hits[x->n++] = (xr_hit){target, site, XR_UNKNOWN, kind};
     return 0;
 }

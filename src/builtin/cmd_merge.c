@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "cli/builtin.h"
+#include "util/grow.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/profile.h"
 #include "lbr2prof/rawmerge.h"
@@ -88,7 +89,6 @@ static int add_dir(merge_args *a, const char *dir, uint64_t w)
 static int add_input(merge_args *a, const char *path, uint64_t w)
 {
     struct stat st;
-    lp_merge_input *nv;
 
     if (strcmp(path, "-") && stat(path, &st))
         return lp_cli_usage_error("merge", "%s: %s", path, strerror(errno));
@@ -96,12 +96,8 @@ static int add_input(merge_args *a, const char *path, uint64_t w)
         return add_dir(a, path, w);
     if (strcmp(path, "-") && !S_ISREG(st.st_mode))
         return 0;
-    if (a->nin == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 8;
-        if (!(nv = realloc(a->in, a->cap * sizeof *nv)))
-            return lp_cli_usage_error("merge", "out of memory");
-        a->in = nv;
-    }
+    if (lp_grow_array(&a->in, &a->cap, a->nin + 1, sizeof *a->in, 8))
+        return lp_cli_usage_error("merge", "out of memory");
     if (!(a->in[a->nin].path = strdup(path)))
         return lp_cli_usage_error("merge", "out of memory");
     a->in[a->nin++].weight = w;

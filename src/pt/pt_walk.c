@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pt/pt_internal.h"
+#include "util/grow.h"
 
 #define BIT63 (1ull << 63)
 #define RETURN 1          /* walk_insn: a sample-worthy stop */
@@ -113,14 +114,8 @@ void pt_decoder_free(pt_decoder *d)
 
 static int push(ret_stack *s, uint64_t ip)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        uint64_t *p = realloc(s->ip, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        s->ip = p;
-        s->cap = cap;
-    }
+    if (lp_grow_array(&s->ip, &s->cap, s->n + 1, sizeof *s->ip, 64))
+        return -ENOMEM;
     s->ip[s->n++] = ip;
     return 0;
 }

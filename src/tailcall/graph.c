@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tailcall/tc_internal.h"
+#include "util/grow.h"
 
 void lp_tailcall_opts_default(lp_tailcall_opts *o)
 {
@@ -69,14 +70,8 @@ void lp_tailcall_free(lp_tailcall *tc)
 
 int tc_vec_push(tc_vec *p, uint64_t a)
 {
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? 2 * p->cap : 16;
-        uint64_t *nv = realloc(p->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        p->v = nv;
-        p->cap = nc;
-    }
+    if (lp_grow_array(&p->v, &p->cap, p->n + 1, sizeof *p->v, 16))
+        return -1;
     p->v[p->n++] = a;
     return 0;
 }
@@ -87,14 +82,8 @@ static int add_unique(void ***v, size_t *n, size_t *cap, void *x)
     for (size_t i = 0; i < *n; i++)
         if ((*v)[i] == x)
             return 0;
-    if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 4;
-        void **nv = realloc(*v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        *v = nv;
-        *cap = nc;
-    }
+    if (lp_grow_array(v, cap, *n + 1, sizeof **v, 4))
+        return -1;
     (*v)[(*n)++] = x;
     return 0;
 }
