@@ -3,7 +3,7 @@
  * project's append buffers share (context keys, the trie's emitted
  * context, the binary writers' lp_buf) and its arrays of elements (the
  * cross-reference hits, the tail-call walks' vectors, the PT return stack,
- * the script's symbols, merge's inputs). Owns no buffer type of its own.
+ * merge's inputs). Owns no buffer type of its own.
  */
 #ifndef LBR2PROF_UTIL_GROW_H
 #define LBR2PROF_UTIL_GROW_H
