@@ -109,6 +109,13 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             const lp_branch_entry *br, size_t n,
                             uint64_t repeat, lp_error *err);
 
+/* The identity of the next sample given to lp_lbr_agg_sample or
+ * lp_lbr_agg_stack_sample, when the caller has one: a 128-bit digest
+ * equal for equal samples (perf.data: lp_sample.stacks_id; perf script
+ * text: {dup_id, 0}), so that a repeated sample is found without reading
+ * its arrays. Without it the aggregator digests the leaf and branches. */
+void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id);
+
 /* llvm-profgen's NumTotalSample, the denominator of the leaf-external
  * warning of lp_lbr_agg_stack_sample's samples (perf script text: every
  * line taken as the start of a sample). Default: the number of calls. */

@@ -56,22 +56,47 @@ typedef struct range_ent {      /* every consecutive LBR pair, for warnings */
 /* A sample waiting to be counted: identical samples (same process, kind,
  * leaf and branch stack, raw addresses) are counted once with the sum of
  * their repeats, as llvm-profgen's AggregatedSamples does. They wait only
- * while the address map cannot change under them (see lp_lbr_agg_flush). */
+ * while the address map cannot change under them (see lp_lbr_agg_flush).
+ * A sample is known by a 128-bit digest of its stacks (pend_id): the
+ * caller's (lp_lbr_agg_set_id: the reader's lp_stacks_id, a text block's
+ * dup_id) or lp_stacks_id_of() of its leaf and branches, so a repeated
+ * sample costs one probe of the table and no read of its arrays; a false
+ * match needs a 128-bit collision, as for the unwinder's memo. */
 enum pend_kind { PEND_LBR = 1, PEND_STACK = 2, PEND_IP = 3 };
 
-typedef struct pend_key {
+typedef struct pend_id {
+    uint64_t lo, hi;
     uint32_t pid, kind;
+} pend_id;
+
+typedef struct pend {           /* a waiting sample's stacks */
     uint64_t leaf;              /* stack leaf or IP (raw), else 0 */
     uint64_t n;                 /* branch entries that follow */
     uint64_t br[];              /* from, to, from, to, ... */
-} pend_key;
-
-typedef struct pend {
-    UT_hash_handle hh;
-    uint64_t repeat;
-    size_t keylen;
-    pend_key k;                 /* last: flexible */
 } pend;
+
+typedef struct pend_ent {
+    pend_id id;
+    uint64_t repeat;
+    uint64_t calls;             /* lp_lbr_agg_*_sample calls (leaf-external
+                                   warning: counted per call) */
+    pend *p;
+} pend_ent;
+
+typedef struct pend_slot {      /* idx 0: empty */
+    uint32_t idx, tag;          /* v[idx - 1]; tag: id.hi's low bits */
+} pend_slot;
+
+/* The waiting samples: in arrival order, found through an open-addressing
+ * index whose slots hold a tag of the digest, so a probe reads the
+ * entries only on a likely match (the stacks, ~600 bytes each, live
+ * apart and are read once, when counted). */
+typedef struct pend_tab {
+    pend_ent *v;
+    uint32_t n, cap;
+    pend_slot *slot;
+    uint32_t mask;              /* slots - 1, 0: none yet */
+} pend_tab;
 
 #define PEND_MAX_BYTES (32u << 20)  /* flush when the waiting keys exceed this */
 
@@ -87,10 +112,11 @@ struct lp_lbr_agg {
     lp_counters *c;
     range_ent *pairs;
     uint64_t nr_samples;
-    pend *pending;
+    pend_tab pending;
     size_t pending_bytes;
-    pend_key *kbuf;             /* key being built */
-    size_t kcap;
+    lp_stacks_id next_id;       /* lp_lbr_agg_set_id: the next sample's */
+    uint64_t *idw;              /* lp_stacks_id_of's scratch */
+    size_t idw_cap;
     /* hybrid samples with their stacks ignored (HybridPerfReader's
      * leaf-external warning): samples, those with an external leaf, and
      * llvm-profgen's NumTotalSample when the caller knows it */
@@ -138,12 +164,14 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
 
 static void drop_pending(lp_lbr_agg *a)
 {
-    pend *e, *t;
+    pend_tab *t = &a->pending;
+    uint32_t i;
 
-    HASH_ITER(hh, a->pending, e, t) {
-        HASH_DEL(a->pending, e);
-        free(e);
-    }
+    for (i = 0; i < t->n; i++)
+        free(t->v[i].p);
+    t->n = 0;
+    if (t->mask)
+        memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
     a->pending_bytes = 0;
 }
 
@@ -158,7 +186,9 @@ void lp_lbr_agg_free(lp_lbr_agg *a)
         free(e);
     }
     drop_pending(a);
-    free(a->kbuf);
+    free(a->pending.v);
+    free(a->pending.slot);
+    free(a->idw);
     free(a->cslots);
     lp_counters_free(a->c);
     lp_addrmap_free(a->own_map);
@@ -351,32 +381,35 @@ static int count_stack(lp_lbr_agg *a, uint64_t leaf, const lp_branch_entry *br,
 
 /* ---- waiting samples ------------------------------------------------------ */
 
-static int count_pending(lp_lbr_agg *a, const pend *e, lp_error *err)
+static int count_pending(lp_lbr_agg *a, const pend_ent *pe, lp_error *err)
 {
-    const pend_key *k = &e->k;
+    const pend *e = pe->p;
     lp_branch_entry *v = NULL;
     uint64_t i;
+    bool code;
     int rc;
 
-    if (k->n && !(v = malloc(k->n * sizeof *v)))
+    if (e->n && !(v = malloc(e->n * sizeof *v)))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
-    for (i = 0; i < k->n; i++)
-        v[i] = (lp_branch_entry){k->br[2 * i], k->br[2 * i + 1], 0};
-    a->pid = k->pid;
-    if (k->kind == PEND_IP)
-        rc = count_ip(a, k->leaf, e->repeat, err);
-    else if (k->kind == PEND_STACK)
-        rc = count_stack(a, k->leaf, v, k->n, e->repeat, err);
-    else
-        rc = agg_sample(a, v, k->n, e->repeat, true, err);
+    for (i = 0; i < e->n; i++)
+        v[i] = (lp_branch_entry){e->br[2 * i], e->br[2 * i + 1], 0};
+    a->pid = pe->id.pid;
+    if (pe->id.kind == PEND_IP) {
+        rc = count_ip(a, e->leaf, pe->repeat, err);
+    } else if (pe->id.kind == PEND_STACK) {
+        (void)canon(a, e->leaf, &code);
+        a->leaf_external += code ? 0 : pe->calls;
+        rc = count_stack(a, e->leaf, v, e->n, pe->repeat, err);
+    } else {
+        rc = agg_sample(a, v, e->n, pe->repeat, true, err);
+    }
     free(v);
     return rc;
 }
 
 int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err)
 {
-    uint32_t pid = a->pid, gen = a->flush_gen_next + 1;
-    const pend *e;
+    uint32_t pid = a->pid, gen = a->flush_gen_next + 1, i;
     int rc = 0;
 
     if (gen == 0 && a->cslots) {     /* wrapped: no slot may look valid */
@@ -384,12 +417,106 @@ int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err)
         gen = 1;
     }
     a->flush_gen = a->flush_gen_next = gen ? gen : 1;
-    for (e = a->pending; e && rc == 0; e = e->hh.next)
-        rc = count_pending(a, e, err);
+    for (i = 0; i < a->pending.n && rc == 0; i++)
+        rc = count_pending(a, &a->pending.v[i], err);
     a->flush_gen = 0;
     a->pid = pid;
     drop_pending(a);
     return rc;
+}
+
+static uint32_t pend_hash(const pend_id *k)
+{
+    uint64_t h = (k->lo ^ ((uint64_t)k->pid << 32 | k->kind)) * 0x9e3779b97f4a7c15ull;
+
+    return (uint32_t)(h >> 32);
+}
+
+/* the slot of id, or the empty slot where it goes */
+static pend_slot *find_pend(const pend_tab *t, const pend_id *id)
+{
+    uint32_t i = pend_hash(id) & t->mask, tag = (uint32_t)id->hi;
+    pend_slot *s;
+
+    for (;; i = (i + 1) & t->mask) {
+        s = &t->slot[i];
+        if (!s->idx || (s->tag == tag &&
+                        !memcmp(&t->v[s->idx - 1].id, id, sizeof *id)))
+            return s;
+    }
+}
+
+/* Room for one more entry: the index at most half full. */
+static int pend_reserve(pend_tab *t)
+{
+    size_t ns = t->mask ? ((size_t)t->mask + 1) * 2 : 1024;
+    pend_slot *slot;
+    pend_ent *v;
+    uint32_t i;
+
+    if (t->n == t->cap) {
+        size_t c = t->cap ? (size_t)t->cap * 2 : 512;
+        if (c > UINT32_MAX / 2 || !(v = realloc(t->v, c * sizeof *v)))
+            return -1;
+        t->v = v;
+        t->cap = (uint32_t)c;
+    }
+    if ((t->n + 1) * 2 <= t->mask + 1)
+        return 0;
+    if (ns - 1 > UINT32_MAX || !(slot = calloc(ns, sizeof *slot)))
+        return -1;
+    free(t->slot);
+    t->slot = slot;
+    t->mask = (uint32_t)(ns - 1);
+    for (i = 0; i < t->n; i++)
+        *find_pend(t, &t->v[i].id) = (pend_slot){i + 1, (uint32_t)t->v[i].id.hi};
+    return 0;
+}
+
+/* The sample's identity: the caller's (lp_lbr_agg_set_id), else the
+ * digest of its leaf and branches. 0 or -1 (no memory). */
+static int sample_id(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
+                     const lp_branch_entry *br, size_t n, pend_id *id)
+{
+    lp_stacks_id s = a->next_id;
+
+    a->next_id = (lp_stacks_id){0, 0};
+    id->pid = a->pid;
+    id->kind = kind;
+    if (kind == PEND_IP)
+        s = (lp_stacks_id){leaf, 0};
+    else if (!s.lo && !s.hi &&
+             lp_stacks_id_of(kind == PEND_STACK ? &leaf : NULL, kind == PEND_STACK,
+                             br, n, &a->idw, &a->idw_cap, &s))
+        return -1;
+    id->lo = s.lo;
+    id->hi = s.hi;
+    return 0;
+}
+
+/* A new waiting sample. */
+static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
+                    const lp_branch_entry *br, size_t n, uint64_t repeat,
+                    lp_error *err)
+{
+    size_t len = sizeof(pend) + 16 * n, i;
+    pend_tab *t = &a->pending;
+    pend *e;
+
+    if (a->pending_bytes + len > PEND_MAX_BYTES && lp_lbr_agg_flush(a, err))
+        return -1;
+    if (pend_reserve(t) || !(e = malloc(len)))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    e->leaf = leaf;
+    e->n = n;
+    for (i = 0; i < n; i++) {
+        e->br[2 * i] = br[i].from;
+        e->br[2 * i + 1] = br[i].to;
+    }
+    t->v[t->n++] = (pend_ent){*id, repeat, 1, e};
+    *find_pend(t, id) = (pend_slot){t->n, (uint32_t)id->hi};
+    a->pending_bytes += len + sizeof(pend_ent);
+    return 0;
 }
 
 /* Queue a sample (or add its repeat to an identical waiting one). */
@@ -397,40 +524,18 @@ static int enqueue(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
                    const lp_branch_entry *br, size_t n, uint64_t repeat,
                    lp_error *err)
 {
-    size_t len = sizeof(pend_key) + 16 * n, i;
-    pend *e;
+    pend_slot *s;
+    pend_id id;
 
-    if (len > a->kcap) {
-        free(a->kbuf);
-        a->kcap = len * 2;
-        if (!(a->kbuf = malloc(a->kcap))) {
-            a->kcap = 0;
-            return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
-        }
-    }
-    a->kbuf->pid = a->pid;
-    a->kbuf->kind = kind;
-    a->kbuf->leaf = leaf;
-    a->kbuf->n = n;
-    for (i = 0; i < n; i++) {
-        a->kbuf->br[2 * i] = br[i].from;
-        a->kbuf->br[2 * i + 1] = br[i].to;
-    }
-    HASH_FIND(hh, a->pending, a->kbuf, len, e);
-    if (e) {
+    if (sample_id(a, kind, leaf, br, n, &id))
+        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    if (a->pending.mask && (s = find_pend(&a->pending, &id))->idx) {
+        pend_ent *e = &a->pending.v[s->idx - 1];
         e->repeat += repeat;
+        e->calls++;
         return 0;
     }
-    if (a->pending_bytes + len > PEND_MAX_BYTES && lp_lbr_agg_flush(a, err))
-        return -1;
-    if (!(e = malloc(offsetof(pend, k) + len)))
-        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
-    memcpy(&e->k, a->kbuf, len);
-    e->repeat = repeat;
-    e->keylen = len;
-    HASH_ADD(hh, a->pending, k, len, e);
-    a->pending_bytes += len + sizeof *e;
-    return 0;
+    return pend_add(a, &id, leaf, br, n, repeat, err);
 }
 
 int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
@@ -438,8 +543,10 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
 {
     /* --sample-period divides each sample's count by its own number of
      * kept entries (integer division): count it now */
-    if (a->o.has_sample_period)
+    if (a->o.has_sample_period) {
+        a->next_id = (lp_stacks_id){0, 0};
         return agg_sample(a, br, n, repeat, true, err);
+    }
     return enqueue(a, PEND_LBR, 0, br, n, repeat, err);
 }
 
@@ -447,6 +554,11 @@ int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
                          lp_error *err)
 {
     return enqueue(a, PEND_IP, ip, NULL, 0, repeat, err);
+}
+
+void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id)
+{
+    a->next_id = id;
 }
 
 static void detail(const lp_lbr_agg *a, const range_key *k, lp_range_issue i)
@@ -556,15 +668,15 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
                             uint64_t repeat, lp_error *err)
 {
     size_t i;
-    bool code;
 
     for (i = 0; i < ns && stack[i] >= LP_CONTEXT_MAX; i++)
         ;
     a->stack_calls++;
-    if (i == ns)
+    if (i == ns) {
+        a->next_id = (lp_stacks_id){0, 0};
         return 0; /* no frame: HybridPerfReader rejects the sample */
-    (void)canon(a, stack[i], &code);
-    a->leaf_external += !code;
+    }
+    /* the leaf-external count: when the sample is counted (the same map) */
     return enqueue(a, PEND_STACK, stack[i], br, n, repeat, err);
 }
 

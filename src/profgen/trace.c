@@ -153,6 +153,10 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
         return lp_unwind_sample(run->uw, &h, err);
     }
     st->lbr_only += n;
+    if (s->stacks_id.lo || s->stacks_id.hi)
+        lp_lbr_agg_set_id(run->agg, s->stacks_id);
+    else if (s->dup_id)
+        lp_lbr_agg_set_id(run->agg, (lp_stacks_id){s->dup_id, 0});
     if (s->callchain_nr > 0)
         return lp_lbr_agg_stack_sample(run->agg, s->callchain, s->callchain_nr,
                                        s->branches, s->branch_nr, n, err);
@@ -217,6 +221,8 @@ void pg_reader_opts(const lp_profgen_opts *a, lp_reader_opts *ro)
      * registers and stacks */
     ro->skip_payloads = a->ignore_stack_samples || a->leading_ip_only;
     ro->no_thread = a->itrace != NULL; /* the PT synthesizer reads alongside */
+    /* the flat aggregation keys every sample on it */
+    ro->stacks_ids = a->ignore_stack_samples && !a->leading_ip_only;
 }
 
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)

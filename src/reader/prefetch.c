@@ -117,6 +117,7 @@ struct lp_pfetch {
     lp_pfetch_off_fn off_fn;
     void *ctx;
     uint64_t *idw;              /* producer only: stacks_id_of's scratch */
+    bool ids_always;            /* lp_pfetch_set_ids */
     size_t idw_cap;
 };
 
@@ -300,7 +301,7 @@ static void batch_end(lp_pfetch *f, pf_batch *b)
 static void batch_fill(lp_pfetch *f, pf_batch *b)
 {
     const lp_event *e;
-    bool ids = !f->p && nfull_get(f) >= f->nbatch / 2;
+    bool ids = !f->p && (f->ids_always || nfull_get(f) >= f->nbatch / 2);
     int rc;
 
     b->n = b->nev = 0;
@@ -465,6 +466,11 @@ void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx)
 {
     f->idle = fn;
     f->idle_ctx = ctx;
+}
+
+void lp_pfetch_set_ids(lp_pfetch *f, bool always)
+{
+    f->ids_always = always;
 }
 
 void lp_pfetch_start(lp_pfetch *f)

@@ -31,6 +31,9 @@ lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err);
  * next and off until lp_pfetch_free or the end of input. */
 lp_pfetch *lp_pfetch_new_fn(lp_pfetch_next_fn next, lp_pfetch_off_fn off,
                             void *ctx, lp_error *err);
+/* perf.data: compute every sample's stacks_id on the thread, not only
+ * while it is ahead (lp_reader_opts.stacks_ids). */
+void lp_pfetch_set_ids(lp_pfetch *f, bool always);
 /* Start the thread now (else at the first lp_pfetch_next). */
 void lp_pfetch_start(lp_pfetch *f);
 /* The consumer's idle work (lp_reader_set_idle): called on the

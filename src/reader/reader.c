@@ -183,6 +183,8 @@ static lp_reader *open_perf(lp_reader *r, const char *dir, lp_error *err)
         return fail_open(r);
     if (threaded(r) && !(r->pf = lp_pfetch_new_fn(thread_next, thread_off, r, err)))
         return fail_open(r);
+    if (r->pf)
+        lp_pfetch_set_ids(r->pf, r->opts.stacks_ids != 0);
     return r;
 }
 
