@@ -113,7 +113,7 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
  * lp_lbr_agg_stack_sample, when the caller has one: a 128-bit digest
  * equal for equal samples (perf.data: lp_sample.stacks_id; perf script
  * text: {dup_id, 0}), so that a repeated sample is found without reading
- * its arrays. Without it the aggregator digests the leaf and branches. */
+ * its arrays. Without it the aggregator computes the same digest. */
 void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id);
 
 /* llvm-profgen's NumTotalSample, the denominator of the leaf-external

@@ -334,12 +334,6 @@ typedef struct lp_reader_opts {
     int strict;
     lp_warn_fn warn;         /* may be NULL (stats.cut_off still counts) */
     void *warn_ctx;
-    /* perf.data read on the reader's thread: compute every sample's
-     * stacks_id there (for a consumer that keys every sample on it and
-     * reads the arrays only of a new one: the flat aggregation); 0: only
-     * while the thread is ahead of the consumer (the unwinder's intake
-     * computes the others) */
-    int stacks_ids;
 } lp_reader_opts;
 
 typedef struct lp_reader lp_reader;

@@ -59,7 +59,7 @@ typedef struct range_ent {      /* every consecutive LBR pair, for warnings */
  * while the address map cannot change under them (see lp_lbr_agg_flush).
  * A sample is known by a 128-bit digest of its stacks (pend_id): the
  * caller's (lp_lbr_agg_set_id: the reader's lp_stacks_id, a text block's
- * dup_id) or lp_stacks_id_of() of its leaf and branches, so a repeated
+ * dup_id) or the same lp_stacks_id_of() of its stacks, so a repeated
  * sample costs one probe of the table and no read of its arrays; a false
  * match needs a 128-bit collision, as for the unwinder's memo. */
 enum pend_kind { PEND_LBR = 1, PEND_STACK = 2, PEND_IP = 3 };
@@ -474,8 +474,9 @@ static int pend_reserve(pend_tab *t)
 }
 
 /* The sample's identity: the caller's (lp_lbr_agg_set_id), else the
- * digest of its leaf and branches. 0 or -1 (no memory). */
+ * same digest of its call stack and branches. 0 or -1 (no memory). */
 static int sample_id(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
+                     const uint64_t *chain, size_t nchain,
                      const lp_branch_entry *br, size_t n, pend_id *id)
 {
     lp_stacks_id s = a->next_id;
@@ -486,8 +487,7 @@ static int sample_id(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
     if (kind == PEND_IP)
         s = (lp_stacks_id){leaf, 0};
     else if (!s.lo && !s.hi &&
-             lp_stacks_id_of(kind == PEND_STACK ? &leaf : NULL, kind == PEND_STACK,
-                             br, n, &a->idw, &a->idw_cap, &s))
+             lp_stacks_id_of(chain, nchain, br, n, &a->idw, &a->idw_cap, &s))
         return -1;
     id->lo = s.lo;
     id->hi = s.hi;
@@ -519,15 +519,17 @@ static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
     return 0;
 }
 
-/* Queue a sample (or add its repeat to an identical waiting one). */
+/* Queue a sample (or add its repeat to an identical waiting one); chain:
+ * a stack sample's whole call stack, for its digest. */
 static int enqueue(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
+                   const uint64_t *chain, size_t nchain,
                    const lp_branch_entry *br, size_t n, uint64_t repeat,
                    lp_error *err)
 {
     pend_slot *s;
     pend_id id;
 
-    if (sample_id(a, kind, leaf, br, n, &id))
+    if (sample_id(a, kind, leaf, chain, nchain, br, n, &id))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     if (a->pending.mask && (s = find_pend(&a->pending, &id))->idx) {
         pend_ent *e = &a->pending.v[s->idx - 1];
@@ -547,13 +549,13 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
         a->next_id = (lp_stacks_id){0, 0};
         return agg_sample(a, br, n, repeat, true, err);
     }
-    return enqueue(a, PEND_LBR, 0, br, n, repeat, err);
+    return enqueue(a, PEND_LBR, 0, NULL, 0, br, n, repeat, err);
 }
 
 int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
                          lp_error *err)
 {
-    return enqueue(a, PEND_IP, ip, NULL, 0, repeat, err);
+    return enqueue(a, PEND_IP, ip, NULL, 0, NULL, 0, repeat, err);
 }
 
 void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id)
@@ -677,7 +679,7 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
         return 0; /* no frame: HybridPerfReader rejects the sample */
     }
     /* the leaf-external count: when the sample is counted (the same map) */
-    return enqueue(a, PEND_STACK, stack[i], br, n, repeat, err);
+    return enqueue(a, PEND_STACK, stack[i], stack, ns, br, n, repeat, err);
 }
 
 void lp_lbr_agg_set_total_samples(lp_lbr_agg *a, uint64_t n)

@@ -221,8 +221,6 @@ void pg_reader_opts(const lp_profgen_opts *a, lp_reader_opts *ro)
      * registers and stacks */
     ro->skip_payloads = a->ignore_stack_samples || a->leading_ip_only;
     ro->no_thread = a->itrace != NULL; /* the PT synthesizer reads alongside */
-    /* the flat aggregation keys every sample on it */
-    ro->stacks_ids = a->ignore_stack_samples && !a->leading_ip_only;
 }
 
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)

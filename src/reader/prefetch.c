@@ -84,6 +84,8 @@ typedef struct pf_batch {
     uint64_t end_seen;
     uint64_t end_off;           /* the parser's input offset after it */
     lp_error end_err;
+    const uint8_t *low;         /* the lowest body of its PF_MAPPED events
+                                   (NULL: none): lp_pfetch_hold */
 } pf_batch;
 
 struct lp_pfetch {
@@ -103,7 +105,7 @@ struct lp_pfetch {
      * next batch (still valid: the parser is not called in between) */
     const lp_event *owed;
     uint64_t owed_seen;
-    bool owed_body;
+    int owed_how;
     /* consumer only: its batch (b[head]), position in it (item i, event
      * j), and the event made from the last reference */
     pf_batch *cur;
@@ -117,7 +119,6 @@ struct lp_pfetch {
     lp_pfetch_off_fn off_fn;
     void *ctx;
     uint64_t *idw;              /* producer only: stacks_id_of's scratch */
-    bool ids_always;            /* lp_pfetch_set_ids */
     size_t idw_cap;
 };
 
@@ -199,11 +200,23 @@ static void *arena_copy(pf_batch *b, const void *src, size_t n)
     return d;
 }
 
-/* A sample from the parser's block cache: its arrays stay put until the
- * parser is closed (lp_pscript_next), so the batch keeps the pointers. */
-static int stays(const lp_event *e)
+/* How an event's bytes are copied into a batch (batch_add's `how`). */
+enum {
+    PF_BODY = 1,        /* its body, which lives in the reader's scratch */
+    PF_MAPPED = 2,      /* a perf.data sample decoded in place: its arrays
+                           point into the file's mapping, which outlives
+                           the batches (pages given back behind the walk,
+                           MADV_DONTNEED of a read-only file mapping, read
+                           back the same bytes), so the batch keeps the
+                           pointers: ~800 bytes not copied a sample */
+};
+
+/* A sample from the parser's block cache (its arrays stay put until the
+ * parser is closed, lp_pscript_next) or from the file's mapping: the
+ * batch keeps the pointers. */
+static int stays(const lp_event *e, int how)
 {
-    return e->kind == LP_EV_SAMPLE && e->u.sample.dup_id != 0;
+    return e->kind == LP_EV_SAMPLE && (e->u.sample.dup_id != 0 || (how & PF_MAPPED));
 }
 
 static size_t rnd8(size_t n)
@@ -218,12 +231,12 @@ static size_t nregs(const lp_sample *s)
 
 /* Bytes the deep copy of `e` takes in the arena (`body`: its record body
  * too, which lives in the reader's scratch). */
-static size_t copy_size(const lp_event *e, bool body)
+static size_t copy_size(const lp_event *e, int how)
 {
     const lp_sample *s = &e->u.sample;
-    size_t n = body && e->body ? rnd8(e->body_size) : 0;
+    size_t n = (how & PF_BODY) && e->body ? rnd8(e->body_size) : 0;
 
-    if (stays(e))
+    if (stays(e, how))
         return n;
     if (e->kind == LP_EV_SAMPLE)
         return n + rnd8(s->callchain_nr * sizeof(uint64_t)) +
@@ -252,9 +265,9 @@ static void copy_sample_extra(pf_batch *b, lp_sample *s)
 
 /* Append a copy of `e`; 0 if it does not fit (the batch is then full).
  * `attr` and `source` live as long as the reader. */
-static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen, bool body)
+static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen, int how)
 {
-    size_t need = copy_size(e, body);
+    size_t need = copy_size(e, how);
     lp_event *d;
 
     if (need > b->cap - b->used) {
@@ -268,7 +281,11 @@ static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen, bool body)
     }
     d = &b->ev[b->nev];
     *d = *e;
-    if (e->kind == LP_EV_SAMPLE && !stays(e)) {
+    if (e->kind == LP_EV_SAMPLE && (how & PF_MAPPED)) {
+        d->u.sample.stacks_id = (lp_stacks_id){0, 0};
+        if (!b->low || e->body < b->low)
+            b->low = e->body;
+    } else if (e->kind == LP_EV_SAMPLE && !stays(e, how)) {
         lp_sample *s = &d->u.sample;
         s->callchain = s->callchain_nr
             ? arena_copy(b, s->callchain, s->callchain_nr * sizeof(uint64_t))
@@ -284,7 +301,7 @@ static int batch_add(pf_batch *b, const lp_event *e, uint64_t seen, bool body)
     } else if (e->kind == LP_EV_COMM && e->u.comm.comm) {
         d->u.comm.comm = arena_copy(b, e->u.comm.comm, strlen(e->u.comm.comm) + 1);
     }
-    if (body && e->body)
+    if ((how & PF_BODY) && e->body)
         d->body = arena_copy(b, e->body, e->body_size);
     b->it[b->n++] = (pf_item){{NULL, 0, 0}, seen};
     b->nev++;
@@ -301,14 +318,15 @@ static void batch_end(lp_pfetch *f, pf_batch *b)
 static void batch_fill(lp_pfetch *f, pf_batch *b)
 {
     const lp_event *e;
-    bool ids = !f->p && (f->ids_always || nfull_get(f) >= f->nbatch / 2);
+    bool ids = !f->p && nfull_get(f) >= f->nbatch / 2;
     int rc;
 
     b->n = b->nev = 0;
     b->used = 0;
+    b->low = NULL;
     b->end_rc = 1;
     if (f->owed) {
-        if (batch_add(b, f->owed, f->owed_seen, f->owed_body) < 0)
+        if (batch_add(b, f->owed, f->owed_seen, f->owed_how) < 0)
             goto oom;
         stacks_id(f, &b->ev[b->nev - 1], ids);
     }
@@ -317,11 +335,14 @@ static void batch_fill(lp_pfetch *f, pf_batch *b)
         lp_pscript_ref ref;
         uint64_t seen = 0;
         bool body = false;
+        int how = 0;
         if (!f->p) {            /* perf.data: events only */
             if ((rc = f->next(f->ctx, &e, &body, &b->end_err)) <= 0) {
                 b->end_rc = rc;
                 break;
             }
+            /* a sample's body is outside the scratch only in place */
+            how = body ? PF_BODY : e->kind == LP_EV_SAMPLE && e->body ? PF_MAPPED : 0;
             goto event;
         }
         rc = lp_pscript_next_ref(f->p, &e, &ref, &b->end_err);
@@ -335,13 +356,13 @@ static void batch_fill(lp_pfetch *f, pf_batch *b)
             continue;
         }
 event:
-        rc = batch_add(b, e, seen, body);
+        rc = batch_add(b, e, seen, how);
         if (rc < 0)
             goto oom;
         if (rc == 0) {
             f->owed = e;
             f->owed_seen = seen;
-            f->owed_body = body;
+            f->owed_how = how;
             break;
         }
         stacks_id(f, &b->ev[b->nev - 1], ids);
@@ -468,11 +489,6 @@ void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx)
     f->idle_ctx = ctx;
 }
 
-void lp_pfetch_set_ids(lp_pfetch *f, bool always)
-{
-    f->ids_always = always;
-}
-
 void lp_pfetch_start(lp_pfetch *f)
 {
     if (f->started == 0)
@@ -522,6 +538,27 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         pthread_mutex_unlock(&f->mu);
         f->cur = NULL;
     }
+}
+
+static const uint8_t *lower(const uint8_t *a, const uint8_t *b)
+{
+    return !a || (b && b < a) ? b : a;
+}
+
+const uint8_t *lp_pfetch_hold(lp_pfetch *f)
+{
+    const uint8_t *low = f->owed && (f->owed_how & PF_MAPPED) ? f->owed->body : NULL;
+    size_t k, n;
+
+    if (f->started != 1)
+        return NULL;            /* inline: the consumer is done with them */
+    low = lower(low, f->b[f->tail].low);        /* the batch being filled */
+    pthread_mutex_lock(&f->mu);
+    n = f->nfull;
+    for (k = 0; k < n; k++)
+        low = lower(low, f->b[(f->head + k) % f->nbatch].low);
+    pthread_mutex_unlock(&f->mu);
+    return low;
 }
 
 uint64_t lp_pfetch_offset(const lp_pfetch *f)

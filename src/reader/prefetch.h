@@ -31,9 +31,6 @@ lp_pfetch *lp_pfetch_new(lp_pscript *p, lp_error *err);
  * next and off until lp_pfetch_free or the end of input. */
 lp_pfetch *lp_pfetch_new_fn(lp_pfetch_next_fn next, lp_pfetch_off_fn off,
                             void *ctx, lp_error *err);
-/* perf.data: compute every sample's stacks_id on the thread, not only
- * while it is ahead (lp_reader_opts.stacks_ids). */
-void lp_pfetch_set_ids(lp_pfetch *f, bool always);
 /* Start the thread now (else at the first lp_pfetch_next). */
 void lp_pfetch_start(lp_pfetch *f);
 /* The consumer's idle work (lp_reader_set_idle): called on the
@@ -42,6 +39,11 @@ void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx);
 /* As lp_pscript_next; *seen = the parser's samples_seen at that event. */
 int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                    lp_error *err);
+/* perf.data, on the walk's thread: the lowest record body in the file's
+ * mapping that an event still in the ring points into (samples decoded
+ * in place keep their arrays there), NULL: none. The walk gives back no
+ * page at or above it. */
+const uint8_t *lp_pfetch_hold(lp_pfetch *f);
 /* Stops and joins the thread; frees the batches (not `p`). */
 /* The input offset of the batch being handed over (progress reports). */
 uint64_t lp_pfetch_offset(const lp_pfetch *f);

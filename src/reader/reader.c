@@ -183,8 +183,6 @@ static lp_reader *open_perf(lp_reader *r, const char *dir, lp_error *err)
         return fail_open(r);
     if (threaded(r) && !(r->pf = lp_pfetch_new_fn(thread_next, thread_off, r, err)))
         return fail_open(r);
-    if (r->pf)
-        lp_pfetch_set_ids(r->pf, r->opts.stacks_ids != 0);
     return r;
 }
 
@@ -480,7 +478,16 @@ static void release_behind(lp_reader *r)
 {
     if (r->cur_file >= r->nr_files || !r->files[r->cur_file].map_len)
         return;
-    uint64_t low = r->files[r->cur_file].pos;
+    const rd_file *f = &r->files[r->cur_file];
+    const uint8_t *hold = r->pf ? lp_pfetch_hold(r->pf) : NULL;
+    uint64_t low = f->pos;
+    /* events in the prefetcher's ring point into the mapping there; one
+     * into an earlier file of a directory: this file's lowest is not
+     * known, keep everything until the next flush */
+    if (hold && (hold < f->base + 8 || hold >= f->base + f->end))
+        return;
+    if (hold)
+        low = (uint64_t)(hold - 8 - f->base);
     for (size_t i = 0; i < r->q.n; i++) {
         uint64_t loc = r->q.e[i].loc;
         if (!(loc & RD_LOC_ARENA) && (loc >> RD_LOC_FILE_SHIFT) == r->cur_file) {
