@@ -15,43 +15,12 @@
 
 #include "lbr2prof/flat.h"
 
-/* uthash's default (Jenkins) hash costs more than the rest of the work for
- * the long keys of whole LBR stacks: mix 8-byte words instead. */
-static inline unsigned agg_hash(const void *key, size_t len)
-{
-    const unsigned char *p = key;
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
-
-    for (; len >= 8; p += 8, len -= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 29;
-    }
-    for (; len > 0; p++, len--)
-        h = (h ^ *p) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 32;
-    return (unsigned)h;
-}
-#define HASH_FUNCTION(keyptr, keylen, hashv) \
-    ((hashv) = agg_hash((keyptr), (size_t)(keylen)))
-#include <uthash.h>
-
 typedef struct agg_cslot {
     uint64_t rt, c;             /* c: LP_EXTERNAL_ADDR when not code */
     uint32_t pid, gen;
 } agg_cslot;
 
 #define AGG_CS_BITS 14
-
-typedef struct range_key {
-    uint64_t start, end;
-} range_key;
-
-typedef struct range_ent {      /* every consecutive LBR pair, for warnings */
-    range_key k;
-    uint64_t count;
-    UT_hash_handle hh;
-} range_ent;
 
 /* A sample waiting to be counted: identical samples (same process, kind,
  * leaf and branch stack, raw addresses) are counted once with the sum of
@@ -110,7 +79,9 @@ struct lp_lbr_agg {
     bool missing_warned;
     const char *name;           /* basename of the binary */
     lp_counters *c;
-    range_ent *pairs;
+    /* every consecutive LBR pair (range start, end) with its count: the
+     * warnings', and the ranges once each is checked (lp_lbr_agg_finish) */
+    lp_counters *pairs;
     uint64_t nr_samples;
     pend_tab pending;
     size_t pending_bytes;
@@ -135,7 +106,9 @@ lp_lbr_agg *lp_lbr_agg_new(lp_binary *bin, const lp_lbr_agg_opts *o,
     lp_lbr_agg *a = calloc(1, sizeof *a);
     lp_addrmap_opts mo = {true, -1, NULL, NULL};
 
-    if (!a || !(a->c = lp_counters_new())) {
+    if (!a || !(a->c = lp_counters_new()) || !(a->pairs = lp_counters_new())) {
+        if (a)
+            lp_counters_free(a->c);
         free(a);
         lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
         return NULL;
@@ -177,14 +150,9 @@ static void drop_pending(lp_lbr_agg *a)
 
 void lp_lbr_agg_free(lp_lbr_agg *a)
 {
-    range_ent *e, *t;
-
     if (!a)
         return;
-    HASH_ITER(hh, a->pairs, e, t) {
-        HASH_DEL(a->pairs, e);
-        free(e);
-    }
+    lp_counters_free(a->pairs);
     drop_pending(a);
     free(a->pending.v);
     free(a->pending.slot);
@@ -250,39 +218,15 @@ static uint64_t canon(lp_lbr_agg *a, uint64_t addr, bool *code)
     return s->c;
 }
 
-static int add_pair(lp_lbr_agg *a, uint64_t start, uint64_t end, uint64_t n)
-{
-    range_key k = {start, end};
-    range_ent *e;
-
-    HASH_FIND(hh, a->pairs, &k, sizeof k, e);
-    if (!e) {
-        if (!(e = calloc(1, sizeof *e)))
-            return -1;
-        e->k = k;
-        HASH_ADD(hh, a->pairs, k, sizeof k, e);
-    }
-    e->count = lp_sat_add(e->count, n);
-    return 0;
-}
-
 /* computeCounterFromLBR for one canonical entry (src, dst, codeness) with
- * `end` the newer entry's source. */
+ * `end` the newer entry's source. The range [dst, end] is counted once
+ * per distinct pair, when the pairs are checked (lp_lbr_agg_finish). */
 static int count_entry(lp_lbr_agg *a, uint64_t src, uint64_t dst, bool dst_code,
                        uint64_t end, uint64_t n, lp_error *err)
 {
-    int v;
-
     if (dst_code && lp_counters_add_branch(a->c, src, dst, n))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
-    if (end != 0 && add_pair(a, dst, end, n))
-        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
-    if (!dst_code || end == 0 || end == LP_EXTERNAL_ADDR)
-        return 0;
-    v = lp_binary_valid_fallthrough(a->bin, dst, end, err);
-    if (v < 0)
-        return -1;
-    if (v && lp_counters_add_range(a->c, dst, end, n))
+    if (end != 0 && lp_counters_add_range(a->pairs, dst, end, n))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     return 0;
 }
@@ -563,65 +507,61 @@ void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id)
     a->next_id = id;
 }
 
-static void detail(const lp_lbr_agg *a, const range_key *k, lp_range_issue i)
+static void detail(const lp_lbr_agg *a, const lp_addr_pair_count *k,
+                   lp_range_issue i)
 {
     if (a->o.show_detailed_warning)
-        lp_range_warn_detail(a->o.warn, a->o.warn_ctx, k->start, k->end, i);
+        lp_range_warn_detail(a->o.warn, a->o.warn_ctx, k->a, k->b, i);
 }
 
-static int pair_key_cmp(const void *x, const void *y)
-{
-    const range_ent *p = *(range_ent *const *)x, *q = *(range_ent *const *)y;
-
-    if (p->k.start != q->k.start)
-        return p->k.start < q->k.start ? -1 : 1;
-    return p->k.end < q->k.end ? -1 : p->k.end > q->k.end;
-}
-
-static int classify(lp_lbr_agg *a, const range_ent *e, lp_range_stats *st,
+/* warnInvalidRange for one pair; a valid fall-through of code to code is
+ * counted as a range (computeCounterFromLBR's). */
+static int classify(lp_lbr_agg *a, const lp_addr_pair_count *e, lp_range_stats *st,
                     lp_error *err)
 {
-    uint64_t s = e->k.start, en = e->k.end;
+    uint64_t s = e->a, en = e->b;
     bool sc = lp_binary_is_code(a->bin, s), ec = lp_binary_is_code(a->bin, en);
     const lp_func_range *fr;
-    int v;
+    int v = 1;               /* valid fall-through (code to code only) */
 
     st->total += e->count;
     if (!sc && !ec)
         return 0;
+    if (sc && ec) {
+        if ((v = lp_binary_valid_fallthrough(a->bin, s, en, err)) < 0)
+            return -1;
+        if (v && lp_counters_add_range(a->c, s, en, e->count))
+            return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
+    }
     if (!sc || !(lp_binary_is_branch(a->bin, en) || lp_binary_is_call(a->bin, en) ||
                  lp_binary_is_return(a->bin, en))) {
         st->not_boundary += e->count;
-        detail(a, &e->k, LP_RANGE_NOT_BOUNDARY);
+        detail(a, e, LP_RANGE_NOT_BOUNDARY);
     }
     fr = lp_binary_func_range(a->bin, s);
     if (!fr) {
         st->unmatched += e->count;
-        detail(a, &e->k, LP_RANGE_NO_FUNC);
+        detail(a, e, LP_RANGE_NO_FUNC);
         return 0;
     }
     if (fr->func->from_symtab || fr->func->symtab_mismatch)
         st->recovered += e->count;
     if (en >= fr->end) {
         st->cross_func += e->count;
-        detail(a, &e->k, LP_RANGE_CROSS_FUNC);
+        detail(a, e, LP_RANGE_CROSS_FUNC);
     }
-    if (sc && ec) {
-        if ((v = lp_binary_valid_fallthrough(a->bin, s, en, err)) < 0)
-            return -1;
-        if (!v) {
-            st->bogus += e->count;
-            detail(a, &e->k, LP_RANGE_BOGUS);
-        }
+    if (sc && ec && !v) {
+        st->bogus += e->count;
+        detail(a, e, LP_RANGE_BOGUS);
     }
     return 0;
 }
 
-/* warnInvalidRange */
+/* warnInvalidRange, in (start, end) order, and the ranges */
 static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
 {
-    size_t n = HASH_COUNT(a->pairs), i = 0;
-    range_ent **v, *e;
+    const lp_addr_pair_count *v;
+    long n = lp_counters_ranges_view(a->pairs, &v), i;
     lp_range_stats st = {0};
     int rc = 0;
 
@@ -629,14 +569,8 @@ static int warn_invalid_ranges(lp_lbr_agg *a, lp_error *err)
         lp_warnf(a->o.warn, a->o.warn_ctx, "No samples in perf script!");
         return 0;
     }
-    if (!(v = malloc(n * sizeof *v)))
-        return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
-    for (e = a->pairs; e; e = e->hh.next)
-        v[i++] = e;
-    qsort(v, n, sizeof *v, pair_key_cmp);
     for (i = 0; i < n && rc == 0; i++)
-        rc = classify(a, v[i], &st, err);
-    free(v);
+        rc = classify(a, &v[i], &st, err);
     if (rc)
         return -1;
     lp_range_warn_summary(a->o.warn, a->o.warn_ctx, &st);
