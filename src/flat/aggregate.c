@@ -50,6 +50,7 @@ typedef struct pend_ent {
     uint64_t calls;             /* lp_lbr_agg_*_sample calls (leaf-external
                                    warning: counted per call) */
     pend *p;
+    uint32_t pos;               /* its slot in the index */
 } pend_ent;
 
 typedef struct pend_slot {      /* idx 0: empty */
@@ -140,11 +141,13 @@ static void drop_pending(lp_lbr_agg *a)
     pend_tab *t = &a->pending;
     uint32_t i;
 
-    for (i = 0; i < t->n; i++)
+    /* slot by slot: a flush comes before every address-map change, and
+     * the index keeps the size of the largest batch of samples */
+    for (i = 0; i < t->n; i++) {
         free(t->v[i].p);
+        t->slot[t->v[i].pos] = (pend_slot){0, 0};
+    }
     t->n = 0;
-    if (t->mask)
-        memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
     a->pending_bytes = 0;
 }
 
@@ -390,6 +393,15 @@ static pend_slot *find_pend(const pend_tab *t, const pend_id *id)
     }
 }
 
+/* Entry i into the index. */
+static void pend_place(pend_tab *t, uint32_t i)
+{
+    pend_slot *s = find_pend(t, &t->v[i].id);
+
+    *s = (pend_slot){i + 1, (uint32_t)t->v[i].id.hi};
+    t->v[i].pos = (uint32_t)(s - t->slot);
+}
+
 /* Room for one more entry: the index at most half full. */
 static int pend_reserve(pend_tab *t)
 {
@@ -413,7 +425,7 @@ static int pend_reserve(pend_tab *t)
     t->slot = slot;
     t->mask = (uint32_t)(ns - 1);
     for (i = 0; i < t->n; i++)
-        *find_pend(t, &t->v[i].id) = (pend_slot){i + 1, (uint32_t)t->v[i].id.hi};
+        pend_place(t, i);
     return 0;
 }
 
@@ -457,8 +469,8 @@ static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
         e->br[2 * i] = br[i].from;
         e->br[2 * i + 1] = br[i].to;
     }
-    t->v[t->n++] = (pend_ent){*id, repeat, 1, e};
-    *find_pend(t, id) = (pend_slot){t->n, (uint32_t)id->hi};
+    t->v[t->n] = (pend_ent){*id, repeat, 1, e, 0};
+    pend_place(t, t->n++);
     a->pending_bytes += len + sizeof(pend_ent);
     return 0;
 }
