@@ -215,6 +215,52 @@ static void test_waiting_samples(void **state)
     lp_binary_close(b);
 }
 
+/* Waiting samples are found again after flushes that emptied a large
+ * table (3000 entries of external-only samples, which count nothing), and
+ * a caller's id (lp_lbr_agg_set_id) is what identifies a sample. */
+static void test_waiting_across_flushes(void **state)
+{
+    lp_binary *b = open_bin();
+    lp_lbr_agg_opts o = {NULL, NULL, false, -1};
+    lp_error e = {0};
+    lp_lbr_agg *a = lp_lbr_agg_new(b, &o, &e);
+    lp_branch_entry ext;
+    uint64_t i;
+    char *s;
+    (void)state;
+
+    for (i = 0; i < 3000; i++) {
+        ext = (lp_branch_entry){0x100 + i, 0x200 + i, 0};
+        assert_int_equal(lp_lbr_agg_sample(a, &ext, 1, 1, &e), 0);
+    }
+    assert_int_equal(lp_lbr_agg_flush(a, &e), 0);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 1, &e), 0);
+        assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 1, &e), 0);
+        assert_int_equal(lp_lbr_agg_flush(a, &e), 0);
+    }
+    s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
+    assert_non_null(strstr(s, "4\n5e5-5e9:6\n"));
+    assert_true(lp_lbr_agg_nr_samples(a) == 6);
+    free(s);
+    lp_lbr_agg_free(a);
+
+    /* two samples given the same id are one: the second's branches are
+     * never read */
+    a = lp_lbr_agg_new(b, &o, &e);
+    lp_lbr_agg_set_id(a, (lp_stacks_id){42, 43});
+    assert_int_equal(lp_lbr_agg_sample(a, sample1, 5, 1, &e), 0);
+    lp_lbr_agg_set_id(a, (lp_stacks_id){42, 43});
+    assert_int_equal(lp_lbr_agg_sample(a, sample1 + 2, 3, 2, &e), 0);
+    s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
+    assert_string_equal(s, "4\n5e5-5e9:3\n5ff-62f:3\n634-637:3\n645-645:3\n"
+                           "5\n5d7->5e5:3\n5e9->634:3\n62f->5b0:3\n637->645:3\n"
+                           "645->5ff:3\n");
+    free(s);
+    lp_lbr_agg_free(a);
+    lp_binary_close(b);
+}
+
 static void test_stack_sample_prolog_leaf(void **state)
 {
     /* leaf at bar's entry (prolog): dropped; leaf inside bar: kept */
@@ -368,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_external_and_bogus),
         cmocka_unit_test(test_mmap_moves_base),
         cmocka_unit_test(test_waiting_samples),
+        cmocka_unit_test(test_waiting_across_flushes),
         cmocka_unit_test(test_stack_sample_prolog_leaf),
         cmocka_unit_test(test_rawprof_round_trip_and_errors),
         cmocka_unit_test(test_generate_example_a),
