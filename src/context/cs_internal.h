@@ -17,6 +17,7 @@
 #ifndef LBR2PROF_CS_INTERNAL_H
 #define LBR2PROF_CS_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uthash.h>
@@ -199,7 +200,9 @@ typedef struct cs_itab {        /* one function range's instructions */
 
 typedef struct cs_insts cs_insts;   /* the tables of one binary */
 
-cs_insts *cs_insts_new(lp_binary *bin);
+/* lock: held while a table is built (the binary's lazy caches are shared
+ * with another thread), or NULL. The tables themselves are one thread's. */
+cs_insts *cs_insts_new(lp_binary *bin, pthread_mutex_t *lock);
 void cs_insts_free(cs_insts *t);
 /* The table of a function range, built on first use. NULL on error. */
 cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err);

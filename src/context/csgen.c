@@ -10,10 +10,12 @@
  * is written out as a flat CS profile. Also the lp_cs_* entry points that
  * chain generation and post-processing. Owns no I/O.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/cpus.h"
 
 void lp_cs_opts_default(lp_cs_opts *o)
 {
@@ -49,7 +51,21 @@ typedef struct gen {
     lp_error *err;
     const lp_func_range *last;  /* the last function range found */
     cs_pmemo *memo;             /* interned names by address (binaries') */
+    pthread_mutex_t *lock;      /* the binaries' lazy caches, while a
+                                   second thread computes bodies; or NULL */
 } gen;
+
+static void bin_lock(gen *g)
+{
+    if (g->lock)
+        pthread_mutex_lock(g->lock);
+}
+
+static void bin_unlock(gen *g)
+{
+    if (g->lock)
+        pthread_mutex_unlock(g->lock);
+}
 
 /* findFuncRange, remembering the last range (pieces and branches of one
  * context mostly stay in one function) */
@@ -81,11 +97,15 @@ static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
             return 0;
         }
     }
-    if (addr != LP_EXTERNAL_ADDR && lp_binary_symbolize(g->bin, addr, &f, &n, g->err))
+    bin_lock(g);
+    if (addr != LP_EXTERNAL_ADDR && lp_binary_symbolize(g->bin, addr, &f, &n, g->err)) {
+        bin_unlock(g);
         return -1;
+    }
     *has = n > 0;
     if (n)
         *loc = (lp_loc){f[n - 1].line_offset, f[n - 1].discriminator};
+    bin_unlock(g);
     return 0;
 }
 
@@ -143,8 +163,11 @@ static int piece_outside(gen *g, lp_fsamples *fs, uint64_t *addr, uint64_t end,
     uint64_t ip;
     lp_loc loc;
     bool has;
-    int k = lp_binary_inst_at_or_after(g->bin, *addr, &ip, g->err);
+    int k;
 
+    bin_lock(g);
+    k = lp_binary_inst_at_or_after(g->bin, *addr, &ip, g->err);
+    bin_unlock(g);
     if (k <= 0 || ip > end)
         return k < 0 ? -1 : 1;
     if (func_range(g, ip)) {
@@ -153,7 +176,9 @@ static int piece_outside(gen *g, lp_fsamples *fs, uint64_t *addr, uint64_t end,
     }
     if (leaf_loc(g, ip, &loc, &has) || (has && body_run(g, fs, loc, count, 1)))
         return -1;
+    bin_lock(g);
     k = lp_binary_next_inst(g->bin, ip, addr, g->err);
+    bin_unlock(g);
     return k < 0 ? -1 : k == 0;
 }
 
@@ -237,11 +262,146 @@ static int boundary(gen *g, cs_node *node, const lp_counters *c)
     return rc;
 }
 
+/* ---- bodies computed ahead ------------------------------------------------ */
+
+/* A second thread computes the entries' body samples from the last entry
+ * down, each into a profile of its own, while generation goes through
+ * them in order from the first: where they meet, each entry has been
+ * claimed by one of them (so on a busy machine, where the helper gets
+ * little CPU, generation simply does nearly all itself). An entry's body
+ * only goes to its own node's profile, which nothing else has touched
+ * before that entry comes (only entries of the same context do: then it
+ * is computed again in place), so taking the helper's body over is what
+ * computing it in place would have made. */
+enum { AH_FREE, AH_HELPER, AH_DONE, AH_MINE };
+
+typedef struct ahead {
+    lp_ctx_entry *const *v;
+    size_t n;
+    lp_binary *const *bins;
+    size_t nbins;
+    cs_insts **its;             /* the helper's instruction tables */
+    lp_fsamples *fs;            /* per entry: the body computed ahead */
+    unsigned char *state;       /* per entry: AH_* */
+    pthread_mutex_t lock;       /* the binaries' lazy caches */
+    pthread_t th;
+    lp_error err;
+    int rc;
+} ahead;
+
+static void *ahead_run(void *arg)
+{
+    ahead *h = arg;
+    size_t i = h->n;
+    unsigned char st;
+
+    while (i-- > 0 && h->rc == 0) {
+        const lp_ctx_entry *e = h->v[i];
+        st = AH_FREE;
+        if (!__atomic_compare_exchange_n(&h->state[i], &st, AH_HELPER, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+        if (e->nframes && e->bin >= 0 && (size_t)e->bin < h->nbins && h->bins[e->bin]) {
+            lp_binary *b = h->bins[e->bin];
+            gen g = {NULL, b, h->bins, h->nbins, h->its[e->bin],
+                     lp_binary_fs_discriminator(b), &h->err, NULL, NULL, &h->lock};
+            if (!g.it && !(g.it = h->its[e->bin] = cs_insts_new(b, &h->lock)))
+                h->rc = cs_oom(&h->err);
+            else
+                h->rc = body(&g, &h->fs[i], e->counters);
+        }
+        __atomic_store_n(&h->state[i], AH_DONE, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* The helper started on v[0..n), or NULL (not worth it, or it could not
+ * start: generation then does every body itself). */
+static ahead *ahead_start(lp_binary *const *bins, size_t nbins,
+                          lp_ctx_entry *const *v, size_t n, const lp_cs_opts *o)
+{
+    size_t min = o->parallel_min ? o->parallel_min : 4096;
+    ahead *h;
+
+    if (n < min || min == SIZE_MAX || lp_cpus() < 2 || !(h = calloc(1, sizeof *h)))
+        return NULL;
+    *h = (ahead){v, n, bins, nbins, calloc(nbins ? nbins : 1, sizeof *h->its),
+                 calloc(n, sizeof *h->fs), calloc(n, 1)};
+    if (h->its && h->fs && h->state && pthread_mutex_init(&h->lock, NULL) == 0) {
+        if (pthread_create(&h->th, NULL, ahead_run, h) == 0)
+            return h;
+        pthread_mutex_destroy(&h->lock);
+    }
+    free(h->its);
+    free(h->fs);
+    free(h->state);
+    free(h);
+    return NULL;
+}
+
+/* Entry i's body into fs, if the helper claimed it: 1 when taken over, 0
+ * when it is generation's to compute. */
+static int ahead_take(ahead *h, size_t i, lp_fsamples *fs)
+{
+    unsigned char st = AH_FREE;
+    lp_fsamples *a;
+
+    if (!h || __atomic_compare_exchange_n(&h->state[i], &st, AH_MINE, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return 0;
+    while (__atomic_load_n(&h->state[i], __ATOMIC_ACQUIRE) != AH_DONE)
+        sched_yield();      /* the one entry it is on */
+    a = &h->fs[i];
+    if (fs->nr_body || fs->total) {
+        lp_fs_clear(a);     /* another entry's body is there already */
+        return 0;
+    }
+    fs->body = a->body;
+    fs->nr_body = a->nr_body;
+    fs->body_cap = a->body_cap;
+    fs->total = a->total;
+    *a = (lp_fsamples){0};
+    return 1;
+}
+
+/* Stop the helper (generation stopped at entry `from`: the entries it has
+ * not claimed yet are taken away), wait for it and free it; its error if
+ * it had one. */
+static int ahead_end(ahead *h, size_t from, size_t nbins, lp_error *err)
+{
+    unsigned char st;
+    size_t k;
+    int rc;
+
+    if (!h)
+        return 0;
+    for (k = from; k < h->n; k++) {
+        st = AH_FREE;
+        if (!__atomic_compare_exchange_n(&h->state[k], &st, AH_MINE, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
+    pthread_join(h->th, NULL);
+    pthread_mutex_destroy(&h->lock);
+    if ((rc = h->rc ? -1 : 0) && err)
+        *err = h->err;
+    for (k = 0; k < nbins; k++)
+        cs_insts_free(h->its[k]);
+    for (k = 0; k < h->n; k++)
+        lp_fs_clear(&h->fs[k]);
+    free(h->its);
+    free(h->fs);
+    free(h->state);
+    free(h);
+    return rc;
+}
+
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      cs_insts **its, cs_pmemo *memo, const lp_ctx_entry *e,
-                     lp_error *err)
+                     ahead *h, size_t i, lp_error *err)
 {
-    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo};
+    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo,
+             h ? &h->lock : NULL};
     cs_node *node = &t->root;
     cs_prof *p;
 
@@ -250,7 +410,7 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
                             "\"%s\" names binary %d of %zu", e->key, e->bin, nbins);
     g.bin = bins[e->bin];
     g.fs = lp_binary_fs_discriminator(g.bin);
-    if (!its[e->bin] && !(its[e->bin] = cs_insts_new(g.bin)))
+    if (!its[e->bin] && !(its[e->bin] = cs_insts_new(g.bin, g.lock)))
         return cs_oom(err);
     g.it = its[e->bin];
     if (e->nframes) {
@@ -259,7 +419,7 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
             return cs_oom(err);
         if (e->was_leaf_inlined)
             p->fs.attrs |= CS_WAS_INLINED;
-        if (body(&g, &p->fs, e->counters))
+        if (!ahead_take(h, i, &p->fs) && body(&g, &p->fs, e->counters))
             return -1;
     }
     return boundary(&g, node, e->counters);
@@ -323,16 +483,19 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     /* every name given to it stays put until the loop ends: the entries'
      * (freed after it) and the binaries' */
     cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
-    int rc = n < 0 || !its || !memo ? cs_oom(err) : 0;
+    int rc = n < 0 || !its || !memo ? cs_oom(err) : 0, rc2;
+    ahead *h = rc ? NULL : ahead_start(bins, nbins, v, (size_t)n, o);
     size_t k;
 
     for (i = 0; i < n && rc == 0; i++) {
-        rc = add_entry(t, bins, nbins, its, memo, v[i], err);
+        rc = add_entry(t, bins, nbins, its, memo, v[i], h, (size_t)i, err);
         if (consume) {
             lp_counters_free(v[i]->counters);
             v[i]->counters = NULL;
         }
     }
+    if ((rc2 = ahead_end(h, (size_t)i, nbins, rc ? NULL : err)) && rc == 0)
+        rc = rc2;
     for (k = 0; its && k < nbins; k++)
         cs_insts_free(its[k]);
     free(its);
