@@ -281,6 +281,8 @@ typedef struct ahead {
     lp_binary *const *bins;
     size_t nbins;
     cs_insts **its;             /* the helper's instruction tables */
+    cs_funcs *funcs;            /* the profiled functions of its entries,
+                                   or NULL (not asked for) */
     lp_fsamples *fs;            /* per entry: the body computed ahead */
     unsigned char *state;       /* per entry: AH_* */
     pthread_mutex_t lock;       /* the binaries' lazy caches */
@@ -301,6 +303,8 @@ static void *ahead_run(void *arg)
         if (!__atomic_compare_exchange_n(&h->state[i], &st, AH_HELPER, false,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             break;
+        if (h->funcs)
+            cs_funcs_add_entry(h->funcs, h->bins, h->nbins, e);
         if (e->nframes && e->bin >= 0 && (size_t)e->bin < h->nbins && h->bins[e->bin]) {
             lp_binary *b = h->bins[e->bin];
             gen g = {NULL, b, h->bins, h->nbins, h->its[e->bin],
@@ -318,7 +322,8 @@ static void *ahead_run(void *arg)
 /* The helper started on v[0..n), or NULL (not worth it, or it could not
  * start: generation then does every body itself). */
 static ahead *ahead_start(lp_binary *const *bins, size_t nbins,
-                          lp_ctx_entry *const *v, size_t n, const lp_cs_opts *o)
+                          lp_ctx_entry *const *v, size_t n, bool funcs,
+                          const lp_cs_opts *o)
 {
     size_t min = o->parallel_min ? o->parallel_min : 4096;
     ahead *h;
@@ -326,34 +331,44 @@ static ahead *ahead_start(lp_binary *const *bins, size_t nbins,
     if (n < min || min == SIZE_MAX || lp_cpus() < 2 || !(h = calloc(1, sizeof *h)))
         return NULL;
     *h = (ahead){v, n, bins, nbins, calloc(nbins ? nbins : 1, sizeof *h->its),
-                 calloc(n, sizeof *h->fs), calloc(n, 1)};
-    if (h->its && h->fs && h->state && pthread_mutex_init(&h->lock, NULL) == 0) {
+                 funcs ? cs_funcs_new() : NULL, calloc(n, sizeof *h->fs),
+                 calloc(n, 1)};
+    if (h->its && (h->funcs || !funcs) && h->fs && h->state &&
+        pthread_mutex_init(&h->lock, NULL) == 0) {
         if (pthread_create(&h->th, NULL, ahead_run, h) == 0)
             return h;
         pthread_mutex_destroy(&h->lock);
     }
     free(h->its);
+    cs_funcs_free(h->funcs);
     free(h->fs);
     free(h->state);
     free(h);
     return NULL;
 }
 
-/* Entry i's body into fs, if the helper claimed it: 1 when taken over, 0
- * when it is generation's to compute. */
-static int ahead_take(ahead *h, size_t i, lp_fsamples *fs)
+/* Entry i claimed by generation (0), or by the helper (1: once it is
+ * done with it). */
+static int ahead_claim(ahead *h, size_t i)
 {
     unsigned char st = AH_FREE;
-    lp_fsamples *a;
 
     if (!h || __atomic_compare_exchange_n(&h->state[i], &st, AH_MINE, false,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
     while (__atomic_load_n(&h->state[i], __ATOMIC_ACQUIRE) != AH_DONE)
         sched_yield();      /* the one entry it is on */
-    a = &h->fs[i];
+    return 1;
+}
+
+/* The helper's body of entry i into fs: 1 when taken over, 0 when it is
+ * generation's to compute (another entry's body is there already). */
+static int ahead_adopt(ahead *h, size_t i, lp_fsamples *fs)
+{
+    lp_fsamples *a = &h->fs[i];
+
     if (fs->nr_body || fs->total) {
-        lp_fs_clear(a);     /* another entry's body is there already */
+        lp_fs_clear(a);
         return 0;
     }
     fs->body = a->body;
@@ -367,7 +382,8 @@ static int ahead_take(ahead *h, size_t i, lp_fsamples *fs)
 /* Stop the helper (generation stopped at entry `from`: the entries it has
  * not claimed yet are taken away), wait for it and free it; its error if
  * it had one. */
-static int ahead_end(ahead *h, size_t from, size_t nbins, lp_error *err)
+static int ahead_end(ahead *h, size_t from, size_t nbins, cs_funcs *funcs,
+                     lp_error *err)
 {
     unsigned char st;
     size_t k;
@@ -385,6 +401,10 @@ static int ahead_end(ahead *h, size_t from, size_t nbins, lp_error *err)
     pthread_mutex_destroy(&h->lock);
     if ((rc = h->rc ? -1 : 0) && err)
         *err = h->err;
+    if (funcs && cs_funcs_merge(funcs, h->funcs) && rc == 0)
+        rc = cs_oom(err);
+    else if (!funcs)
+        cs_funcs_free(h->funcs);
     for (k = 0; k < nbins; k++)
         cs_insts_free(h->its[k]);
     for (k = 0; k < h->n; k++)
@@ -398,12 +418,16 @@ static int ahead_end(ahead *h, size_t from, size_t nbins, lp_error *err)
 
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      cs_insts **its, cs_pmemo *memo, const lp_ctx_entry *e,
-                     ahead *h, size_t i, lp_error *err)
+                     ahead *h, size_t i, cs_funcs *funcs, lp_error *err)
 {
     gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo,
              h ? &h->lock : NULL};
     cs_node *node = &t->root;
+    bool helped = ahead_claim(h, i);
     cs_prof *p;
+
+    if (funcs && !helped)
+        cs_funcs_add_entry(funcs, bins, nbins, e);
 
     if (e->bin < 0 || (size_t)e->bin >= nbins || !bins[e->bin])
         return lp_error_set(err, LP_EUSAGE, "CS profile generation: context "
@@ -419,7 +443,7 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
             return cs_oom(err);
         if (e->was_leaf_inlined)
             p->fs.attrs |= CS_WAS_INLINED;
-        if (!ahead_take(h, i, &p->fs) && body(&g, &p->fs, e->counters))
+        if (!(helped && ahead_adopt(h, i, &p->fs)) && body(&g, &p->fs, e->counters))
             return -1;
     }
     return boundary(&g, node, e->counters);
@@ -475,7 +499,7 @@ static int update(cs_trie *t, bool update_total, lp_error *err)
 
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
-                     lp_error *err)
+                     cs_funcs *funcs, lp_error *err)
 {
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_all(cc, &v), i;
@@ -484,18 +508,20 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
      * (freed after it) and the binaries' */
     cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
     int rc = n < 0 || !its || !memo ? cs_oom(err) : 0, rc2;
-    ahead *h = rc ? NULL : ahead_start(bins, nbins, v, (size_t)n, o);
+    ahead *h = rc ? NULL : ahead_start(bins, nbins, v, (size_t)n, funcs != NULL, o);
     size_t k;
 
     for (i = 0; i < n && rc == 0; i++) {
-        rc = add_entry(t, bins, nbins, its, memo, v[i], h, (size_t)i, err);
+        rc = add_entry(t, bins, nbins, its, memo, v[i], h, (size_t)i, funcs, err);
         if (consume) {
             lp_counters_free(v[i]->counters);
             v[i]->counters = NULL;
         }
     }
-    if ((rc2 = ahead_end(h, (size_t)i, nbins, rc ? NULL : err)) && rc == 0)
+    if ((rc2 = ahead_end(h, (size_t)i, nbins, funcs, rc ? NULL : err)) && rc == 0)
         rc = rc2;
+    if (rc == 0 && funcs && cs_funcs_merge(funcs, NULL))
+        rc = cs_oom(err);
     for (k = 0; its && k < nbins; k++)
         cs_insts_free(its[k]);
     free(its);
@@ -520,7 +546,7 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
     rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, (lp_ctxcount *)cc,
                                             false, o, err)
                    : cs_generate_trie(&t, bins, nbins, (lp_ctxcount *)cc, false,
-                                      o, err);
+                                      o, NULL, err);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0 && cs_trie_to_profile(&t, out))
         rc = cs_oom(err);
@@ -537,13 +563,15 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
     int rc = 0;
 
     cs_trie_init(&t);
-    /* the profiled functions, while the counters are there */
+    /* the profiled functions, while the counters are there (line-based:
+     * collected by generation, entry by entry) */
     if (o->preinliner && o->use_context_cost &&
-        !(funcs = cs_funcs_collect(bins, nbins, cc, NULL, err)))
-        rc = -1;
+        !(funcs = o->probes ? cs_funcs_collect(bins, nbins, cc, NULL, err)
+                            : cs_funcs_new()))
+        rc = o->probes ? -1 : cs_oom(err);
     if (rc == 0)
         rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o, err)
-                       : cs_generate_trie(&t, bins, nbins, cc, consume, o, err);
+                       : cs_generate_trie(&t, bins, nbins, cc, consume, o, funcs, err);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0)
         rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, out, err);
