@@ -44,17 +44,19 @@ static void add_ctx(lp_ctxcount *cc, const lp_ctx_frame *f, size_t nf,
                                                 BASE + br[i].b, br[i].n), 0);
 }
 
+/* Example C's ranges and branches of foo and bar */
+static const rng foo_r[] = {{0x5ff, 0x62f, 3}, {0x634, 0x637, 3}, {0x645, 0x645, 3}};
+static const rng foo_b[] = {{0x62f, 0x5b0, 3}, {0x637, 0x645, 3}, {0x645, 0x5ff, 3}};
+static const rng bar_r[] = {{0x5b0, 0x5c8, 1}, {0x5b0, 0x5d7, 2},
+                            {0x5dc, 0x5e9, 1}, {0x5e5, 0x5e9, 2}};
+static const rng bar_b[] = {{0x5c8, 0x5dc, 2}, {0x5d7, 0x5e5, 2}, {0x5e9, 0x634, 3}};
+
 /* Example C's unwinder output */
 static lp_ctxcount *example_c(void)
 {
     static const lp_ctx_frame foo[2] = {{"main", {1, 0}}, {"foo", {0, 0}}};
     static const lp_ctx_frame bar[3] = {{"main", {1, 0}}, {"foo", {3, 0}},
                                         {"bar", {0, 0}}};
-    static const rng foo_r[] = {{0x5ff, 0x62f, 3}, {0x634, 0x637, 3}, {0x645, 0x645, 3}};
-    static const rng foo_b[] = {{0x62f, 0x5b0, 3}, {0x637, 0x645, 3}, {0x645, 0x5ff, 3}};
-    static const rng bar_r[] = {{0x5b0, 0x5c8, 1}, {0x5b0, 0x5d7, 2},
-                                {0x5dc, 0x5e9, 1}, {0x5e5, 0x5e9, 2}};
-    static const rng bar_b[] = {{0x5c8, 0x5dc, 2}, {0x5d7, 0x5e5, 2}, {0x5e9, 0x634, 3}};
     lp_ctxcount *cc = lp_ctxcount_new();
 
     assert_non_null(cc);
@@ -703,11 +705,6 @@ static void test_trie_round_trip(void **state)
  * make the profile one thread makes. */
 static char *many_contexts_text(lp_binary **b, size_t parallel_min, bool flat)
 {
-    static const rng foo_r[] = {{0x5ff, 0x62f, 3}, {0x634, 0x637, 3}, {0x645, 0x645, 3}};
-    static const rng foo_b[] = {{0x62f, 0x5b0, 3}, {0x637, 0x645, 3}, {0x645, 0x5ff, 3}};
-    static const rng bar_r[] = {{0x5b0, 0x5c8, 1}, {0x5b0, 0x5d7, 2},
-                                {0x5dc, 0x5e9, 1}, {0x5e5, 0x5e9, 2}};
-    static const rng bar_b[] = {{0x5c8, 0x5dc, 2}, {0x5d7, 0x5e5, 2}, {0x5e9, 0x634, 3}};
     lp_ctxcount *cc = lp_ctxcount_new();
     lp_profile *p = lp_profile_new();
     lp_cs_opts o;
