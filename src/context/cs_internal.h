@@ -17,6 +17,7 @@
 #ifndef LBR2PROF_CS_INTERNAL_H
 #define LBR2PROF_CS_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uthash.h>
@@ -172,6 +173,14 @@ int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err);
 typedef struct cs_funcs cs_funcs;
 cs_funcs *cs_funcs_collect(lp_binary *const *bins, size_t nbins,
                            const lp_ctxcount *cc, cs_trie *pt, lp_error *err);
+/* The same one entry at a time: an empty set, an entry's functions added
+ * (check cs_funcs_merge's result for no memory), and src's functions
+ * added to dst (src freed, may be NULL; -1: no memory while making
+ * either). */
+cs_funcs *cs_funcs_new(void);
+void cs_funcs_add_entry(cs_funcs *s, lp_binary *const *bins, size_t nbins,
+                        const lp_ctx_entry *e);
+int cs_funcs_merge(cs_funcs *dst, cs_funcs *src);
 void cs_funcs_free(cs_funcs *s);
 /* Symbolize every instruction of the profiled functions into the size
  * trie `st`. */
@@ -199,7 +208,9 @@ typedef struct cs_itab {        /* one function range's instructions */
 
 typedef struct cs_insts cs_insts;   /* the tables of one binary */
 
-cs_insts *cs_insts_new(lp_binary *bin);
+/* lock: held while a table is built (the binary's lazy caches are shared
+ * with another thread), or NULL. The tables themselves are one thread's. */
+cs_insts *cs_insts_new(lp_binary *bin, pthread_mutex_t *lock);
 void cs_insts_free(cs_insts *t);
 /* The table of a function range, built on first use. NULL on error. */
 cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err);
@@ -214,10 +225,11 @@ const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
 
 /* generateLineNumBasedProfile into t (empty). With `consume`, every
  * entry's counters are freed once used, and then the entries (cc is left
- * empty). */
+ * empty). With funcs, the profiled functions are collected into it too
+ * (cs_funcs_collect's, entry by entry before the counters go). */
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
-                     lp_error *err);
+                     cs_funcs *funcs, lp_error *err);
 /* generateProbeBasedProfile into t (empty) from cc's address contexts,
  * with o->probes (decoded here for the profiled functions). consume as
  * above. */

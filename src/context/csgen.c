@@ -10,10 +10,12 @@
  * is written out as a flat CS profile. Also the lp_cs_* entry points that
  * chain generation and post-processing. Owns no I/O.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/cpus.h"
 
 void lp_cs_opts_default(lp_cs_opts *o)
 {
@@ -49,7 +51,21 @@ typedef struct gen {
     lp_error *err;
     const lp_func_range *last;  /* the last function range found */
     cs_pmemo *memo;             /* interned names by address (binaries') */
+    pthread_mutex_t *lock;      /* the binaries' lazy caches, while a
+                                   second thread computes bodies; or NULL */
 } gen;
+
+static void bin_lock(gen *g)
+{
+    if (g->lock)
+        pthread_mutex_lock(g->lock);
+}
+
+static void bin_unlock(gen *g)
+{
+    if (g->lock)
+        pthread_mutex_unlock(g->lock);
+}
 
 /* findFuncRange, remembering the last range (pieces and branches of one
  * context mostly stay in one function) */
@@ -81,11 +97,15 @@ static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
             return 0;
         }
     }
-    if (addr != LP_EXTERNAL_ADDR && lp_binary_symbolize(g->bin, addr, &f, &n, g->err))
+    bin_lock(g);
+    if (addr != LP_EXTERNAL_ADDR && lp_binary_symbolize(g->bin, addr, &f, &n, g->err)) {
+        bin_unlock(g);
         return -1;
+    }
     *has = n > 0;
     if (n)
         *loc = (lp_loc){f[n - 1].line_offset, f[n - 1].discriminator};
+    bin_unlock(g);
     return 0;
 }
 
@@ -143,8 +163,11 @@ static int piece_outside(gen *g, lp_fsamples *fs, uint64_t *addr, uint64_t end,
     uint64_t ip;
     lp_loc loc;
     bool has;
-    int k = lp_binary_inst_at_or_after(g->bin, *addr, &ip, g->err);
+    int k;
 
+    bin_lock(g);
+    k = lp_binary_inst_at_or_after(g->bin, *addr, &ip, g->err);
+    bin_unlock(g);
     if (k <= 0 || ip > end)
         return k < 0 ? -1 : 1;
     if (func_range(g, ip)) {
@@ -153,7 +176,9 @@ static int piece_outside(gen *g, lp_fsamples *fs, uint64_t *addr, uint64_t end,
     }
     if (leaf_loc(g, ip, &loc, &has) || (has && body_run(g, fs, loc, count, 1)))
         return -1;
+    bin_lock(g);
     k = lp_binary_next_inst(g->bin, ip, addr, g->err);
+    bin_unlock(g);
     return k < 0 ? -1 : k == 0;
 }
 
@@ -237,20 +262,179 @@ static int boundary(gen *g, cs_node *node, const lp_counters *c)
     return rc;
 }
 
-static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                     cs_insts **its, cs_pmemo *memo, const lp_ctx_entry *e,
+/* ---- bodies computed ahead ------------------------------------------------ */
+
+/* A second thread computes the entries' body samples from the last entry
+ * down, each into a profile of its own, while generation goes through
+ * them in order from the first: where they meet, each entry has been
+ * claimed by one of them (so on a busy machine, where the helper gets
+ * little CPU, generation simply does nearly all itself). An entry's body
+ * only goes to its own node's profile, which nothing else has touched
+ * before that entry comes (only entries of the same context do: then it
+ * is computed again in place), so taking the helper's body over is what
+ * computing it in place would have made. */
+enum { AH_FREE, AH_HELPER, AH_DONE, AH_MINE };
+
+typedef struct ahead {
+    lp_ctx_entry *const *v;
+    size_t n;
+    lp_binary *const *bins;
+    size_t nbins;
+    cs_insts **its;             /* the helper's instruction tables */
+    cs_funcs *funcs;            /* the profiled functions of its entries,
+                                   or NULL (not asked for) */
+    lp_fsamples *fs;            /* per entry: the body computed ahead */
+    unsigned char *state;       /* per entry: AH_* */
+    pthread_mutex_t lock;       /* the binaries' lazy caches */
+    pthread_t th;
+    lp_error err;
+    int rc;
+} ahead;
+
+static void *ahead_run(void *arg)
+{
+    ahead *h = arg;
+    size_t i = h->n;
+    unsigned char st;
+
+    while (i-- > 0 && h->rc == 0) {
+        const lp_ctx_entry *e = h->v[i];
+        st = AH_FREE;
+        if (!__atomic_compare_exchange_n(&h->state[i], &st, AH_HELPER, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+        if (h->funcs)
+            cs_funcs_add_entry(h->funcs, h->bins, h->nbins, e);
+        if (e->nframes && e->bin >= 0 && (size_t)e->bin < h->nbins && h->bins[e->bin]) {
+            lp_binary *b = h->bins[e->bin];
+            gen g = {NULL, b, h->bins, h->nbins, h->its[e->bin],
+                     lp_binary_fs_discriminator(b), &h->err, NULL, NULL, &h->lock};
+            if (!g.it && !(g.it = h->its[e->bin] = cs_insts_new(b, &h->lock)))
+                h->rc = cs_oom(&h->err);
+            else
+                h->rc = body(&g, &h->fs[i], e->counters);
+        }
+        __atomic_store_n(&h->state[i], AH_DONE, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* The helper started on v[0..n), or NULL (not worth it, or it could not
+ * start: generation then does every body itself). */
+static ahead *ahead_start(lp_binary *const *bins, size_t nbins,
+                          lp_ctx_entry *const *v, size_t n, bool funcs,
+                          const lp_cs_opts *o)
+{
+    size_t min = o->parallel_min ? o->parallel_min : 4096;
+    ahead *h;
+
+    if (n < min || min == SIZE_MAX || lp_cpus() < 2 || !(h = calloc(1, sizeof *h)))
+        return NULL;
+    *h = (ahead){v, n, bins, nbins, calloc(nbins ? nbins : 1, sizeof *h->its),
+                 funcs ? cs_funcs_new() : NULL, calloc(n, sizeof *h->fs),
+                 calloc(n, 1)};
+    if (h->its && (h->funcs || !funcs) && h->fs && h->state &&
+        pthread_mutex_init(&h->lock, NULL) == 0) {
+        if (pthread_create(&h->th, NULL, ahead_run, h) == 0)
+            return h;
+        pthread_mutex_destroy(&h->lock);
+    }
+    free(h->its);
+    cs_funcs_free(h->funcs);
+    free(h->fs);
+    free(h->state);
+    free(h);
+    return NULL;
+}
+
+/* Entry i claimed by generation (0), or by the helper (1: once it is
+ * done with it). */
+static int ahead_claim(ahead *h, size_t i)
+{
+    unsigned char st = AH_FREE;
+
+    if (!h || __atomic_compare_exchange_n(&h->state[i], &st, AH_MINE, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return 0;
+    while (__atomic_load_n(&h->state[i], __ATOMIC_ACQUIRE) != AH_DONE)
+        sched_yield();      /* the one entry it is on */
+    return 1;
+}
+
+/* The helper's body of entry i into fs: 1 when taken over, 0 when it is
+ * generation's to compute (another entry's body is there already). */
+static int ahead_adopt(ahead *h, size_t i, lp_fsamples *fs)
+{
+    lp_fsamples *a = &h->fs[i];
+
+    if (fs->nr_body || fs->total) {
+        lp_fs_clear(a);
+        return 0;
+    }
+    fs->body = a->body;
+    fs->nr_body = a->nr_body;
+    fs->body_cap = a->body_cap;
+    fs->total = a->total;
+    *a = (lp_fsamples){0};
+    return 1;
+}
+
+/* Stop the helper (generation stopped at entry `from`: the entries it has
+ * not claimed yet are taken away), wait for it and free it; its error if
+ * it had one. */
+static int ahead_end(ahead *h, size_t from, size_t nbins, cs_funcs *funcs,
                      lp_error *err)
 {
-    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo};
+    unsigned char st;
+    size_t k;
+    int rc;
+
+    if (!h)
+        return 0;
+    for (k = from; k < h->n; k++) {
+        st = AH_FREE;
+        if (!__atomic_compare_exchange_n(&h->state[k], &st, AH_MINE, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
+    pthread_join(h->th, NULL);
+    pthread_mutex_destroy(&h->lock);
+    if ((rc = h->rc ? -1 : 0) && err)
+        *err = h->err;
+    if (funcs && cs_funcs_merge(funcs, h->funcs) && rc == 0)
+        rc = cs_oom(err);
+    else if (!funcs)
+        cs_funcs_free(h->funcs);
+    for (k = 0; k < nbins; k++)
+        cs_insts_free(h->its[k]);
+    for (k = 0; k < h->n; k++)
+        lp_fs_clear(&h->fs[k]);
+    free(h->its);
+    free(h->fs);
+    free(h->state);
+    free(h);
+    return rc;
+}
+
+static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
+                     cs_insts **its, cs_pmemo *memo, const lp_ctx_entry *e,
+                     ahead *h, size_t i, cs_funcs *funcs, lp_error *err)
+{
+    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo,
+             h ? &h->lock : NULL};
     cs_node *node = &t->root;
+    bool helped = ahead_claim(h, i);
     cs_prof *p;
+
+    if (funcs && !helped)
+        cs_funcs_add_entry(funcs, bins, nbins, e);
 
     if (e->bin < 0 || (size_t)e->bin >= nbins || !bins[e->bin])
         return lp_error_set(err, LP_EUSAGE, "CS profile generation: context "
                             "\"%s\" names binary %d of %zu", e->key, e->bin, nbins);
     g.bin = bins[e->bin];
     g.fs = lp_binary_fs_discriminator(g.bin);
-    if (!its[e->bin] && !(its[e->bin] = cs_insts_new(g.bin)))
+    if (!its[e->bin] && !(its[e->bin] = cs_insts_new(g.bin, g.lock)))
         return cs_oom(err);
     g.it = its[e->bin];
     if (e->nframes) {
@@ -259,7 +443,7 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
             return cs_oom(err);
         if (e->was_leaf_inlined)
             p->fs.attrs |= CS_WAS_INLINED;
-        if (body(&g, &p->fs, e->counters))
+        if (!(helped && ahead_adopt(h, i, &p->fs)) && body(&g, &p->fs, e->counters))
             return -1;
     }
     return boundary(&g, node, e->counters);
@@ -315,7 +499,7 @@ static int update(cs_trie *t, bool update_total, lp_error *err)
 
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
-                     lp_error *err)
+                     cs_funcs *funcs, lp_error *err)
 {
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_all(cc, &v), i;
@@ -323,16 +507,21 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     /* every name given to it stays put until the loop ends: the entries'
      * (freed after it) and the binaries' */
     cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
-    int rc = n < 0 || !its || !memo ? cs_oom(err) : 0;
+    int rc = n < 0 || !its || !memo ? cs_oom(err) : 0, rc2;
+    ahead *h = rc ? NULL : ahead_start(bins, nbins, v, (size_t)n, funcs != NULL, o);
     size_t k;
 
     for (i = 0; i < n && rc == 0; i++) {
-        rc = add_entry(t, bins, nbins, its, memo, v[i], err);
+        rc = add_entry(t, bins, nbins, its, memo, v[i], h, (size_t)i, funcs, err);
         if (consume) {
             lp_counters_free(v[i]->counters);
             v[i]->counters = NULL;
         }
     }
+    if ((rc2 = ahead_end(h, (size_t)i, nbins, funcs, rc ? NULL : err)) && rc == 0)
+        rc = rc2;
+    if (rc == 0 && funcs && cs_funcs_merge(funcs, NULL))
+        rc = cs_oom(err);
     for (k = 0; its && k < nbins; k++)
         cs_insts_free(its[k]);
     free(its);
@@ -357,7 +546,7 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
     rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, (lp_ctxcount *)cc,
                                             false, o, err)
                    : cs_generate_trie(&t, bins, nbins, (lp_ctxcount *)cc, false,
-                                      o, err);
+                                      o, NULL, err);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0 && cs_trie_to_profile(&t, out))
         rc = cs_oom(err);
@@ -374,13 +563,15 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
     int rc = 0;
 
     cs_trie_init(&t);
-    /* the profiled functions, while the counters are there */
+    /* the profiled functions, while the counters are there (line-based:
+     * collected by generation, entry by entry) */
     if (o->preinliner && o->use_context_cost &&
-        !(funcs = cs_funcs_collect(bins, nbins, cc, NULL, err)))
-        rc = -1;
+        !(funcs = o->probes ? cs_funcs_collect(bins, nbins, cc, NULL, err)
+                            : cs_funcs_new()))
+        rc = o->probes ? -1 : cs_oom(err);
     if (rc == 0)
         rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o, err)
-                       : cs_generate_trie(&t, bins, nbins, cc, consume, o, err);
+                       : cs_generate_trie(&t, bins, nbins, cc, consume, o, funcs, err);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0)
         rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, out, err);

@@ -14,18 +14,21 @@
 
 struct cs_insts {
     lp_binary *bin;
+    pthread_mutex_t *lock;      /* the binary's, when shared; or NULL */
     cs_itab *tabs;
     cs_itab *last;              /* the last table asked for: a context's
                                    pieces and branches mostly stay in one
                                    function range */
 };
 
-cs_insts *cs_insts_new(lp_binary *bin)
+cs_insts *cs_insts_new(lp_binary *bin, pthread_mutex_t *lock)
 {
     cs_insts *t = calloc(1, sizeof *t);
 
-    if (t)
+    if (t) {
         t->bin = bin;
+        t->lock = lock;
+    }
     return t;
 }
 
@@ -100,6 +103,7 @@ static int build(cs_insts *t, cs_itab *x, lp_error *err)
 cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
 {
     cs_itab *x;
+    int rc;
 
     if (t->last && t->last->fr == fr)
         return t->last;
@@ -109,7 +113,12 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
     if (!(x = calloc(1, sizeof *x)))
         return cs_oom(err), NULL;
     x->fr = fr;
-    if (build(t, x, err)) {
+    if (t->lock)
+        pthread_mutex_lock(t->lock);
+    rc = build(t, x, err);
+    if (t->lock)
+        pthread_mutex_unlock(t->lock);
+    if (rc) {
         free(x->addr);
         free(x->runs);
         free(x);

@@ -63,34 +63,41 @@ static void add_addr(func_set *s, lp_binary *b, int bin, uint64_t addr)
     }
 }
 
-/* collectFunctionsFromRawProfile */
+/* collectFunctionsFromRawProfile for one entry */
+void cs_funcs_add_entry(cs_funcs *s, lp_binary *const *bins, size_t nbins,
+                        const lp_ctx_entry *e)
+{
+    lp_binary *b = e->bin >= 0 && (size_t)e->bin < nbins ? bins[e->bin] : NULL;
+    const lp_addr_pair_count *r;
+    long k, m;
+
+    for (k = 0; k < (long)e->naddrs; k++) {  /* address contexts */
+        size_t ab = LP_CTX_ADDR_BIN(e->addrs[k]);
+        if (ab < nbins && bins[ab])
+            add_addr(s, bins[ab], (int)ab, LP_CTX_ADDR_VADDR(e->addrs[k]));
+    }
+    if (!b)
+        return;
+    m = lp_counters_ranges_view(e->counters, &r);
+    for (k = 0; k < m; k++)
+        add_addr(s, b, e->bin, r[k].a);
+    m = lp_counters_branches_view(e->counters, &r);
+    for (k = 0; k < m; k++) {
+        add_addr(s, b, e->bin, r[k].a);
+        add_addr(s, b, e->bin, r[k].b);
+    }
+}
+
 static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbins,
                                 const lp_ctxcount *cc)
 {
     lp_ctx_entry **v = NULL;
-    const lp_addr_pair_count *r;
-    long n = lp_ctxcount_all(cc, &v), i, k, m;
+    long n = lp_ctxcount_all(cc, &v), i;
 
     if (n < 0)
         s->oom = 1;
-    for (i = 0; i < n; i++) {
-        lp_binary *b = (size_t)v[i]->bin < nbins ? bins[v[i]->bin] : NULL;
-        for (k = 0; k < (long)v[i]->naddrs; k++) {  /* address contexts */
-            size_t ab = LP_CTX_ADDR_BIN(v[i]->addrs[k]);
-            if (ab < nbins && bins[ab])
-                add_addr(s, bins[ab], (int)ab, LP_CTX_ADDR_VADDR(v[i]->addrs[k]));
-        }
-        if (!b)
-            continue;
-        m = lp_counters_ranges_view(v[i]->counters, &r);
-        for (k = 0; k < m; k++)
-            add_addr(s, b, v[i]->bin, r[k].a);
-        m = lp_counters_branches_view(v[i]->counters, &r);
-        for (k = 0; k < m; k++) {
-            add_addr(s, b, v[i]->bin, r[k].a);
-            add_addr(s, b, v[i]->bin, r[k].b);
-        }
-    }
+    for (i = 0; i < n; i++)
+        cs_funcs_add_entry(s, bins, nbins, v[i]);
     free(v);
 }
 
@@ -211,14 +218,22 @@ static int sort_by_name(const func_ent *a, const func_ent *b)
     return c ? c : a->bin - b->bin;
 }
 
-cs_funcs *cs_funcs_collect(lp_binary *const *bins, size_t nbins,
-                           const lp_ctxcount *cc, cs_trie *pt, lp_error *err)
+cs_funcs *cs_funcs_new(void)
 {
     func_set *s = calloc(1, sizeof *s);
 
+    if (s)
+        s->last_bin = -1;
+    return s;
+}
+
+cs_funcs *cs_funcs_collect(lp_binary *const *bins, size_t nbins,
+                           const lp_ctxcount *cc, cs_trie *pt, lp_error *err)
+{
+    func_set *s = cs_funcs_new();
+
     if (!s)
         return cs_oom(err), NULL;
-    s->last_bin = -1;
     if (cc)
         funcs_from_counters(s, bins, nbins, cc);
     else
@@ -228,6 +243,20 @@ cs_funcs *cs_funcs_collect(lp_binary *const *bins, size_t nbins,
         return cs_oom(err), NULL;
     }
     return s;
+}
+
+int cs_funcs_merge(cs_funcs *dst, cs_funcs *src)
+{
+    func_ent *e, *tmp;
+
+    if (src) {
+        HASH_ITER(hh, src->head, e, tmp)
+            add_func(dst, e->f, e->bin);
+        if (src->oom)
+            dst->oom = 1;
+        cs_funcs_free(src);
+    }
+    return dst->oom ? -1 : 0;
 }
 
 void cs_funcs_free(cs_funcs *s)

@@ -44,17 +44,19 @@ static void add_ctx(lp_ctxcount *cc, const lp_ctx_frame *f, size_t nf,
                                                 BASE + br[i].b, br[i].n), 0);
 }
 
+/* Example C's ranges and branches of foo and bar */
+static const rng foo_r[] = {{0x5ff, 0x62f, 3}, {0x634, 0x637, 3}, {0x645, 0x645, 3}};
+static const rng foo_b[] = {{0x62f, 0x5b0, 3}, {0x637, 0x645, 3}, {0x645, 0x5ff, 3}};
+static const rng bar_r[] = {{0x5b0, 0x5c8, 1}, {0x5b0, 0x5d7, 2},
+                            {0x5dc, 0x5e9, 1}, {0x5e5, 0x5e9, 2}};
+static const rng bar_b[] = {{0x5c8, 0x5dc, 2}, {0x5d7, 0x5e5, 2}, {0x5e9, 0x634, 3}};
+
 /* Example C's unwinder output */
 static lp_ctxcount *example_c(void)
 {
     static const lp_ctx_frame foo[2] = {{"main", {1, 0}}, {"foo", {0, 0}}};
     static const lp_ctx_frame bar[3] = {{"main", {1, 0}}, {"foo", {3, 0}},
                                         {"bar", {0, 0}}};
-    static const rng foo_r[] = {{0x5ff, 0x62f, 3}, {0x634, 0x637, 3}, {0x645, 0x645, 3}};
-    static const rng foo_b[] = {{0x62f, 0x5b0, 3}, {0x637, 0x645, 3}, {0x645, 0x5ff, 3}};
-    static const rng bar_r[] = {{0x5b0, 0x5c8, 1}, {0x5b0, 0x5d7, 2},
-                                {0x5dc, 0x5e9, 1}, {0x5e5, 0x5e9, 2}};
-    static const rng bar_b[] = {{0x5c8, 0x5dc, 2}, {0x5d7, 0x5e5, 2}, {0x5e9, 0x634, 3}};
     lp_ctxcount *cc = lp_ctxcount_new();
 
     assert_non_null(cc);
@@ -698,6 +700,68 @@ static void test_trie_round_trip(void **state)
     lp_profile_free(q);
 }
 
+/* Many contexts (some of them the same path under a second binary, whose
+ * profile two entries share): bodies computed ahead by a second thread
+ * make the profile one thread makes. */
+static char *many_contexts_text(lp_binary **b, size_t parallel_min, bool flat)
+{
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_profile *p = lp_profile_new();
+    lp_cs_opts o;
+    char *text;
+    uint32_t k;
+
+    assert_non_null(cc);
+    for (k = 1; k <= 300; k++) {
+        lp_ctx_frame foo[2] = {{"main", {k, 0}}, {"foo", {0, 0}}};
+        lp_ctx_frame bar[3] = {{"main", {k, k % 3}}, {"foo", {3, 0}}, {"bar", {0, 0}}};
+        rng r[3], rb[4];
+        size_t i;
+        for (i = 0; i < 3; i++)
+            r[i] = (rng){foo_r[i].a, foo_r[i].b, foo_r[i].n * k};
+        for (i = 0; i < 4; i++)
+            rb[i] = (rng){bar_r[i].a, bar_r[i].b, bar_r[i].n + k % 7};
+        add_ctx(cc, foo, 2, r, 3, foo_b, 3);
+        add_ctx(cc, bar, 3, rb, 4, bar_b, 3);
+        if (k % 10 == 0) {  /* the same path under binary 1 */
+            lp_ctx_entry *e = lp_ctxcount_get(cc, 1, bar, 3, false, NULL);
+            assert_non_null(e);
+            assert_int_equal(lp_counters_add_range(e->counters, BASE + 0x5b0,
+                                                   BASE + 0x5e9, k), 0);
+        }
+    }
+    lp_cs_opts_default(&o);
+    o.preinliner = o.gen_nested = !flat;   /* with the pre-inliner: the
+                                              profiled functions' sizes */
+    o.parallel_min = parallel_min;
+    assert_int_equal(lp_cs_profile(b, 2, cc, &o, p, NULL), 0);
+    assert_non_null(lp_profile_find(p, flat ? "main:300 @ foo" : "main"));
+    text = text_of(p);
+    lp_profile_free(p);
+    lp_ctxcount_free(cc);
+    return text;
+}
+
+static void test_parallel_bodies(void **state)
+{
+    lp_binary *b[2] = {open_bin(), open_bin()};
+    char *one, *two;
+    int flat;
+    (void)state;
+
+    for (flat = 0; flat < 2; flat++) {
+        one = many_contexts_text(b, SIZE_MAX, flat);
+        two = many_contexts_text(b, 1, flat);
+        assert_true(strlen(one) > (flat ? 10000 : 1000));
+        assert_string_equal(one, two);
+        free(one);
+        free(two);
+    }
+    lp_binary_close(b[0]);
+    lp_binary_close(b[1]);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_probe_branches_only),
         cmocka_unit_test(test_probe_two_mains),
         cmocka_unit_test(test_probe_mismatch),
+        cmocka_unit_test(test_parallel_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
