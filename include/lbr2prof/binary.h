@@ -70,6 +70,10 @@ typedef struct lp_binary_opts {
      * (--show-detailed-warning: a symbol whose name differs from the
      * function already covering it). */
     bool detailed_warnings;
+    /* lp_frame.file left "" (the profile generators print no file names):
+     * libdw then never builds its own copy of a unit's line table, which
+     * it does to list the files (12 MB for the SQLite amalgamation). */
+    bool no_file_names;
 } lp_binary_opts;
 
 /* Open an ELF binary. opts may be NULL (all defaults). Errors: not a file,

@@ -244,6 +244,7 @@ struct lp_binary {
     lp_decoder dec;
     bool is_pie;
     bool fs_disc;
+    bool no_file_names;         /* lp_binary_opts.no_file_names */
 
     lp_segment *segs, *xsegs;
     size_t nsegs, nxsegs;

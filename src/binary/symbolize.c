@@ -165,7 +165,7 @@ static void tree_unit(lp_binary *b, lp_inl_tree *t, Dwarf_Die *linecu)
         return;
     t->cu_done = true;
     t->lines = cu_lines(b, linecu);
-    if (dwarf_getsrcfiles(linecu, &t->files, &t->nfiles) != 0) {
+    if (b->no_file_names || dwarf_getsrcfiles(linecu, &t->files, &t->nfiles) != 0) {
         t->files = NULL;
         t->nfiles = 0;
     }
