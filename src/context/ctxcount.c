@@ -625,10 +625,17 @@ static int print_keys(const lp_ctxcount *cc)
     size_t i;
     ctx_ent *c;
 
+    char *k, *t;
+
     for (i = 0; i < cc->n; i++) {
         c = cc->v[i];
-        if (!c->e.key && !(c->e.key = c->printed = lp_ctx_key(c->frames, c->e.nframes)))
+        if (c->e.key)
+            continue;
+        if (!(k = lp_ctx_key(c->frames, c->e.nframes)))
             return -1;
+        /* lp_ctx_key allocates for the longest numbers: twice the key */
+        t = realloc(k, strlen(k) + 1);
+        c->e.key = c->printed = t ? t : k;
     }
     return 0;
 }
