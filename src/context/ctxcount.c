@@ -455,6 +455,22 @@ static ctx_ent *make_framed(int bin, const lp_ctx_frame *frames, size_t n)
     return c;
 }
 
+/* c, new in cc under hash h (NULL: it could not be made): its counters,
+ * its slot, its place in the order. */
+static lp_ctx_entry *insert(lp_ctxcount *cc, uint64_t h, ctx_ent *c,
+                            bool was_leaf_inlined, lp_error *err)
+{
+    if (!c || !(c->e.counters = lp_counters_new())) {
+        free(c);
+        lp_error_set(err, LP_ENOMEM, "context table: out of memory");
+        return NULL;
+    }
+    c->e.was_leaf_inlined = was_leaf_inlined;
+    *free_slot(cc, h) = (ctx_slot){h, c};
+    cc->v[cc->n++] = c;
+    return &c->e;
+}
+
 static lp_ctx_entry *get_by_frames(lp_ctxcount *cc, int bin,
                                    const lp_ctx_frame *frames, size_t n,
                                    bool was_leaf_inlined, lp_error *err)
@@ -464,16 +480,8 @@ static lp_ctx_entry *get_by_frames(lp_ctxcount *cc, int bin,
 
     if (c)
         return &c->e;
-    if (reserve(cc) || !(c = make_framed(bin, frames, n)) ||
-        !(c->e.counters = lp_counters_new())) {
-        free(c);
-        lp_error_set(err, LP_ENOMEM, "context table: out of memory");
-        return NULL;
-    }
-    c->e.was_leaf_inlined = was_leaf_inlined;
-    *free_slot(cc, h) = (ctx_slot){h, c};
-    cc->v[cc->n++] = c;
-    return &c->e;
+    return insert(cc, h, reserve(cc) ? NULL : make_framed(bin, frames, n),
+                  was_leaf_inlined, err);
 }
 
 lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
@@ -488,16 +496,9 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
 
     if (c)
         return &c->e;
-    if (!len || reserve(cc) || !(c = make_ent(cc->kbuf, len, frames, cc->lens, n, cc->borrow)) ||
-        !(c->e.counters = lp_counters_new())) {
-        free(c);
-        lp_error_set(err, LP_ENOMEM, "context table: out of memory");
-        return NULL;
-    }
-    c->e.was_leaf_inlined = was_leaf_inlined;
-    *slot_of(cc, h, c->hkey, len) = (ctx_slot){h, c};
-    cc->v[cc->n++] = c;
-    return &c->e;
+    return insert(cc, h, !len || reserve(cc) ? NULL
+                         : make_ent(cc->kbuf, len, frames, cc->lens, n, cc->borrow),
+                  was_leaf_inlined, err);
 }
 
 /* Every entry of src, in its insertion order, into dst: an entry dst has
