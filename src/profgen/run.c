@@ -286,7 +286,7 @@ static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     lp_binary_opts other = {NULL, NULL, -1};
     size_t i;
 
-    bo.no_file_names = other.no_file_names = true;   /* profiles name none */
+    bo.no_file_names = other.no_file_names = !o->file_names;
 
     if (open_probes(o, r, err))
         return -1;
