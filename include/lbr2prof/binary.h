@@ -70,6 +70,10 @@ typedef struct lp_binary_opts {
      * (--show-detailed-warning: a symbol whose name differs from the
      * function already covering it). */
     bool detailed_warnings;
+    /* lp_frame.file left "" (the profile generators print no file names):
+     * libdw then never builds its own copy of a unit's line table, which
+     * it does to list the files (12 MB for the SQLite amalgamation). */
+    bool no_file_names;
 } lp_binary_opts;
 
 /* Open an ELF binary. opts may be NULL (all defaults). Errors: not a file,
@@ -328,6 +332,18 @@ typedef struct lp_frame {
  * same address is a hash lookup. */
 int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
                         size_t *n, lp_error *err);
+
+/* The most frames a stack has (deeper inline chains are cut). */
+#define LP_BINARY_MAX_FRAMES 257
+
+/* lp_binary_symbolize for a walk that visits each address once (the
+ * pre-inliner's size of every instruction of the profiled functions): an
+ * address in the cache is the cache's, any other is symbolized into buf
+ * (room for LP_BINARY_MAX_FRAMES) and not cached - caching every
+ * instruction of SQLite took 29 MB. *frames is valid until buf is
+ * reused or the next lp_binary_symbolize. */
+int lp_binary_symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
+                             const lp_frame **frames, size_t *n, lp_error *err);
 
 /* For callers that need stacks (profile generation): 0 if the binary has
  * DWARF functions, else -1 with an LP_EFORMAT message naming the file and

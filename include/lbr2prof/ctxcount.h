@@ -64,7 +64,10 @@ typedef struct lp_ctx_frame {
 } lp_ctx_frame;
 
 typedef struct lp_ctx_entry {
-    const char *key;        /* "main:1 @ foo:3.1 @ bar", "" = empty context */
+    const char *key;        /* "main:1 @ foo:3.1 @ bar", "" = empty context;
+                               in a table that borrows names, NULL for a
+                               frame context until lp_ctxcount_all or
+                               lp_ctxcount_sorted prints it */
     const lp_ctx_frame *frames;  /* root first, leaf last */
     size_t nframes;         /* 0 for the empty context */
     int bin;                /* binary index */
@@ -100,7 +103,9 @@ lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
                                     lp_error *err);
 /* From now on keep the frame names lp_ctxcount_get is given by pointer
  * instead of copying them: the caller keeps them valid (and unchanged) as
- * long as cc's entries (the unwinder's names are its binaries'). */
+ * long as cc's entries (the unwinder's names are its binaries'). Such a
+ * table keys its frame contexts by their frames, with no printed key
+ * until one is asked for (entry.key). Call it before the first entry. */
 void lp_ctxcount_borrow_names(lp_ctxcount *cc);
 /* Move every entry of src into dst in src's insertion order: an entry dst
  * has gets src's counts added (dst's was_leaf_inlined is kept), the others

@@ -163,6 +163,10 @@ typedef struct lp_profgen_opts {
     FILE *info;                 /* may be NULL */
     struct lp_phases *phases;   /* phase timings and progress (phases.h),
                                    may be NULL */
+    bool file_names;            /* the binaries' frames keep their source
+                                   files (reports); profiles name none, and
+                                   without them libdw builds no second copy
+                                   of each line table */
 } lp_profgen_opts;
 
 /* llvm-profgen 19's defaults; no input, no binary, no callbacks. */

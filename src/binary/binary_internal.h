@@ -97,10 +97,9 @@ typedef struct lp_die_range {
 } lp_die_range;
 
 /* A decoded DWARF line table (lines.c). */
-typedef struct lp_line_row {
+typedef struct lp_line_row {   /* 24 bytes: SQLite's unit has 148k */
     uint64_t addr;
     uint32_t line, col, disc, file;
-    bool end_seq;
 } lp_line_row;
 
 typedef struct lp_line_seq {
@@ -244,6 +243,7 @@ struct lp_binary {
     lp_decoder dec;
     bool is_pie;
     bool fs_disc;
+    bool no_file_names;         /* lp_binary_opts.no_file_names */
 
     lp_segment *segs, *xsegs;
     size_t nsegs, nxsegs;

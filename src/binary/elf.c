@@ -407,6 +407,7 @@ static int open_all(lp_binary *b, const lp_binary_opts *o, lp_error *err)
         if (strcmp(b->syms[i].name, "__llvm_fs_discriminator__") == 0)
             fs = true;
     b->fs_disc = o->fs_discriminator < 0 ? fs : o->fs_discriminator > 0;
+    b->no_file_names = o->no_file_names;
     return 0;
 }
 

@@ -77,7 +77,7 @@ static void state_reset(line_state *s, size_t nrows)
     s->seq_start_row = nrows;
 }
 
-static int push_row(lp_line_table *t, const line_state *s, bool end)
+static int push_row(lp_line_table *t, const line_state *s)
 {
     if (t->nrows == t->rows_cap) {
         size_t nc = t->rows_cap * 2 + 256;
@@ -88,7 +88,7 @@ static int push_row(lp_line_table *t, const line_state *s, bool end)
         t->rows_cap = nc;
     }
     t->rows[t->nrows++] = (lp_line_row){s->addr, s->line, s->col, s->disc,
-                                        s->file, end};
+                                        s->file};
     return 0;
 }
 
@@ -155,7 +155,7 @@ static int extended_op(lp_rd *r, lp_line_table *t, line_state *s)
     const uint8_t *next = r->p + len;
     uint8_t op = (uint8_t)lp_rd_n(r, 1);
     if (op == 1) { /* DW_LNE_end_sequence */
-        if (push_row(t, s, true) || push_seq(t, s->seq_start_row, t->nrows))
+        if (push_row(t, s) || push_seq(t, s->seq_start_row, t->nrows))
             return -1;
         state_reset(s, t->nrows);
     } else if (op == 2) { /* DW_LNE_set_address */
@@ -172,7 +172,7 @@ static int standard_op(lp_rd *r, const line_hdr *h, lp_line_table *t,
 {
     switch (op) {
     case 1: /* copy */
-        if (push_row(t, s, false))
+        if (push_row(t, s))
             return -1;
         s->disc = 0;
         break;
@@ -204,7 +204,7 @@ static int run_program(lp_rd *r, const line_hdr *h, lp_line_table *t)
             s.addr += (uint64_t)(adj / h->line_range) * h->min_inst;
             s.line = (uint32_t)((int64_t)s.line + h->line_base +
                                 (int)(adj % h->line_range));
-            if (push_row(t, &s, false))
+            if (push_row(t, &s))
                 return -1;
             s.disc = 0;
         } else if (op == 0) {

@@ -17,7 +17,7 @@
 #define DW_AT_GNU_discriminator 0x2136
 #endif
 
-#define MAX_CHAIN 256
+#define MAX_CHAIN (LP_BINARY_MAX_FRAMES - 1)
 
 /* ---- per-subprogram inline trees ---------------------------------------- */
 
@@ -165,7 +165,7 @@ static void tree_unit(lp_binary *b, lp_inl_tree *t, Dwarf_Die *linecu)
         return;
     t->cu_done = true;
     t->lines = cu_lines(b, linecu);
-    if (dwarf_getsrcfiles(linecu, &t->files, &t->nfiles) != 0) {
+    if (b->no_file_names || dwarf_getsrcfiles(linecu, &t->files, &t->nfiles) != 0) {
         t->files = NULL;
         t->nfiles = 0;
     }
@@ -295,28 +295,55 @@ static lp_frame *sym_frames(lp_sym_cache *c, size_t n)
     return k->f + k->used - n;
 }
 
+/* The frames of addr into out (LP_BINARY_MAX_FRAMES): their number, or
+ * -1 on OOM. */
+static long compute(lp_binary *b, uint64_t addr, lp_frame *out, lp_error *err)
+{
+    const lp_die_range *dr = die_for(b, addr);
+    lp_inl_tree *t = dr ? tree_for(b, dr) : NULL;
+
+    if (dr && !t)
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    return t ? (long)make_frames(b, dr, t, addr, out) : 0;
+}
+
 int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
                         size_t *n, lp_error *err)
 {
     lp_sym_slot *s = b->cache.slots ? sym_find(&b->cache, addr) : NULL;
     if (!s || !s->frames) {
-        const lp_die_range *dr = die_for(b, addr);
-        lp_inl_tree *t = dr ? tree_for(b, dr) : NULL;
-        lp_frame tmp[MAX_CHAIN + 1], *f = NULL;
-        size_t k;
-        if (dr && !t)
-            return lp_error_set(err, LP_ENOMEM, "out of memory");
-        k = t ? make_frames(b, dr, t, addr, tmp) : 0;
-        if (sym_reserve(&b->cache) || (k && !(f = sym_frames(&b->cache, k))))
+        lp_frame tmp[LP_BINARY_MAX_FRAMES], *f = NULL;
+        long k = compute(b, addr, tmp, err);
+        if (k < 0)
+            return -1;
+        if (sym_reserve(&b->cache) || (k && !(f = sym_frames(&b->cache, (size_t)k))))
             return lp_error_set(err, LP_ENOMEM, "out of memory");
         s = sym_find(&b->cache, addr);
         s->addr = addr;
         s->n = (uint32_t)k;
-        s->frames = k ? memcpy(f, tmp, k * sizeof *f) : no_frames;
+        s->frames = k ? memcpy(f, tmp, (size_t)k * sizeof *f) : no_frames;
         b->cache.count++;
     }
     *frames = s->frames;
     *n = s->n;
+    return 0;
+}
+
+int lp_binary_symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
+                             const lp_frame **frames, size_t *n, lp_error *err)
+{
+    lp_sym_slot *s = b->cache.slots ? sym_find(&b->cache, addr) : NULL;
+    long k;
+
+    if (s && s->frames) {
+        *frames = s->frames;
+        *n = s->n;
+        return 0;
+    }
+    if ((k = compute(b, addr, buf, err)) < 0)
+        return -1;
+    *frames = buf;
+    *n = (size_t)k;
     return 0;
 }
 

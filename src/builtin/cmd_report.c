@@ -235,6 +235,7 @@ static int run_driver(const rp_args *a, int text, bool flat,
     o.cs.gen_nested = false;
     /* a report shows source lines: pseudo-probe binaries through DWARF */
     o.use_dwarf_correlation = true;
+    o.file_names = true;        /* a report shows source files */
     o.warn = lp_cli_warn;
     o.note = lp_cli_note;
     return lp_profgen_run(&o, res, err);

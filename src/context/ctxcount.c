@@ -16,9 +16,17 @@ typedef struct ctx_ent {     /* one allocation: this, the frames, the
                                 hash key (4-byte bin, then the printed
                                 key and its NUL), the frames' names */
     lp_ctx_entry e;
-    char *hkey;
+    char *hkey;                 /* NULL: a frame context of a borrowing
+                                   table, keyed by its frames (names
+                                   compared as strings, the leaf's
+                                   location ignored: what the printed key
+                                   keeps), with no key printed until
+                                   asked for (`printed`) - the printed
+                                   keys were a quarter of the unwinder's
+                                   peak memory */
     size_t hlen;
     lp_ctx_frame *frames;
+    char *printed;              /* hkey == NULL: e.key once printed */
 } ctx_ent;
 
 /* Open addressing on the key's hash (the full hash kept in the slot, so a
@@ -49,6 +57,7 @@ lp_ctxcount *lp_ctxcount_new(void)
 static void ent_free(ctx_ent *c)
 {
     lp_counters_free(c->e.counters);
+    free(c->printed);
     free(c);
 }
 
@@ -264,10 +273,71 @@ static ctx_slot *slot_of(const lp_ctxcount *cc, uint64_t h, const char *k,
 
     for (;; i = (i + 1) & cc->mask) {
         s = &cc->slots[i];
-        if (!s->c || (s->h == h && s->c->hlen == len &&
+        if (!s->c || (s->h == h && s->c->hkey && s->c->hlen == len &&
                       memcmp(s->c->hkey, k, len) == 0))
             return s;
     }
+}
+
+/* A frame context's hash: its binary, its names' bytes, its call sites
+ * (not the leaf's location: the printed key has none). */
+static uint64_t frames_hash(int bin, const lp_ctx_frame *f, size_t n)
+{
+    uint64_t h = (uint64_t)(uint32_t)bin * 0x9e3779b97f4a7c15ull + n;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (i + 1 < n)
+            h ^= ((uint64_t)f[i].loc.line << 32 | f[i].loc.disc) * 0xc2b2ae3d27d4eb4full;
+        h = XXH3_64bits_withSeed(f[i].func, strlen(f[i].func), h);
+    }
+    return h;
+}
+
+static bool same_frames(const ctx_ent *c, int bin, const lp_ctx_frame *f,
+                        size_t n)
+{
+    const lp_ctx_frame *g = c->frames;
+    size_t i;
+
+    if (c->hkey || c->e.bin != bin || c->e.nframes != n)
+        return false;
+    for (i = 0; i < n; i++) {
+        if (g[i].func != f[i].func && strcmp(g[i].func, f[i].func) != 0)
+            return false;
+        if (i + 1 < n && (g[i].loc.line != f[i].loc.line || g[i].loc.disc != f[i].loc.disc))
+            return false;
+    }
+    return true;
+}
+
+static ctx_slot *frame_slot(const lp_ctxcount *cc, uint64_t h, int bin,
+                            const lp_ctx_frame *f, size_t n)
+{
+    size_t i = (size_t)h & cc->mask;
+    ctx_slot *s;
+
+    for (;; i = (i + 1) & cc->mask) {
+        s = &cc->slots[i];
+        if (!s->c || (s->h == h && same_frames(s->c, bin, f, n)))
+            return s;
+    }
+}
+
+/* The free slot for a key known to be absent. */
+static ctx_slot *free_slot(const lp_ctxcount *cc, uint64_t h)
+{
+    size_t i = (size_t)h & cc->mask;
+
+    while (cc->slots[i].c)
+        i = (i + 1) & cc->mask;
+    return &cc->slots[i];
+}
+
+/* Frame contexts of a borrowing table are keyed by their frames. */
+static bool by_frames(const lp_ctxcount *cc, size_t n)
+{
+    return cc->borrow && n > 0;
 }
 
 static ctx_ent *lookup(const lp_ctxcount *cc, const char *k, size_t len,
@@ -299,7 +369,7 @@ static int reserve(lp_ctxcount *cc)
     cc->mask = nb - 1;
     for (i = 0; old && i <= omask; i++)
         if (old[i].c)
-            *slot_of(cc, old[i].h, old[i].c->hkey, old[i].c->hlen) = old[i];
+            *free_slot(cc, old[i].h) = old[i];
     free(old);
     return 0;
 }
@@ -317,6 +387,16 @@ lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
         c = lookup(cc, h, len, lp_hash_bytes(h, len));
     }
     free(h);
+    if (!c && cc->borrow && *key && cc->slots) {
+        lp_ctx_frame *f;
+        size_t n;
+        char *buf;
+        if (lp_ctx_parse_key(key, &f, &n, &buf) == 0) {
+            c = frame_slot(cc, frames_hash(bin, f, n), bin, f, n)->c;
+            free(f);
+            free(buf);
+        }
+    }
     return c ? &c->e : NULL;
 }
 
@@ -360,26 +440,65 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
     return c;
 }
 
+/* A frame context of a borrowing table: the entry and its frames. */
+static ctx_ent *make_framed(int bin, const lp_ctx_frame *frames, size_t n)
+{
+    ctx_ent *c = calloc(1, sizeof *c + n * sizeof *frames);
+
+    if (!c)
+        return NULL;
+    c->frames = (lp_ctx_frame *)(c + 1);
+    memcpy(c->frames, frames, n * sizeof *frames);
+    c->e.frames = c->frames;
+    c->e.nframes = n;
+    c->e.bin = bin;
+    return c;
+}
+
+/* c, new in cc under hash h (NULL: it could not be made): its counters,
+ * its slot, its place in the order. */
+static lp_ctx_entry *insert(lp_ctxcount *cc, uint64_t h, ctx_ent *c,
+                            bool was_leaf_inlined, lp_error *err)
+{
+    if (!c || !(c->e.counters = lp_counters_new())) {
+        free(c);
+        lp_error_set(err, LP_ENOMEM, "context table: out of memory");
+        return NULL;
+    }
+    c->e.was_leaf_inlined = was_leaf_inlined;
+    *free_slot(cc, h) = (ctx_slot){h, c};
+    cc->v[cc->n++] = c;
+    return &c->e;
+}
+
+static lp_ctx_entry *get_by_frames(lp_ctxcount *cc, int bin,
+                                   const lp_ctx_frame *frames, size_t n,
+                                   bool was_leaf_inlined, lp_error *err)
+{
+    uint64_t h = frames_hash(bin, frames, n);
+    ctx_ent *c = cc->slots ? frame_slot(cc, h, bin, frames, n)->c : NULL;
+
+    if (c)
+        return &c->e;
+    return insert(cc, h, reserve(cc) ? NULL : make_framed(bin, frames, n),
+                  was_leaf_inlined, err);
+}
+
 lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
                               const lp_ctx_frame *frames, size_t n,
                               bool was_leaf_inlined, lp_error *err)
 {
+    if (by_frames(cc, n))
+        return get_by_frames(cc, bin, frames, n, was_leaf_inlined, err);
     size_t len = scratch_key(cc, bin, frames, n);
     uint64_t h = len ? lp_hash_bytes(cc->kbuf, len) : 0;
     ctx_ent *c = len ? lookup(cc, cc->kbuf, len, h) : NULL;
 
     if (c)
         return &c->e;
-    if (!len || reserve(cc) || !(c = make_ent(cc->kbuf, len, frames, cc->lens, n, cc->borrow)) ||
-        !(c->e.counters = lp_counters_new())) {
-        free(c);
-        lp_error_set(err, LP_ENOMEM, "context table: out of memory");
-        return NULL;
-    }
-    c->e.was_leaf_inlined = was_leaf_inlined;
-    *slot_of(cc, h, c->hkey, len) = (ctx_slot){h, c};
-    cc->v[cc->n++] = c;
-    return &c->e;
+    return insert(cc, h, !len || reserve(cc) ? NULL
+                         : make_ent(cc->kbuf, len, frames, cc->lens, n, cc->borrow),
+                  was_leaf_inlined, err);
 }
 
 /* Every entry of src, in its insertion order, into dst: an entry dst has
@@ -396,15 +515,19 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
 
     for (i = 0; i < src->n; i++) {
         c = src->v[i];
-        h = lp_hash_bytes(c->hkey, c->hlen);
-        if ((d = lookup(dst, c->hkey, c->hlen, h))) {
+        h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen)
+                    : frames_hash(c->e.bin, c->frames, c->e.nframes);
+        d = !dst->slots ? NULL
+            : c->hkey   ? lookup(dst, c->hkey, c->hlen, h)
+                        : frame_slot(dst, h, c->e.bin, c->frames, c->e.nframes)->c;
+        if (d) {
             if (lp_counters_merge(d->e.counters, c->e.counters))
                 goto oom;
             ent_free(c);
         } else {
             if (reserve(dst))
                 goto oom;
-            s = slot_of(dst, h, c->hkey, c->hlen);
+            s = free_slot(dst, h);
             *s = (ctx_slot){h, c};
             dst->v[dst->n++] = c;
         }
@@ -497,12 +620,33 @@ static int entry_cmp(const void *x, const void *y)
     return strcmp(a->key, b->key);
 }
 
+/* The keys not printed yet (frame contexts of a borrowing table). */
+static int print_keys(const lp_ctxcount *cc)
+{
+    size_t i;
+    ctx_ent *c;
+
+    char *k, *t;
+
+    for (i = 0; i < cc->n; i++) {
+        c = cc->v[i];
+        if (c->e.key)
+            continue;
+        if (!(k = lp_ctx_key(c->frames, c->e.nframes)))
+            return -1;
+        /* lp_ctx_key allocates for the longest numbers: twice the key */
+        t = realloc(k, strlen(k) + 1);
+        c->e.key = c->printed = t ? t : k;
+    }
+    return 0;
+}
+
 long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out)
 {
     size_t n = cc->n, i;
 
-    *out = malloc((n ? n : 1) * sizeof **out);
-    if (!*out)
+    *out = NULL;
+    if (print_keys(cc) || !(*out = malloc((n ? n : 1) * sizeof **out)))
         return -1;
     for (i = 0; i < n; i++)
         (*out)[i] = &cc->v[i]->e;

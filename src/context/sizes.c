@@ -194,6 +194,7 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     lp_inst in;
     size_t n;
     int k = lp_binary_inst_at_or_after(b, start, &ip, err);
+    lp_frame buf[2][LP_BINARY_MAX_FRAMES];  /* w.fr's stack and the next one */
 
     if (k < 0)
         return -1;
@@ -202,7 +203,8 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     if (ip != start)
         cs_warnf(o, "Invalid start instruction at %8" PRIx64, start);
     while (k == 1 && ip < end) {
-        if (lp_binary_symbolize(b, ip, &fr, &n, err) || lp_binary_inst(b, ip, &in, err) < 0)
+        if (lp_binary_symbolize_once(b, ip, buf[w.fr == buf[0]], &fr, &n, err) ||
+            lp_binary_inst(b, ip, &in, err) < 0)
             return -1;
         if (add_inst(st, &w, fr, n, in.size))
             return cs_oom(err);

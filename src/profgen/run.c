@@ -286,6 +286,8 @@ static int open_binaries(const lp_profgen_opts *o, lp_profgen_result *r,
     lp_binary_opts other = {NULL, NULL, -1};
     size_t i;
 
+    bo.no_file_names = other.no_file_names = !o->file_names;
+
     if (open_probes(o, r, err))
         return -1;
     /* llvm-profgen 22 recovers functions DWARF misses from .symtab for

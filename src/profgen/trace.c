@@ -7,6 +7,7 @@
  * the counting itself is src/flat's and src/unwind's.
  */
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -492,4 +493,9 @@ void pg_run_free(pg_run *run)
     lp_unwind_free(run->uw);
     lp_lbr_agg_free(run->agg);
     memset(run, 0, sizeof *run);
+    /* the unwinder's caches and distinct samples (40 MB on SQLite) are
+     * free now, but glibc keeps the pages, mostly between live blocks and
+     * in the worker thread's arena: give them back, or generation and the
+     * pre-inliner grow the peak from there */
+    malloc_trim(0);
 }

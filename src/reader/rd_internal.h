@@ -44,7 +44,7 @@ enum {
 #define RD_ZOUT_BUF (1u << 20)        /* decompression window */
 #define RD_MAX_FILES 4096             /* main file + data.N of a directory */
 #define RD_ZSTD_MIN_LIMIT (64ull << 20) /* per COMPRESSED record */
-#define RD_MAP_WINDOW (8u << 20)      /* mmap: populate ahead / release behind */
+#define RD_MAP_WINDOW (2u << 20)      /* mmap: populate ahead / release behind */
 #define RD_PREFETCH_AHEAD 4096u       /* mmap: bytes ahead of the walk to prefetch */
 
 /* ---- byte order --------------------------------------------------------- */

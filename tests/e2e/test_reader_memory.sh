@@ -5,7 +5,7 @@
 # samples); the peak RSS (/usr/bin/time %M) of the raw reader (file mode,
 # and pipe mode from stdin through `perf inject -o -`), of `lbr2prof
 # script` and of the flat profile must grow by less than 6 MB while the
-# input grows by 47 MB. (The reader maps the file and prefetches 8 MB
+# input grows by 47 MB. (The reader maps the file and prefetches 2 MB
 # ahead, so smaller inputs do not reach the plateau.) The same for the
 # context-sensitive pipeline (unwinder, CS generator, pre-inliner, writer):
 # tests/workloads/kernel.c built with clang-19 -fno-omit-frame-pointer,

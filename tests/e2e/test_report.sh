@@ -297,6 +297,9 @@ for f in folded json speedscope; do
     "$LBR2PROF" report work.data --no-demangle --format=$f -o "work.csr.$f" 2> csr.err
 done
 cmp work.cs.prof.folded work.csr.folded || { echo "CS report of work.data != its CS profile"; diff work.cs.prof.folded work.csr.folded | head; exit 1; }
+# its functions keep their source files (profiles open their binaries
+# without file names: lp_profgen_opts.file_names asks for them)
+grep -Eq '"file": ?"[^"]*work\.c"' work.csr.json || { echo "CS report of work.data: no source file"; exit 1; }
 "$PY" check.py work.cs.prof work.csr.folded work.csr.json work.csr.speedscope "$SCHEMA"
 "$PY" - <<'PY'
 import json, re

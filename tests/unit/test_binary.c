@@ -315,12 +315,24 @@ static void check_symbolize(const char *bin, const lp_binary_opts *o,
 {
     size_t n, nonempty = 0, inlined = 0;
     pg_inst *v = profgen_listing(ref_bin ? ref_bin : bin, &n);
-    lp_binary *b = open_ok(bin, o);
+    lp_binary *b = open_ok(bin, o), *b1 = open_ok(bin, o);
     lp_error e = {0};
+    static lp_frame buf[LP_BINARY_MAX_FRAMES];
     for (size_t i = 0; i < n; i++) {
-        const lp_frame *fr;
-        size_t nf;
+        const lp_frame *fr, *f1;
+        size_t nf, n1;
         assert_int_equal(lp_binary_symbolize(b, v[i].addr, &fr, &nf, &e), 0);
+        /* symbolize_once: the same frames, in buf, never cached */
+        for (int twice = 0; twice < 2; twice++) {
+            assert_int_equal(lp_binary_symbolize_once(b1, v[i].addr, buf, &f1, &n1, &e), 0);
+            assert_int_equal(n1, nf);
+            assert_ptr_equal(f1, buf);
+            for (size_t k = 0; k < nf; k++) {
+                assert_string_equal(f1[k].func, fr[k].func);
+                assert_int_equal(f1[k].line_offset, fr[k].line_offset);
+                assert_int_equal(f1[k].discriminator, fr[k].discriminator);
+            }
+        }
         if ((int)nf != v[i].nframes)
             fail_msg("%s: 0x%" PRIx64 ": %zu frames, llvm-profgen %d (%s)",
                      bin, v[i].addr, nf, v[i].nframes,
@@ -342,10 +354,14 @@ static void check_symbolize(const char *bin, const lp_binary_opts *o,
         lp_binary_symbolize(b, v[i].addr, &fr2, &nf2, &e);
         assert_ptr_equal(fr, fr2);
         assert_int_equal(nf, nf2);
+        /* once cached, symbolize_once gives the cache's */
+        assert_int_equal(lp_binary_symbolize_once(b, v[i].addr, buf, &f1, &n1, &e), 0);
+        assert_ptr_equal(f1, fr);
     }
     assert_true(nonempty > 0);
     print_message("%s: %zu instructions, %zu symbolized, %zu inlined\n", bin,
                   n, nonempty, inlined);
+    lp_binary_close(b1);
     lp_binary_close(b);
     free(v);
 }

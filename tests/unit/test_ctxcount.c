@@ -108,13 +108,17 @@ static void test_clear(void **state)
 }
 
 /* lp_ctxcount_borrow_names: the frames keep the caller's name pointers
- * (copied otherwise); keys and lookups are the same; clear keeps the mode */
+ * (copied otherwise); lookups are the same (names compared as strings,
+ * the leaf's location ignored, as in the printed key), the key is printed
+ * when the entries are listed; clear keeps the mode */
 static void test_borrowed_names(void **state)
 {
-    char main_s[] = "main", foo_s[] = "foo";
+    char main_s[] = "main", foo_s[] = "foo", main2[] = "main", foo2[] = "foo";
     lp_ctx_frame a[2] = {{main_s, {1, 0}}, {foo_s, {0, 0}}};
+    lp_ctx_frame same[2] = {{main2, {1, 0}}, {foo2, {7, 2}}};
+    lp_ctx_frame other[2] = {{main2, {1, 1}}, {foo2, {0, 0}}};
     lp_ctxcount *cc = lp_ctxcount_new(), *copy = lp_ctxcount_new();
-    lp_ctx_entry *e, *c;
+    lp_ctx_entry *e, *c, **v;
     (void)state;
 
     lp_ctxcount_borrow_names(cc);
@@ -126,11 +130,17 @@ static void test_borrowed_names(void **state)
     assert_ptr_equal(e->frames[1].func, foo_s);
     assert_ptr_not_equal(c->frames[0].func, main_s);
     assert_string_equal(c->frames[1].func, "foo");
-    assert_string_equal(e->key, "main:1 @ foo");
-    assert_string_equal(c->key, e->key);
+    assert_null(e->key);
     assert_int_equal(e->frames[0].loc.line, 1);
     assert_ptr_equal(lp_ctxcount_get(cc, 0, a, 2, false, NULL), e);
+    assert_ptr_equal(lp_ctxcount_get(cc, 0, same, 2, false, NULL), e);
+    assert_ptr_not_equal(lp_ctxcount_get(cc, 0, other, 2, false, NULL), e);
+    assert_ptr_not_equal(lp_ctxcount_get(cc, 1, a, 2, false, NULL), e);
     assert_ptr_equal(lp_ctxcount_find(cc, 0, "main:1 @ foo"), e);
+    assert_int_equal(lp_ctxcount_all(cc, &v), 3);
+    free(v);
+    assert_string_equal(e->key, "main:1 @ foo");
+    assert_string_equal(c->key, e->key);
     lp_ctxcount_clear(cc);
     e = lp_ctxcount_get(cc, 0, a, 2, false, NULL);
     assert_ptr_equal(e->frames[0].func, main_s);
