@@ -189,8 +189,9 @@ static long extract_lbr(lp_unwinder *u, const lp_branch_entry *br, size_t n)
     for (i = 0; i < n; i++) {
         u->lbr[k].src = uw_canon(u, br[i].from, &sc);
         u->lbr[k].dst = uw_canon(u, br[i].to, &dc);
-        /* a handler returning to its restorer */
-        if (sc && (uw_addr(u, u->lbr[k].src)->flags & UW_AI_RET) &&
+        /* a handler returning to its restorer (only the repair asks) */
+        if (sc && u->o.repair_frames &&
+            (uw_addr(u, u->lbr[k].src)->flags & UW_AI_RET) &&
             sig_frame(u, br[i].to, dc, u->lbr[k].dst))
             u->lbr[k].dst = UW_SIG;
         if (k == 0)
@@ -803,18 +804,20 @@ static void memo_record(lp_unwinder *u, uw_memo *m, memo_key key,
 
     m->id = m->id2 = 0;
     m->nd = 0;
+    if (n > UINT32_MAX)
+        return;
     for (i = 0; i < UW_NSTATS; i++) {
         if (a[i] == b[i])
             continue;
-        if (m->nd == UW_MEMO_DELTAS)
+        if (m->nd == UW_MEMO_DELTAS || b[i] - a[i] > UINT32_MAX)
             return;             /* unusual: not memoized */
         m->field[m->nd] = (uint8_t)i;
-        m->delta[m->nd++] = b[i] - a[i];
+        m->delta[m->nd++] = (uint32_t)(b[i] - a[i]);
     }
     m->id = key.id;
     m->id2 = key.id2;
     m->gen = u->memo_gen;
-    m->n = n;
+    m->n = (uint32_t)n;
     m->pid = s->pid;
     m->g = u->last_agg;
 }
