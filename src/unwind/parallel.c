@@ -20,7 +20,6 @@
 
 #include "lbr2prof/phases.h"
 #include "unwind/uw_internal.h"
-#include "util/zalloc.h"
 
 /* Below this many distinct samples one thread does it all: a worker costs
  * a thread, the warm-up of its caches and the merge. */
@@ -85,12 +84,19 @@ static lp_unwinder *worker_new(lp_unwinder *u)
     w->lbr_cap = u->lbr_cap;
     if (!(w->cs = malloc((w->cs_cap ? w->cs_cap : 1) * sizeof *w->cs)) ||
         !(w->lbr = malloc((w->lbr_cap ? w->lbr_cap : 1) * sizeof *w->lbr)) ||
-        !(w->ainfo = lp_zalloc_written(UW_AC_SIZE)) ||
+        !(w->ainfo = malloc(UW_AC_SIZE)) ||
+        (u->ft && !(w->ft = malloc(UW_FT_SIZE * sizeof *w->ft))) ||
         !(w->root_entries = calloc(u->nbins, sizeof *w->root_entries)) ||
         !(w->cc = lp_ctxcount_new())) {
         worker_free(w);
         return NULL;
     }
+    /* the address facts and fall-through answers depend on the binaries
+     * only: the worker starts with what the intake and the unwinding
+     * ahead found (a miss is a locked walk over the instructions) */
+    memcpy(w->ainfo, u->ainfo, UW_AC_SIZE);
+    if (u->ft)
+        memcpy(w->ft, u->ft, UW_FT_SIZE * sizeof *w->ft);
     lp_ctxcount_borrow_names(w->cc);
     return w;
 }
