@@ -50,6 +50,10 @@ typedef struct pgen {
     size_t nprefix, prefix_cap;
     lp_probe_frame *fr;         /* frames scratch */
     size_t fr_cap;
+    const lp_probe **calls;     /* the prefix's call probes scratch */
+    size_t calls_cap;
+    const lp_func_range *leaf_r;/* inferred frames: the range of the
+                                   last leaf asked for */
     lp_ctx_frame *cf;
     size_t cf_cap;
     pcount *pc;                 /* probe counts scratch */
@@ -77,17 +81,25 @@ static int grow(void **v, size_t *cap, size_t n, size_t elem)
 
 /* ---- the profiled functions, decoded ------------------------------------------ */
 
-typedef struct fvec {
+typedef struct fvec {           /* a set of functions, duplicates allowed */
     const lp_function **v;
     size_t n, cap;
+    const lp_func_range *last;  /* the range of the last address added */
 } fvec;
 
+/* The function at addr into f. A context's ranges and branches come in
+ * address order: most are in the range of the one before, which is then
+ * neither looked up nor added again (~1 M additions on SQLite otherwise,
+ * which lp_probes_decode_for sorts to drop the duplicates). */
 static void fv_add(fvec *f, lp_binary *b, uint64_t addr, int *oom)
 {
-    const lp_func_range *r = lp_binary_func_range(b, addr);
+    const lp_func_range *r = f->last;
 
-    if (!r)
+    if (r && addr >= r->start && addr < r->end)
         return;
+    if (!(r = lp_binary_func_range(b, addr)))
+        return;
+    f->last = r;
     if (grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v))
         *oom = 1;
     else
@@ -209,17 +221,19 @@ static int make_prefix(pgen *g, uint64_t leaf)
 
     if (n < 0)
         return cs_oom(g->err);
+    if (grow((void **)&g->calls, &g->calls_cap, (size_t)n + 1, sizeof *g->calls)) {
+        free(own);
+        return cs_oom(g->err);
+    }
     for (first = n; first > 0; first--) {
         size_t b = LP_CTX_ADDR_BIN(a[first - 1]);
         if (b >= g->nbins || !g->probes[b] ||
-            !lp_probes_call_at(g->probes[b], LP_CTX_ADDR_VADDR(a[first - 1])))
+            !(g->calls[first - 1] = lp_probes_call_at(g->probes[b],
+                                                      LP_CTX_ADDR_VADDR(a[first - 1]))))
             break;
     }
-    for (i = first; i < n && rc == 0; i++) {
-        lp_probes *pr = g->probes[LP_CTX_ADDR_BIN(a[i])];
-        rc = append_stack(g, pr, lp_probes_call_at(pr, LP_CTX_ADDR_VADDR(a[i])),
-                          &k);
-    }
+    for (i = first; i < n && rc == 0; i++)
+        rc = append_stack(g, g->probes[LP_CTX_ADDR_BIN(a[i])], g->calls[i], &k);
     free(own);
     if (rc == 0 && grow((void **)&g->prefix, &g->prefix_cap, k + 1,
                         sizeof *g->prefix))
@@ -263,7 +277,9 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
             return g->memo_trie[i];
     if (g->o->infer_frames) {   /* the inferred frames depend on the leaf's
                                    function only */
-        const lp_func_range *r = lp_binary_func_range(g->bin, p->addr);
+        const lp_func_range *r = g->leaf_r;
+        if (!r || p->addr < r->start || p->addr >= r->end)
+            r = g->leaf_r = lp_binary_func_range(g->bin, p->addr);
         if (g->have_prefix && g->prefix_fn != (r ? r->func : NULL))
             g->have_prefix = false;
         g->prefix_fn = r ? r->func : NULL;
@@ -515,6 +531,8 @@ static int add_context(pgen *g, const lp_ctx_entry *e)
                             "\"%s\" is not an address context (a pseudo-probe "
                             "binary's)", e->key);
     g->e = e;
+    if (g->bin != g->bins[e->bin])
+        g->leaf_r = NULL;       /* a range of another binary */
     g->bin = g->bins[e->bin];
     g->pr = g->probes[e->bin];
     g->have_prefix = false;
@@ -548,6 +566,7 @@ static void pgen_free(pgen *g)
     free(g->code);
     free(g->prefix);
     free(g->fr);
+    free(g->calls);
     free(g->cf);
     free(g->pc);
     free(g->memo_node);
