@@ -17,11 +17,11 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/cpus.h"
 #include "util/grow.h"
 
 typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
@@ -462,19 +462,12 @@ static void *size_main(void *arg)
     return NULL;
 }
 
-static int cpus(void)
-{
-    cpu_set_t set;
-
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
-
 pthread_mutex_t *cs_sizes_start(cs_funcs *s, lp_binary *const *bins,
                                 const lp_cs_opts *o)
 {
     size_job *j;
 
-    if (s->job || cpus() < 2 || !(j = calloc(1, sizeof *j)))
+    if (s->job || lp_cpus() < 2 || !(j = calloc(1, sizeof *j)))
         return NULL;
     cs_trie_init(&j->st);
     j->bins = bins;

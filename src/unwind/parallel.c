@@ -14,12 +14,12 @@
  * by this thread: their contexts are its own. Owns the split, the worker
  * and the merge; not the unwinding (trie.c, collect.c).
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lbr2prof/phases.h"
 #include "unwind/uw_internal.h"
+#include "util/cpus.h"
 
 /* Below this many distinct samples one thread does it all: a worker costs
  * a thread, the warm-up of its caches and the merge. */
@@ -33,13 +33,6 @@ typedef struct job {
     int rc;
     lp_error err;
 } job;
-
-static int cpus(void)
-{
-    cpu_set_t set;
-
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
 
 /* ---- the worker ----------------------------------------------------------- */
 
@@ -185,7 +178,7 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     int rc = 0;
 
     if (m < (u->o.parallel_min ? u->o.parallel_min : UW_PAR_MIN) || m < 2 ||
-        cpus() < 2)
+        lp_cpus() < 2)
         return 1;
     if (u->o.repair_frames && !u->leaves && !(u->leaves = lp_leaf_cache_new(NULL)))
         return 1;
