@@ -122,6 +122,8 @@ typedef struct uw_ftslot {
 typedef struct uw_cslot {
     uint64_t rt, c;             /* c: the frame address, UW_EXT: not code */
     uint32_t pid, gen;          /* gen: memo_gen's low bits + 1, 0 empty */
+    uint8_t flags;              /* c's uw_ainfo flags (the restorer check
+                                   asks every LBR source's) */
 } uw_cslot;
 
 #define UW_CS_BITS 14
