@@ -186,6 +186,17 @@ void cs_funcs_free(cs_funcs *s);
  * trie `st`. */
 int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
                    const lp_cs_opts *o, lp_error *err);
+/* cs_sizes_build for s on a second thread, started now (the probe tables
+ * decoded already: the thread only reads them); it calls into the
+ * binaries under the returned lock, which whoever else calls into them
+ * until cs_sizes_get must take. NULL: not started (one core, no thread),
+ * cs_sizes_get builds it then. */
+pthread_mutex_t *cs_sizes_start(cs_funcs *s, lp_binary *const *bins,
+                                const lp_cs_opts *o);
+/* The size trie of s: the thread's, once joined (its warnings given
+ * then), owned by s; else built into `own` now. NULL on error. */
+cs_trie *cs_sizes_get(cs_trie *own, lp_binary *const *bins, cs_funcs *s,
+                      const lp_cs_opts *o, lp_error *err);
 /* getFuncSizeForContext for a node of the profile trie. */
 uint32_t cs_size_for(cs_trie *st, const cs_node *n);
 
@@ -230,12 +241,19 @@ const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
                      cs_funcs *funcs, lp_error *err);
+/* decodePseudoProbe of the probe tables not decoded yet, for the
+ * functions cc's address contexts and counters touch. */
+int cs_probes_decode(lp_binary *const *bins, size_t nbins,
+                     lp_probes *const *probes, const lp_ctxcount *cc,
+                     lp_error *err);
 /* generateProbeBasedProfile into t (empty) from cc's address contexts,
- * with o->probes (decoded here for the profiled functions). consume as
- * above. */
+ * with o->probes (decoded here for the profiled functions, unless they
+ * are). consume as above. bin_lock: taken around calls into the binaries
+ * that may change their lazily built state (NULL: this thread alone
+ * calls into them). */
 int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                            lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
-                           lp_error *err);
+                           pthread_mutex_t *bin_lock, lp_error *err);
 /* postProcessProfiles from the trie t (consumed) into p (empty); funcs:
  * the profiled functions for the context sizes (NULL: named in t). */
 int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,

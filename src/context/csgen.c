@@ -544,7 +544,7 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
 
     cs_trie_init(&t);
     rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, (lp_ctxcount *)cc,
-                                            false, o, err)
+                                            false, o, NULL, err)
                    : cs_generate_trie(&t, bins, nbins, (lp_ctxcount *)cc, false,
                                       o, NULL, err);
     out->is_probe_based = o->probes != NULL;
@@ -554,11 +554,29 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
     return rc;
 }
 
+/* With pseudo probes, the pre-inliner's context sizes are built on a
+ * second thread while the profile is generated (the probe tables decoded
+ * first: then neither changes them): the lock the generation takes
+ * around its calls into the binaries (and the missing-frame hook), or
+ * NULL (one thread). */
+static pthread_mutex_t *sizes_alongside(lp_binary *const *bins, size_t nbins,
+                                        const lp_ctxcount *cc, cs_funcs *funcs,
+                                        const lp_cs_opts *o, int *rc,
+                                        lp_error *err)
+{
+    if (!funcs || !o->probes)
+        return NULL;
+    if ((*rc = cs_probes_decode(bins, nbins, o->probes, cc, err)))
+        return NULL;
+    return cs_sizes_start(funcs, bins, o);
+}
+
 static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
                    bool consume, const lp_cs_opts *o, lp_profile *out,
                    lp_error *err)
 {
     cs_funcs *funcs = NULL;
+    pthread_mutex_t *lock = NULL;
     cs_trie t;
     int rc = 0;
 
@@ -570,7 +588,10 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
                             : cs_funcs_new()))
         rc = o->probes ? -1 : cs_oom(err);
     if (rc == 0)
-        rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o, err)
+        lock = sizes_alongside(bins, nbins, cc, funcs, o, &rc, err);
+    if (rc == 0)
+        rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o,
+                                                lock, err)
                        : cs_generate_trie(&t, bins, nbins, cc, consume, o, funcs, err);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0)

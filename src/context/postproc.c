@@ -214,18 +214,17 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       uint64_t *hot, bool direct, lp_error *err)
 {
     cs_funcs *own = NULL;
-    cs_trie st;
+    cs_trie own_st, *st = &own_st;
     lp_summary s;
     int rc = 0;
 
-    cs_trie_init(&st);
+    cs_trie_init(&own_st);
     if (o->preinliner && o->use_context_cost) {
         lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
         if (!funcs && !(funcs = own = cs_funcs_collect(bins, nbins, NULL, t, err)))
             rc = -1;
-        if (rc == 0)
-            rc = cs_sizes_build(&st, bins, funcs, o, err);
-        cs_funcs_free(own);
+        if (rc == 0 && !(st = cs_sizes_get(&own_st, bins, funcs, o, err)))
+            rc = -1;
     }
     lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     if (rc == 0)
@@ -235,13 +234,14 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                                  : cs_percentile_count(&s, o->cutoff_hot);
     if (rc == 0 && o->preinliner) {
         lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
-        rc = cs_preinline(t, &st, &s, o, err);
+        rc = cs_preinline(t, st, &s, o, err);
         p->is_preinlined = 1;
         lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     }
     if (rc == 0 && !direct && cs_trie_to_profile(t, p))
         rc = cs_oom(err);
-    cs_trie_free(&st);
+    cs_funcs_free(own);
+    cs_trie_free(&own_st);
     return rc;
 }
 

@@ -33,6 +33,10 @@ typedef struct pgen {
     lp_probes *const *probes;
     size_t nbins;
     const lp_cs_opts *o;
+    pthread_mutex_t *bin_lock;  /* the binaries' lock while the context
+                                   sizes are built alongside, else NULL */
+    uint8_t **code;             /* per binary, per probe: 0 not asked,
+                                   1 at an instruction start, 2 not */
     cs_pmemo *memo;
     lp_error *err;
     /* the context being generated */
@@ -46,6 +50,10 @@ typedef struct pgen {
     size_t nprefix, prefix_cap;
     lp_probe_frame *fr;         /* frames scratch */
     size_t fr_cap;
+    const lp_probe **calls;     /* the prefix's call probes scratch */
+    size_t calls_cap;
+    const lp_func_range *leaf_r;/* inferred frames: the range of the
+                                   last leaf asked for */
     lp_ctx_frame *cf;
     size_t cf_cap;
     pcount *pc;                 /* probe counts scratch */
@@ -73,40 +81,65 @@ static int grow(void **v, size_t *cap, size_t n, size_t elem)
 
 /* ---- the profiled functions, decoded ------------------------------------------ */
 
-typedef struct fvec {
+typedef struct fvec {           /* a set of functions, duplicates allowed */
     const lp_function **v;
     size_t n, cap;
+    const lp_func_range *last;  /* the range of the last address added */
 } fvec;
 
+/* The function at addr into f. A context's ranges and branches come in
+ * address order: most are in the range of the one before, which is then
+ * neither looked up nor added again (~1 M additions on SQLite otherwise,
+ * which lp_probes_decode_for sorts to drop the duplicates). */
 static void fv_add(fvec *f, lp_binary *b, uint64_t addr, int *oom)
 {
-    const lp_func_range *r = lp_binary_func_range(b, addr);
+    const lp_func_range *r = f->last;
 
-    if (!r)
+    if (r && addr >= r->start && addr < r->end)
         return;
+    if (!(r = lp_binary_func_range(b, addr)))
+        return;
+    f->last = r;
     if (grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v))
         *oom = 1;
     else
         f->v[f->n++] = r->func;
 }
 
-/* collectFunctionsFromRawProfile for address contexts, then
- * decodePseudoProbe for each binary not decoded yet. */
-static int decode_profiled(pgen *g, const lp_ctxcount *cc)
+static bool all_decoded(lp_probes *const *probes, size_t nbins)
 {
-    fvec *fv = calloc(g->nbins ? g->nbins : 1, sizeof *fv);
-    lp_ctx_entry **v = NULL;
-    long n = lp_ctxcount_all(cc, &v), i, k, m;
-    const lp_addr_pair_count *r;
-    int oom = !fv || n < 0, rc = 0;
     size_t b;
 
+    for (b = 0; b < nbins; b++)
+        if (probes[b] && !lp_probes_decoded(probes[b]))
+            return false;
+    return true;
+}
+
+/* collectFunctionsFromRawProfile for address contexts, then
+ * decodePseudoProbe for each binary not decoded yet. */
+int cs_probes_decode(lp_binary *const *bins, size_t nbins,
+                     lp_probes *const *probes, const lp_ctxcount *cc,
+                     lp_error *err)
+{
+    fvec *fv;
+    lp_ctx_entry **v = NULL;
+    long n, i, k, m;
+    const lp_addr_pair_count *r;
+    int oom, rc = 0;
+    size_t b;
+
+    if (all_decoded(probes, nbins))
+        return 0;
+    fv = calloc(nbins ? nbins : 1, sizeof *fv);
+    n = lp_ctxcount_all(cc, &v);
+    oom = !fv || n < 0;
     for (i = 0; !oom && i < n; i++) {
-        lp_binary *bin = (size_t)v[i]->bin < g->nbins ? g->bins[v[i]->bin] : NULL;
+        lp_binary *bin = (size_t)v[i]->bin < nbins ? bins[v[i]->bin] : NULL;
         for (k = 0; k < (long)v[i]->naddrs; k++) {
             b = LP_CTX_ADDR_BIN(v[i]->addrs[k]);
-            if (b < g->nbins && g->bins[b])
-                fv_add(&fv[b], g->bins[b], LP_CTX_ADDR_VADDR(v[i]->addrs[k]), &oom);
+            if (b < nbins && bins[b])
+                fv_add(&fv[b], bins[b], LP_CTX_ADDR_VADDR(v[i]->addrs[k]), &oom);
         }
         if (!bin)
             continue;
@@ -120,14 +153,14 @@ static int decode_profiled(pgen *g, const lp_ctxcount *cc)
                 fv_add(&fv[v[i]->bin], bin, r[k].b, &oom);
         }
     }
-    for (b = 0; !oom && rc == 0 && b < g->nbins; b++)
-        if (g->probes[b] && !lp_probes_decoded(g->probes[b]))
-            rc = lp_probes_decode_for(g->probes[b], fv[b].v, fv[b].n, g->err);
-    for (b = 0; fv && b < g->nbins; b++)
+    for (b = 0; !oom && rc == 0 && b < nbins; b++)
+        if (probes[b] && !lp_probes_decoded(probes[b]))
+            rc = lp_probes_decode_for(probes[b], fv[b].v, fv[b].n, err);
+    for (b = 0; fv && b < nbins; b++)
         free(fv[b].v);
     free(fv);
     free(v);
-    return oom ? cs_oom(g->err) : rc;
+    return oom ? cs_oom(err) : rc;
 }
 
 /* ---- contexts -------------------------------------------------------------------- */
@@ -163,7 +196,11 @@ static long context_addrs(pgen *g, uint64_t leaf, const uint64_t **a,
         return -1;
     memcpy(in, e->addrs, e->naddrs * sizeof *in);
     in[e->naddrs] = LP_CTX_ADDR((size_t)e->bin, leaf);
+    if (g->bin_lock)            /* the hook may call into the binaries */
+        pthread_mutex_lock(g->bin_lock);
     n = g->o->infer_frames(g->o->infer_ctx, in, e->naddrs + 1, own);
+    if (g->bin_lock)
+        pthread_mutex_unlock(g->bin_lock);
     free(in);
     if (n < 1)
         return -1;
@@ -184,17 +221,19 @@ static int make_prefix(pgen *g, uint64_t leaf)
 
     if (n < 0)
         return cs_oom(g->err);
+    if (grow((void **)&g->calls, &g->calls_cap, (size_t)n + 1, sizeof *g->calls)) {
+        free(own);
+        return cs_oom(g->err);
+    }
     for (first = n; first > 0; first--) {
         size_t b = LP_CTX_ADDR_BIN(a[first - 1]);
         if (b >= g->nbins || !g->probes[b] ||
-            !lp_probes_call_at(g->probes[b], LP_CTX_ADDR_VADDR(a[first - 1])))
+            !(g->calls[first - 1] = lp_probes_call_at(g->probes[b],
+                                                      LP_CTX_ADDR_VADDR(a[first - 1]))))
             break;
     }
-    for (i = first; i < n && rc == 0; i++) {
-        lp_probes *pr = g->probes[LP_CTX_ADDR_BIN(a[i])];
-        rc = append_stack(g, pr, lp_probes_call_at(pr, LP_CTX_ADDR_VADDR(a[i])),
-                          &k);
-    }
+    for (i = first; i < n && rc == 0; i++)
+        rc = append_stack(g, g->probes[LP_CTX_ADDR_BIN(a[i])], g->calls[i], &k);
     free(own);
     if (rc == 0 && grow((void **)&g->prefix, &g->prefix_cap, k + 1,
                         sizeof *g->prefix))
@@ -238,7 +277,9 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
             return g->memo_trie[i];
     if (g->o->infer_frames) {   /* the inferred frames depend on the leaf's
                                    function only */
-        const lp_func_range *r = lp_binary_func_range(g->bin, p->addr);
+        const lp_func_range *r = g->leaf_r;
+        if (!r || p->addr < r->start || p->addr >= r->end)
+            r = g->leaf_r = lp_binary_func_range(g->bin, p->addr);
         if (g->have_prefix && g->prefix_fn != (r ? r->func : NULL))
             g->have_prefix = false;
         g->prefix_fn = r ? r->func : NULL;
@@ -286,6 +327,25 @@ static int pc_cmp(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* Whether probe `id` of the context's binary is at an instruction start,
+ * asked of the binary once per probe (under the lock while the sizes
+ * are built alongside). -1 on no memory. */
+static int probe_is_code(pgen *g, uint32_t id, uint64_t addr)
+{
+    uint8_t **c = &g->code[g->e->bin];
+
+    if (!*c && !(*c = calloc(lp_probes_count(g->pr), 1)))
+        return -1;
+    if (!(*c)[id]) {
+        if (g->bin_lock)
+            pthread_mutex_lock(g->bin_lock);
+        (*c)[id] = lp_binary_is_code(g->bin, addr) ? 1 : 2;
+        if (g->bin_lock)
+            pthread_mutex_unlock(g->bin_lock);
+    }
+    return (*c)[id] == 1;
+}
+
 /* extractProbesFromRange: every probe at an instruction start of the
  * context's disjoint ranges, with the counts summed per probe. */
 static int count_probes(pgen *g)
@@ -303,9 +363,11 @@ static int count_probes(pgen *g)
         n = lp_probes_in(g->pr, d[i].a, d[i].b, &ids);
         for (k = 0; k < n; k++) {
             const lp_probe *p = lp_probes_probe(g->pr, ids[k]);
-            if (!lp_binary_is_code(g->bin, p->addr))
+            int code = probe_is_code(g, ids[k], p->addr);
+            if (code == 0)
                 continue;
-            if (grow((void **)&g->pc, &g->pc_cap, g->npc + 1, sizeof *g->pc)) {
+            if (code < 0 ||
+                grow((void **)&g->pc, &g->pc_cap, g->npc + 1, sizeof *g->pc)) {
                 free(d);
                 return cs_oom(g->err);
             }
@@ -469,6 +531,8 @@ static int add_context(pgen *g, const lp_ctx_entry *e)
                             "\"%s\" is not an address context (a pseudo-probe "
                             "binary's)", e->key);
     g->e = e;
+    if (g->bin != g->bins[e->bin])
+        g->leaf_r = NULL;       /* a range of another binary */
     g->bin = g->bins[e->bin];
     g->pr = g->probes[e->bin];
     g->have_prefix = false;
@@ -495,8 +559,14 @@ static void mixed_warning(const pgen *g)
 
 static void pgen_free(pgen *g)
 {
+    size_t b;
+
+    for (b = 0; g->code && b < g->nbins; b++)
+        free(g->code[b]);
+    free(g->code);
     free(g->prefix);
     free(g->fr);
+    free(g->calls);
     free(g->cf);
     free(g->pc);
     free(g->memo_node);
@@ -506,17 +576,20 @@ static void pgen_free(pgen *g)
 
 int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                            lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
-                           lp_error *err)
+                           pthread_mutex_t *bin_lock, lp_error *err)
 {
     pgen g = {.t = t, .bins = bins, .probes = o->probes, .nbins = nbins,
-              .o = o, .err = err};
+              .o = o, .bin_lock = bin_lock, .err = err};
     lp_ctx_entry **v = NULL;
     long n, i;
     int rc;
 
-    if (!(g.memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *g.memo)))
+    if (!(g.memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *g.memo)) ||
+        !(g.code = calloc(nbins ? nbins : 1, sizeof *g.code))) {
+        pgen_free(&g);
         return cs_oom(err);
-    rc = decode_profiled(&g, cc);
+    }
+    rc = cs_probes_decode(bins, nbins, o->probes, cc, err);
     n = rc ? 0 : lp_ctxcount_all(cc, &v);
     if (n < 0)
         rc = cs_oom(err);

@@ -8,14 +8,21 @@
  * the first size found going down first children. With pseudo probes the
  * call sites are probe ids read from the DWARF discriminators, and every
  * inline frame that kept probes in the probe inline tree is made known
- * with a size of 0 (trackInlineesOptimizedAway). Owns the size trie's
- * contents; the trie structure is trie.c's.
+ * with a size of 0 (trackInlineesOptimizedAway). With pseudo probes the
+ * trie can be built on a second thread while the probe generation runs
+ * (cs_sizes_start): the two share the binaries under one lock, the
+ * thread's warnings are held and given at the join, so the output and
+ * the messages are those of one thread. Owns the size trie's contents;
+ * the trie structure is trie.c's.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/cpus.h"
+#include "util/grow.h"
 
 typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
     const lp_function *f;
@@ -23,11 +30,15 @@ typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
     UT_hash_handle hh;
 } func_ent;
 
+typedef struct size_job size_job;
+static void job_free(size_job *j);
+
 struct cs_funcs {               /* ProfiledFunctions */
     func_ent *head;
     int oom;
     const lp_func_range *last;  /* the last range found (and added) */
     int last_bin;
+    size_job *job;              /* the size trie being built, or NULL */
 };
 typedef cs_funcs func_set;
 
@@ -184,18 +195,55 @@ static int add_inst(cs_trie *st, size_walk *w, const lp_frame *fr, size_t n,
     return 0;
 }
 
+/* The binaries' lock while a size thread runs (NULL: one thread). */
+static void bin_lock(pthread_mutex_t *m)
+{
+    if (m)
+        pthread_mutex_lock(m);
+}
+
+static void bin_unlock(pthread_mutex_t *m)
+{
+    if (m)
+        pthread_mutex_unlock(m);
+}
+
+/* One instruction's frames and size, and the next instruction's address:
+ * the binary's part of the walk, under the lock. 1, or k < 1 as
+ * lp_binary_next_inst gives (-1 on error). */
+static int inst_step(lp_binary *b, pthread_mutex_t *lock, uint64_t *ip,
+                     lp_frame *buf, const lp_frame **fr, size_t *n,
+                     uint32_t *size, lp_error *err)
+{
+    lp_inst in;
+    int k = -1;
+
+    bin_lock(lock);
+    if (!lp_binary_symbolize_once(b, *ip, buf, fr, n, err) &&
+        lp_binary_inst(b, *ip, &in, err) >= 0) {
+        *size = in.size;
+        k = 1;
+    }
+    bin_unlock(lock);
+    return k;
+}
+
 /* computeInlinedContextSizeForRange over [start, end) */
 static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
-                       bool probes, const lp_cs_opts *o, lp_error *err)
+                       bool probes, const lp_cs_opts *o, pthread_mutex_t *lock,
+                       lp_error *err)
 {
     const lp_frame *fr;
     uint64_t ip = UINT64_MAX;
     size_walk w = {NULL, 0, NULL, probes};
-    lp_inst in;
+    uint32_t size;
     size_t n;
-    int k = lp_binary_inst_at_or_after(b, start, &ip, err);
+    int k;
     lp_frame buf[2][LP_BINARY_MAX_FRAMES];  /* w.fr's stack and the next one */
 
+    bin_lock(lock);
+    k = lp_binary_inst_at_or_after(b, start, &ip, err);
+    bin_unlock(lock);
     if (k < 0)
         return -1;
     if (k == 0)
@@ -203,12 +251,13 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     if (ip != start)
         cs_warnf(o, "Invalid start instruction at %8" PRIx64, start);
     while (k == 1 && ip < end) {
-        if (lp_binary_symbolize_once(b, ip, buf[w.fr == buf[0]], &fr, &n, err) ||
-            lp_binary_inst(b, ip, &in, err) < 0)
+        if (inst_step(b, lock, &ip, buf[w.fr == buf[0]], &fr, &n, &size, err) < 0)
             return -1;
-        if (add_inst(st, &w, fr, n, in.size))
+        if (add_inst(st, &w, fr, n, size))
             return cs_oom(err);
+        bin_lock(lock);
         k = lp_binary_next_inst(b, ip, &ip, err);
+        bin_unlock(lock);
     }
     return k < 0 ? -1 : 0;
 }
@@ -267,6 +316,7 @@ void cs_funcs_free(cs_funcs *s)
 
     if (!s)
         return;
+    job_free(s->job);
     HASH_ITER(hh, s->head, e, tmp) {
         HASH_DEL(s->head, e);
         free(e);
@@ -374,8 +424,8 @@ static int decode_probes(lp_probes *const *probes, cs_funcs *s, lp_error *err)
     return rc;
 }
 
-int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
-                   const lp_cs_opts *o, lp_error *err)
+static int sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
+                       const lp_cs_opts *o, pthread_mutex_t *lock, lp_error *err)
 {
     func_ent *e;
     size_t k;
@@ -389,12 +439,131 @@ int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
 
         for (k = 0; k < e->f->nranges && rc == 0; k++)
             rc = range_sizes(st, bins[e->bin], e->f->ranges[k]->start,
-                             e->f->ranges[k]->end, pr != NULL, o, err);
+                             e->f->ranges[k]->end, pr != NULL, o, lock, err);
         if (rc == 0 && pr && lp_probes_decoded(pr) &&
             track_inlinees(st, pr, e->f->name))
             rc = cs_oom(err);
     }
     return rc;
+}
+
+int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
+                   const lp_cs_opts *o, lp_error *err)
+{
+    return sizes_build(st, bins, s, o, NULL, err);
+}
+
+/* ---- the size trie on a second thread ------------------------------------ */
+
+struct size_job {
+    pthread_t th;
+    pthread_mutex_t lock;       /* the binaries' */
+    cs_trie st;
+    lp_binary *const *bins;
+    cs_funcs *s;
+    lp_cs_opts o;               /* the caller's, with the warnings held */
+    const lp_cs_opts *user;     /* where the held warnings go */
+    char **held;
+    size_t nheld, held_cap;
+    bool held_oom;              /* a warning could not be held */
+    bool joined;
+    int rc;
+    lp_error err;
+};
+
+static void hold_warning(void *ctx, const char *msg)
+{
+    size_job *j = ctx;
+    char *c = strdup(msg);
+
+    if (!c || lp_grow_array(&j->held, &j->held_cap, j->nheld + 1,
+                            sizeof *j->held, 8)) {
+        free(c);
+        j->held_oom = true;
+        return;
+    }
+    j->held[j->nheld++] = c;
+}
+
+static void *size_main(void *arg)
+{
+    size_job *j = arg;
+
+    j->rc = sizes_build(&j->st, j->bins, j->s, &j->o, &j->lock, &j->err);
+    return NULL;
+}
+
+pthread_mutex_t *cs_sizes_start(cs_funcs *s, lp_binary *const *bins,
+                                const lp_cs_opts *o)
+{
+    size_job *j;
+
+    if (s->job || lp_cpus() < 2 || !(j = calloc(1, sizeof *j)))
+        return NULL;
+    cs_trie_init(&j->st);
+    j->bins = bins;
+    j->s = s;
+    j->o = *o;
+    j->o.warn = o->warn ? hold_warning : NULL;
+    j->o.warn_ctx = j;
+    j->user = o;
+    if (pthread_mutex_init(&j->lock, NULL)) {
+        free(j);
+        return NULL;
+    }
+    if (pthread_create(&j->th, NULL, size_main, j)) {
+        pthread_mutex_destroy(&j->lock);
+        free(j);
+        return NULL;
+    }
+    s->job = j;
+    return &j->lock;
+}
+
+/* Wait for the thread; its warnings to the caller's hook, in order. */
+static void job_join(size_job *j)
+{
+    size_t i;
+
+    if (j->joined)
+        return;
+    pthread_join(j->th, NULL);
+    j->joined = true;
+    for (i = 0; i < j->nheld; i++)
+        j->user->warn(j->user->warn_ctx, j->held[i]);
+    if (j->held_oom && j->user->warn)
+        j->user->warn(j->user->warn_ctx, "context sizes: some warnings were "
+                      "lost (out of memory)");
+}
+
+static void job_free(size_job *j)
+{
+    size_t i;
+
+    if (!j)
+        return;
+    job_join(j);
+    for (i = 0; i < j->nheld; i++)
+        free(j->held[i]);
+    free(j->held);
+    cs_trie_free(&j->st);
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
+
+cs_trie *cs_sizes_get(cs_trie *own, lp_binary *const *bins, cs_funcs *s,
+                      const lp_cs_opts *o, lp_error *err)
+{
+    size_job *j = s->job;
+
+    if (!j)
+        return cs_sizes_build(own, bins, s, o, err) ? NULL : own;
+    job_join(j);
+    if (j->rc) {
+        *err = j->err;
+        return NULL;
+    }
+    return &j->st;
 }
 
 /* getFuncSizeForContext */

@@ -29,12 +29,14 @@
 /* The only place a recorded address becomes a link-time one: through the
  * per-process address map (perf.data: any of the binaries), else
  * llvm-profgen's single base (binary 0); then "code" = an instruction
- * start of that binary. */
-static uint64_t canon(lp_unwinder *u, uint64_t rt)
+ * start of that binary. *flags: its uw_ainfo flags (0: not code). */
+static uint64_t canon(lp_unwinder *u, uint64_t rt, uint8_t *flags)
 {
     uint64_t c = rt - u->base + u->preferred;
+    const uw_ainfo *ai;
     int b;
 
+    *flags = 0;
     if (u->o.map) {
         if ((b = lp_addrmap_resolve(u->o.map, u->pid, rt, &c)) < 0 ||
             (size_t)b >= u->nbins || !uw_va_fits(c))
@@ -45,25 +47,40 @@ static uint64_t canon(lp_unwinder *u, uint64_t rt)
     } else {
         c = uw_enc(0, c);
     }
-    return c > UW_EXT && (uw_addr(u, c)->flags & UW_AI_CODE) ? c : UW_EXT;
+    if (c <= UW_EXT || !((ai = uw_addr(u, c))->flags & UW_AI_CODE))
+        return UW_EXT;
+    *flags = ai->flags;
+    return c;
 }
 
 /* Through the cache: a sample's ~70 addresses are mostly ones seen
- * before (the address map's lookups were a quarter of the intake). */
-uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code)
+ * before (the address map's lookups were a quarter of the intake). The
+ * slot of rt, or *tmp filled when there is no cache; valid until the
+ * next call. */
+static const uw_cslot *canon_slot(lp_unwinder *u, uint64_t rt, uw_cslot *tmp)
 {
     uint32_t gen = (uint32_t)u->memo_gen + 1;
     uw_cslot *s;
 
     if (!u->canon &&
         !(u->canon = lp_zalloc_written(((size_t)1 << UW_CS_BITS) * sizeof *u->canon))) {
-        uint64_t c = canon(u, rt);
-        *code = c != UW_EXT;
-        return c;
+        tmp->c = canon(u, rt, &tmp->flags);
+        return tmp;
     }
     s = &u->canon[uw_mix(rt, u->pid) & (((size_t)1 << UW_CS_BITS) - 1)];
-    if (s->gen != gen || s->rt != rt || s->pid != u->pid)
-        *s = (uw_cslot){rt, canon(u, rt), u->pid, gen ? gen : 1};
+    if (s->gen != gen || s->rt != rt || s->pid != u->pid) {
+        uint8_t f;
+        uint64_t c = canon(u, rt, &f);
+        *s = (uw_cslot){rt, c, u->pid, gen ? gen : 1, f};
+    }
+    return s;
+}
+
+uint64_t uw_canon(lp_unwinder *u, uint64_t rt, bool *code)
+{
+    uw_cslot tmp;
+    const uw_cslot *s = canon_slot(u, rt, &tmp);
+
     *code = s->c != UW_EXT;
     return s->c;
 }
@@ -182,15 +199,20 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
 static long extract_lbr(lp_unwinder *u, const lp_branch_entry *br, size_t n)
 {
     size_t i, k = 0;
-    bool sc, dc;
+    const uw_cslot *cs;
+    uw_cslot tmp;
+    bool sc, dc, ret;
 
     if (uw_grow((void **)&u->lbr, &u->lbr_cap, n + 1, sizeof *u->lbr))
         return -1;
     for (i = 0; i < n; i++) {
-        u->lbr[k].src = uw_canon(u, br[i].from, &sc);
+        cs = canon_slot(u, br[i].from, &tmp);
+        u->lbr[k].src = cs->c;
+        sc = cs->c != UW_EXT;
+        ret = cs->flags & UW_AI_RET;
         u->lbr[k].dst = uw_canon(u, br[i].to, &dc);
-        /* a handler returning to its restorer */
-        if (sc && (uw_addr(u, u->lbr[k].src)->flags & UW_AI_RET) &&
+        /* a handler returning to its restorer (only the repair asks) */
+        if (sc && ret && u->o.repair_frames &&
             sig_frame(u, br[i].to, dc, u->lbr[k].dst))
             u->lbr[k].dst = UW_SIG;
         if (k == 0)
@@ -803,18 +825,20 @@ static void memo_record(lp_unwinder *u, uw_memo *m, memo_key key,
 
     m->id = m->id2 = 0;
     m->nd = 0;
+    if (n > UINT32_MAX)
+        return;
     for (i = 0; i < UW_NSTATS; i++) {
         if (a[i] == b[i])
             continue;
-        if (m->nd == UW_MEMO_DELTAS)
+        if (m->nd == UW_MEMO_DELTAS || b[i] - a[i] > UINT32_MAX)
             return;             /* unusual: not memoized */
         m->field[m->nd] = (uint8_t)i;
-        m->delta[m->nd++] = b[i] - a[i];
+        m->delta[m->nd++] = (uint32_t)(b[i] - a[i]);
     }
     m->id = key.id;
     m->id2 = key.id2;
     m->gen = u->memo_gen;
-    m->n = n;
+    m->n = (uint32_t)n;
     m->pid = s->pid;
     m->g = u->last_agg;
 }

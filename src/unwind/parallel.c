@@ -14,13 +14,12 @@
  * by this thread: their contexts are its own. Owns the split, the worker
  * and the merge; not the unwinding (trie.c, collect.c).
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lbr2prof/phases.h"
 #include "unwind/uw_internal.h"
-#include "util/zalloc.h"
+#include "util/cpus.h"
 
 /* Below this many distinct samples one thread does it all: a worker costs
  * a thread, the warm-up of its caches and the merge. */
@@ -34,13 +33,6 @@ typedef struct job {
     int rc;
     lp_error err;
 } job;
-
-static int cpus(void)
-{
-    cpu_set_t set;
-
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
 
 /* ---- the worker ----------------------------------------------------------- */
 
@@ -85,12 +77,19 @@ static lp_unwinder *worker_new(lp_unwinder *u)
     w->lbr_cap = u->lbr_cap;
     if (!(w->cs = malloc((w->cs_cap ? w->cs_cap : 1) * sizeof *w->cs)) ||
         !(w->lbr = malloc((w->lbr_cap ? w->lbr_cap : 1) * sizeof *w->lbr)) ||
-        !(w->ainfo = lp_zalloc_written(UW_AC_SIZE)) ||
+        !(w->ainfo = malloc(UW_AC_SIZE)) ||
+        (u->ft && !(w->ft = malloc(UW_FT_SIZE * sizeof *w->ft))) ||
         !(w->root_entries = calloc(u->nbins, sizeof *w->root_entries)) ||
         !(w->cc = lp_ctxcount_new())) {
         worker_free(w);
         return NULL;
     }
+    /* the address facts and fall-through answers depend on the binaries
+     * only: the worker starts with what the intake and the unwinding
+     * ahead found (a miss is a locked walk over the instructions) */
+    memcpy(w->ainfo, u->ainfo, UW_AC_SIZE);
+    if (u->ft)
+        memcpy(w->ft, u->ft, UW_FT_SIZE * sizeof *w->ft);
     lp_ctxcount_borrow_names(w->cc);
     return w;
 }
@@ -179,7 +178,7 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     int rc = 0;
 
     if (m < (u->o.parallel_min ? u->o.parallel_min : UW_PAR_MIN) || m < 2 ||
-        cpus() < 2)
+        lp_cpus() < 2)
         return 1;
     if (u->o.repair_frames && !u->leaves && !(u->leaves = lp_leaf_cache_new(NULL)))
         return 1;
