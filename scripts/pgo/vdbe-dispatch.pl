@@ -34,7 +34,7 @@ for my $bin (@ARGV) {
     my $what;
     for my $i (1 .. $#insn - 1) {
         # the opcode's load, checked against the number of opcodes
-        next unless $insn[$i] =~ /^movzbl\s+\((%\w+)\),(%\w+)$/;
+        next unless $insn[$i] =~ /^movzbl\s+(?:0x0)?\((%\w+)\),(%\w+)$/;
         my ($p, $op) = ($1, $2);
         (my $op64 = $op) =~ s/d$//;
         next unless $insn[$i + 1] =~ /^cmp\s+\$0x[0-9a-f]+,($op|$op64)$/;
