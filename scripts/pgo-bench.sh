@@ -97,7 +97,8 @@ digest() { cat "$@" | md5sum | cut -c1-16; }
 # ---- programs: fetch, build, workloads ---------------------------------------
 # Each program P defines P_fetch (sources into $S), P_build OUT CFLAGS,
 # P_train (the recorded command's arguments), P_eval and P_cg (the timed
-# and the callgrind run's arguments, writing to stdout or to $OUTF).
+# and the callgrind run's arguments, writing to stdout or to $OUTF) and
+# P_notes (lines under its table: what else decides its builds' times).
 
 sqlite_fetch() {
     [ -f "$S/package/deps/sqlite3/sqlite3.c" ] && return 0
@@ -119,6 +120,19 @@ sqlite_train() { echo "600 1"; }
 sqlite_period() { echo 37; }
 sqlite_eval() { echo "20000 2"; }
 sqlite_cg() { echo "5000 2"; }
+# a build's time hangs first on whether the register allocator kept the
+# interpreter's pOp in a register at the opcode dispatch (a spill costs
+# ~15%; docs/pgo-bench.md): one line naming the builds that spilled it
+sqlite_notes() {
+    # shellcheck disable=SC2086
+    rc=0
+    out=$(cd "$C/bin" && perl "$TOP/scripts/pgo/vdbe-dispatch.pl" $BUILDS) || rc=$?
+    case $rc in
+    0) echo "$P: sqlite3VdbeExec's dispatch keeps pOp in a register in every build" ;;
+    1) echo "$P: sqlite3VdbeExec's dispatch spills pOp (~15% slower, not the profile's doing) in: $(echo "$out" | grep spilled | sed 's/: pOp spilled (reloaded from \(.*\))/ (\1)/' | tr '\n' ' ')" ;;
+    *) echo "$P: sqlite3VdbeExec's dispatch not found by scripts/pgo/vdbe-dispatch.pl" ;;
+    esac
+}
 
 json_fetch() {
     [ -f /usr/include/nlohmann/json.hpp ] || { log "json: no /usr/include/nlohmann/json.hpp"; exit 1; }
@@ -132,6 +146,7 @@ json_train() { echo "80 1"; }
 json_period() { echo 37; }
 json_eval() { echo "8000 2"; }
 json_cg() { echo "1500 2"; }
+json_notes() { :; }
 
 # lbr2prof: the tree's sources (copied, so a build does not race with the
 # developer's), built by the Makefile with clang-19 and the bench's flags
@@ -169,6 +184,7 @@ lbr2prof_train() { echo "$S/cgt.data --binary $S/cgt -o \$OUTF"; }
 lbr2prof_period() { echo 211; }
 lbr2prof_eval() { echo "$S/cg.data --binary $S/cg -o \$OUTF"; }
 lbr2prof_cg() { echo "$S/cg-small.data --binary $S/cg -o \$OUTF"; }
+lbr2prof_notes() { :; }
 
 # ---- the pipeline --------------------------------------------------------------
 
@@ -492,7 +508,7 @@ for P in $PROGRAMS; do
     fi
     [ -s "$C/times.tsv" ] || { log "$P: no timings (PGO_PAIRS=0 reuses the last run's)"; exit 1; }
     [ "$CALLGRIND" = 1 ] && instructions
-    { summary; cat "$C/calib.txt"; } | tee "$C/table.txt"
+    { summary; cat "$C/calib.txt"; ${P}_notes; } | tee "$C/table.txt"
 done
 echo
 echo "pgo-bench: ratios are medians over rounds of (build's time / other build's time), IQR in brackets;"
