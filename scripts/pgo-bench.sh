@@ -47,7 +47,12 @@
 #            MessagePack, diff, patch; train 80 records, evaluate 8000
 #
 # Knobs (environment): PGO_PAIRS (rounds, default 30; 0 reprints the last
-# run's timings with what else changed), PGO_CALLGRIND
+# run's timings with what else changed), PGO_SEEDS (the recordings to
+# train on, default "1": the training run recorded with `--seed N` for
+# each N; each seed has its own recording, profiles and builds, all timed
+# in the same rounds, and the table gives each variant's ratio to profgen
+# per seed and across seeds: one recording's sampling can land a build on
+# a layout that says nothing about the profile), PGO_CALLGRIND
 # (0/1), PGO_DIR (cache, default build-pgo/ in the tree), PGO_NICE
 # (niceness of everything, default 10), PGO_FLAVORS (default "line
 # probe"), PGO_VARIANTS (line builds' profiles, default "profgen default
@@ -63,6 +68,7 @@ set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 D=${PGO_DIR:-$TOP/build-pgo}
 PAIRS=${PGO_PAIRS:-30}
+SEEDS=${PGO_SEEDS:-1}
 CALLGRIND=${PGO_CALLGRIND:-1}
 NICE="nice -n ${PGO_NICE:-10}"
 FLAVORS=${PGO_FLAVORS:-line probe}
@@ -91,7 +97,8 @@ digest() { cat "$@" | md5sum | cut -c1-16; }
 # ---- programs: fetch, build, workloads ---------------------------------------
 # Each program P defines P_fetch (sources into $S), P_build OUT CFLAGS,
 # P_train (the recorded command's arguments), P_eval and P_cg (the timed
-# and the callgrind run's arguments, writing to stdout or to $OUTF).
+# and the callgrind run's arguments, writing to stdout or to $OUTF) and
+# P_notes (lines under its table: what else decides its builds' times).
 
 sqlite_fetch() {
     [ -f "$S/package/deps/sqlite3/sqlite3.c" ] && return 0
@@ -113,6 +120,19 @@ sqlite_train() { echo "600 1"; }
 sqlite_period() { echo 37; }
 sqlite_eval() { echo "20000 2"; }
 sqlite_cg() { echo "5000 2"; }
+# a build's time hangs first on whether the register allocator kept the
+# interpreter's pOp in a register at the opcode dispatch (a spill costs
+# ~15%; docs/pgo-bench.md): one line naming the builds that spilled it
+sqlite_notes() {
+    # shellcheck disable=SC2086
+    rc=0
+    out=$(cd "$C/bin" && perl "$TOP/scripts/pgo/vdbe-dispatch.pl" $BUILDS) || rc=$?
+    case $rc in
+    0) echo "$P: sqlite3VdbeExec's dispatch keeps pOp in a register in every build" ;;
+    1) echo "$P: sqlite3VdbeExec's dispatch spills pOp (~15% slower, not the profile's doing) in: $(echo "$out" | grep spilled | sed 's/: pOp spilled (reloaded from \(.*\))/ (\1)/' | tr '\n' ' ')" ;;
+    *) echo "$P: sqlite3VdbeExec's dispatch not found by scripts/pgo/vdbe-dispatch.pl" ;;
+    esac
+}
 
 json_fetch() {
     [ -f /usr/include/nlohmann/json.hpp ] || { log "json: no /usr/include/nlohmann/json.hpp"; exit 1; }
@@ -126,6 +146,7 @@ json_train() { echo "80 1"; }
 json_period() { echo 37; }
 json_eval() { echo "8000 2"; }
 json_cg() { echo "1500 2"; }
+json_notes() { :; }
 
 # lbr2prof: the tree's sources (copied, so a build does not race with the
 # developer's), built by the Makefile with clang-19 and the bench's flags
@@ -163,6 +184,7 @@ lbr2prof_train() { echo "$S/cgt.data --binary $S/cgt -o \$OUTF"; }
 lbr2prof_period() { echo 211; }
 lbr2prof_eval() { echo "$S/cg.data --binary $S/cg -o \$OUTF"; }
 lbr2prof_cg() { echo "$S/cg-small.data --binary $S/cg -o \$OUTF"; }
+lbr2prof_notes() { :; }
 
 # ---- the pipeline --------------------------------------------------------------
 
@@ -176,7 +198,11 @@ fl_flags() {
     esac
 }
 fl_variants() { case $1 in probe) echo "$PVARIANTS" ;; *) echo "$VARIANTS" ;; esac; }
-fl_rec() { case $1 in probe) echo "$C/rec-probe" ;; *) echo "$C/rec" ;; esac; }
+# seeds: seed 1 keeps the names of a bench without seeds (rec/, profgen);
+# seed N another recording and its profiles and builds (rec-sN/,
+# profgen-sN)
+sfx() { [ "$1" = 1 ] || echo "-s$1"; }
+fl_rec() { case $1 in probe) echo "$C/rec-probe$(sfx "$2")" ;; *) echo "$C/rec$(sfx "$2")" ;; esac; }
 
 # run_args FUNC OUTF: the arguments of a workload, $OUTF put in
 run_args() { OUTF=$2; eval "echo $($1)"; }
@@ -198,20 +224,23 @@ build() {
     echo "$key" >"$C/bin/$name.key"
 }
 
-# record FLAVOR: the training run of the flavor's "none" build, and its
-# perf script text, in $(fl_rec FLAVOR)
+# record FLAVOR SEED: the training run of the flavor's "none" build,
+# sampled with --seed SEED, and its perf script text, in $(fl_rec FLAVOR
+# SEED)
 record() {
-    R=$(fl_rec "$1")
+    R=$(fl_rec "$1" "$2")
     none=$C/bin/$(fl_pre "$1")none
     period=$(${P}_period)
+    # (seed 1's key is the key of the bench before seeds: its cache holds)
     key="$(digest "$none") -c $period $(${P}_train)"
+    [ "$2" = 1 ] || key="$key --seed $2"
     if [ -f "$R/perf.data" ] && [ "$(cat "$R/key" 2>/dev/null)" = "$key" ]; then
         return 0
     fi
     rm -rf "$R" && mkdir -p "$R"
-    log "$P: recording the training run of $(fl_pre "$1")none (-c $period)"
+    log "$P: recording the training run of $(fl_pre "$1")none (-c $period --seed $2)"
     # shellcheck disable=SC2046
-    $NICE "$L" record --simulate -c "$period" --seed 1 -o "$R/perf.data" -- \
+    $NICE "$L" record --simulate -c "$period" --seed "$2" -o "$R/perf.data" -- \
         "$none" $(run_args ${P}_train "$R/train.out") >"$R/train.stdout" 2>"$R/record.log" ||
         { log "$P: recording failed"; tail -3 "$R/record.log" >&2; exit 1; }
     grep 'lbr2prof record' "$R/record.log" >&2 || true
@@ -219,14 +248,15 @@ record() {
     echo "$key" >"$R/key"
 }
 
-# profile FLAVOR VARIANT: $C/prof/NAME.prof (extbinary, for clang), .txt
-# (text, to read), .err (the tool's warnings, with --show-detailed-warning)
-# for the build NAME (the variant, flavor-prefixed), from the flavor's
-# recording of its "none" build
+# profile FLAVOR VARIANT SEED: $C/prof/NAME.prof (extbinary, for clang),
+# .txt (text, to read), .err (the tool's warnings, with
+# --show-detailed-warning) for the build NAME (the variant,
+# flavor-prefixed, seed-suffixed), from the flavor's recording of its
+# "none" build with that seed
 profile() {
-    R=$(fl_rec "$1") v=$2
+    R=$(fl_rec "$1" "$3") v=$2
     none=$C/bin/$(fl_pre "$1")none
-    name=$(fl_pre "$1")$v
+    name=$(fl_pre "$1")$v$(sfx "$3")
     key="$(cat "$R/key") $(digest "$L") $($PG --version | grep -i version | head -1)"
     if [ -f "$C/prof/$name.prof" ] && [ "$(cat "$C/prof/$name.key" 2>/dev/null)" = "$key" ]; then
         return 0
@@ -267,26 +297,26 @@ samecode() {
     rm -f "$1.text.tmp" "$2.text.tmp"
 }
 
-# calibrate FLAVOR: --no-repair-frames must reproduce llvm-profgen. One
+# calibrate FLAVOR SEED: --no-repair-frames must reproduce llvm-profgen. One
 # line to $C/calib.txt: is the norepair profile profgen's (same text), and
 # so its build (same code)? For probes, where it is not, also against
 # llvm-profgen-22 --infer-missing-frames=0: llvm-profgen 22 infers a probe
 # CS profile's missing tail-call frames by default, and an lbr2prof that
 # does not must equal that run instead (either one is the calibration)
 calibrate() {
-    pre=$(fl_pre "$1") R=$(fl_rec "$1")
+    pre=$(fl_pre "$1") R=$(fl_rec "$1" "$2") s=$(sfx "$2")
     case " $(fl_variants "$1") " in *" profgen "*) ;; *) return 0 ;; esac
     case " $(fl_variants "$1") " in *" norepair "*) ;; *) return 0 ;; esac
-    a=$C/prof/${pre}norepair.txt
-    if cmp -s "$a" "$C/prof/${pre}profgen.txt"; then
-        same=$(samecode "$C/bin/${pre}norepair" "$C/bin/${pre}profgen")
-        echo "$P $1: calibration: norepair's profile = profgen's (identical text), $same"
+    a=$C/prof/${pre}norepair$s.txt
+    if cmp -s "$a" "$C/prof/${pre}profgen$s.txt"; then
+        same=$(samecode "$C/bin/${pre}norepair$s" "$C/bin/${pre}profgen$s")
+        echo "$P $1 seed $2: calibration: norepair's profile = profgen's (identical text), $same"
         return 0
     fi
-    msg="$P $1: calibration: norepair's profile differs from profgen's"
+    msg="$P $1 seed $2: calibration: norepair's profile differs from profgen's"
     if [ "$1" = probe ]; then
-        n=$C/prof/${pre}profgen-noinfer
-        key="$(cat "$C/prof/${pre}profgen.key")"
+        n=$C/prof/${pre}profgen-noinfer$s
+        key="$(cat "$C/prof/${pre}profgen$s.key")"
         if ! [ -f "$n.txt" ] || [ "$(cat "$n.key" 2>/dev/null)" != "$key" ]; then
             rm -f "$n.txt" "$n.key"
             if $NICE $PG --perfscript="$R/script.txt" --binary="$C/bin/${pre}none" \
@@ -371,13 +401,16 @@ proftotal() { awk -F: '/^[^ \t]/ { n = split($0, a, ":"); s += a[n - 1] } END { 
 # contexts the pre-inliner inlined: call-site profiles nested in others
 profinlined() { grep -cE '^ +[0-9]+(\.[0-9]+)?: [^0-9 ][^ ]*:[0-9]+$' "$1" || true; }
 
-# summary: one table row per build: ratios to the flavor's "none" and
-# "profgen" builds (the probe flavor's "none" to the line flavor's "none":
-# what the probes cost)
+# summary: one table row per build: ratios to the flavor's "none" and to
+# the "profgen" build of the same seed (the probe flavor's "none" to the
+# line flavor's "none": what the probes cost); with several seeds, a line
+# per flavor and variant: its ratio to profgen per seed, the median of
+# those medians, and the median [IQR] of all seeds' rounds pooled
 summary() {
     for b in $BUILDS; do
-        total=- secs=- inl=-
+        total=- secs=- inl=- seed=1
         case $b in probe-*) fl=probe v=${b#probe-} ;; *) fl=line v=$b ;; esac
+        case $v in *-s[0-9]*) seed=${v##*-s} v=${v%-s*} ;; esac
         if [ "$v" != none ]; then
             total=$(proftotal "$C/prof/$b.txt")
             secs=$(cat "$C/prof/$b.secs")
@@ -385,7 +418,7 @@ summary() {
         fi
         ir=-
         [ "$CALLGRIND" = 1 ] && ir=$(cat "$C/bin/$b.ir")
-        echo "$b $fl $v $(textsize "$C/bin/$b") $total $secs $ir $inl"
+        echo "$b $fl $v $(textsize "$C/bin/$b") $total $secs $ir $inl $seed"
     done >"$C/builds.txt"
     perl -e '
         my ($prog, $times, $builds) = @ARGV;
@@ -393,30 +426,55 @@ summary() {
         open(T, "<", $times) or die;
         while (<T>) { my ($r, $b, $tc, $wa) = split; $t{$b}[$r] = $tc; $w{$b}[$r] = $wa }
         open(B, "<", $builds) or die;
-        my %info; while (<B>) { my @f = split; push @order, $f[0]; $info{$f[0]} = [@f[1..7]] }
+        my %info; while (<B>) { my @f = split; push @order, $f[0]; $info{$f[0]} = [@f[1..8]] }
         sub quart { my @s = sort { $a <=> $b } @_; my $at = sub { my $p = $_[0] * $#s;
             my $i = int($p); $i == $#s ? $s[$i] : $s[$i] + ($p - $i) * ($s[$i + 1] - $s[$i]) };
             (&$at(0.25), &$at(0.5), &$at(0.75)) }
-        sub ratio { my ($h, $a, $b) = @_; my @r;
-            return "-" unless exists $h->{$a} && exists $h->{$b};
+        sub ratios { my ($h, $a, $b) = @_; my @r;
+            return () unless exists $h->{$a} && exists $h->{$b};
             for my $i (0 .. $#{$h->{$a}}) { push @r, $h->{$a}[$i] / $h->{$b}[$i] if $h->{$b}[$i] }
-            my ($q1, $m, $q3) = quart(@r); sprintf("%.3f [%.3f-%.3f]", $m, $q1, $q3) }
-        printf "%-8s %-5s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", "program", "kind",
-            "build", "cpu vs none [IQR]", "cpu vs profgen [IQR]", "wall vs none [IQR]", "Ir/none",
-            ".text", "samples", "inlined", "prof s";
+            @r }
+        sub fmt { return "-" unless @_; my ($q1, $m, $q3) = quart(@_);
+            sprintf("%.3f [%.3f-%.3f]", $m, $q1, $q3) }
+        sub ratio { fmt(ratios(@_)) }
+        sub pgof { my ($pre, $seed) = @_; "${pre}profgen" . ($seed == 1 ? "" : "-s$seed") }
+        printf "%-8s %-5s %-8s %-4s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", "program",
+            "kind", "build", "seed", "cpu vs none [IQR]", "cpu vs profgen [IQR]",
+            "wall vs none [IQR]", "Ir/none", ".text", "samples", "inlined", "prof s";
+        my (%seeds, %vars);
         for my $b (@order) {
-            my ($fl, $v, $text, $tot, $secs, $ir, $inl) = @{$info{$b}};
+            my ($fl, $v, $text, $tot, $secs, $ir, $inl, $seed) = @{$info{$b}};
             my $pre = $fl eq "probe" ? "probe-" : "";
             my $none = $v eq "none" ? "none" : "${pre}none";
-            my $pg = "${pre}profgen";
             my $irr = $ir ne "-" && $info{$none}[5] ne "-" ? sprintf("%.4f", $ir / $info{$none}[5]) : "-";
-            printf "%-8s %-5s %-8s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", $prog, $fl, $v,
-                ratio(\%t, $b, $none), ratio(\%t, $b, $pg), ratio(\%w, $b, $none),
+            printf "%-8s %-5s %-8s %-4s %-22s %-22s %-22s %-7s %-9s %-10s %-7s %s\n", $prog,
+                $fl, $v, $v eq "none" ? "-" : $seed, ratio(\%t, $b, $none),
+                ratio(\%t, $b, pgof($pre, $seed)), ratio(\%w, $b, $none),
                 $irr, $text, $tot, $inl, $secs;
+            next if $v eq "none" || $v eq "profgen";
+            push @{$vars{$fl}}, $v unless grep { $_ eq $v } @{$vars{$fl}};
+            push @{$seeds{$fl}{$v}}, [$seed, $b, pgof($pre, $seed)];
         }
         my (undef, $mn) = quart(@{$t{none}});
         printf "%-8s (none: median cpu %.1f ms a run, %d rounds; probe none: against line none)\n",
             $prog, $mn, scalar @{$t{none}};
+        for my $fl (sort keys %vars) {
+            for my $v (@{$vars{$fl}}) {
+                my @s = @{$seeds{$fl}{$v}};
+                next if @s < 2;
+                my (@med, @all, @each);
+                for my $e (@s) {
+                    my @r = ratios(\%t, $e->[1], $e->[2]);
+                    next unless @r;
+                    push @med, (quart(@r))[1];
+                    push @all, @r;
+                    push @each, "seed $e->[0] " . fmt(@r);
+                }
+                next unless @med;
+                printf "%s %s %s/profgen cpu by seed: %s; median of the %d seeds: %.3f; rounds pooled: %s\n",
+                    $prog, $fl, $v, join(", ", @each), scalar @med, (quart(@med))[1], fmt(@all);
+            }
+        }
     ' "$P" "$C/times.tsv" "$C/builds.txt"
 }
 
@@ -431,15 +489,18 @@ for P in $PROGRAMS; do
         case $F in line | probe) ;; *) log "unknown flavor $F (line probe)"; exit 2 ;; esac
         pre=$(fl_pre "$F")
         build "${pre}none" "$F"
-        record "$F"
         BUILDS="$BUILDS ${pre}none"
-        for v in $(fl_variants "$F"); do
-            profile "$F" "$v"
-            build "$pre$v" "$F" "$C/prof/$pre$v.prof"
-            BUILDS="$BUILDS $pre$v"
+        for s in $SEEDS; do
+            case $s in '' | *[!0-9]*) log "PGO_SEEDS wants numbers, not '$s'"; exit 2 ;; esac
+            record "$F" "$s"
+            for v in $(fl_variants "$F"); do
+                profile "$F" "$v" "$s"
+                build "$pre$v$(sfx "$s")" "$F" "$C/prof/$pre$v$(sfx "$s").prof"
+                BUILDS="$BUILDS $pre$v$(sfx "$s")"
+            done
         done
     done
-    for F in $FLAVORS; do calibrate "$F"; done >"$C/calib.txt"
+    for F in $FLAVORS; do for s in $SEEDS; do calibrate "$F" "$s"; done; done >"$C/calib.txt"
     check
     if [ "$PAIRS" -gt 0 ]; then
         log "$P: timing $PAIRS rounds of:$BUILDS"
@@ -447,7 +508,7 @@ for P in $PROGRAMS; do
     fi
     [ -s "$C/times.tsv" ] || { log "$P: no timings (PGO_PAIRS=0 reuses the last run's)"; exit 1; }
     [ "$CALLGRIND" = 1 ] && instructions
-    { summary; cat "$C/calib.txt"; } | tee "$C/table.txt"
+    { summary; cat "$C/calib.txt"; ${P}_notes; } | tee "$C/table.txt"
 done
 echo
 echo "pgo-bench: ratios are medians over rounds of (build's time / other build's time), IQR in brackets;"
