@@ -22,12 +22,12 @@
  * PF_NBATCH x PF_ITEMS items.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "reader/prefetch.h"
+#include "util/cpus.h"
 
 /* 32 batches (32 Ki items of which up to 4 Ki events; at most 1 MB of
  * arenas, 1.3 MB of events and 1 MB of items): the parser starts while
@@ -408,14 +408,6 @@ static void *producer(void *arg)
 
 /* ---- consumer --------------------------------------------------------- */
 
-/* CPUs this process may run on (1 if unknown). */
-static int cpus(void)
-{
-    cpu_set_t set;
-
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
-
 static lp_pfetch *pfetch_new(lp_pscript *p, lp_pfetch_next_fn next,
                              lp_pfetch_off_fn off, void *ctx, lp_error *err);
 
@@ -442,7 +434,7 @@ static lp_pfetch *pfetch_new(lp_pscript *p, lp_pfetch_next_fn next,
     f->next = next;
     f->off_fn = off;
     f->ctx = ctx;
-    f->spin_ns = cpus() < 2 ? 0 : p ? PF_SPIN_NS : PF_DATA_SPIN_NS;
+    f->spin_ns = lp_cpus() < 2 ? 0 : p ? PF_SPIN_NS : PF_DATA_SPIN_NS;
     f->nbatch = p ? PF_NBATCH : PF_DATA_NBATCH;
     f->maxev = p ? PF_EVENTS : PF_DATA_EVENTS;
     for (k = 0; k < f->nbatch; k++) {
