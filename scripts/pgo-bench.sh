@@ -205,6 +205,7 @@ sfx() { [ "$1" = 1 ] || echo "-s$1"; }
 fl_rec() { case $1 in probe) echo "$C/rec-probe$(sfx "$2")" ;; *) echo "$C/rec$(sfx "$2")" ;; esac; }
 
 # run_args FUNC OUTF: the arguments of a workload, $OUTF put in
+# shellcheck disable=SC2034 # OUTF is read by the eval
 run_args() { OUTF=$2; eval "echo $($1)"; }
 
 # build NAME FLAVOR [PROFILE]: $C/bin/NAME, rebuilt when its key changes
