@@ -351,7 +351,7 @@ void uw_warm(lp_unwinder *u, const uint64_t *cs, size_t ncs,
             e != UW_EXT && !uw_map_get(&u->splits, t, e))
             (void)make_split(u, t, e, &err);
     }
-    for (i = 0; i < ncs; i++)
+    for (i = 0; i < ncs && !u->o.addr_contexts; i++)
         if (cs[i] > UW_LAST_SENTINEL && cs[i] != UW_EXT &&
             uw_bin_of(cs[i]) < u->nbins)
             (void)symbolize(u, cs[i], &f, &n, &err);
