@@ -222,7 +222,7 @@ static int inst_step(lp_binary *b, pthread_mutex_t *lock, uint64_t *ip,
     if (!lp_binary_symbolize_once(b, *ip, buf, fr, n, err) &&
         lp_binary_inst(b, *ip, &in, err) >= 0) {
         *size = in.size;
-        k = 1;
+        k = lp_binary_next_inst(b, *ip, ip, err);
     }
     bin_unlock(lock);
     return k;
@@ -251,15 +251,12 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     if (ip != start)
         cs_warnf(o, "Invalid start instruction at %8" PRIx64, start);
     while (k == 1 && ip < end) {
-        if (inst_step(b, lock, &ip, buf[w.fr == buf[0]], &fr, &n, &size, err) < 0)
+        if ((k = inst_step(b, lock, &ip, buf[w.fr == buf[0]], &fr, &n, &size, err)) < 0)
             return -1;
         if (add_inst(st, &w, fr, n, size))
             return cs_oom(err);
-        bin_lock(lock);
-        k = lp_binary_next_inst(b, ip, &ip, err);
-        bin_unlock(lock);
     }
-    return k < 0 ? -1 : 0;
+    return 0;
 }
 
 static int sort_by_name(const func_ent *a, const func_ent *b)
