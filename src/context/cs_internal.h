@@ -166,6 +166,24 @@ int cs_trie_from_profile(cs_trie *t, lp_profile *p);
  * by function name): computeSummaryAndThreshold. */
 int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err);
 
+/* cs_trie_summary on a second thread, started before the context sizes
+ * and the pre-inliner's first steps (populateFuncToCtxtMap, the call
+ * graph's edges), which only read the profiles' samples, and waited for
+ * once its thresholds are needed. With one CPU (or no thread) the wait
+ * computes it. */
+typedef struct cs_summary_job {
+    cs_trie *t;
+    lp_summary s;
+    lp_error err;
+    int rc;
+    bool started, done;
+    pthread_t th;
+} cs_summary_job;
+void cs_summary_start(cs_summary_job *j, cs_trie *t);
+/* The summary (NULL on error, err set); may be called again: the same
+ * result. Must be called before the trie's profiles change or go. */
+const lp_summary *cs_summary_wait(cs_summary_job *j, lp_error *err);
+
 /* ---- context sizes (BinarySizeContextTracker) --------------------------- */
 
 /* collectProfiledFunctions: those touched by cc's counters (range starts,
@@ -262,7 +280,8 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
 
 /* ---- pre-inliner ----------------------------------------------------------- */
 
-int cs_preinline(cs_trie *t, cs_trie *sizes, const lp_summary *s,
+/* The summary is waited for (sj) once the call graph's edges are in. */
+int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err);
 
 /* ---- helpers -------------------------------------------------------------- */

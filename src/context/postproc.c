@@ -208,17 +208,22 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
 }
 
 /* Summary, thresholds, pre-inliner; the trie back to p (unless direct:
- * then the trie is left for nest_trie). */
+ * then the trie is left for nest_trie). The summary is computed on a
+ * second thread while the context sizes and the pre-inliner's call graph
+ * are built. */
 static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
                       uint64_t *hot, bool direct, lp_error *err)
 {
     cs_funcs *own = NULL;
     cs_trie own_st, *st = &own_st;
-    lp_summary s;
+    const lp_summary *s;
+    cs_summary_job sj;
     int rc = 0;
 
     cs_trie_init(&own_st);
+    lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
+    cs_summary_start(&sj, t);
     if (o->preinliner && o->use_context_cost) {
         lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
         if (!funcs && !(funcs = own = cs_funcs_collect(bins, nbins, NULL, t, err)))
@@ -226,18 +231,19 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         if (rc == 0 && !(st = cs_sizes_get(&own_st, bins, funcs, o, err)))
             rc = -1;
     }
-    lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
-    if (rc == 0)
-        rc = cs_trie_summary(t, &s, err);
-    if (rc == 0)
-        *hot = o->hot_count >= 0 ? (uint64_t)o->hot_count
-                                 : cs_percentile_count(&s, o->cutoff_hot);
     if (rc == 0 && o->preinliner) {
         lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
-        rc = cs_preinline(t, st, &s, o, err);
+        rc = cs_preinline(t, st, &sj, o, err);
         p->is_preinlined = 1;
-        lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     }
+    lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
+    /* waited for on every path: the thread reads the trie */
+    s = cs_summary_wait(&sj, rc ? NULL : err);
+    if (rc == 0 && !s)
+        rc = -1;
+    if (rc == 0)
+        *hot = o->hot_count >= 0 ? (uint64_t)o->hot_count
+                                 : cs_percentile_count(s, o->cutoff_hot);
     if (rc == 0 && !direct && cs_trie_to_profile(t, p))
         rc = cs_oom(err);
     cs_funcs_free(own);

@@ -46,6 +46,8 @@ typedef struct pre {            /* the pre-inliner's state */
     cs_trie *t, *sizes;
     const lp_cs_opts *o;
     uint64_t cold, norm_upper;  /* thresholds from the summary */
+    cs_summary_job *sj;         /* the summary, computed alongside */
+    bool no_summary;            /* it failed (err set) */
     lp_error *err;
     int oom;
     struct ctx_list *lists;     /* FuncToCtxtProfiles */
@@ -158,7 +160,24 @@ static uint64_t trie_weight(const cs_node *caller, const cs_node *callee)
     return site > entry ? site : entry;
 }
 
-/* ProfiledCallGraph(ContextTracker, ColdThreshold) */
+/* The summary's thresholds, once the summary is there. */
+static int thresholds(pre *P)
+{
+    const lp_summary *s = cs_summary_wait(P->sj, P->err);
+
+    if (!s) {
+        P->no_summary = true;
+        return -1;
+    }
+    P->cold = P->o->cold_count >= 0 ? (uint64_t)P->o->cold_count
+                                    : cs_percentile_count(s, P->o->cutoff_cold);
+    P->norm_upper = cs_percentile_count(s, 100000);
+    return 0;
+}
+
+/* ProfiledCallGraph(ContextTracker, ColdThreshold): the edges are
+ * collected before the cold threshold is known (the summary may still be
+ * being computed), and trimmed after. */
 static int pcg_build(pcg *g, pre *P)
 {
     cs_node **q, *c;
@@ -190,6 +209,8 @@ static int pcg_build(pcg *g, pre *P)
         qsort(g->root.edges, g->root.nedges, sizeof *g->root.edges, edge_cmp);
     for (i = 0; i < g->root.nedges; i++)
         g->root.edges[i].dst->name_rank = (uint32_t)i;
+    if (thresholds(P))
+        return -1;
     HASH_ITER(hh, g->nodes, n, tmp)
         finish_edges(n, P->cold, P->o->edge_weight_sum, true);
     return 0;
@@ -828,17 +849,14 @@ static int drop_outlined(cs_trie *t)
     return 0;
 }
 
-int cs_preinline(cs_trie *t, cs_trie *sizes, const lp_summary *s,
+int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err)
 {
-    pre P = {t, sizes, o, 0, 0, err, 0, NULL, 0, 0, 0, false, 0};
+    pre P = {t, sizes, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0};
     name_vec order = {0};
     size_t i;
     int rc;
 
-    P.cold = o->cold_count >= 0 ? (uint64_t)o->cold_count
-                                : cs_percentile_count(s, o->cutoff_cold);
-    P.norm_upper = cs_percentile_count(s, 100000);
     rc = populate_lists(&P);
     P.max_steps = 1000000 + 100 * (uint64_t)P.nodes;
     if (rc == 0)
@@ -849,5 +867,5 @@ int cs_preinline(cs_trie *t, cs_trie *sizes, const lp_summary *s,
         rc = drop_outlined(t);
     free(order.v);
     free_lists(&P);
-    return rc ? cs_oom(err) : 0;
+    return rc ? P.no_summary ? -1 : cs_oom(err) : 0;
 }

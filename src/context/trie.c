@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "context/cs_internal.h"
+#include "util/cpus.h"
 #include "util/grow.h"
 #include "util/hash.h"
 
@@ -621,4 +622,36 @@ int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err)
     free(v);
     free(q);
     return rc;
+}
+
+static void *summary_run(void *arg)
+{
+    cs_summary_job *j = arg;
+
+    j->rc = cs_trie_summary(j->t, &j->s, &j->err);
+    return NULL;
+}
+
+void cs_summary_start(cs_summary_job *j, cs_trie *t)
+{
+    memset(j, 0, sizeof *j);
+    j->t = t;
+    j->started = lp_cpus() >= 2 && pthread_create(&j->th, NULL, summary_run, j) == 0;
+}
+
+const lp_summary *cs_summary_wait(cs_summary_job *j, lp_error *err)
+{
+    if (!j->done) {
+        if (j->started)
+            pthread_join(j->th, NULL);
+        else
+            summary_run(j);
+        j->done = true;
+    }
+    if (j->rc) {
+        if (err)
+            *err = j->err;
+        return NULL;
+    }
+    return &j->s;
 }
