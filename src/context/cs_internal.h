@@ -135,10 +135,27 @@ cs_prof *cs_prof_get(cs_trie *t, cs_node *n);
 /* A profile not attached to any node yet, named `name`. */
 cs_prof *cs_prof_new(cs_trie *t, const char *name);
 
+/* The last path cs_path walked, frame by frame, reused for the common
+ * prefix of the next one (generation's contexts come sorted, so
+ * consecutive ones mostly share their callers). Valid while no node is
+ * freed or moved and the frames' names stay at their addresses (as for
+ * cs_pmemo): during one generation. Zeroed to start; cs_pathmemo_free. */
+typedef struct cs_pathstep {
+    const char *func;           /* the frame's name, by address */
+    lp_loc loc;                 /* its call site */
+    cs_node *node;              /* the node the path reached there */
+} cs_pathstep;
+typedef struct cs_pathmemo {
+    cs_pathstep *v;
+    size_t n, cap;
+} cs_pathmemo;
+void cs_pathmemo_free(cs_pathmemo *pm);
+
 /* getOrCreateContextPath for a frame vector (root first; the leaf's
- * location is not used). NULL on no memory. */
+ * location is not used); pm: NULL, or the previous path's (above). NULL
+ * on no memory. */
 cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n,
-                 cs_pmemo *memo);
+                 cs_pmemo *memo, cs_pathmemo *pm);
 
 /* Breadth-first list of every node, the root first (SampleContextTracker's
  * iterator). malloc'ed; *n set. NULL on no memory. */

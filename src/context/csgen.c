@@ -417,8 +417,9 @@ static int ahead_end(ahead *h, size_t from, size_t nbins, cs_funcs *funcs,
 }
 
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                     cs_insts **its, cs_pmemo *memo, const lp_ctx_entry *e,
-                     ahead *h, size_t i, cs_funcs *funcs, lp_error *err)
+                     cs_insts **its, cs_pmemo *memo, cs_pathmemo *pm,
+                     const lp_ctx_entry *e, ahead *h, size_t i,
+                     cs_funcs *funcs, lp_error *err)
 {
     gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo,
              h ? &h->lock : NULL};
@@ -438,7 +439,7 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
         return cs_oom(err);
     g.it = its[e->bin];
     if (e->nframes) {
-        if (!(node = cs_path(t, e->frames, e->nframes, memo)) ||
+        if (!(node = cs_path(t, e->frames, e->nframes, memo, pm)) ||
             !(p = cs_prof_get(t, node)))
             return cs_oom(err);
         if (e->was_leaf_inlined)
@@ -507,12 +508,14 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     /* every name given to it stays put until the loop ends: the entries'
      * (freed after it) and the binaries' */
     cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
+    cs_pathmemo pm = {0};
     int rc = n < 0 || !its || !memo ? cs_oom(err) : 0, rc2;
     ahead *h = rc ? NULL : ahead_start(bins, nbins, v, (size_t)n, funcs != NULL, o);
     size_t k;
 
     for (i = 0; i < n && rc == 0; i++) {
-        rc = add_entry(t, bins, nbins, its, memo, v[i], h, (size_t)i, funcs, err);
+        rc = add_entry(t, bins, nbins, its, memo, &pm, v[i], h, (size_t)i, funcs,
+                       err);
         if (consume) {
             lp_counters_free(v[i]->counters);
             v[i]->counters = NULL;
@@ -526,6 +529,7 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cs_insts_free(its[k]);
     free(its);
     free(memo);
+    cs_pathmemo_free(&pm);
     free(v);
     if (consume)
         lp_ctxcount_clear(cc); /* the keys and frames too: the trie has its own */

@@ -38,6 +38,7 @@ typedef struct pgen {
     uint8_t **code;             /* per binary, per probe: 0 not asked,
                                    1 at an instruction start, 2 not */
     cs_pmemo *memo;
+    cs_pathmemo path;           /* the last context's trie path */
     lp_error *err;
     /* the context being generated */
     const lp_ctx_entry *e;
@@ -300,7 +301,7 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     m = lp_ctx_compress_recursion(g->cf, n - 1, g->o->compress_recursion);
     m = lp_ctx_trim(g->cf, m, g->o->max_context_depth);
     g->cf[m++] = leaf;
-    if (!(node = cs_path(g->t, g->cf, m, g->memo)) ||
+    if (!(node = cs_path(g->t, g->cf, m, g->memo, &g->path)) ||
         !(prof = cs_prof_get(g->t, node)))
         return cs_oom(g->err), NULL;
     lp_probes_nodes(g->pr, &nodes);
@@ -572,6 +573,7 @@ static void pgen_free(pgen *g)
     free(g->memo_node);
     free(g->memo_trie);
     free(g->memo);
+    cs_pathmemo_free(&g->path);
 }
 
 int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,

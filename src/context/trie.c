@@ -427,20 +427,50 @@ cs_prof *cs_prof_get(cs_trie *t, cs_node *n)
     return n->prof;
 }
 
+void cs_pathmemo_free(cs_pathmemo *pm)
+{
+    free(pm->v);
+    memset(pm, 0, sizeof *pm);
+}
+
+/* How many leading frames of `frames` reach the same nodes as the memo's
+ * path: the same names, and the same call sites above each of them. */
+static size_t path_common(const cs_pathmemo *pm, const lp_ctx_frame *frames,
+                          size_t n)
+{
+    size_t k = 0;
+
+    while (k < n && k < pm->n && pm->v[k].func == frames[k].func &&
+           (k == 0 || (pm->v[k - 1].loc.line == frames[k - 1].loc.line &&
+                       pm->v[k - 1].loc.disc == frames[k - 1].loc.disc)))
+        k++;
+    return k;
+}
+
 cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n,
-                 cs_pmemo *memo)
+                 cs_pmemo *memo, cs_pathmemo *pm)
 {
     cs_node *node = &t->root;
     lp_loc loc = {0, 0};
     const cs_name *f;
-    size_t i;
+    size_t i = 0;
 
-    for (i = 0; i < n && node; i++) {
+    if (pm && lp_grow_array(&pm->v, &pm->cap, n, sizeof *pm->v, 16))
+        pm = NULL;
+    if (pm && (i = path_common(pm, frames, n))) {
+        node = pm->v[i - 1].node;
+        loc = pm->v[i - 1].loc = frames[i - 1].loc;
+    }
+    for (; i < n && node; i++) {
         if (!(f = cs_intern_at(t, memo, frames[i].func)))
             return NULL;
         node = cs_child_get(t, node, loc, f);
         loc = frames[i].loc;
+        if (pm)
+            pm->v[i] = (cs_pathstep){frames[i].func, loc, node};
     }
+    if (pm)
+        pm->n = node ? n : 0;
     return node;
 }
 
