@@ -16,35 +16,70 @@ static const uint32_t default_cutoffs[LP_NR_CUTOFFS] = {
     10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000,
     800000, 900000, 950000, 990000, 999000, 999900, 999990, 999999};
 
-typedef struct count_vec {      /* every count added, for the cutoffs */
-    uint64_t *v;
-    size_t n, cap;
+/* Every count added, as LLVM's CountFrequencies map: each distinct count
+ * and how many times it came (open addressing, m == 0: empty slot). The
+ * detailed summary walks the distinct counts in descending order, so this
+ * sorts the distinct counts (a few thousand) instead of every count. */
+typedef struct count_slot {
+    uint64_t c, m;
+} count_slot;
+
+typedef struct count_vec {
+    count_slot *v;
+    size_t mask, n;             /* n: distinct counts */
 } count_vec;
+
+static count_slot *count_slot_of(const count_vec *cv, uint64_t c)
+{
+    uint64_t h = c * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h ^ (h >> 29)) & cv->mask;
+
+    while (cv->v[i].m && cv->v[i].c != c)
+        i = (i + 1) & cv->mask;
+    return &cv->v[i];
+}
+
+static int count_grow(count_vec *cv)
+{
+    count_vec g = {0};
+    size_t i, n = cv->v ? (cv->mask + 1) * 2 : 1024;
+
+    if (!(g.v = calloc(n, sizeof *g.v)))
+        return -1;
+    g.mask = n - 1;
+    g.n = cv->n;
+    for (i = 0; cv->v && i <= cv->mask; i++)
+        if (cv->v[i].m)
+            *count_slot_of(&g, cv->v[i].c) = cv->v[i];
+    free(cv->v);
+    *cv = g;
+    return 0;
+}
 
 static int add_count(lp_summary *s, count_vec *cv, uint64_t c)
 {
-    uint64_t *nv;
+    count_slot *e;
 
     s->total_count = lp_sat_add(s->total_count, c);
     if (c > s->max_count)
         s->max_count = c;
     s->num_counts++;
-    if (cv->n == cv->cap) {
-        cv->cap = cv->cap ? cv->cap * 2 : 256;
-        nv = realloc(cv->v, cv->cap * sizeof *nv);
-        if (!nv)
-            return -1;
-        cv->v = nv;
+    if ((cv->n + 1) * 2 > (cv->v ? cv->mask + 1 : 0) && count_grow(cv))
+        return -1;
+    e = count_slot_of(cv, c);
+    if (!e->m++) {
+        e->c = c;
+        cv->n++;
     }
-    cv->v[cv->n++] = c;
     return 0;
 }
 
-/* llvm SampleProfileSummaryBuilder::addRecord */
+/* llvm SampleProfileSummaryBuilder::addRecord. The counts go in as they
+ * are stored: their order does not matter (detailed() sorts them all, the
+ * totals saturate the same in any order). */
 static int add_record(lp_summary *s, count_vec *cv, const lp_fsamples *fs,
                       int is_callsite)
 {
-    lp_body_view *b = NULL;
     lp_callee_view *c = NULL;
     size_t nb, nc, i;
     int rc = 0;
@@ -56,12 +91,9 @@ static int add_record(lp_summary *s, count_vec *cv, const lp_fsamples *fs,
     } else if (fs->attrs & 4) {
         return 0; /* ContextDuplicatedIntoBase */
     }
-    nb = lp_fs_sorted_body(fs, &b);
-    if (nb == (size_t)-1)
-        return -1;
+    nb = lp_fs_nr_body(fs);
     for (i = 0; i < nb && rc == 0; i++)
-        rc = add_count(s, cv, b[i].count);
-    lp_body_views_free(b, nb);
+        rc = add_count(s, cv, lp_body_count(lp_fs_body_at(fs, i)));
     nc = lp_fs_sorted_callees(fs, &c);
     if (nc == (size_t)-1)
         return -1;
@@ -71,36 +103,36 @@ static int add_record(lp_summary *s, count_vec *cv, const lp_fsamples *fs,
     return rc;
 }
 
-static int desc_u64(const void *a, const void *b)
+static int desc_count(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    uint64_t x = ((const count_slot *)a)->c, y = ((const count_slot *)b)->c;
 
     return x > y ? -1 : x < y;
 }
 
-/* llvm ProfileSummaryBuilder::computeDetailedSummary */
+/* llvm ProfileSummaryBuilder::computeDetailedSummary (its map from count
+ * to frequency, walked from the largest count). The slots are packed and
+ * sorted in place. */
 static void detailed(lp_summary *s, count_vec *cv)
 {
-    size_t i = 0, k;
+    size_t i, j = 0, n = 0;
     uint64_t seen = 0, sum = 0, count = 0, desired;
-    uint64_t c;
+    count_slot *v = cv->v;
 
-    if (cv->n)
-        qsort(cv->v, cv->n, sizeof *cv->v, desc_u64);
-    for (k = 0; k < LP_NR_CUTOFFS; k++) {
+    for (i = 0; v && i <= cv->mask; i++)
+        if (v[i].m)
+            v[n++] = v[i];
+    if (n > 1)
+        qsort(v, n, sizeof *v, desc_count);
+    for (i = 0; i < LP_NR_CUTOFFS; i++) {
         desired = (uint64_t)((unsigned __int128)s->total_count *
-                             default_cutoffs[k] / 1000000u);
-        while (sum < desired && i < cv->n) {
-            c = cv->v[i];
-            count = c;
-            /* one map entry per distinct count: add all its copies */
-            while (i < cv->n && cv->v[i] == c) {
-                sum += c;
-                seen++;
-                i++;
-            }
+                             default_cutoffs[i] / 1000000u);
+        for (; sum < desired && j < n; j++) {
+            count = v[j].c;
+            sum += count * v[j].m;      /* as m additions, modulo 2^64 */
+            seen += v[j].m;
         }
-        s->entries[k] = (lp_summary_entry){default_cutoffs[k], count, seen};
+        s->entries[i] = (lp_summary_entry){default_cutoffs[i], count, seen};
     }
 }
 
