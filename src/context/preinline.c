@@ -119,26 +119,32 @@ static int edge_rank_cmp(const void *x, const void *y)
            (a->dst->name_rank < b->dst->name_rank);
 }
 
-/* Sort a node's edges by target (name ranks set) and fold repeated
- * targets: the weights add (or the largest stays); then drop edges of
- * weight <= threshold. */
-static void finish_edges(pcg_node *n, uint64_t threshold, bool sum, bool trim)
+/* Fold a node's repeated targets (the weights add, or the largest
+ * stays: either in any order) and sort the distinct ones by target (name
+ * ranks set); then drop edges of weight <= threshold. at: one slot per
+ * name rank, all ~0 (left so). */
+static void finish_edges(pcg_node *n, uint32_t *at, uint64_t threshold,
+                         bool sum, bool trim)
 {
     size_t i, k = 0;
 
-    if (n->nedges > 1)
-        qsort(n->edges, n->nedges, sizeof *n->edges, edge_rank_cmp);
     for (i = 0; i < n->nedges; i++) {
-        if (k && n->edges[k - 1].dst == n->edges[i].dst) {
-            pcg_edge *e = &n->edges[k - 1];
+        uint32_t r = n->edges[i].dst->name_rank;
+        if (at[r] != UINT32_MAX) {
+            pcg_edge *e = &n->edges[at[r]];
             e->weight = sum ? lp_sat_add(e->weight, n->edges[i].weight)
                             : (e->weight > n->edges[i].weight ? e->weight
                                                               : n->edges[i].weight);
         } else {
+            at[r] = (uint32_t)k;
             n->edges[k++] = n->edges[i];
         }
     }
+    for (i = 0; i < k; i++)
+        at[n->edges[i].dst->name_rank] = UINT32_MAX;
     n->nedges = k;
+    if (k > 1)  /* distinct ranks: no ties, any sort gives this order */
+        qsort(n->edges, k, sizeof *n->edges, edge_rank_cmp);
     if (!trim || !threshold)
         return;
     for (i = 0, k = 0; i < n->nedges; i++)
@@ -183,7 +189,7 @@ static int pcg_build(pcg *g, pre *P)
     cs_node **q, *c;
     pcg_node *s, *d, *n, *tmp;
     size_t cnt, i;
-    uint32_t k;
+    uint32_t k, *at;
 
     if (!(q = cs_bfs(P->t, &cnt)))
         return -1;
@@ -209,10 +215,13 @@ static int pcg_build(pcg *g, pre *P)
         qsort(g->root.edges, g->root.nedges, sizeof *g->root.edges, edge_cmp);
     for (i = 0; i < g->root.nedges; i++)
         g->root.edges[i].dst->name_rank = (uint32_t)i;
-    if (thresholds(P))
+    if (thresholds(P) ||
+        !(at = malloc((g->root.nedges ? g->root.nedges : 1) * sizeof *at)))
         return -1;
+    memset(at, 0xff, (g->root.nedges ? g->root.nedges : 1) * sizeof *at);
     HASH_ITER(hh, g->nodes, n, tmp)
-        finish_edges(n, P->cold, P->o->edge_weight_sum, true);
+        finish_edges(n, at, P->cold, P->o->edge_weight_sum, true);
+    free(at);
     return 0;
 oom:
     free(q);
