@@ -53,6 +53,9 @@ typedef struct gen {
     cs_pmemo *memo;             /* interned names by address (binaries') */
     pthread_mutex_t *lock;      /* the binaries' lazy caches, while a
                                    second thread computes bodies; or NULL */
+    bool disc_set;              /* the last raw discriminator decoded */
+    uint32_t disc, disc_base;   /* (a context's runs mostly repeat one) */
+    uint64_t disc_dup;
 } gen;
 
 static void bin_lock(gen *g)
@@ -119,9 +122,19 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 static int body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count,
                     uint64_t ninst)
 {
-    lp_loc key = {loc.line, lp_disc_base(loc.disc, g->fs)};
-    uint64_t c = count * lp_disc_dup_factor(loc.disc, g->fs);
-    lp_body_rec *b = lp_fs_body(fs, key);
+    lp_loc key;
+    uint64_t c;
+    lp_body_rec *b;
+
+    if (!g->disc_set || g->disc != loc.disc) {
+        g->disc_set = true;
+        g->disc = loc.disc;
+        g->disc_base = lp_disc_base(loc.disc, g->fs);
+        g->disc_dup = lp_disc_dup_factor(loc.disc, g->fs);
+    }
+    key = (lp_loc){loc.line, g->disc_base};
+    c = count * g->disc_dup;
+    b = lp_fs_body(fs, key);
 
     if (!b)
         return cs_oom(g->err);
