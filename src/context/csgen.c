@@ -429,6 +429,19 @@ static int ahead_end(ahead *h, size_t from, size_t nbins, cs_funcs *funcs,
     return rc;
 }
 
+/* An entry naming no binary of the run (its key printed now: generation
+ * lists the entries without their keys). */
+static int bad_binary(const lp_ctx_entry *e, size_t nbins, lp_error *err)
+{
+    char *k = e->key ? NULL : lp_ctx_key(e->frames, e->nframes);
+    int rc = lp_error_set(err, LP_EUSAGE, "CS profile generation: context "
+                          "\"%s\" names binary %d of %zu",
+                          e->key ? e->key : k ? k : "?", e->bin, nbins);
+
+    free(k);
+    return rc;
+}
+
 static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      cs_insts **its, cs_pmemo *memo, cs_pathmemo *pm,
                      const lp_ctx_entry *e, ahead *h, size_t i,
@@ -444,8 +457,7 @@ static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cs_funcs_add_entry(funcs, bins, nbins, e);
 
     if (e->bin < 0 || (size_t)e->bin >= nbins || !bins[e->bin])
-        return lp_error_set(err, LP_EUSAGE, "CS profile generation: context "
-                            "\"%s\" names binary %d of %zu", e->key, e->bin, nbins);
+        return bad_binary(e, nbins, err);
     g.bin = bins[e->bin];
     g.fs = lp_binary_fs_discriminator(g.bin);
     if (!its[e->bin] && !(its[e->bin] = cs_insts_new(g.bin, g.lock)))
@@ -516,7 +528,7 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      cs_funcs *funcs, lp_error *err)
 {
     lp_ctx_entry **v = NULL;
-    long n = lp_ctxcount_all(cc, &v), i;
+    long n = lp_ctxcount_entries(cc, &v), i;
     cs_insts **its = calloc(nbins ? nbins : 1, sizeof *its);
     /* every name given to it stays put until the loop ends: the entries'
      * (freed after it) and the binaries' */

@@ -641,16 +641,21 @@ static int print_keys(const lp_ctxcount *cc)
     return 0;
 }
 
-long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out)
+long lp_ctxcount_entries(const lp_ctxcount *cc, lp_ctx_entry ***out)
 {
     size_t n = cc->n, i;
 
-    *out = NULL;
-    if (print_keys(cc) || !(*out = malloc((n ? n : 1) * sizeof **out)))
+    if (!(*out = malloc((n ? n : 1) * sizeof **out)))
         return -1;
     for (i = 0; i < n; i++)
         (*out)[i] = &cc->v[i]->e;
     return (long)n;
+}
+
+long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out)
+{
+    *out = NULL;
+    return print_keys(cc) ? -1 : lp_ctxcount_entries(cc, out);
 }
 
 long lp_ctxcount_sorted(const lp_ctxcount *cc, lp_ctx_entry ***out)

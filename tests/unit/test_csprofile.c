@@ -634,6 +634,14 @@ static void test_bad_binary_index(void **state)
     lp_cs_opts_default(&o);
     assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, &err), -1);
     assert_non_null(strstr(err.msg, "binary 3"));
+    assert_non_null(strstr(err.msg, "\"bar\""));
+    /* a table that borrows names: generation lists it without keys, the
+     * message prints the context's */
+    lp_ctxcount_clear(cc);
+    lp_ctxcount_borrow_names(cc);
+    assert_null(lp_ctxcount_get(cc, 3, f, 1, false, NULL)->key);
+    assert_int_equal(lp_cs_generate(&b, 1, cc, &o, p, &err), -1);
+    assert_non_null(strstr(err.msg, "context \"bar\" names binary 3"));
     lp_profile_free(p);
     lp_ctxcount_free(cc);
     lp_binary_close(b);

@@ -137,7 +137,15 @@ static void test_borrowed_names(void **state)
     assert_ptr_not_equal(lp_ctxcount_get(cc, 0, other, 2, false, NULL), e);
     assert_ptr_not_equal(lp_ctxcount_get(cc, 1, a, 2, false, NULL), e);
     assert_ptr_equal(lp_ctxcount_find(cc, 0, "main:1 @ foo"), e);
+    /* lp_ctxcount_entries: the same entries in the same order, no key
+     * printed */
+    assert_int_equal(lp_ctxcount_entries(cc, &v), 3);
+    assert_ptr_equal(v[0], e);
+    assert_null(v[0]->key);
+    assert_null(v[2]->key);
+    free(v);
     assert_int_equal(lp_ctxcount_all(cc, &v), 3);
+    assert_ptr_equal(v[0], e);
     free(v);
     assert_string_equal(e->key, "main:1 @ foo");
     assert_string_equal(c->key, e->key);
