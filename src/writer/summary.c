@@ -16,148 +16,11 @@ static const uint32_t default_cutoffs[LP_NR_CUTOFFS] = {
     10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000,
     800000, 900000, 950000, 990000, 999000, 999900, 999990, 999999};
 
-/* Every count added, as LLVM's CountFrequencies map: each distinct count
- * and how many times it came (open addressing, m == 0: empty slot). The
- * detailed summary walks the distinct counts in descending order, so this
- * sorts the distinct counts (a few thousand) instead of every count. */
-typedef struct count_slot {
-    uint64_t c, m;
-} count_slot;
-
-typedef struct count_vec {
-    count_slot *v;
-    size_t mask, n;             /* n: distinct counts */
-} count_vec;
-
-static count_slot *count_slot_of(const count_vec *cv, uint64_t c)
-{
-    uint64_t h = c * 0x9e3779b97f4a7c15ull;
-    size_t i = (size_t)(h ^ (h >> 29)) & cv->mask;
-
-    while (cv->v[i].m && cv->v[i].c != c)
-        i = (i + 1) & cv->mask;
-    return &cv->v[i];
-}
-
-static int count_grow(count_vec *cv)
-{
-    count_vec g = {0};
-    size_t i, n = cv->v ? (cv->mask + 1) * 2 : 1024;
-
-    if (!(g.v = calloc(n, sizeof *g.v)))
-        return -1;
-    g.mask = n - 1;
-    g.n = cv->n;
-    for (i = 0; cv->v && i <= cv->mask; i++)
-        if (cv->v[i].m)
-            *count_slot_of(&g, cv->v[i].c) = cv->v[i];
-    free(cv->v);
-    *cv = g;
-    return 0;
-}
-
-static int add_count(lp_summary *s, count_vec *cv, uint64_t c)
-{
-    count_slot *e;
-
-    s->total_count = lp_sat_add(s->total_count, c);
-    if (c > s->max_count)
-        s->max_count = c;
-    s->num_counts++;
-    if ((cv->n + 1) * 2 > (cv->v ? cv->mask + 1 : 0) && count_grow(cv))
-        return -1;
-    e = count_slot_of(cv, c);
-    if (!e->m++) {
-        e->c = c;
-        cv->n++;
-    }
-    return 0;
-}
-
-/* llvm SampleProfileSummaryBuilder::addRecord. The counts go in as they
- * are stored: their order does not matter (detailed() sorts them all, the
- * totals saturate the same in any order). */
-static int add_record(lp_summary *s, count_vec *cv, const lp_fsamples *fs,
-                      int is_callsite)
-{
-    lp_callee_view *c = NULL;
-    size_t nb, nc, i;
-    int rc = 0;
-
-    if (!is_callsite) {
-        s->num_functions++;
-        if (fs->head > s->max_function_count)
-            s->max_function_count = fs->head;
-    } else if (fs->attrs & 4) {
-        return 0; /* ContextDuplicatedIntoBase */
-    }
-    nb = lp_fs_nr_body(fs);
-    for (i = 0; i < nb && rc == 0; i++)
-        rc = add_count(s, cv, lp_body_count(lp_fs_body_at(fs, i)));
-    nc = lp_fs_sorted_callees(fs, &c);
-    if (nc == (size_t)-1)
-        return -1;
-    for (i = 0; i < nc && rc == 0; i++)
-        rc = add_record(s, cv, c[i].fs, 1);
-    free(c);
-    return rc;
-}
-
-static int desc_count(const void *a, const void *b)
-{
-    uint64_t x = ((const count_slot *)a)->c, y = ((const count_slot *)b)->c;
-
-    return x > y ? -1 : x < y;
-}
-
-/* llvm ProfileSummaryBuilder::computeDetailedSummary (its map from count
- * to frequency, walked from the largest count). The slots are packed and
- * sorted in place. */
-static void detailed(lp_summary *s, count_vec *cv)
-{
-    size_t i, j = 0, n = 0;
-    uint64_t seen = 0, sum = 0, count = 0, desired;
-    count_slot *v = cv->v;
-
-    for (i = 0; v && i <= cv->mask; i++)
-        if (v[i].m)
-            v[n++] = v[i];
-    if (n > 1)
-        qsort(v, n, sizeof *v, desc_count);
-    for (i = 0; i < LP_NR_CUTOFFS; i++) {
-        desired = (uint64_t)((unsigned __int128)s->total_count *
-                             default_cutoffs[i] / 1000000u);
-        for (; sum < desired && j < n; j++) {
-            count = v[j].c;
-            sum += count * v[j].m;      /* as m additions, modulo 2^64 */
-            seen += v[j].m;
-        }
-        s->entries[i] = (lp_summary_entry){default_cutoffs[i], count, seen};
-    }
-}
-
-typedef struct fgroup {         /* the profiles of one function */
-    const char *name;
-    uint32_t id;
-    uint64_t head;
-    UT_hash_handle hh;
-} fgroup;
-
 typedef struct fcount {         /* one body count of one function */
     uint32_t id;
     lp_loc loc;
     uint64_t count;
 } fcount;
-
-static void free_groups(fgroup *g)
-{
-    fgroup *x, *t;
-
-    HASH_ITER(hh, g, x, t) {
-        HASH_DEL(g, x);
-        free(x);
-    }
-}
 
 /* Open addressing on (function id, location) summing the counts: the
  * summary needs the multiset of sums, in no order, so this replaces a sort
@@ -210,6 +73,105 @@ static int fsum_add(fsum_tab *t, uint32_t id, lp_loc loc, uint64_t count)
     }
     f->count = lp_sat_add(f->count, count);
     return 0;
+}
+
+/* Every count added, as LLVM's CountFrequencies map: each distinct count
+ * (kept in loc: low and high halves, id 0) and how many times it came (in
+ * count). The detailed summary walks the distinct counts in descending
+ * order, so it sorts those (a few thousand), not every count. */
+typedef fsum_tab count_vec;
+
+static uint64_t count_of(const fcount *f)
+{
+    return (uint64_t)f->loc.disc << 32 | f->loc.line;
+}
+
+static int add_count(lp_summary *s, count_vec *cv, uint64_t c)
+{
+    s->total_count = lp_sat_add(s->total_count, c);
+    if (c > s->max_count)
+        s->max_count = c;
+    s->num_counts++;
+    return fsum_add(cv, 0, (lp_loc){(uint32_t)c, (uint32_t)(c >> 32)}, 1);
+}
+
+/* llvm SampleProfileSummaryBuilder::addRecord. The counts go in as they
+ * are stored: their order does not matter (detailed() sorts them all, the
+ * totals saturate the same in any order). */
+static int add_record(lp_summary *s, count_vec *cv, const lp_fsamples *fs,
+                      int is_callsite)
+{
+    lp_callee_view *c = NULL;
+    size_t nb, nc, i;
+    int rc = 0;
+
+    if (!is_callsite) {
+        s->num_functions++;
+        if (fs->head > s->max_function_count)
+            s->max_function_count = fs->head;
+    } else if (fs->attrs & 4) {
+        return 0; /* ContextDuplicatedIntoBase */
+    }
+    nb = lp_fs_nr_body(fs);
+    for (i = 0; i < nb && rc == 0; i++)
+        rc = add_count(s, cv, lp_body_count(lp_fs_body_at(fs, i)));
+    nc = lp_fs_sorted_callees(fs, &c);
+    if (nc == (size_t)-1)
+        return -1;
+    for (i = 0; i < nc && rc == 0; i++)
+        rc = add_record(s, cv, c[i].fs, 1);
+    free(c);
+    return rc;
+}
+
+static int desc_count(const void *a, const void *b)
+{
+    uint64_t x = count_of(a), y = count_of(b);
+
+    return x > y ? -1 : x < y;
+}
+
+/* llvm ProfileSummaryBuilder::computeDetailedSummary (its map from count
+ * to frequency, walked from the largest count). The slots are packed and
+ * sorted in place. */
+static void detailed(lp_summary *s, count_vec *cv)
+{
+    size_t i, j = 0, n = 0;
+    uint64_t seen = 0, sum = 0, count = 0, desired;
+    fcount *v = cv->v;
+
+    for (i = 0; v && i <= cv->mask; i++)
+        if (v[i].id)
+            v[n++] = v[i];
+    if (n > 1)
+        qsort(v, n, sizeof *v, desc_count);
+    for (i = 0; i < LP_NR_CUTOFFS; i++) {
+        desired = (uint64_t)((unsigned __int128)s->total_count *
+                             default_cutoffs[i] / 1000000u);
+        for (; sum < desired && j < n; j++) {
+            count = count_of(&v[j]);
+            sum += count * v[j].count;  /* as that many additions, mod 2^64 */
+            seen += v[j].count;
+        }
+        s->entries[i] = (lp_summary_entry){default_cutoffs[i], count, seen};
+    }
+}
+
+typedef struct fgroup {         /* the profiles of one function */
+    const char *name;
+    uint32_t id;
+    uint64_t head;
+    UT_hash_handle hh;
+} fgroup;
+
+static void free_groups(fgroup *g)
+{
+    fgroup *x, *t;
+
+    HASH_ITER(hh, g, x, t) {
+        HASH_DEL(g, x);
+        free(x);
+    }
 }
 
 /* Body counts of v summed by function and location, packed (in no order);
