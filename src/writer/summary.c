@@ -49,7 +49,7 @@ static fcount *fsum_slot(const fsum_tab *t, uint32_t id, lp_loc loc)
     return &t->v[i];
 }
 
-static int fsum_add(fsum_tab *t, uint32_t id, lp_loc loc, uint64_t count)
+static inline int fsum_add(fsum_tab *t, uint32_t id, lp_loc loc, uint64_t count)
 {
     fcount *f;
 
