@@ -21,6 +21,7 @@
 
 #include "context/cs_internal.h"
 #include "lbr2prof/unwind.h"
+#include "util/sort.h"
 
 typedef struct pcount {         /* a probe and its count in one context */
     uint32_t id, node;
@@ -377,7 +378,7 @@ static int count_probes(pgen *g)
     }
     free(d);
     if (g->npc > 1)     /* g->pc is NULL while nothing was counted */
-        qsort(g->pc, g->npc, sizeof *g->pc, pc_cmp);
+        lp_sort(g->pc, g->npc, sizeof *g->pc, pc_cmp);
     for (i = 0, j = 0; (size_t)i < g->npc; i++) {   /* one count per probe */
         if (j && g->pc[j - 1].id == g->pc[i].id)
             g->pc[j - 1].count = lp_sat_add(g->pc[j - 1].count, g->pc[i].count);
