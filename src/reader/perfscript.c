@@ -1142,7 +1142,7 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
     int r;
 
     if (blen) {
-        d = lp_digest_bytes(start, blen);
+        d = lp_digest_inline(start, blen);
         b = cache_get(p, blen, &d);
     }
     if (b) {
