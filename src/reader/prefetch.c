@@ -24,7 +24,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "reader/prefetch.h"
@@ -87,9 +86,6 @@ typedef struct pf_batch {
     lp_error end_err;
     const uint8_t *low;         /* the lowest body of its PF_MAPPED events
                                    (NULL: none): lp_pfetch_hold */
-    const uint8_t *rel;         /* pages [rel, rel + rel_len) the consumer
-                                   gives back when it takes the batch */
-    uint64_t rel_len;
 } pf_batch;
 
 struct lp_pfetch {
@@ -329,7 +325,6 @@ static void batch_fill(lp_pfetch *f, pf_batch *b)
     b->n = b->nev = 0;
     b->used = 0;
     b->low = NULL;
-    b->rel_len = 0;
     b->end_rc = 1;
     if (f->owed) {
         if (batch_add(b, f->owed, f->owed_seen, f->owed_how) < 0)
@@ -511,9 +506,6 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
             pthread_mutex_unlock(&f->mu);
             f->i = f->j = 0;
             f->off = f->cur->end_off;
-            if (f->cur->rel_len)
-                madvise((void *)(uintptr_t)f->cur->rel, (size_t)f->cur->rel_len,
-                        MADV_DONTNEED);
         }
         if (f->i < f->cur->n) {
             const pf_item *it = &f->cur->it[f->i++];
@@ -540,25 +532,6 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         pthread_mutex_unlock(&f->mu);
         f->cur = NULL;
     }
-}
-
-/* The walk gives the mapping's pages back behind it: a third of its
- * page-table work (the zapping and the other core's TLB shoot-down),
- * done by the consumer, which waits for the walk more than the other way
- * round. Successive ranges are contiguous, so one range a batch. */
-bool lp_pfetch_release(lp_pfetch *f, const uint8_t *p, uint64_t len)
-{
-    pf_batch *b = &f->b[f->tail];
-
-    if (f->started != 1)
-        return false;
-    if (b->rel_len && b->rel + b->rel_len != p)
-        madvise((void *)(uintptr_t)b->rel, (size_t)b->rel_len, MADV_DONTNEED);
-    else if (b->rel_len)
-        p = b->rel, len += b->rel_len;
-    b->rel = p;
-    b->rel_len = len;
-    return true;
 }
 
 static const uint8_t *lower(const uint8_t *a, const uint8_t *b)

@@ -44,11 +44,6 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
  * in place keep their arrays there), NULL: none. The walk gives back no
  * page at or above it. */
 const uint8_t *lp_pfetch_hold(lp_pfetch *f);
-/* perf.data, on the walk's thread: have the consumer give back the
- * mapped pages [p, p + len) (MADV_DONTNEED) when it takes the batch being
- * filled, after it is done with every event before; false: no thread,
- * the caller gives them back itself. */
-bool lp_pfetch_release(lp_pfetch *f, const uint8_t *p, uint64_t len);
 /* Stops and joins the thread; frees the batches (not `p`). */
 /* The input offset of the batch being handed over (progress reports). */
 uint64_t lp_pfetch_offset(const lp_pfetch *f);

@@ -172,16 +172,14 @@ static void prefetch_ahead(rd_file *f)
 }
 
 /* mmap: give back pages below `below` (nothing queued points there), so
- * the resident set stays about one window plus one round. `pf`: the
- * prefetcher's consumer does it (lp_pfetch_release). */
-void rd_file_release(rd_file *f, uint64_t below, lp_pfetch *pf)
+ * the resident set stays about one window plus one round. */
+void rd_file_release(rd_file *f, uint64_t below)
 {
     below &= ~4095ull;
     if (!f->map_len || below < f->released + RD_MAP_WINDOW)
         return;
-    if (!pf || !lp_pfetch_release(pf, f->base + f->released, below - f->released))
-        madvise((void *)(f->base + f->released), (size_t)(below - f->released),
-                MADV_DONTNEED);
+    madvise((void *)(f->base + f->released), (size_t)(below - f->released),
+            MADV_DONTNEED);
     f->released = below;
 }
 

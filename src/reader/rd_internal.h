@@ -206,7 +206,7 @@ int rd_file_map(rd_file *f, int fd, const char *name, lp_error *err);
 int rd_file_stream(rd_file *f, FILE *s, const char *name, lp_error *err);
 void rd_file_close(rd_file *f);
 int rd_file_read(rd_file *f, void *dst, size_t n, lp_error *err);
-void rd_file_release(rd_file *f, uint64_t below, lp_pfetch *pf);
+void rd_file_release(rd_file *f, uint64_t below);
 int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err);
 void rd_zstd_free(rd_zstd *z);
 

@@ -515,7 +515,7 @@ static void release_behind(lp_reader *r)
             low = off < low ? off : low;
         }
     }
-    rd_file_release(&r->files[r->cur_file], low, r->pf);
+    rd_file_release(&r->files[r->cur_file], low);
 }
 
 /* Drop delivered entries; move arena records still queued to a fresh arena. */
