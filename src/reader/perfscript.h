@@ -58,11 +58,21 @@ typedef struct lp_pscript_ref {
  * one parses on (prefetch.c). */
 int lp_pscript_next_ref(lp_pscript *p, const lp_event **ev,
                         lp_pscript_ref *ref, lp_error *err);
-/* The event lp_pscript_next would have returned for ref. Reads only what
- * stays unchanged until lp_pscript_close (the name, the cached block), so
- * any thread may call it while another one parses. */
-void lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
-                         lp_event *out);
+/* The caller's buffers for a cached sample's arrays (zeroed at first;
+ * grown with realloc; the caller frees frames and br). */
+typedef struct lp_pscript_arrays {
+    uint64_t *frames;
+    size_t frames_cap;
+    lp_branch_entry *br;
+    size_t br_cap;
+} lp_pscript_arrays;
+
+/* The event lp_pscript_next would have returned for ref, its arrays in
+ * *a (valid until a is used again). Reads only what stays unchanged until
+ * lp_pscript_close (the name, the cached block), so any thread may call
+ * it while another one parses. 0, or -1: no memory. */
+int lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
+                        lp_event *out, lp_pscript_arrays *a);
 /* After the first lp_pscript_next(): 1 if samples carry call stacks. */
 int lp_pscript_is_hybrid(const lp_pscript *p);
 

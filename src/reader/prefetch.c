@@ -111,6 +111,7 @@ struct lp_pfetch {
     pf_batch *cur;
     size_t i, j;
     lp_event made;
+    lp_pscript_arrays arrays;   /* made's arrays */
     uint64_t off;               /* input offset of what was handed over */
     lp_reader_idle_fn idle;     /* lp_pfetch_set_idle */
     void *idle_ctx;
@@ -211,12 +212,12 @@ enum {
                            pointers: ~800 bytes not copied a sample */
 };
 
-/* A sample from the parser's block cache (its arrays stay put until the
- * parser is closed, lp_pscript_next) or from the file's mapping: the
- * batch keeps the pointers. */
+/* A sample from the file's mapping: the batch keeps the pointers. (A
+ * text sample's arrays are the parser's, whether or not its block was
+ * just cached: copied.) */
 static int stays(const lp_event *e, int how)
 {
-    return e->kind == LP_EV_SAMPLE && (e->u.sample.dup_id != 0 || (how & PF_MAPPED));
+    return e->kind == LP_EV_SAMPLE && (how & PF_MAPPED);
 }
 
 static size_t rnd8(size_t n)
@@ -509,7 +510,8 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         if (f->i < f->cur->n) {
             const pf_item *it = &f->cur->it[f->i++];
             if (it->ref.blk) {
-                lp_pscript_event_of(f->p, &it->ref, &f->made);
+                if (lp_pscript_event_of(f->p, &it->ref, &f->made, &f->arrays))
+                    return lp_error_set(err, LP_ENOMEM, "reader: out of memory");
                 *ev = &f->made;
             } else {
                 *ev = &f->cur->ev[f->j++];
@@ -583,5 +585,7 @@ void lp_pfetch_free(lp_pfetch *f)
         free(f->b[k].arena);
     }
     free(f->idw);
+    free(f->arrays.frames);
+    free(f->arrays.br);
     free(f);
 }

@@ -155,6 +155,22 @@ static void populate_ahead(rd_file *f)
     f->populated = from + n;
 }
 
+/* mmap: the record headers are a chain of dependent loads through
+ * memory no cache holds yet, and the flush then decodes the records' bodies
+ * (and the consumer digests their arrays): start loading every line up to
+ * RD_PREFETCH_AHEAD bytes ahead of the walk. */
+static void prefetch_ahead(rd_file *f)
+{
+    uint64_t to = f->pos + RD_PREFETCH_AHEAD, at;
+
+    if (to > f->end)
+        to = f->end;
+    at = f->prefetched > f->pos ? f->prefetched : f->pos;
+    for (at &= ~63ull; at < to; at += 64)
+        __builtin_prefetch(f->base + at);
+    f->prefetched = at;
+}
+
 /* mmap: give back pages below `below` (nothing queued points there), so
  * the resident set stays about one window plus one round. */
 void rd_file_release(rd_file *f, uint64_t below)
@@ -298,10 +314,7 @@ static int file_next(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err)
                            "truncated record header: %llu bytes left, "
                            "expected 8", (unsigned long long)(f->end - f->pos));
         p = f->base + f->pos;
-        /* the record headers are a chain of dependent loads through
-         * memory no cache holds yet: start the ones ~2 records ahead */
-        if (f->end - f->pos > RD_PREFETCH_AHEAD)
-            __builtin_prefetch(p + RD_PREFETCH_AHEAD);
+        prefetch_ahead(f);
     } else {
         size_t have = stream_fill(f, 8);
         if (have == 0)

@@ -102,6 +102,7 @@ typedef struct rd_file {
     size_t map_len;      /* memory: mmap length to unmap (0: not ours) */
     uint64_t populated;  /* mmap: page tables filled up to here */
     uint64_t released;   /* mmap: pages below this were given back */
+    uint64_t prefetched; /* mmap: lines below this were prefetched */
     uint64_t pos, end;   /* current offset, end of the record stream */
     uint64_t size;       /* memory: bytes of the whole source */
     uint64_t data_end;   /* memory: the data section's end by the header,

@@ -39,7 +39,7 @@ int lp_stacks_id_of(const uint64_t *chain, size_t nchain, const lp_branch_entry 
         w[k++] = br[i].from;
         w[k++] = br[i].to;
     }
-    d = lp_digest_bytes(w, k * sizeof *w);
+    d = lp_digest_inline(w, k * sizeof *w);
     id->lo = d.lo;
     id->hi = d.hi | 1;          /* never {0, 0}: that is "not computed" */
     return 0;

@@ -22,6 +22,7 @@
 
 #include "unwind/uw_internal.h"
 #include "util/hash.h"
+#include "util/varint.h"
 #include "util/zalloc.h"
 
 /* ---- one address --------------------------------------------------------- */
@@ -557,49 +558,6 @@ static enum keep after_handler(lp_unwinder *u, size_t *ncs, const intake *in)
 
 /* ---- aggregation ------------------------------------------------------------ */
 
-static size_t put_uv(unsigned char *p, uint64_t v)
-{
-    size_t n = 0;
-
-    while (v >= 0x80) {
-        p[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (unsigned char)v;
-    return n;
-}
-
-static size_t put_sv(unsigned char *p, uint64_t v, uint64_t *prev)
-{
-    int64_t d = (int64_t)(v - *prev);
-
-    *prev = v;
-    return put_uv(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
-}
-
-static uint64_t get_uv(const unsigned char **p)
-{
-    uint64_t v = 0;
-    unsigned sh = 0;
-
-    while (**p & 0x80) {
-        v |= (uint64_t)(**p & 0x7f) << sh;
-        sh += 7;
-        (*p)++;
-    }
-    v |= (uint64_t)**p << sh;
-    (*p)++;
-    return v;
-}
-
-static uint64_t get_sv(const unsigned char **p, uint64_t *prev)
-{
-    uint64_t z = get_uv(p);
-
-    *prev += (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
-    return *prev;
-}
-
 /* Call stack and LBR as zig-zag varint deltas: a sample of 32 entries
  * takes ~150 bytes instead of 600. */
 static size_t encode(lp_unwinder *u, size_t ncs, size_t nlbr)
@@ -608,13 +566,13 @@ static size_t encode(lp_unwinder *u, size_t ncs, size_t nlbr)
     uint64_t prev = 0;
     size_t i, o = 0;
 
-    o += put_uv(p + o, ncs);
-    o += put_uv(p + o, nlbr);
+    o += lp_put_uv(p + o, ncs);
+    o += lp_put_uv(p + o, nlbr);
     for (i = 0; i < ncs; i++)
-        o += put_sv(p + o, u->cs[i], &prev);
+        o += lp_put_sv(p + o, u->cs[i], &prev);
     for (i = 0; i < nlbr; i++) {
-        o += put_sv(p + o, u->lbr[i].src, &prev);
-        o += put_sv(p + o, u->lbr[i].dst, &prev);
+        o += lp_put_sv(p + o, u->lbr[i].src, &prev);
+        o += lp_put_sv(p + o, u->lbr[i].dst, &prev);
     }
     return o;
 }
@@ -625,15 +583,15 @@ size_t uw_decode_lbr(const uw_agg *g, uw_lbr **lbr, size_t *cap)
     uint64_t prev = 0;
     size_t ncs, n, i;
 
-    ncs = get_uv(&p);
-    n = get_uv(&p);
+    ncs = lp_get_uv(&p);
+    n = lp_get_uv(&p);
     if (uw_grow((void **)lbr, cap, n, sizeof **lbr))
         return (size_t)-1;
     for (i = 0; i < ncs; i++)
-        (void)get_sv(&p, &prev);
+        (void)lp_get_sv(&p, &prev);
     for (i = 0; i < n; i++) {
-        (*lbr)[i].src = get_sv(&p, &prev);
-        (*lbr)[i].dst = get_sv(&p, &prev);
+        (*lbr)[i].src = lp_get_sv(&p, &prev);
+        (*lbr)[i].dst = lp_get_sv(&p, &prev);
     }
     return n;
 }
@@ -644,14 +602,14 @@ void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr)
     uint64_t prev = 0;
     size_t i;
 
-    *ncs = get_uv(&p);
-    *nlbr = get_uv(&p);
+    *ncs = lp_get_uv(&p);
+    *nlbr = lp_get_uv(&p);
     /* the scratch vectors already hold the largest sample seen */
     for (i = 0; i < *ncs; i++)
-        u->cs[i] = get_sv(&p, &prev);
+        u->cs[i] = lp_get_sv(&p, &prev);
     for (i = 0; i < *nlbr; i++) {
-        u->lbr[i].src = get_sv(&p, &prev);
-        u->lbr[i].dst = get_sv(&p, &prev);
+        u->lbr[i].src = lp_get_sv(&p, &prev);
+        u->lbr[i].dst = lp_get_sv(&p, &prev);
     }
 }
 

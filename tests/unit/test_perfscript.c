@@ -333,10 +333,10 @@ static void check_full_block(const lp_event *ev, unsigned k)
 }
 
 /* More distinct blocks than the cache's store holds (8 MB of results, a
- * block of 64 entries is ~1.6 KB): the blocks cached first stay cached
- * (block 0 again has its id), later ones are parsed each time, right, and
- * carry no id. */
-#define FULL_N 6000u
+ * block of 64 entries is ~0.5 KB packed): the blocks cached first stay
+ * cached (block 0 again has its id, and its arrays unpack right), later
+ * ones are parsed each time, right, and carry no id. */
+#define FULL_N 24000u
 static void test_block_cache_full(void **state)
 {
     char *text = malloc((FULL_N + 2) * 2048), *t = text;
