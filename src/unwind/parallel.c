@@ -88,6 +88,8 @@ static lp_unwinder *worker_new(lp_unwinder *u)
      * only: the worker starts with what the intake and the unwinding
      * ahead found (a miss is a locked walk over the instructions) */
     memcpy(w->ainfo, u->ainfo, UW_AC_SIZE);
+    for (size_t i = 0; i < UW_AC_SIZE / sizeof *w->ainfo; i++)
+        w->ainfo[i].sig = 0;    /* signature ids are u's context cache's */
     if (u->ft)
         memcpy(w->ft, u->ft, UW_FT_SIZE * sizeof *w->ft);
     lp_ctxcount_borrow_names(w->cc);

@@ -60,6 +60,7 @@ static int32_t new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
     n->parent = parent;
     n->child = n->sib = n->last_child = -1;
     n->rec = n->rec_last = -1;
+    n->sig = 0;
     n->flags = 0;
     return (int32_t)u->nnodes++;
 }
@@ -145,6 +146,7 @@ static bool calls_itself(lp_unwinder *u, uint64_t cs)
 static void reveal(lp_unwinder *u, int32_t h, uint64_t addr)
 {
     u->nodes[h].addr = addr;
+    u->nodes[h].sig = 0;
     u->nodes[h].flags &= (uint8_t)~(UW_NF_HOLE | UW_NF_OPT);
 }
 
@@ -268,6 +270,21 @@ static int symbolize(lp_unwinder *u, uint64_t a, const lp_frame **f, size_t *n,
     return lp_binary_symbolize(uw_bin(u, a), uw_va(a), f, n, err);
 }
 
+/* Each piece's leaf signature, which the collection needs for the frame
+ * its range is counted on: found here once per distinct range instead of
+ * once per sample (an error leaves it unknown, found and reported there). */
+static void piece_sigs(lp_unwinder *u, uw_piece *p, size_t n)
+{
+    lp_error err;
+    uint64_t id;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        id = uw_leaf_sig(u, p[i].frame, &err);
+        p[i].sig = id <= UINT32_MAX ? (uint32_t)id : 0;
+    }
+}
+
 /* unwindLinear's walk from end back to target; an invalid range
  * (isValidFallThroughRange false) gets no piece. Each address is
  * symbolized once (the binary's cache keeps the frames). */
@@ -309,6 +326,7 @@ static const uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
         goto oom;
     if (v)
         u->pieces[n++] = (uw_piece){p, p, e};
+    piece_sigs(u, u->pieces, n);
     if (!(s = uw_arena_alloc(&u->cache_arena, sizeof *s + n * sizeof(uw_piece))))
         goto oom;
     memset(s, 0, sizeof *s);
@@ -465,10 +483,13 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
         st->invalid = true;
         return 0;
     }
-    for (i = 0; i < s->npieces; i++)
+    for (i = 0; i < s->npieces; i++) {
         if (switch_to(u, st, s->pieces[i].frame) ||
             record(u, st->leaf, s->pieces[i].start, s->pieces[i].end, false))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        if (s->pieces[i].sig)   /* the leaf is at the piece's frame */
+            u->nodes[st->leaf].sig = s->pieces[i].sig;
+    }
     st->ip = target;
     return 0;
 }
