@@ -24,7 +24,12 @@ typedef struct ctx_ent {     /* one allocation: this, the frames, the
                                    asked for (`printed`) - the printed
                                    keys were a quarter of the unwinder's
                                    peak memory */
-    size_t hlen;
+    union {
+        size_t hlen;            /* hkey != NULL: its length */
+        uint64_t fh;            /* hkey == NULL: its frames' hash (its
+                                   slot's; a merge moves it without
+                                   hashing the names again) */
+    };
     lp_ctx_frame *frames;
     char *printed;              /* hkey == NULL: e.key once printed */
 } ctx_ent;
@@ -346,23 +351,26 @@ static ctx_ent *lookup(const lp_ctxcount *cc, const char *k, size_t len,
     return cc->slots ? slot_of(cc, h, k, len)->c : NULL;
 }
 
-/* Room for one more entry. 0 or -1. */
-static int reserve(lp_ctxcount *cc)
+/* Room for `more` more entries (the table at most half full). 0 or -1. */
+static int reserve_n(lp_ctxcount *cc, size_t more)
 {
     size_t nb = cc->slots ? (cc->mask + 1) * 2 : 1024, i;
     ctx_slot *old = cc->slots, *ns;
-    size_t omask = cc->mask;
+    size_t omask = cc->mask, cap = cc->cap ? cc->cap : 256;
 
-    if (cc->n == cc->cap) {
-        size_t cap = cc->cap ? cc->cap * 2 : 256;
+    while (cap < cc->n + more)
+        cap *= 2;
+    if (cap != cc->cap) {
         ctx_ent **v = realloc(cc->v, cap * sizeof *v);
         if (!v)
             return -1;
         cc->v = v;
         cc->cap = cap;
     }
-    if (cc->slots && (cc->n + 1) * 2 <= cc->mask + 1)
+    if (cc->slots && (cc->n + more) * 2 <= cc->mask + 1)
         return 0;
+    while ((cc->n + more) * 2 > nb)
+        nb *= 2;
     if (!(ns = calloc(nb, sizeof *ns)))
         return -1;
     cc->slots = ns;
@@ -372,6 +380,12 @@ static int reserve(lp_ctxcount *cc)
             *free_slot(cc, old[i].h) = old[i];
     free(old);
     return 0;
+}
+
+/* Room for one more entry. 0 or -1. */
+static int reserve(lp_ctxcount *cc)
+{
+    return reserve_n(cc, 1);
 }
 
 lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
@@ -466,6 +480,8 @@ static lp_ctx_entry *insert(lp_ctxcount *cc, uint64_t h, ctx_ent *c,
         return NULL;
     }
     c->e.was_leaf_inlined = was_leaf_inlined;
+    if (!c->hkey)
+        c->fh = h;
     *free_slot(cc, h) = (ctx_slot){h, c};
     cc->v[cc->n++] = c;
     return &c->e;
@@ -506,6 +522,22 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
  * came first), any other one moves over, appended to dst's order. Merging
  * the tables of two runs over consecutive parts of a sequence of samples
  * gives the table of one run over the whole sequence. src is left empty. */
+/* How far ahead the merge asks for what it will read: dst's table is far
+ * larger than the caches and the entries' hashes are known, so the slot
+ * of the entry MERGE_AHEAD on, and that entry MERGE_AHEAD before. */
+#define MERGE_AHEAD 8
+
+static void merge_prefetch(const lp_ctxcount *dst, const lp_ctxcount *src,
+                           size_t i)
+{
+    const ctx_ent *c;
+
+    if (i + 2 * MERGE_AHEAD < src->n)
+        __builtin_prefetch(src->v[i + 2 * MERGE_AHEAD]);
+    if (i + MERGE_AHEAD < src->n && !(c = src->v[i + MERGE_AHEAD])->hkey)
+        __builtin_prefetch(&dst->slots[c->fh & dst->mask]);
+}
+
 int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
 {
     size_t i, k;
@@ -513,10 +545,13 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
     ctx_slot *s;
     uint64_t h;
 
-    for (i = 0; i < src->n; i++) {
+    i = 0;                      /* dst's table sized once, for all */
+    if (reserve_n(dst, src->n))
+        goto oom;
+    for (; i < src->n; i++) {
+        merge_prefetch(dst, src, i);
         c = src->v[i];
-        h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen)
-                    : frames_hash(c->e.bin, c->frames, c->e.nframes);
+        h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen) : c->fh;
         d = !dst->slots ? NULL
             : c->hkey   ? lookup(dst, c->hkey, c->hlen, h)
                         : frame_slot(dst, h, c->e.bin, c->frames, c->e.nframes)->c;

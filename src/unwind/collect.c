@@ -211,7 +211,8 @@ static uint64_t prefix_id(lp_unwinder *u, uint64_t parent, uint64_t addr,
 }
 
 /* getExpandedContext into u->frames; returns the frame count (0: the empty
- * context, also when an address has no debug info), -1 on error. */
+ * context, also when an address has no debug info), -1 on error. Under
+ * the binaries' lock (uw_lock). */
 static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
                    lp_error *err)
 {
@@ -226,9 +227,7 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
     for (i = 0; i < n; i++) {
         b = uw_bin(u, a[i]);
         fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
-        uw_lock(u);
         rc = lp_binary_symbolize(b, uw_va(a[i]), &fr, &k, err);
-        uw_unlock(u);
         if (rc)
             return -1;
         if (k == 0)
@@ -261,7 +260,10 @@ static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
     bool wli = false;
     lp_ctx_entry *e;
 
-    if ((nf = expand(u, a, n, &wli, err)) < 0)
+    uw_lock(u);                 /* once for the stack's addresses */
+    nf = expand(u, a, n, &wli, err);
+    uw_unlock(u);
+    if (nf < 0)
         return NULL;
     e = lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
                         nf ? u->frames : NULL, (size_t)nf, wli, err);
