@@ -273,24 +273,34 @@ static int symbolize(lp_unwinder *u, uint64_t a, const lp_frame **f, size_t *n,
 /* Each piece's leaf signature, which the collection needs for the frame
  * its range is counted on: found here once per distinct range instead of
  * once per sample (an error leaves it unknown, found and reported there). */
-static void piece_sigs(lp_unwinder *u, uw_piece *p, size_t n)
+static uint32_t piece_sig(lp_unwinder *u, uw_piece *p)
 {
+    uint32_t *sig = &p->sig[uw_role(u)];
     lp_error err;
     uint64_t id;
+
+    if (!*sig && (id = uw_leaf_sig(u, p->frame, &err)) <= UINT32_MAX)
+        *sig = (uint32_t)id;
+    return *sig;
+}
+
+static void piece_sigs(lp_unwinder *u, uw_piece *p, size_t n)
+{
     size_t i;
 
-    for (i = 0; i < n; i++) {
-        id = uw_leaf_sig(u, p[i].frame, &err);
-        p[i].sig = id <= UINT32_MAX ? (uint32_t)id : 0;
-    }
+    for (i = 0; i < n; i++)
+        (void)piece_sig(u, &p[i]);
 }
 
 /* unwindLinear's walk from end back to target; an invalid range
  * (isValidFallThroughRange false) gets no piece. Each address is
- * symbolized once (the binary's cache keeps the frames). */
-static const uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
-                                      uint64_t end, lp_error *err)
+ * symbolized once (the binary's cache keeps the frames). During the
+ * parallel flush the split is the unwinder's (in its arena: it outlives
+ * the worker) and both threads': shared_splits. */
+static uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
+                                uint64_t end, lp_error *err)
 {
+    uw_arena *arena = u->owner ? &u->owner->cache_arena : &u->cache_arena;
     uint64_t p = end, e = end, prev;
     const lp_frame *fp = NULL, *fq;
     size_t n = 0, np = 0, nq;
@@ -327,12 +337,14 @@ static const uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
     if (v)
         u->pieces[n++] = (uw_piece){p, p, e};
     piece_sigs(u, u->pieces, n);
-    if (!(s = uw_arena_alloc(&u->cache_arena, sizeof *s + n * sizeof(uw_piece))))
+    if (!(s = uw_arena_alloc(arena, sizeof *s + n * sizeof(uw_piece))))
         goto oom;
     memset(s, 0, sizeof *s);
     s->npieces = (uint32_t)n;
     memcpy(s->pieces, u->pieces, n * sizeof(uw_piece));
-    if (uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s))
+    if (uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s) ||
+        (u->shared_splits &&
+         uw_map_put(u->shared_splits, target, end, (uint64_t)(uintptr_t)s)))
         goto oom;
     return s;
 oom:
@@ -340,13 +352,21 @@ oom:
     return NULL;
 }
 
-static const uw_split *make_split(lp_unwinder *u, uint64_t target,
-                                  uint64_t end, lp_error *err)
+/* The split of a range not in u->splits: the other thread's, or made. */
+static uw_split *make_split(lp_unwinder *u, uint64_t target, uint64_t end,
+                            lp_error *err)
 {
-    const uw_split *s;
+    uw_split *s = NULL;
 
     uw_lock(u);
-    s = split_unlocked(u, target, end, err);
+    if (u->shared_splits &&
+        (s = (uw_split *)(uintptr_t)uw_map_get(u->shared_splits, target, end)) &&
+        uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s)) {
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        s = NULL;
+    } else if (!s) {
+        s = split_unlocked(u, target, end, err);
+    }
     uw_unlock(u);
     return s;
 }
@@ -453,8 +473,8 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
 {
     uint64_t end = st->ip;
     bool repair = u->o.repair_frames;
-    const uw_split *s;
-    uint32_t i;
+    uw_split *s;
+    uint32_t i, sig;
 
     if (target == UW_SIG) {
         /* rt_sigreturn resumed the newer code: no range */
@@ -474,7 +494,7 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
     }
     if (u->o.addr_contexts)
         return probe_linear(u, st, target, end, err);
-    s = (const uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
+    s = (uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
     if (!s && !(s = make_split(u, target, end, err)))
         return -1;
     if (s->npieces == 0) {
@@ -487,8 +507,8 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
         if (switch_to(u, st, s->pieces[i].frame) ||
             record(u, st->leaf, s->pieces[i].start, s->pieces[i].end, false))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        if (s->pieces[i].sig)   /* the leaf is at the piece's frame */
-            u->nodes[st->leaf].sig = s->pieces[i].sig;
+        if ((sig = piece_sig(u, &s->pieces[i])))  /* the leaf is at its frame */
+            u->nodes[st->leaf].sig = sig;
     }
     st->ip = target;
     return 0;

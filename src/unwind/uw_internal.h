@@ -202,7 +202,10 @@ typedef struct uw_rec {
 
 typedef struct uw_piece {       /* one inline-context piece of a range */
     uint64_t frame, start, end;
-    uint32_t sig;               /* frame's leaf signature id, 0 not known */
+    uint32_t sig[2];            /* frame's leaf signature id in the context
+                                   cache of the unwinder (0) and of the
+                                   parallel flush's worker (1, uw_role),
+                                   0 not known: each thread writes its own */
 } uw_piece;
 
 typedef struct uw_split {       /* a range cut by inline context (u->splits
@@ -373,6 +376,10 @@ struct lp_unwinder {
     size_t pieces_cap;
     /* caches */
     uw_map splits;              /* (start, end) -> uw_split * */
+    uw_map *shared_splits;      /* during the parallel flush, under lock:
+                                   every split either thread has (the
+                                   unwinder's map; a worker points to it),
+                                   so that a range is cut once */
     uw_ctxcache ctxc;
     lp_ctx_entry **root_entries;/* the empty context, per binary */
     uw_arena cache_arena;
@@ -415,6 +422,12 @@ enum { UW_LOST_NONLOCAL = 1, UW_LOST_ASYNC = 2, UW_LOST_NORET = 3,
        UW_LOST_LANDING = 4 };
 
 /* ---- helpers between the files ----------------------------------------------- */
+
+/* Which thread of the parallel flush u is: 0 the unwinder, 1 a worker. */
+static inline unsigned uw_role(const lp_unwinder *u)
+{
+    return u->owner != NULL;
+}
 
 /* Around every call into the binaries (and the shared leaf cache and
  * inference state) that may run on a worker of the parallel flush. */
