@@ -351,26 +351,23 @@ static ctx_ent *lookup(const lp_ctxcount *cc, const char *k, size_t len,
     return cc->slots ? slot_of(cc, h, k, len)->c : NULL;
 }
 
-/* Room for `more` more entries (the table at most half full). 0 or -1. */
-static int reserve_n(lp_ctxcount *cc, size_t more)
+/* Room for one more entry. 0 or -1. */
+static int reserve(lp_ctxcount *cc)
 {
     size_t nb = cc->slots ? (cc->mask + 1) * 2 : 1024, i;
     ctx_slot *old = cc->slots, *ns;
-    size_t omask = cc->mask, cap = cc->cap ? cc->cap : 256;
+    size_t omask = cc->mask;
 
-    while (cap < cc->n + more)
-        cap *= 2;
-    if (cap != cc->cap) {
+    if (cc->n == cc->cap) {
+        size_t cap = cc->cap ? cc->cap * 2 : 256;
         ctx_ent **v = realloc(cc->v, cap * sizeof *v);
         if (!v)
             return -1;
         cc->v = v;
         cc->cap = cap;
     }
-    if (cc->slots && (cc->n + more) * 2 <= cc->mask + 1)
+    if (cc->slots && (cc->n + 1) * 2 <= cc->mask + 1)
         return 0;
-    while ((cc->n + more) * 2 > nb)
-        nb *= 2;
     if (!(ns = calloc(nb, sizeof *ns)))
         return -1;
     cc->slots = ns;
@@ -380,12 +377,6 @@ static int reserve_n(lp_ctxcount *cc, size_t more)
             *free_slot(cc, old[i].h) = old[i];
     free(old);
     return 0;
-}
-
-/* Room for one more entry. 0 or -1. */
-static int reserve(lp_ctxcount *cc)
-{
-    return reserve_n(cc, 1);
 }
 
 lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
@@ -524,7 +515,10 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
  * gives the table of one run over the whole sequence. src is left empty. */
 /* How far ahead the merge asks for what it will read: dst's table is far
  * larger than the caches and the entries' hashes are known, so the slot
- * of the entry MERGE_AHEAD on, and that entry MERGE_AHEAD before. */
+ * of the entry MERGE_AHEAD on, and that entry MERGE_AHEAD before (a
+ * slot asked for before the table grows is only wasted). dst is not
+ * sized for all of src up front: src's duplicates would make its table
+ * twice as large as needed (+1 MB at sqlite-line's peak). */
 #define MERGE_AHEAD 8
 
 static void merge_prefetch(const lp_ctxcount *dst, const lp_ctxcount *src,
@@ -545,10 +539,7 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
     ctx_slot *s;
     uint64_t h;
 
-    i = 0;                      /* dst's table sized once, for all */
-    if (reserve_n(dst, src->n))
-        goto oom;
-    for (; i < src->n; i++) {
+    for (i = 0; i < src->n; i++) {
         merge_prefetch(dst, src, i);
         c = src->v[i];
         h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen) : c->fh;

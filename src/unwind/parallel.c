@@ -71,7 +71,7 @@ static lp_unwinder *worker_new(lp_unwinder *u)
     w->nmaps = u->nmaps;
     w->other_maps = u->other_maps;
     w->agg = u->agg;            /* the pending samples, read only */
-    w->shared_splits = u->shared_splits;
+    w->peer_splits = &u->splits;
     w->memo_gen = u->memo_gen;
     /* uw_decode's scratch holds the largest sample: the intake grew u's */
     w->cs_cap = u->cs_cap;
@@ -97,27 +97,19 @@ static lp_unwinder *worker_new(lp_unwinder *u)
     return w;
 }
 
-/* The splits both threads share (under the lock), starting with the
- * unwinder's; a worker of an earlier flush may have left its signature
- * ids on them (role 1): they are not this worker's. 0 or -1. */
-static int share_splits(lp_unwinder *u, uw_map *sh)
+/* u's splits, which the worker will read: a worker of an earlier flush
+ * may have left its signature ids on them (role 1), not this one's. */
+static void forget_worker_sigs(lp_unwinder *u)
 {
     size_t i, k;
     uw_split *s;
 
-    *sh = u->splits;
-    if (!u->splits.s)
-        return 0;
-    if (!(sh->s = malloc((u->splits.mask + 1) * sizeof *sh->s)))
-        return -1;
-    memcpy(sh->s, u->splits.s, (u->splits.mask + 1) * sizeof *sh->s);
-    for (i = 0; i <= sh->mask; i++) {
-        if (!(s = (uw_split *)(uintptr_t)sh->s[i].v))
+    for (i = 0; u->splits.s && i <= u->splits.mask; i++) {
+        if (!(s = (uw_split *)(uintptr_t)u->splits.s[i].v))
             continue;
         for (k = 0; k < s->npieces; k++)
             s->pieces[k].sig[1] = 0;
     }
-    return 0;
 }
 
 /* ---- the merge ------------------------------------------------------------ */
@@ -199,7 +191,6 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     pthread_mutexattr_t at;
     pthread_mutex_t mu;
     pthread_t th;
-    uw_map sh;
     job j = {0};
     size_t s, i;
     int rc = 0;
@@ -217,19 +208,16 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
         return 1;
     }
     pthread_mutexattr_destroy(&at);
-    if (share_splits(u, &sh)) {
-        pthread_mutex_destroy(&mu);
-        return 1;
-    }
+    forget_worker_sigs(u);
     u->lock = &mu;
-    u->shared_splits = &sh;
     s = split_at(v, m);
     j = (job){worker_new(u), v, s, m, 0, 0, {0}};
+    if (j.w)
+        u->peer_splits = &j.w->splits;
     if (!j.w || pthread_create(&th, NULL, worker_main, &j)) {
         worker_free(j.w);
         u->lock = NULL;
-        u->shared_splits = NULL;
-        free(sh.s);
+        u->peer_splits = NULL;
         pthread_mutex_destroy(&mu);
         return 1;
     }
@@ -243,8 +231,7 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
             rc = uw_flush_one(u, v[i], err);
     pthread_join(th, NULL);
     u->lock = NULL;
-    u->shared_splits = NULL;
-    free(sh.s);
+    u->peer_splits = NULL;
     pthread_mutex_destroy(&mu);
     if (rc == 0 && j.rc) {
         *err = j.err;

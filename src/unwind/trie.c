@@ -294,9 +294,9 @@ static void piece_sigs(lp_unwinder *u, uw_piece *p, size_t n)
 
 /* unwindLinear's walk from end back to target; an invalid range
  * (isValidFallThroughRange false) gets no piece. Each address is
- * symbolized once (the binary's cache keeps the frames). During the
- * parallel flush the split is the unwinder's (in its arena: it outlives
- * the worker) and both threads': shared_splits. */
+ * symbolized once (the binary's cache keeps the frames). A worker's
+ * splits are in the unwinder's arena: the unwinder may take them
+ * (peer_splits) and outlives the worker. */
 static uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
                                 uint64_t end, lp_error *err)
 {
@@ -342,9 +342,7 @@ static uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
     memset(s, 0, sizeof *s);
     s->npieces = (uint32_t)n;
     memcpy(s->pieces, u->pieces, n * sizeof(uw_piece));
-    if (uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s) ||
-        (u->shared_splits &&
-         uw_map_put(u->shared_splits, target, end, (uint64_t)(uintptr_t)s)))
+    if (uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s))
         goto oom;
     return s;
 oom:
@@ -352,15 +350,16 @@ oom:
     return NULL;
 }
 
-/* The split of a range not in u->splits: the other thread's, or made. */
+/* The split of a range not in u->splits: the other thread's, or made.
+ * u->splits is written under the lock only (the other thread reads it). */
 static uw_split *make_split(lp_unwinder *u, uint64_t target, uint64_t end,
                             lp_error *err)
 {
     uw_split *s = NULL;
 
     uw_lock(u);
-    if (u->shared_splits &&
-        (s = (uw_split *)(uintptr_t)uw_map_get(u->shared_splits, target, end)) &&
+    if (u->peer_splits &&
+        (s = (uw_split *)(uintptr_t)uw_map_get(u->peer_splits, target, end)) &&
         uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s)) {
         lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
         s = NULL;

@@ -376,9 +376,9 @@ struct lp_unwinder {
     size_t pieces_cap;
     /* caches */
     uw_map splits;              /* (start, end) -> uw_split * */
-    uw_map *shared_splits;      /* during the parallel flush, under lock:
-                                   every split either thread has (the
-                                   unwinder's map; a worker points to it),
+    uw_map *peer_splits;        /* during the parallel flush: the other
+                                   thread's `splits`, read under the lock
+                                   (each thread writes its own under it),
                                    so that a range is cut once */
     uw_ctxcache ctxc;
     lp_ctx_entry **root_entries;/* the empty context, per binary */
