@@ -24,7 +24,12 @@ typedef struct ctx_ent {     /* one allocation: this, the frames, the
                                    asked for (`printed`) - the printed
                                    keys were a quarter of the unwinder's
                                    peak memory */
-    size_t hlen;
+    union {
+        size_t hlen;            /* hkey != NULL: its length */
+        uint64_t fh;            /* hkey == NULL: its frames' hash (its
+                                   slot's; a merge moves it without
+                                   hashing the names again) */
+    };
     lp_ctx_frame *frames;
     char *printed;              /* hkey == NULL: e.key once printed */
 } ctx_ent;
@@ -466,6 +471,8 @@ static lp_ctx_entry *insert(lp_ctxcount *cc, uint64_t h, ctx_ent *c,
         return NULL;
     }
     c->e.was_leaf_inlined = was_leaf_inlined;
+    if (!c->hkey)
+        c->fh = h;
     *free_slot(cc, h) = (ctx_slot){h, c};
     cc->v[cc->n++] = c;
     return &c->e;
@@ -506,6 +513,25 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
  * came first), any other one moves over, appended to dst's order. Merging
  * the tables of two runs over consecutive parts of a sequence of samples
  * gives the table of one run over the whole sequence. src is left empty. */
+/* How far ahead the merge asks for what it will read: dst's table is far
+ * larger than the caches and the entries' hashes are known, so the slot
+ * of the entry MERGE_AHEAD on, and that entry MERGE_AHEAD before (a
+ * slot asked for before the table grows is only wasted). dst is not
+ * sized for all of src up front: src's duplicates would make its table
+ * twice as large as needed (+1 MB at sqlite-line's peak). */
+#define MERGE_AHEAD 8
+
+static void merge_prefetch(const lp_ctxcount *dst, const lp_ctxcount *src,
+                           size_t i)
+{
+    const ctx_ent *c;
+
+    if (i + 2 * MERGE_AHEAD < src->n)
+        __builtin_prefetch(src->v[i + 2 * MERGE_AHEAD]);
+    if (i + MERGE_AHEAD < src->n && !(c = src->v[i + MERGE_AHEAD])->hkey)
+        __builtin_prefetch(&dst->slots[c->fh & dst->mask]);
+}
+
 int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
 {
     size_t i, k;
@@ -514,9 +540,9 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
     uint64_t h;
 
     for (i = 0; i < src->n; i++) {
+        merge_prefetch(dst, src, i);
         c = src->v[i];
-        h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen)
-                    : frames_hash(c->e.bin, c->frames, c->e.nframes);
+        h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen) : c->fh;
         d = !dst->slots ? NULL
             : c->hkey   ? lookup(dst, c->hkey, c->hlen, h)
                         : frame_slot(dst, h, c->e.bin, c->frames, c->e.nframes)->c;

@@ -154,8 +154,7 @@ static uint64_t sig_hash(const uw_sig *g, bool fs)
     return h;
 }
 
-/* The signature id of a leaf address (from 1), 0 on error. */
-static uint64_t leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
+uint64_t uw_leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
 {
     uw_ctxcache *c = &u->ctxc;
     uint64_t id = uw_map_get(&c->leaf, addr, 0), h, j, cand;
@@ -212,7 +211,8 @@ static uint64_t prefix_id(lp_unwinder *u, uint64_t parent, uint64_t addr,
 }
 
 /* getExpandedContext into u->frames; returns the frame count (0: the empty
- * context, also when an address has no debug info), -1 on error. */
+ * context, also when an address has no debug info), -1 on error. Under
+ * the binaries' lock (uw_lock). */
 static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
                    lp_error *err)
 {
@@ -227,9 +227,7 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, bool *wli,
     for (i = 0; i < n; i++) {
         b = uw_bin(u, a[i]);
         fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
-        uw_lock(u);
         rc = lp_binary_symbolize(b, uw_va(a[i]), &fr, &k, err);
-        uw_unlock(u);
         if (rc)
             return -1;
         if (k == 0)
@@ -262,7 +260,10 @@ static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
     bool wli = false;
     lp_ctx_entry *e;
 
-    if ((nf = expand(u, a, n, &wli, err)) < 0)
+    uw_lock(u);                 /* once for the stack's addresses */
+    nf = expand(u, a, n, &wli, err);
+    uw_unlock(u);
+    if (nf < 0)
         return NULL;
     e = lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
                         nf ? u->frames : NULL, (size_t)nf, wli, err);
@@ -271,15 +272,39 @@ static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
     return e;
 }
 
+/* The leaf signature of trie node `node`'s address: kept on the node,
+ * else on the address's facts (uw_ainfo, when they are cached), else
+ * looked up (and kept on both). 0 on error. */
+static uint64_t node_sig(lp_unwinder *u, int32_t node, lp_error *err)
+{
+    uw_node *x = &u->nodes[node];
+    uw_ainfo *ai;
+    uint64_t id;
+
+    if (x->sig)
+        return x->sig;
+    ai = uw_addr_peek(u, x->addr);
+    if (ai && ai->sig)
+        return x->sig = ai->sig;
+    if (!(id = uw_leaf_sig(u, x->addr, err)) || id > UINT32_MAX)
+        return id;
+    if (ai)
+        ai->sig = (uint32_t)id;
+    return x->sig = (uint32_t)id;
+}
+
 /* The context of the stack a[0..n); `callers` is the prefix id of
- * a[0..n-1) (0 for none, UINT64_MAX when unknown: no caching). The empty
- * stack's is binary `bin`'s. */
+ * a[0..n-1) (0 for none, UINT64_MAX when unknown: no caching); `node`
+ * the trie node at a[n-1] (-1: not known). The empty stack's is binary
+ * `bin`'s. */
 static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
-                                uint64_t callers, size_t bin, lp_error *err)
+                                uint64_t callers, int32_t node, size_t bin,
+                                lp_error *err)
 {
     uw_ctxcache *c = &u->ctxc;
     uint64_t sig, v;
     lp_ctx_entry *e;
+    uw_ctxmemo *m;
 
     if (n == 0) {
         if (!u->root_entries[bin])
@@ -289,16 +314,22 @@ static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
     }
     if (callers == UINT64_MAX)
         return make_context(u, a, n, err);
-    if (!(sig = leaf_sig(u, a[n - 1], err)))
+    if (!(sig = node >= 0 ? node_sig(u, node, err) : uw_leaf_sig(u, a[n - 1], err)))
         return NULL;
-    if ((v = uw_map_get(&c->ctx, callers, sig)))
-        return (lp_ctx_entry *)(uintptr_t)v;
-    if (!(e = make_context(u, a, n, err)))
-        return NULL;
-    if (uw_map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
-        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        return NULL;
+    m = &c->memo[uw_mix(callers, sig) & ((1u << UW_CTXMEMO_BITS) - 1)];
+    if (m->e && m->callers == callers && m->sig == sig)
+        return m->e;
+    if ((v = uw_map_get(&c->ctx, callers, sig))) {
+        e = (lp_ctx_entry *)(uintptr_t)v;
+    } else {
+        if (!(e = make_context(u, a, n, err)))
+            return NULL;
+        if (uw_map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
+            lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+            return NULL;
+        }
     }
+    *m = (uw_ctxmemo){callers, sig, e};
     return e;
 }
 
@@ -563,7 +594,8 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost,
                 return -1;
         } else if ((!e || s->n == 0) &&
                    !(e = context_of(u, u->stk + s->base, s->n, callers,
-                                    uw_bin_of(x->b), w->err))) {
+                                    pushed ? node : -1, uw_bin_of(x->b),
+                                    w->err))) {
             return -1;
         }
         uint64_t b = !x->branch || uw_bin_of(x->b) == (size_t)e->bin

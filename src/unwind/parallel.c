@@ -71,6 +71,7 @@ static lp_unwinder *worker_new(lp_unwinder *u)
     w->nmaps = u->nmaps;
     w->other_maps = u->other_maps;
     w->agg = u->agg;            /* the pending samples, read only */
+    w->peer_splits = &u->splits;
     w->memo_gen = u->memo_gen;
     /* uw_decode's scratch holds the largest sample: the intake grew u's */
     w->cs_cap = u->cs_cap;
@@ -88,10 +89,27 @@ static lp_unwinder *worker_new(lp_unwinder *u)
      * only: the worker starts with what the intake and the unwinding
      * ahead found (a miss is a locked walk over the instructions) */
     memcpy(w->ainfo, u->ainfo, UW_AC_SIZE);
+    for (size_t i = 0; i < UW_AC_SIZE / sizeof *w->ainfo; i++)
+        w->ainfo[i].sig = 0;    /* signature ids are u's context cache's */
     if (u->ft)
         memcpy(w->ft, u->ft, UW_FT_SIZE * sizeof *w->ft);
     lp_ctxcount_borrow_names(w->cc);
     return w;
+}
+
+/* u's splits, which the worker will read: a worker of an earlier flush
+ * may have left its signature ids on them (role 1), not this one's. */
+static void forget_worker_sigs(lp_unwinder *u)
+{
+    size_t i, k;
+    uw_split *s;
+
+    for (i = 0; u->splits.s && i <= u->splits.mask; i++) {
+        if (!(s = (uw_split *)(uintptr_t)u->splits.s[i].v))
+            continue;
+        for (k = 0; k < s->npieces; k++)
+            s->pieces[k].sig[1] = 0;
+    }
 }
 
 /* ---- the merge ------------------------------------------------------------ */
@@ -190,12 +208,16 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
         return 1;
     }
     pthread_mutexattr_destroy(&at);
+    forget_worker_sigs(u);
     u->lock = &mu;
     s = split_at(v, m);
     j = (job){worker_new(u), v, s, m, 0, 0, {0}};
+    if (j.w)
+        u->peer_splits = &j.w->splits;
     if (!j.w || pthread_create(&th, NULL, worker_main, &j)) {
         worker_free(j.w);
         u->lock = NULL;
+        u->peer_splits = NULL;
         pthread_mutex_destroy(&mu);
         return 1;
     }
@@ -209,6 +231,7 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
             rc = uw_flush_one(u, v[i], err);
     pthread_join(th, NULL);
     u->lock = NULL;
+    u->peer_splits = NULL;
     pthread_mutex_destroy(&mu);
     if (rc == 0 && j.rc) {
         *err = j.err;

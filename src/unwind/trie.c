@@ -60,6 +60,7 @@ static int32_t new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
     n->parent = parent;
     n->child = n->sib = n->last_child = -1;
     n->rec = n->rec_last = -1;
+    n->sig = 0;
     n->flags = 0;
     return (int32_t)u->nnodes++;
 }
@@ -145,6 +146,7 @@ static bool calls_itself(lp_unwinder *u, uint64_t cs)
 static void reveal(lp_unwinder *u, int32_t h, uint64_t addr)
 {
     u->nodes[h].addr = addr;
+    u->nodes[h].sig = 0;
     u->nodes[h].flags &= (uint8_t)~(UW_NF_HOLE | UW_NF_OPT);
 }
 
@@ -268,12 +270,37 @@ static int symbolize(lp_unwinder *u, uint64_t a, const lp_frame **f, size_t *n,
     return lp_binary_symbolize(uw_bin(u, a), uw_va(a), f, n, err);
 }
 
+/* Each piece's leaf signature, which the collection needs for the frame
+ * its range is counted on: found here once per distinct range instead of
+ * once per sample (an error leaves it unknown, found and reported there). */
+static uint32_t piece_sig(lp_unwinder *u, uw_piece *p)
+{
+    uint32_t *sig = &p->sig[uw_role(u)];
+    lp_error err;
+    uint64_t id;
+
+    if (!*sig && (id = uw_leaf_sig(u, p->frame, &err)) <= UINT32_MAX)
+        *sig = (uint32_t)id;
+    return *sig;
+}
+
+static void piece_sigs(lp_unwinder *u, uw_piece *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        (void)piece_sig(u, &p[i]);
+}
+
 /* unwindLinear's walk from end back to target; an invalid range
  * (isValidFallThroughRange false) gets no piece. Each address is
- * symbolized once (the binary's cache keeps the frames). */
-static const uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
-                                      uint64_t end, lp_error *err)
+ * symbolized once (the binary's cache keeps the frames). A worker's
+ * splits are in the unwinder's arena: the unwinder may take them
+ * (peer_splits) and outlives the worker. */
+static uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
+                                uint64_t end, lp_error *err)
 {
+    uw_arena *arena = u->owner ? &u->owner->cache_arena : &u->cache_arena;
     uint64_t p = end, e = end, prev;
     const lp_frame *fp = NULL, *fq;
     size_t n = 0, np = 0, nq;
@@ -309,7 +336,8 @@ static const uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
         goto oom;
     if (v)
         u->pieces[n++] = (uw_piece){p, p, e};
-    if (!(s = uw_arena_alloc(&u->cache_arena, sizeof *s + n * sizeof(uw_piece))))
+    piece_sigs(u, u->pieces, n);
+    if (!(s = uw_arena_alloc(arena, sizeof *s + n * sizeof(uw_piece))))
         goto oom;
     memset(s, 0, sizeof *s);
     s->npieces = (uint32_t)n;
@@ -322,13 +350,22 @@ oom:
     return NULL;
 }
 
-static const uw_split *make_split(lp_unwinder *u, uint64_t target,
-                                  uint64_t end, lp_error *err)
+/* The split of a range not in u->splits: the other thread's, or made.
+ * u->splits is written under the lock only (the other thread reads it). */
+static uw_split *make_split(lp_unwinder *u, uint64_t target, uint64_t end,
+                            lp_error *err)
 {
-    const uw_split *s;
+    uw_split *s = NULL;
 
     uw_lock(u);
-    s = split_unlocked(u, target, end, err);
+    if (u->peer_splits &&
+        (s = (uw_split *)(uintptr_t)uw_map_get(u->peer_splits, target, end)) &&
+        uw_map_put(&u->splits, target, end, (uint64_t)(uintptr_t)s)) {
+        lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        s = NULL;
+    } else if (!s) {
+        s = split_unlocked(u, target, end, err);
+    }
     uw_unlock(u);
     return s;
 }
@@ -435,8 +472,8 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
 {
     uint64_t end = st->ip;
     bool repair = u->o.repair_frames;
-    const uw_split *s;
-    uint32_t i;
+    uw_split *s;
+    uint32_t i, sig;
 
     if (target == UW_SIG) {
         /* rt_sigreturn resumed the newer code: no range */
@@ -456,7 +493,7 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
     }
     if (u->o.addr_contexts)
         return probe_linear(u, st, target, end, err);
-    s = (const uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
+    s = (uw_split *)(uintptr_t)uw_map_get(&u->splits, target, end);
     if (!s && !(s = make_split(u, target, end, err)))
         return -1;
     if (s->npieces == 0) {
@@ -465,10 +502,13 @@ static int unwind_linear(lp_unwinder *u, uw_state *st, uint64_t target,
         st->invalid = true;
         return 0;
     }
-    for (i = 0; i < s->npieces; i++)
+    for (i = 0; i < s->npieces; i++) {
         if (switch_to(u, st, s->pieces[i].frame) ||
             record(u, st->leaf, s->pieces[i].start, s->pieces[i].end, false))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        if ((sig = piece_sig(u, &s->pieces[i])))  /* the leaf is at its frame */
+            u->nodes[st->leaf].sig = sig;
+    }
     st->ip = target;
     return 0;
 }

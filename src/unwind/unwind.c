@@ -481,6 +481,13 @@ static bool inst(lp_unwinder *u, uint64_t vaddr, lp_inst *in)
     return k == 1;
 }
 
+uw_ainfo *uw_addr_peek(lp_unwinder *u, uint64_t vaddr)
+{
+    uw_ainfo *e = &u->ainfo[slot_of(vaddr)];
+
+    return (e->flags & UW_AI_VALID) && e->addr == vaddr ? e : NULL;
+}
+
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr)
 {
     uw_ainfo *e = &u->ainfo[slot_of(vaddr)];

@@ -103,6 +103,9 @@ typedef struct uw_ainfo {
     uint64_t callsite;          /* getCallAddrFromFrameAddr(addr), 0 none */
     uint8_t flags;
     uint8_t leaf;               /* enum lp_uw_leaf + 1, 0 = not computed */
+    uint32_t sig;               /* the address's leaf signature id in this
+                                   unwinder's context cache (collect.c),
+                                   0 = not known here */
 } uw_ainfo;
 
 /* uw_valid_range's answers (uw_fallthrough's too), direct-mapped by (a, b) */
@@ -185,6 +188,7 @@ typedef struct uw_node {
     uint64_t addr;
     int32_t parent, child, sib, last_child;  /* children in creation order */
     int32_t rec, rec_last;      /* this frame's ranges and branches */
+    uint32_t sig;               /* addr's leaf signature id, 0 not known */
     uint8_t flags;              /* UW_NF_* */
 } uw_node;
 
@@ -198,6 +202,10 @@ typedef struct uw_rec {
 
 typedef struct uw_piece {       /* one inline-context piece of a range */
     uint64_t frame, start, end;
+    uint32_t sig[2];            /* frame's leaf signature id in the context
+                                   cache of the unwinder (0) and of the
+                                   parallel flush's worker (1, uw_role),
+                                   0 not known: each thread writes its own */
 } uw_piece;
 
 typedef struct uw_split {       /* a range cut by inline context (u->splits
@@ -235,7 +243,17 @@ typedef struct uw_sig {         /* a leaf signature: the inline stack */
     uint32_t bin;               /* the binary it was symbolized in */
 } uw_sig;
 
+/* The last contexts found by (caller prefix, signature), direct-mapped:
+ * a sample's ~60 frames with records have ~12 distinct contexts (bench
+ * (c)), so most lookups end here instead of in the large map. */
+#define UW_CTXMEMO_BITS 8
+typedef struct uw_ctxmemo {
+    uint64_t callers, sig;
+    lp_ctx_entry *e;            /* NULL: empty */
+} uw_ctxmemo;
+
 typedef struct uw_ctxcache {
+    uw_ctxmemo memo[1 << UW_CTXMEMO_BITS];
     uw_map pfx;                 /* (parent prefix, address) -> prefix id */
     uw_map leaf;                /* (leaf address, 0) -> signature id */
     uw_map dedup;               /* (signature hash, j) -> signature id */
@@ -358,6 +376,10 @@ struct lp_unwinder {
     size_t pieces_cap;
     /* caches */
     uw_map splits;              /* (start, end) -> uw_split * */
+    uw_map *peer_splits;        /* during the parallel flush: the other
+                                   thread's `splits`, read under the lock
+                                   (each thread writes its own under it),
+                                   so that a range is cut once */
     uw_ctxcache ctxc;
     lp_ctx_entry **root_entries;/* the empty context, per binary */
     uw_arena cache_arena;
@@ -401,6 +423,12 @@ enum { UW_LOST_NONLOCAL = 1, UW_LOST_ASYNC = 2, UW_LOST_NORET = 3,
 
 /* ---- helpers between the files ----------------------------------------------- */
 
+/* Which thread of the parallel flush u is: 0 the unwinder, 1 a worker. */
+static inline unsigned uw_role(const lp_unwinder *u)
+{
+    return u->owner != NULL;
+}
+
 /* Around every call into the binaries (and the shared leaf cache and
  * inference state) that may run on a worker of the parallel flush. */
 static inline void uw_lock(const lp_unwinder *u)
@@ -437,6 +465,8 @@ uw_slot3 *uw_map_sorted(const uw_map *m);
 int uw_set_add(uw_set64 **set, uint64_t v);
 
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr);
+/* vaddr's facts if they are cached, else NULL (nothing computed). */
+uw_ainfo *uw_addr_peek(lp_unwinder *u, uint64_t vaddr);
 /* The binary of an encoded address. */
 lp_binary *uw_bin(const lp_unwinder *u, uint64_t a);
 /* lp_binary_func_range for an encoded address (NULL for sentinels). */
@@ -539,6 +569,9 @@ int uw_unwind_one(lp_unwinder *u, const uint64_t *cs, size_t ncs,
  * after inserting keys[0..m) in order: positions in order[]. 0, -1 OOM,
  * 1 too many keys (order untouched). */
 int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order);
+/* collect.c: the leaf signature id of an encoded address (from 1), 0 on
+ * error (err set). */
+uint64_t uw_leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err);
 /* collectSamplesFromFrameTrie over u->nodes. */
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err);
 /* Unwind and drop everything pending. */
