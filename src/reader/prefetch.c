@@ -484,8 +484,13 @@ void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx)
 
 void lp_pfetch_start(lp_pfetch *f)
 {
-    if (f->started == 0)
-        f->started = pthread_create(&f->th, NULL, producer, f) == 0 ? 1 : 2;
+    /* Running before the thread exists: the producer reads it
+     * (lp_pfetch_hold) and must never see the 0 of a thread not started. */
+    if (f->started == 0) {
+        f->started = 1;
+        if (pthread_create(&f->th, NULL, producer, f) != 0)
+            f->started = 2;
+    }
 }
 
 int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
