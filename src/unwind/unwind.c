@@ -806,6 +806,10 @@ lp_ctxcount *lp_unwind_finish(lp_unwinder *u, lp_error *err)
         return NULL;
     }
     u->finished = true;
+    /* no sample comes in any more: the intake's memo (64 Ki slots, 4.7
+     * MB) would stay alive through the flush, the peak of the run */
+    free(u->memo);
+    u->memo = NULL;
     if (uw_flush(u, err) || uw_emit_warnings(u, err))
         return NULL;
     cc = u->cc;
