@@ -177,26 +177,27 @@ typedef struct lp_inl_tree {
 } lp_inl_tree;
 
 /* Symbolization cache: open addressing on the address (linear probing,
- * at most half full); the frames live in chunks that never move, so the
- * pointers handed out stay valid until lp_binary_close(). One slot is 24
- * bytes and a stack takes exactly its frames (was a uthash entry of ~90
- * bytes plus room for the whole inline tree's depth per address). */
+ * at most half full); the frames live in chunks of LP_SYM_CHUNK frames
+ * that never move, so the pointers handed out stay valid until
+ * lp_binary_close(). A slot is 16 bytes - the address, its frames'
+ * place in the chunks and their number - and a stack takes exactly its
+ * frames (was a uthash entry of ~90 bytes plus room for the whole inline
+ * tree's depth per address, then a 24-byte slot with a pointer: 12.6 MB
+ * of slots for sqlite's generation). */
+#define LP_SYM_CHUNK 4096
 typedef struct lp_sym_slot {
     uint64_t addr;
-    const lp_frame *frames;     /* NULL: empty slot */
-    uint32_t n;
+    uint32_t at;                /* the first frame: chunks[at / LP_SYM_CHUNK]
+                                   [at % LP_SYM_CHUNK] */
+    uint32_t n1;                /* frames + 1; 0: empty slot */
 } lp_sym_slot;
-
-typedef struct lp_sym_chunk {
-    struct lp_sym_chunk *next;
-    size_t used, cap;           /* in frames */
-    lp_frame f[];
-} lp_sym_chunk;
 
 typedef struct lp_sym_cache {
     lp_sym_slot *slots;
     size_t mask, count;         /* mask + 1 slots, count used */
-    lp_sym_chunk *chunks;
+    lp_frame **chunks;          /* LP_SYM_CHUNK frames each */
+    size_t nchunks, chunks_cap;
+    size_t used;                /* frames taken from the last chunk */
 } lp_sym_cache;
 
 /* Function name -> lp_function (uthash keyed by name). */
