@@ -28,6 +28,7 @@
 typedef struct job {
     lp_unwinder *w;
     uw_agg **v;
+    const unsigned char *rec;   /* v[i] recorded ahead: this thread's */
     size_t from, to;
     size_t done;                /* samples done, read by the other thread */
     int rc;
@@ -144,8 +145,9 @@ static void *worker_main(void *arg)
 
     j->rc = 0;
     for (i = j->from; i < j->to && j->rc == 0; i++) {
-        if (j->v[i]->replay < 0) {      /* recordings are the owner's */
-            j->rc = uw_flush_one(j->w, j->v[i], &j->err);
+        if (!j->rec[i]) {       /* recordings are the owner's */
+            if ((j->rc = uw_flush_one(j->w, j->v[i], &j->err)) == 0)
+                uw_agg_done(j->w, j->v, i);
             j->w->st.parallel++;
         }
         __atomic_store_n(&j->done, i + 1 - j->from, __ATOMIC_RELAXED);
@@ -154,14 +156,18 @@ static void *worker_main(void *arg)
 }
 
 /* Where the second part starts: half the work, counted in key bytes (a
- * sample's LBR and call stack). */
-static size_t split_at(uw_agg **v, size_t m)
+ * sample's LBR and call stack). rec[i]: whether v[i] was recorded ahead
+ * (this thread replays it; the worker frees the others of its part as it
+ * goes, so this thread must not read them). */
+static size_t split_at(uw_agg **v, size_t m, unsigned char *rec)
 {
     uint64_t total = 0, half;
     size_t i;
 
-    for (i = 0; i < m; i++)
+    for (i = 0; i < m; i++) {
         total += v[i]->len;
+        rec[i] = v[i]->replay >= 0;
+    }
     half = total / 2;
     for (i = 0, total = 0; i < m && total < half; i++)
         total += v[i]->len;
@@ -175,6 +181,7 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     pthread_t th;
     job j = {0};
     size_t s, i;
+    unsigned char *rec;
     int rc = 0;
 
     if (m < (u->o.parallel_min ? u->o.parallel_min : UW_PAR_MIN) || m < 2 ||
@@ -191,10 +198,12 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     }
     pthread_mutexattr_destroy(&at);
     u->lock = &mu;
-    s = split_at(v, m);
-    j = (job){worker_new(u), v, s, m, 0, 0, {0}};
+    rec = malloc(m);
+    s = rec ? split_at(v, m, rec) : 0;
+    j = (job){rec ? worker_new(u) : NULL, v, rec, s, m, 0, 0, {0}};
     if (!j.w || pthread_create(&th, NULL, worker_main, &j)) {
         worker_free(j.w);
+        free(rec);
         u->lock = NULL;
         pthread_mutex_destroy(&mu);
         return 1;
@@ -202,12 +211,14 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     for (i = 0; i < s && rc == 0; i++) {
         if ((i & 4095) == 0)
             lp_phases_items(u->o.phases, i + __atomic_load_n(&j.done, __ATOMIC_RELAXED), m);
-        rc = uw_flush_one(u, v[i], err);
+        if ((rc = uw_flush_one(u, v[i], err)) == 0)
+            uw_agg_done(u, v, i);
     }
     for (i = s; i < m && rc == 0; i++)
-        if (v[i]->replay >= 0)
-            rc = uw_flush_one(u, v[i], err);
+        if (rec[i] && (rc = uw_flush_one(u, v[i], err)) == 0)
+            uw_agg_done(u, v, i);
     pthread_join(th, NULL);
+    free(rec);
     u->lock = NULL;
     pthread_mutex_destroy(&mu);
     if (rc == 0 && j.rc) {
