@@ -177,7 +177,7 @@ typedef struct lp_inl_tree {
 } lp_inl_tree;
 
 /* Symbolization cache: open addressing on the address (linear probing,
- * at most half full); the frames live in chunks of LP_SYM_CHUNK frames
+ * at most 3/4 full); the frames live in chunks of LP_SYM_CHUNK frames
  * that never move, so the pointers handed out stay valid until
  * lp_binary_close(). A slot is 16 bytes - the address, its frames'
  * place in the chunks and their number - and a stack takes exactly its
