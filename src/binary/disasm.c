@@ -355,6 +355,12 @@ static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
         r->ninsts++;
         addr += o->size;
     }
+    if (r->ninsts && r->ninsts < cap) { /* kept until the binary is closed:
+                                           no slack */
+        lp_inst *ni = realloc(r->insts, r->ninsts * sizeof *ni);
+        if (ni)
+            r->insts = ni;
+    }
     r->decoded = true;
     return 0;
 }
