@@ -217,6 +217,9 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     for (i = s; i < m && rc == 0; i++)
         if (rec[i] && (rc = uw_flush_one(u, v[i], err)) == 0)
             uw_agg_done(u, v, i);
+    if (rc == 0 && u->finished)
+        uw_replays_free(u);     /* all replayed, no more recording: gone
+                                   before the worker's end and the merge */
     pthread_join(th, NULL);
     free(rec);
     u->lock = NULL;

@@ -723,6 +723,17 @@ static int record(lp_unwinder *u, uw_agg *g, size_t ncs, size_t nlbr)
     return 0;
 }
 
+/* The recordings and their effects (up to UW_REPLAY_BYTES), once every
+ * one is replayed. */
+void uw_replays_free(lp_unwinder *u)
+{
+    free(u->replays);
+    free(u->effs);
+    u->replays = NULL;
+    u->effs = NULL;
+    u->nreplays = u->replays_cap = u->neffs = u->effs_cap = 0;
+}
+
 /* What uw_unwind_one would add with count n, from its recording. */
 static int replay(lp_unwinder *u, const uw_replay *r, uint64_t n,
                   lp_error *err)

@@ -552,6 +552,7 @@ int uw_flush(lp_unwinder *u, lp_error *err);
 /* One pending sample at the flush: unwound, or its recording replayed. */
 int uw_flush_one(lp_unwinder *u, const uw_agg *g, lp_error *err);
 void uw_agg_done(lp_unwinder *u, uw_agg **v, size_t i);
+void uw_replays_free(lp_unwinder *u);
 /* parallel.c: the flush of v[0..m) (llvm-profgen's order) on two threads,
  * with the result of one: 0, -1 on error, 1 when it is not worth it (or a
  * thread could not be had): then nothing was done. */
