@@ -107,10 +107,13 @@ uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2)
     return m->s ? map_slot(m, k1, k2)->v : 0;
 }
 
-/* Insert a key known to be absent; v != 0. 0 or -1. */
+/* Insert a key known to be absent; v != 0. 0 or -1. The map doubles at
+ * 3/4 full (it was 1/2: the maps are ~11 MB of the end of the flush, the
+ * run's peak; SQLite line 82 -> 78 MB for ~0.3% more instructions, the
+ * longer probes). */
 int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v)
 {
-    if (!m->s || (m->count + 1) * 2 > m->mask + 1) {
+    if (!m->s || (m->count + 1) * 4 > (m->mask + 1) * 3) {
         size_t n = m->s ? (m->mask + 1) * 2 : 1024, i;
         uw_map g = {0};
         if (!(g.s = lp_zalloc_written(n * sizeof *g.s)))

@@ -224,7 +224,7 @@ static inline uint64_t uw_mix(uint64_t a, uint64_t b)
     return h ^ (h >> 32);
 }
 
-typedef struct uw_map {         /* at most half full */
+typedef struct uw_map {         /* at most 3/4 full */
     uw_slot3 *s;
     size_t mask, count;
 } uw_map;
