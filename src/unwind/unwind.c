@@ -384,11 +384,14 @@ void uw_free_own(lp_unwinder *u)
  * flushes). */
 static void free_pending(lp_unwinder *u)
 {
-    uw_agg *g, *t;
+    uw_agg *g = u->agg, *t;
 
-    HASH_ITER(hh, u->agg, g, t)
+    HASH_CLEAR(hh, u->agg);     /* the table's index, read through the
+                                   first sample: before the samples */
+    for (; g; g = t) {
+        t = g->hh.next;
         free(g);
-    HASH_CLEAR(hh, u->agg);
+    }
     u->agg_bytes = 0;
 }
 
