@@ -146,13 +146,26 @@ static void *worker_main(void *arg)
     j->rc = 0;
     for (i = j->from; i < j->to && j->rc == 0; i++) {
         if (!j->rec[i]) {       /* recordings are the owner's */
-            if ((j->rc = uw_flush_one(j->w, j->v[i], &j->err)) == 0)
-                uw_agg_done(j->w, j->v, i);
+            j->rc = uw_flush_one(j->w, j->v[i], &j->err);
             j->w->st.parallel++;
         }
-        __atomic_store_n(&j->done, i + 1 - j->from, __ATOMIC_RELAXED);
+        /* released: the owner frees what the worker is done with */
+        __atomic_store_n(&j->done, i + 1 - j->from, __ATOMIC_RELEASE);
     }
     return NULL;
+}
+
+/* This thread frees the samples the worker is done with (the worker
+ * itself freeing them into this thread's heap cost a lock and a cache
+ * line each: +8% CPU in the flush); *reaped: how many are. */
+static void reap(lp_unwinder *u, job *j, size_t *reaped)
+{
+    size_t done = __atomic_load_n(&j->done, __ATOMIC_ACQUIRE), k;
+
+    for (k = j->from + *reaped; k < j->from + done; k++)
+        if (!j->rec[k] && j->v[k])
+            uw_agg_done(u, j->v, k);
+    *reaped = done;
 }
 
 /* Where the second part starts: half the work, counted in key bytes (a
@@ -180,7 +193,7 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     pthread_mutex_t mu;
     pthread_t th;
     job j = {0};
-    size_t s, i;
+    size_t s, i, reaped = 0;
     unsigned char *rec;
     int rc = 0;
 
@@ -211,6 +224,8 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     for (i = 0; i < s && rc == 0; i++) {
         if ((i & 4095) == 0)
             lp_phases_items(u->o.phases, i + __atomic_load_n(&j.done, __ATOMIC_RELAXED), m);
+        if ((i & 255) == 0)
+            reap(u, &j, &reaped);
         if ((rc = uw_flush_one(u, v[i], err)) == 0)
             uw_agg_done(u, v, i);
     }
@@ -221,6 +236,7 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
         uw_replays_free(u);     /* all replayed, no more recording: gone
                                    before the worker's end and the merge */
     pthread_join(th, NULL);
+    reap(u, &j, &reaped);
     free(rec);
     u->lock = NULL;
     pthread_mutex_destroy(&mu);
