@@ -25,6 +25,16 @@ typedef struct lp_sym {
     uint8_t type;           /* STT_* */
 } lp_sym;
 
+/* A decoded instruction of a region: lp_inst with its address as an
+ * offset from the region's start, 16 bytes instead of 24 (~200 K of them
+ * for SQLite's profiled code, alive until the binary is closed). */
+typedef struct lp_rinst {
+    uint64_t target;            /* direct call/branch target, 0 if none */
+    uint32_t off;               /* address - region start */
+    uint8_t size, kind;
+    bool indirect;
+} lp_rinst;
+
 /* A stretch of code that is disassembled as one unit: from one symbol's
  * address to the next symbol's (llvm-profgen's dissassembleSymbol), with the
  * bytes of its section available up to the section end. */
@@ -33,7 +43,7 @@ typedef struct lp_code_region {
     uint64_t sec_addr;          /* section sh_addr */
     const uint8_t *sec_bytes;   /* section contents (libelf owned) */
     size_t sec_size;
-    lp_inst *insts;             /* sorted by addr, NULL until decoded */
+    lp_rinst *insts;            /* sorted by addr, NULL until decoded */
     size_t ninsts;
     bool decoded;
 } lp_code_region;
@@ -177,26 +187,27 @@ typedef struct lp_inl_tree {
 } lp_inl_tree;
 
 /* Symbolization cache: open addressing on the address (linear probing,
- * at most half full); the frames live in chunks that never move, so the
- * pointers handed out stay valid until lp_binary_close(). One slot is 24
- * bytes and a stack takes exactly its frames (was a uthash entry of ~90
- * bytes plus room for the whole inline tree's depth per address). */
+ * at most 3/4 full); the frames live in chunks of LP_SYM_CHUNK frames
+ * that never move, so the pointers handed out stay valid until
+ * lp_binary_close(). A slot is 16 bytes - the address, its frames'
+ * place in the chunks and their number - and a stack takes exactly its
+ * frames (was a uthash entry of ~90 bytes plus room for the whole inline
+ * tree's depth per address, then a 24-byte slot with a pointer: 12.6 MB
+ * of slots for sqlite's generation). */
+#define LP_SYM_CHUNK 4096
 typedef struct lp_sym_slot {
     uint64_t addr;
-    const lp_frame *frames;     /* NULL: empty slot */
-    uint32_t n;
+    uint32_t at;                /* the first frame: chunks[at / LP_SYM_CHUNK]
+                                   [at % LP_SYM_CHUNK] */
+    uint32_t n1;                /* frames + 1; 0: empty slot */
 } lp_sym_slot;
-
-typedef struct lp_sym_chunk {
-    struct lp_sym_chunk *next;
-    size_t used, cap;           /* in frames */
-    lp_frame f[];
-} lp_sym_chunk;
 
 typedef struct lp_sym_cache {
     lp_sym_slot *slots;
     size_t mask, count;         /* mask + 1 slots, count used */
-    lp_sym_chunk *chunks;
+    lp_frame **chunks;          /* LP_SYM_CHUNK frames each */
+    size_t nchunks, chunks_cap;
+    size_t used;                /* frames taken from the last chunk */
 } lp_sym_cache;
 
 /* Function name -> lp_function (uthash keyed by name). */

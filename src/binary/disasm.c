@@ -337,23 +337,33 @@ static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
 {
     size_t cap = 0;
     uint64_t addr = r->start;
+    lp_inst o;
+    if (r->end - r->start > UINT32_MAX)
+        return lp_error_set(err, LP_EFORMAT, "code at 0x%" PRIx64 ": a symbol "
+                            "of more than 4 GiB", r->start);
     while (addr < r->end) {
         uint64_t off = addr - r->sec_addr;
         if (r->ninsts == cap) {
             cap = cap ? 2 * cap : 64;
-            lp_inst *ni = realloc(r->insts, cap * sizeof *ni);
+            lp_rinst *ni = realloc(r->insts, cap * sizeof *ni);
             if (!ni)
                 return lp_error_set(err, LP_ENOMEM, "out of memory");
             r->insts = ni;
         }
-        lp_inst *o = &r->insts[r->ninsts];
         if (!lp_decoder_inst(&b->dec, r->sec_bytes + off, r->sec_size - off,
-                             addr, o)) {
+                             addr, &o)) {
             addr++;
             continue;
         }
-        r->ninsts++;
-        addr += o->size;
+        r->insts[r->ninsts++] = (lp_rinst){o.target, (uint32_t)(addr - r->start),
+                                           o.size, o.kind, o.indirect};
+        addr += o.size;
+    }
+    if (r->ninsts && r->ninsts < cap) { /* kept until the binary is closed:
+                                           no slack */
+        lp_rinst *ni = realloc(r->insts, r->ninsts * sizeof *ni);
+        if (ni)
+            r->insts = ni;
     }
     r->decoded = true;
     return 0;
@@ -392,22 +402,35 @@ static int ensure(lp_binary *b, size_t ri, lp_error *err)
 static ptrdiff_t find_inst(const lp_code_region *r, uint64_t addr, size_t k)
 {
     size_t lo = 0, hi = r->ninsts;
+    uint32_t off = (uint32_t)(addr - r->start); /* start <= addr < end */
     if (k < hi) {
-        if (r->insts[k].addr == addr)
+        if (r->insts[k].off == off)
             return (ptrdiff_t)k;
-        if (k + 1 < hi && r->insts[k + 1].addr == addr)
+        if (k + 1 < hi && r->insts[k + 1].off == off)
             return (ptrdiff_t)k + 1;
-        if (k > 0 && r->insts[k - 1].addr == addr)
+        if (k > 0 && r->insts[k - 1].off == off)
             return (ptrdiff_t)k - 1;
     }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (r->insts[mid].addr < addr)
+        if (r->insts[mid].off < off)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return (lo < r->ninsts && r->insts[lo].addr == addr) ? (ptrdiff_t)lo : -1;
+    return (lo < r->ninsts && r->insts[lo].off == off) ? (ptrdiff_t)lo : -1;
+}
+
+static uint64_t inst_addr(const lp_code_region *r, size_t i)
+{
+    return r->start + r->insts[i].off;
+}
+
+static void inst_out(const lp_code_region *r, size_t i, lp_inst *o)
+{
+    const lp_rinst *x = &r->insts[i];
+
+    *o = (lp_inst){inst_addr(r, i), x->size, x->kind, x->indirect, x->target};
 }
 
 /* Locate addr: *ri region, *ii instruction. 1 found, 0 not code, -1 err. */
@@ -435,7 +458,7 @@ int lp_binary_inst(lp_binary *b, uint64_t addr, lp_inst *out, lp_error *err)
     size_t ri, ii;
     int r = locate(b, addr, &ri, &ii, err);
     if (r == 1 && out)
-        *out = b->regions[ri].insts[ii];
+        inst_out(&b->regions[ri], ii, out);
     return r;
 }
 
@@ -484,14 +507,14 @@ int lp_binary_next_inst(lp_binary *b, uint64_t addr, uint64_t *out,
     if (r != 1)
         return r;
     if (ii + 1 < b->regions[ri].ninsts) {
-        *out = b->regions[ri].insts[ii + 1].addr;
+        *out = inst_addr(&b->regions[ri], ii + 1);
         return 1;
     }
     for (size_t j = ri + 1; j < b->nregions; j++) {
         if (ensure(b, j, err) != 0)
             return -1;
         if (b->regions[j].ninsts) {
-            *out = b->regions[j].insts[0].addr;
+            *out = inst_addr(&b->regions[j], 0);
             return 1;
         }
     }
@@ -506,14 +529,14 @@ int lp_binary_prev_inst(lp_binary *b, uint64_t addr, uint64_t *out,
     if (r != 1)
         return r;
     if (ii > 0) {
-        *out = b->regions[ri].insts[ii - 1].addr;
+        *out = inst_addr(&b->regions[ri], ii - 1);
         return 1;
     }
     for (size_t j = ri; j-- > 0;) {
         if (ensure(b, j, err) != 0)
             return -1;
         if (b->regions[j].ninsts) {
-            *out = b->regions[j].insts[b->regions[j].ninsts - 1].addr;
+            *out = inst_addr(&b->regions[j], b->regions[j].ninsts - 1);
             return 1;
         }
     }
@@ -536,8 +559,8 @@ int lp_binary_inst_at_or_after(lp_binary *b, uint64_t addr, uint64_t *out,
             return -1;
         const lp_code_region *r = &b->regions[j];
         for (size_t i = 0; i < r->ninsts; i++) /* could bisect; rare path */
-            if (r->insts[i].addr >= addr) {
-                *out = r->insts[i].addr;
+            if (inst_addr(r, i) >= addr) {
+                *out = inst_addr(r, i);
                 return 1;
             }
     }
@@ -563,13 +586,13 @@ static int last_inst_below(lp_binary *b, uint64_t addr, lp_inst *out,
         size_t a = 0, z = r->ninsts; /* first inst >= addr */
         while (a < z) {
             size_t mid = a + (z - a) / 2;
-            if (r->insts[mid].addr < addr)
+            if (inst_addr(r, mid) < addr)
                 a = mid + 1;
             else
                 z = mid;
         }
         if (a > 0) {
-            *out = r->insts[a - 1];
+            inst_out(r, a - 1, out);
             return 1;
         }
     }
@@ -589,7 +612,7 @@ int lp_binary_call_site(lp_binary *b, uint64_t ret_addr, uint64_t *callsite,
     return 1;
 }
 
-static bool in_uncond_set(const lp_inst *in)
+static bool in_uncond_set(const lp_rinst *in)
 {
     return in->kind == LP_INST_CALL || in->kind == LP_INST_RET ||
            (in->kind == LP_INST_UNCOND_BR && !in->indirect);

@@ -254,45 +254,62 @@ static size_t sym_hash(uint64_t addr, size_t mask)
 static lp_sym_slot *sym_find(const lp_sym_cache *c, uint64_t addr)
 {
     size_t i = sym_hash(addr, c->mask);
-    while (c->slots[i].frames && c->slots[i].addr != addr)
+    while (c->slots[i].n1 && c->slots[i].addr != addr)
         i = (i + 1) & c->mask;
     return &c->slots[i];
 }
 
-/* Make room for one more entry (at most half full). */
+/* Make room for one more entry (at most 3/4 full: a lookup that finds
+ * its address is most of them, ~2 probes of 4 slots a cache line). */
 static int sym_reserve(lp_sym_cache *c)
 {
     size_t n = c->slots ? (c->mask + 1) * 2 : 1024, i;
     lp_sym_cache g = *c;
 
-    if (c->slots && (c->count + 1) * 2 <= c->mask + 1)
+    if (c->slots && (c->count + 1) * 4 <= (c->mask + 1) * 3)
         return 0;
     if (!(g.slots = calloc(n, sizeof *g.slots)))
         return -1;
     g.mask = n - 1;
     for (i = 0; c->slots && i <= c->mask; i++)
-        if (c->slots[i].frames)
+        if (c->slots[i].n1)
             *sym_find(&g, c->slots[i].addr) = c->slots[i];
     free(c->slots);
     *c = g;
     return 0;
 }
 
-/* Room for n frames that never moves. */
-static lp_frame *sym_frames(lp_sym_cache *c, size_t n)
+_Static_assert(LP_BINARY_MAX_FRAMES <= LP_SYM_CHUNK, "a stack fits in a chunk");
+
+/* Room for n frames that never moves; *at its place in the chunks. */
+static lp_frame *sym_frames(lp_sym_cache *c, size_t n, uint32_t *at)
 {
-    lp_sym_chunk *k = c->chunks;
-    if (!k || k->cap - k->used < n) {
-        size_t cap = n > 4096 ? n : 4096;
-        if (!(k = malloc(sizeof *k + cap * sizeof *k->f)))
+    lp_frame *k;
+
+    if (!c->nchunks || LP_SYM_CHUNK - c->used < n) {
+        if (c->nchunks == c->chunks_cap) {
+            size_t cap = c->chunks_cap ? c->chunks_cap * 2 : 16;
+            lp_frame **v = cap <= UINT32_MAX / LP_SYM_CHUNK
+                               ? realloc(c->chunks, cap * sizeof *v) : NULL;
+            if (!v)
+                return NULL;
+            c->chunks = v;
+            c->chunks_cap = cap;
+        }
+        if (!(k = malloc(LP_SYM_CHUNK * sizeof *k)))
             return NULL;
-        k->next = c->chunks;
-        k->used = 0;
-        k->cap = cap;
-        c->chunks = k;
+        c->chunks[c->nchunks++] = k;
+        c->used = 0;
     }
-    k->used += n;
-    return k->f + k->used - n;
+    *at = (uint32_t)((c->nchunks - 1) * LP_SYM_CHUNK + c->used);
+    c->used += n;
+    return c->chunks[c->nchunks - 1] + c->used - n;
+}
+
+static const lp_frame *slot_frames(const lp_sym_cache *c, const lp_sym_slot *s)
+{
+    return s->n1 > 1 ? c->chunks[s->at / LP_SYM_CHUNK] + s->at % LP_SYM_CHUNK
+                     : no_frames;
 }
 
 /* The frames of addr into out (LP_BINARY_MAX_FRAMES): their number, or
@@ -311,21 +328,23 @@ int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
                         size_t *n, lp_error *err)
 {
     lp_sym_slot *s = b->cache.slots ? sym_find(&b->cache, addr) : NULL;
-    if (!s || !s->frames) {
-        lp_frame tmp[LP_BINARY_MAX_FRAMES], *f = NULL;
+    if (!s || !s->n1) {
+        lp_frame tmp[LP_BINARY_MAX_FRAMES], *f;
+        uint32_t at = 0;
         long k = compute(b, addr, tmp, err);
         if (k < 0)
             return -1;
-        if (sym_reserve(&b->cache) || (k && !(f = sym_frames(&b->cache, (size_t)k))))
+        if (sym_reserve(&b->cache) ||
+            (k && !(f = sym_frames(&b->cache, (size_t)k, &at))))
             return lp_error_set(err, LP_ENOMEM, "out of memory");
+        if (k)
+            memcpy(f, tmp, (size_t)k * sizeof *f);
         s = sym_find(&b->cache, addr);
-        s->addr = addr;
-        s->n = (uint32_t)k;
-        s->frames = k ? memcpy(f, tmp, (size_t)k * sizeof *f) : no_frames;
+        *s = (lp_sym_slot){addr, at, (uint32_t)k + 1};
         b->cache.count++;
     }
-    *frames = s->frames;
-    *n = s->n;
+    *frames = slot_frames(&b->cache, s);
+    *n = s->n1 - 1;
     return 0;
 }
 
@@ -335,9 +354,9 @@ int lp_binary_symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
     lp_sym_slot *s = b->cache.slots ? sym_find(&b->cache, addr) : NULL;
     long k;
 
-    if (s && s->frames) {
-        *frames = s->frames;
-        *n = s->n;
+    if (s && s->n1) {
+        *frames = slot_frames(&b->cache, s);
+        *n = s->n1 - 1;
         return 0;
     }
     if ((k = compute(b, addr, buf, err)) < 0)
@@ -349,11 +368,9 @@ int lp_binary_symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
 
 void lp_bin_free_symbolizer(lp_binary *b)
 {
-    lp_sym_chunk *k, *knext;
-    for (k = b->cache.chunks; k; k = knext) {
-        knext = k->next;
-        free(k);
-    }
+    for (size_t i = 0; i < b->cache.nchunks; i++)
+        free(b->cache.chunks[i]);
+    free(b->cache.chunks);
     free(b->cache.slots);
     memset(&b->cache, 0, sizeof b->cache);
     lp_line_cache *lc, *ltmp;

@@ -2,10 +2,11 @@
  * counters.c - llvm-profgen's SampleCounter for one context: LBR
  * fall-through range counts and branch counts keyed by canonical
  * addresses, with sorted views (std::map order) for the writers and the
- * generators. Compact: the pairs live in one array per table, found
- * through an open-addressing index of 32-bit slots (a CS profile holds
- * ~10^5 of these tables and ~10^6 pairs). Owns the tables; not where the
- * counts come from.
+ * generators. Compact: the pairs live in one array per table, found by
+ * a linear scan while there are few, then through an open-addressing
+ * index of 32-bit slots after them (a CS profile holds ~10^5 of these
+ * tables and ~10^6 pairs). Owns the tables; not where the counts come
+ * from.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,23 @@
 #include "lbr2prof/flat.h"
 #include "util/sort.h"
 
+/* A table of at most UW_SMALL pairs is the pairs alone, found by a
+ * linear scan: most contexts of a CS profile have one to four ranges and
+ * branches (SQLite: ~40 K contexts, half with one range), and an index
+ * of 8 slots with room for 4 pairs (144 bytes from malloc) was most of
+ * the unwinder's counter memory. A larger table has its index after the
+ * pairs, in the same block. */
+#define SMALL 8
+
 typedef struct pair_tab {
-    uint32_t *slot;             /* one block: the index, then the pairs */
-    lp_addr_pair_count *v;      /* the pairs, in insertion order until a
-                                   sorted view is asked for */
+    lp_addr_pair_count *v;      /* cap pairs, in insertion order until a
+                                   sorted view is asked for; if cap >
+                                   SMALL, then 2 * cap 32-bit index slots
+                                   (at most half full: 0 empty, else the
+                                   pair's position + 1) */
     uint32_t n;
-    uint32_t mask;              /* slots - 1 (a power of two), 0: none;
-                                   the block has room for (mask + 1) / 2
-                                   pairs, as many as the index may hold */
-    bool sorted;                /* v is in (a, b) order: views copy it
+    uint32_t cap : 31;          /* a power of two, 0: nothing allocated */
+    uint32_t sorted : 1;        /* v is in (a, b) order: views copy it
                                    without sorting again */
 } pair_tab;
 
@@ -37,7 +46,7 @@ lp_counters *lp_counters_new(void)
 
 static void tab_free(pair_tab *t)
 {
-    free(t->slot);
+    free(t->v);
 }
 
 void lp_counters_free(lp_counters *c)
@@ -58,13 +67,19 @@ static uint32_t hash_pair(uint64_t a, uint64_t b)
     return (uint32_t)(h ^ (h >> 32));
 }
 
-/* the slot holding (a, b), or the empty slot where it goes */
+static bool indexed(const pair_tab *t)
+{
+    return t->cap > SMALL;
+}
+
+/* the index slot holding (a, b), or the empty slot where it goes */
 static uint32_t *find_slot(const pair_tab *t, uint64_t a, uint64_t b)
 {
-    uint32_t i = hash_pair(a, b) & t->mask, *s;
+    uint32_t mask = 2 * t->cap - 1, i = hash_pair(a, b) & mask, *s;
+    uint32_t *slot = (uint32_t *)(t->v + t->cap);
 
-    for (;; i = (i + 1) & t->mask) {
-        s = &t->slot[i];
+    for (;; i = (i + 1) & mask) {
+        s = &slot[i];
         if (!*s || (t->v[*s - 1].a == a && t->v[*s - 1].b == b))
             return s;
     }
@@ -74,48 +89,65 @@ static void reindex(pair_tab *t)
 {
     uint32_t i;
 
-    memset(t->slot, 0, ((size_t)t->mask + 1) * sizeof *t->slot);
+    memset(t->v + t->cap, 0, 2 * (size_t)t->cap * sizeof(uint32_t));
     for (i = 0; i < t->n; i++)
         *find_slot(t, t->v[i].a, t->v[i].b) = i + 1;
 }
 
-/* Twice the slots and the room for pairs, in one new block (one
- * allocation per growth: a CS profile has ~10^5 of these tables). */
+/* More room for pairs (and, beyond SMALL, the index), in one block: one
+ * allocation per growth, as a CS profile has ~10^5 of these tables. Room
+ * for one pair first (the most common table), then four (one realloc
+ * less for each table of two to four pairs: the reallocs were the cost),
+ * then twice as much each time. */
 static int grow(pair_tab *t)
 {
-    size_t nslots = t->mask ? ((size_t)t->mask + 1) * 2 : 8;
-    uint32_t *blk = malloc(nslots * sizeof *blk +
-                           nslots / 2 * sizeof(lp_addr_pair_count));
+    size_t cap = t->cap ? (t->cap == 1 ? 4 : (size_t)t->cap * 2) : 1;
+    size_t bytes = cap * sizeof *t->v + (cap > SMALL ? 2 * cap * sizeof(uint32_t) : 0);
     lp_addr_pair_count *nv;
 
-    if (!blk || nslots - 1 > UINT32_MAX) {
-        free(blk);
+    if (cap > UINT32_MAX / 4 || !(nv = realloc(t->v, bytes)))
         return -1;
-    }
-    nv = (lp_addr_pair_count *)(blk + nslots);
-    if (t->n)
-        memcpy(nv, t->v, t->n * sizeof *nv);
-    free(t->slot);
-    t->slot = blk;
     t->v = nv;
-    t->mask = (uint32_t)(nslots - 1);
-    reindex(t);
+    t->cap = (uint32_t)cap;
+    if (indexed(t))
+        reindex(t);
     return 0;
+}
+
+/* the pair (a, b) of a table without index, or NULL */
+static lp_addr_pair_count *scan(const pair_tab *t, uint64_t a, uint64_t b)
+{
+    uint32_t i;
+
+    for (i = 0; i < t->n; i++)
+        if (t->v[i].a == a && t->v[i].b == b)
+            return &t->v[i];
+    return NULL;
 }
 
 static int add(pair_tab *t, uint64_t a, uint64_t b, uint64_t n)
 {
-    uint32_t *s;
+    lp_addr_pair_count *p;
+    uint32_t *s = NULL;
 
-    if ((t->n + 1) * 2 > t->mask + 1 && grow(t))
-        return -1;
-    s = find_slot(t, a, b);
-    if (*s) {
-        t->v[*s - 1].count = lp_sat_add(t->v[*s - 1].count, n);
+    if (!indexed(t)) {
+        if ((p = scan(t, a, b))) {
+            p->count = lp_sat_add(p->count, n);
+            return 0;
+        }
+    } else if (*(s = find_slot(t, a, b))) {
+        p = &t->v[*s - 1];
+        p->count = lp_sat_add(p->count, n);
         return 0;
     }
-    t->v[t->n] = (lp_addr_pair_count){a, b, n};
-    *s = ++t->n;
+    if (t->n == t->cap) {
+        if (grow(t))
+            return -1;
+        s = indexed(t) ? find_slot(t, a, b) : NULL;
+    }
+    t->v[t->n++] = (lp_addr_pair_count){a, b, n};
+    if (s)
+        *s = t->n;
     t->sorted = false;
     return 0;
 }
@@ -163,7 +195,7 @@ static void sort_in_place(pair_tab *t)
 {
     if (t->sorted)
         return;
-    if (t->n > 1 && lp_sort(t->v, t->n, sizeof *t->v, pair_cmp))
+    if (t->n > 1 && lp_sort(t->v, t->n, sizeof *t->v, pair_cmp) && indexed(t))
         reindex(t);
     t->sorted = true;
 }

@@ -184,19 +184,21 @@ static int add_one(lp_unwinder *u, uint64_t a, uint64_t b, lp_error *err)
     return 0;
 }
 
-/* Add the branches of every pending distinct sample to the graphs. */
+/* Add the branches of every distinct sample of the flush to the graphs
+ * (none is freed before: uw_agg_done). */
 static int add_pending(lp_unwinder *u, lp_error *err)
 {
     uw_pair *seen = lp_zalloc_written(((size_t)1 << UW_SEEN_BITS) * sizeof *seen); /* NULL: no skipping */
-    uw_agg *g, *t;
-    size_t i, n;
+    uw_agg *g;
+    size_t i, j, n;
     int rc = 0;
 
     if (!u->tcs && !(u->tcs = calloc(u->nbins, sizeof *u->tcs))) {
         free(seen);
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     }
-    HASH_ITER(hh, u->agg, g, t) {
+    for (j = 0; j < u->flush_n; j++) {
+        g = u->flush_ins[j];
         n = uw_decode_lbr(g, &u->infer_lbr, &u->infer_lbr_cap);
         if (n == (size_t)-1) {
             rc = lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
@@ -215,7 +217,9 @@ static int add_pending(lp_unwinder *u, lp_error *err)
         return -1;
     free(u->infer_cache.s);     /* answers may change with the new edges */
     memset(&u->infer_cache, 0, sizeof u->infer_cache);
-    u->infer_pending = false;
+    /* released: a thread that reads false (uw_agg_done) may free the
+     * samples read above */
+    __atomic_store_n(&u->infer_pending, false, __ATOMIC_RELEASE);
     return 0;
 }
 

@@ -644,8 +644,9 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
     h = (uint32_t)lp_hash_bytes(u->enc, len);
     HASH_FIND_BYHASHVALUE(hh, u->agg, u->enc, len, h, g);
     if (!g) {
-        if (!(g = uw_arena_alloc(&u->agg_arena, sizeof *g + len)))
+        if (!(g = malloc(sizeof *g + len)))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        u->agg_bytes += (sizeof *g + len + 7) & ~(size_t)7;
         memset(g, 0, sizeof *g);
         g->replay = -1;
         g->len = (uint32_t)len;
@@ -656,7 +657,7 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
     g->repeat += n;
     u->st.aggregated += n;
     u->last_agg = g;
-    if (u->agg_arena.bytes > u->o.max_pending_bytes)
+    if (u->agg_bytes > u->o.max_pending_bytes)
         return uw_flush(u, err);
     return 0;
 }

@@ -28,6 +28,7 @@
 typedef struct job {
     lp_unwinder *w;
     uw_agg **v;
+    const unsigned char *rec;   /* v[i] recorded ahead: this thread's */
     size_t from, to;
     size_t done;                /* samples done, read by the other thread */
     int rc;
@@ -162,24 +163,42 @@ static void *worker_main(void *arg)
 
     j->rc = 0;
     for (i = j->from; i < j->to && j->rc == 0; i++) {
-        if (j->v[i]->replay < 0) {      /* recordings are the owner's */
+        if (!j->rec[i]) {       /* recordings are the owner's */
             j->rc = uw_flush_one(j->w, j->v[i], &j->err);
             j->w->st.parallel++;
         }
-        __atomic_store_n(&j->done, i + 1 - j->from, __ATOMIC_RELAXED);
+        /* released: the owner frees what the worker is done with */
+        __atomic_store_n(&j->done, i + 1 - j->from, __ATOMIC_RELEASE);
     }
     return NULL;
 }
 
+/* This thread frees the samples the worker is done with (the worker
+ * itself freeing them into this thread's heap cost a lock and a cache
+ * line each: +8% CPU in the flush); *reaped: how many are. */
+static void reap(lp_unwinder *u, job *j, size_t *reaped)
+{
+    size_t done = __atomic_load_n(&j->done, __ATOMIC_ACQUIRE), k;
+
+    for (k = j->from + *reaped; k < j->from + done; k++)
+        if (!j->rec[k] && j->v[k])
+            uw_agg_done(u, j->v, k);
+    *reaped = done;
+}
+
 /* Where the second part starts: half the work, counted in key bytes (a
- * sample's LBR and call stack). */
-static size_t split_at(uw_agg **v, size_t m)
+ * sample's LBR and call stack). rec[i]: whether v[i] was recorded ahead
+ * (this thread replays it; the worker frees the others of its part as it
+ * goes, so this thread must not read them). */
+static size_t split_at(uw_agg **v, size_t m, unsigned char *rec)
 {
     uint64_t total = 0, half;
     size_t i;
 
-    for (i = 0; i < m; i++)
+    for (i = 0; i < m; i++) {
         total += v[i]->len;
+        rec[i] = v[i]->replay >= 0;
+    }
     half = total / 2;
     for (i = 0, total = 0; i < m && total < half; i++)
         total += v[i]->len;
@@ -192,7 +211,8 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     pthread_mutex_t mu;
     pthread_t th;
     job j = {0};
-    size_t s, i;
+    size_t s, i, reaped = 0;
+    unsigned char *rec;
     int rc = 0;
 
     if (m < (u->o.parallel_min ? u->o.parallel_min : UW_PAR_MIN) || m < 2 ||
@@ -210,12 +230,14 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     pthread_mutexattr_destroy(&at);
     forget_worker_sigs(u);
     u->lock = &mu;
-    s = split_at(v, m);
-    j = (job){worker_new(u), v, s, m, 0, 0, {0}};
+    rec = malloc(m);
+    s = rec ? split_at(v, m, rec) : 0;
+    j = (job){rec ? worker_new(u) : NULL, v, rec, s, m, 0, 0, {0}};
     if (j.w)
         u->peer_splits = &j.w->splits;
     if (!j.w || pthread_create(&th, NULL, worker_main, &j)) {
         worker_free(j.w);
+        free(rec);
         u->lock = NULL;
         u->peer_splits = NULL;
         pthread_mutex_destroy(&mu);
@@ -224,12 +246,20 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     for (i = 0; i < s && rc == 0; i++) {
         if ((i & 4095) == 0)
             lp_phases_items(u->o.phases, i + __atomic_load_n(&j.done, __ATOMIC_RELAXED), m);
-        rc = uw_flush_one(u, v[i], err);
+        if ((i & 255) == 0)
+            reap(u, &j, &reaped);
+        if ((rc = uw_flush_one(u, v[i], err)) == 0)
+            uw_agg_done(u, v, i);
     }
     for (i = s; i < m && rc == 0; i++)
-        if (v[i]->replay >= 0)
-            rc = uw_flush_one(u, v[i], err);
+        if (rec[i] && (rc = uw_flush_one(u, v[i], err)) == 0)
+            uw_agg_done(u, v, i);
+    if (rc == 0 && u->finished)
+        uw_replays_free(u);     /* all replayed, no more recording: gone
+                                   before the worker's end and the merge */
     pthread_join(th, NULL);
+    reap(u, &j, &reaped);
+    free(rec);
     u->lock = NULL;
     u->peer_splits = NULL;
     pthread_mutex_destroy(&mu);

@@ -232,7 +232,7 @@ static inline uint64_t uw_mix(uint64_t a, uint64_t b)
     return h ^ (h >> 32);
 }
 
-typedef struct uw_map {         /* at most half full */
+typedef struct uw_map {         /* at most 3/4 full */
     uw_slot3 *s;
     size_t mask, count;
 } uw_map;
@@ -342,9 +342,15 @@ struct lp_unwinder {
     unsigned char *enc;
     size_t enc_cap;
     uint64_t lbr0_to;           /* LBR[0]'s target as recorded */
-    /* pending distinct samples */
+    /* pending distinct samples, one malloc each: the flush frees each
+     * once unwound (uw_agg_done), so that the unwinding's contexts and
+     * counters take their place instead of growing the heap further */
     uw_agg *agg;
-    uw_arena agg_arena;
+    size_t agg_bytes;           /* their bytes, rounded as an arena would */
+    uw_agg **flush_ins;         /* during a flush: its samples in insertion
+                                   order, all alive until the inference
+                                   has learned them (uw_agg_done) */
+    size_t flush_n;
     /* intakes done once per dup_id (1 << UW_MEMO_BITS slots, lazily) */
     uw_memo *memo;
     uint64_t memo_gen;
@@ -578,6 +584,8 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err);
 int uw_flush(lp_unwinder *u, lp_error *err);
 /* One pending sample at the flush: unwound, or its recording replayed. */
 int uw_flush_one(lp_unwinder *u, const uw_agg *g, lp_error *err);
+void uw_agg_done(lp_unwinder *u, uw_agg **v, size_t i);
+void uw_replays_free(lp_unwinder *u);
 /* parallel.c: the flush of v[0..m) (llvm-profgen's order) on two threads,
  * with the result of one: 0, -1 on error, 1 when it is not worth it (or a
  * thread could not be had): then nothing was done. */

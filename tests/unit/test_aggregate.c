@@ -407,6 +407,64 @@ static void test_generate_probes(void **state)
     lp_binary_close(b);
 }
 
+/* A table of counters through every size (the linear scan of a few
+ * pairs, the indexed table after): each pair counted once however often
+ * it comes, in insertion order until a view sorts it, the sorted copy and
+ * the view equal, and the merge of two tables the sum of both. */
+static void check_table(const lp_counters *c, uint64_t npairs, uint64_t scale)
+{
+    const lp_addr_pair_count *v;
+    lp_addr_pair_count *copy;
+    uint64_t i;
+
+    assert_int_equal(lp_counters_ranges_view(c, &v), (long)npairs);
+    assert_int_equal(lp_counters_ranges(c, &copy), (long)npairs);
+    for (i = 0; i < npairs; i++) {
+        assert_int_equal(v[i].a, 0x1000 + i);
+        assert_int_equal(v[i].b, 0x2000 + 3 * i);
+        assert_int_equal(v[i].count, scale * (i + 1) * (i % 3 + 1));
+        assert_memory_equal(&copy[i], &v[i], sizeof *v);
+    }
+    free(copy);
+    assert_int_equal(lp_counters_branches_view(c, &v), 1);
+    assert_int_equal(v[0].count, scale * npairs);
+}
+
+static void test_counters_every_size(void **state)
+{
+    static const uint64_t sizes[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 300};
+    const lp_addr_pair_count *v;
+    size_t k;
+    uint64_t i, r, n;
+
+    (void)state;
+    for (k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        lp_counters *c = lp_counters_new(), *d = lp_counters_new();
+        n = sizes[k];
+        /* pairs in descending order, each i + 1 times per round, i % 3 + 1 rounds */
+        for (r = 0; r < 3; r++)
+            for (i = n; i-- > 0;)
+                if (r <= i % 3) {
+                    assert_int_equal(lp_counters_add_range(c, 0x1000 + i, 0x2000 + 3 * i, i + 1), 0);
+                    if (r == 0)
+                        assert_int_equal(lp_counters_add_branch(c, 7, 9, 1), 0);
+                }
+        if (n > 1) {            /* insertion order: the first pair added first */
+            lp_addr_pair_count *raw;
+            assert_int_equal(lp_counters_ranges(c, &raw), (long)n);
+            free(raw);
+        }
+        check_table(c, n, 1);
+        assert_int_equal(lp_counters_add_range(c, 0x1000, 0x2000, 0), 0); /* found after sorting */
+        assert_int_equal(lp_counters_ranges_view(c, &v), (long)n);
+        assert_int_equal(lp_counters_merge(d, c), 0);
+        assert_int_equal(lp_counters_merge(d, c), 0);
+        check_table(d, n, 2);
+        lp_counters_free(c);
+        lp_counters_free(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_rawprof_round_trip_and_errors),
         cmocka_unit_test(test_generate_example_a),
         cmocka_unit_test(test_generate_probes),
+        cmocka_unit_test(test_counters_every_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,7 +143,9 @@ static void check_regions(lp_binary *b, const char *path, size_t kinds[5])
             if (k >= reg->ninsts)
                 fail_msg("%s: region 0x%" PRIx64 ": decoder stops before "
                          "0x%" PRIx64, path, reg->start, a);
-            expect_same(&want, &reg->insts[k++], path);
+            assert_int_equal(reg->insts[k++].off, a - reg->start);
+            assert_int_equal(lp_binary_inst(b, a, &got, &e), 1);
+            expect_same(&want, &got, path);
             kinds[want.kind]++;
             a += want.size;
         }
