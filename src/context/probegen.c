@@ -619,10 +619,9 @@ int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         rc = cs_oom(err);
     for (i = 0; i < n && rc == 0; i++) {
         rc = add_context(&g, v[i]);
-        if (consume) {
-            lp_counters_free(v[i]->counters);
-            v[i]->counters = NULL;
-        }
+        if (consume)            /* its counters, frames and key: generation
+                                   reuses the memory */
+            lp_ctxcount_release(cc, (size_t)i);
     }
     free(v);
     if (consume)
