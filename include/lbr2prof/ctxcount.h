@@ -128,6 +128,10 @@ long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out);
  * caller that needs no key (CS generation: 84k keys were ~4% of bench
  * (c)'s instructions). */
 long lp_ctxcount_entries(const lp_ctxcount *cc, lp_ctx_entry ***out);
+/* Frees the i-th entry of lp_ctxcount_all's (and _entries') order, for a
+ * consumer done with it; from then on cc only takes _release, _clear
+ * and _free. */
+void lp_ctxcount_release(lp_ctxcount *cc, size_t i);
 
 /* The printed key of a context: frames joined by " @ ", each
  * "func:line[.disc]" except the leaf, which is "func". malloc'ed; NULL on

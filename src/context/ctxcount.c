@@ -85,7 +85,8 @@ void lp_ctxcount_clear(lp_ctxcount *cc)
     size_t i;
 
     for (i = 0; i < cc->n; i++)
-        ent_free(cc->v[i]);
+        if (cc->v[i])           /* NULL: released */
+            ent_free(cc->v[i]);
     free(cc->v);
     free(cc->slots);
     free(cc->kbuf);
@@ -676,6 +677,14 @@ long lp_ctxcount_entries(const lp_ctxcount *cc, lp_ctx_entry ***out)
     for (i = 0; i < n; i++)
         (*out)[i] = &cc->v[i]->e;
     return (long)n;
+}
+
+void lp_ctxcount_release(lp_ctxcount *cc, size_t i)
+{
+    if (i < cc->n && cc->v[i]) {
+        ent_free(cc->v[i]);
+        cc->v[i] = NULL;
+    }
 }
 
 long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out)

@@ -53,7 +53,7 @@ static inline int fsum_add(fsum_tab *t, uint32_t id, lp_loc loc, uint64_t count)
 {
     fcount *f;
 
-    if ((t->n + 1) * 2 > t->mask + 1) {
+    if ((t->n + 1) * 4 > (t->mask + 1) * 3) {   /* at most 3/4 full */
         fsum_tab g = {0};
         size_t i, n = t->v ? (t->mask + 1) * 2 : 4096;
         if (!(g.v = calloc(n, sizeof *g.v)))

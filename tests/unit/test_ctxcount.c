@@ -107,6 +107,33 @@ static void test_clear(void **state)
     lp_ctxcount_free(cc);
 }
 
+/* lp_ctxcount_release (probe generation, entry by entry): the entry is
+ * freed once (twice is a no-op), the others stay, clear frees the rest
+ * (ASan: no double free, no leak) */
+static void test_release(void **state)
+{
+    uint64_t a[2] = {0x401000, 0x402000};
+    lp_ctxcount *cc = lp_ctxcount_new();
+    lp_ctx_entry **v = NULL;
+    lp_ctx_entry *e0, *e1;
+    (void)state;
+    e0 = lp_ctxcount_get_addrs(cc, 0, a, 2, NULL);
+    e1 = lp_ctxcount_get_addrs(cc, 0, a, 1, NULL);
+    assert_non_null(e0);
+    assert_non_null(e1);
+    assert_int_equal(lp_ctxcount_all(cc, &v), 2);
+    assert_ptr_equal(v[0], e0);
+    lp_ctxcount_release(cc, 0);
+    lp_ctxcount_release(cc, 0);
+    lp_ctxcount_release(cc, 5);         /* out of range: nothing */
+    assert_int_equal(v[1]->naddrs, 1);
+    assert_int_equal(v[1]->addrs[0], 0x401000);
+    free(v);
+    lp_ctxcount_clear(cc);
+    assert_int_equal(lp_ctxcount_size(cc), 0);
+    lp_ctxcount_free(cc);
+}
+
 /* lp_ctxcount_borrow_names: the frames keep the caller's name pointers
  * (copied otherwise); lookups are the same (names compared as strings,
  * the leaf's location ignored, as in the printed key), the key is printed
@@ -206,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_table_and_raw),
         cmocka_unit_test(test_clear),
+        cmocka_unit_test(test_release),
         cmocka_unit_test(test_borrowed_names),
         cmocka_unit_test(test_merge),
     };
