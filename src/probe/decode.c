@@ -423,13 +423,56 @@ typedef struct pb_key {
     uint32_t id;
 } pb_key;
 
-static int key_cmp(const void *a, const void *b)
-{
-    const pb_key *x = a, *y = b;
+#define KEY_RADIX_BITS 11
 
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+/* One stable counting pass of k[0..n) into t by the digit of addr - lo
+ * at `shift`. */
+static void key_pass(const pb_key *k, pb_key *t, size_t n, uint64_t lo,
+                     unsigned shift)
+{
+    size_t cnt[1u << KEY_RADIX_BITS] = {0}, i, sum = 0, c;
+    const uint64_t mask = (1u << KEY_RADIX_BITS) - 1;
+
+    for (i = 0; i < n; i++)
+        cnt[((k[i].addr - lo) >> shift) & mask]++;
+    for (i = 0; i <= mask; i++) {
+        c = cnt[i];
+        cnt[i] = sum;
+        sum += c;
+    }
+    for (i = 0; i < n; i++)
+        t[cnt[((k[i].addr - lo) >> shift) & mask]++] = k[i];
+}
+
+/* k[0..n), in id order, into (addr, id) order: a stable LSD radix sort
+ * by addr, as many passes as the span of the addresses needs (~2 on a
+ * binary's text; qsort was 34 M instructions on sqlite-probe's 17 K
+ * probes, on the main thread before the context sizes' thread starts).
+ * 0, or -1 on no memory. */
+static int sort_keys(pb_key *k, size_t n)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    unsigned shift;
+    pb_key *t, *a = k, *b, *x;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        lo = k[i].addr < lo ? k[i].addr : lo;
+        hi = k[i].addr > hi ? k[i].addr : hi;
+    }
+    if (n < 2 || lo == hi)
+        return 0;
+    if (!(t = malloc(n * sizeof *t)))
+        return -1;
+    b = t;
+    for (shift = 0; shift < 64 && ((hi - lo) >> shift); shift += KEY_RADIX_BITS) {
+        key_pass(a, b, n, lo, shift);
+        x = a, a = b, b = x;
+    }
+    if (a != k)
+        memcpy(k, a, n * sizeof *k);
+    free(t);
+    return 0;
 }
 
 static int index_by_addr(lp_probes *p, lp_error *err)
@@ -446,7 +489,10 @@ static int index_by_addr(lp_probes *p, lp_error *err)
         k[i].addr = p->probes[i].addr;
         k[i].id = (uint32_t)i;
     }
-    qsort(k, n, sizeof *k, key_cmp);
+    if (sort_keys(k, n)) {
+        free(k);
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
+    }
     for (i = 0; i < n; i++) {
         p->by_addr[i] = k[i].id;
         p->addr_keys[i] = k[i].addr;
