@@ -17,6 +17,7 @@
 
 #include "cfiunwind/cfi_internal.h"
 #include "util/grow.h"
+#include "util/hash.h"
 
 /* the row of addresses no CFI covers (cached like a row) */
 static const lp_cfi_row cfi_none;
@@ -331,7 +332,7 @@ static Dwarf_Frame *frame_at(lp_cfi *c, uint64_t vaddr)
 
 static cfi_slot *slot_of(lp_cfi *c, uint64_t vaddr)
 {
-    return &c->slots[(vaddr * 0x9e3779b97f4a7c15ull) >> (64 - CFI_SLOT_BITS)];
+    return &c->slots[lp_hash_fib(vaddr, CFI_SLOT_BITS)];
 }
 
 int lp_cfi_row_at(lp_cfi *c, uint64_t vaddr, const lp_cfi_row **row,

@@ -22,6 +22,7 @@
 #include "context/cs_internal.h"
 #include "lbr2prof/unwind.h"
 #include "util/sort.h"
+#include "util/hash.h"
 
 typedef struct pcount {         /* a probe and its count in one context */
     uint32_t id, node;
@@ -83,7 +84,8 @@ static int grow(void **v, size_t *cap, size_t n, size_t elem)
 
 /* ---- the profiled functions, decoded ------------------------------------------ */
 
-#define FV_SEEN 4096            /* slots of fvec.seen (a power of 2) */
+#define FV_SEEN_BITS 12
+#define FV_SEEN (1u << FV_SEEN_BITS) /* slots of fvec.seen */
 
 typedef struct fvec {           /* a set of functions, duplicates allowed */
     const lp_function **v;
@@ -111,8 +113,7 @@ static void fv_add(fvec *f, lp_binary *b, uint64_t addr, int *oom)
     if (!(r = lp_binary_func_range(b, addr)))
         return;
     f->last = r;
-    h = (size_t)(((uintptr_t)r->func * 0x9e3779b97f4a7c15ull) >> 52) &
-        (FV_SEEN - 1);
+    h = lp_hash_fib((uintptr_t)r->func, FV_SEEN_BITS);
     if (f->seen[h] == r->func)
         return;
     f->seen[h] = r->func;

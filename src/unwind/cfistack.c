@@ -26,6 +26,7 @@
 
 #include "lbr2prof/cfiunwind.h"
 #include "unwind/uw_internal.h"
+#include "util/hash.h"
 
 typedef struct uw_cfifile {     /* a file's CFI, by path; NULL: unreadable */
     UT_hash_handle hh;
@@ -129,7 +130,7 @@ static int find(void *ctx, uint64_t pc, lp_cfi **cfi, uint64_t *bias)
 {
     lp_unwinder *u = ctx;
     uint64_t page = pc >> 12;
-    uw_where *w = &u->cfi->where[(page * 0x9e3779b97f4a7c15ull) >> (64 - UW_WHERE_BITS)];
+    uw_where *w = &u->cfi->where[lp_hash_fib(page, UW_WHERE_BITS)];
 
     if (w->rc == 1 || w->page != page || w->pid != u->pid || w->gen != u->memo_gen) {
         w->rc = (int8_t)locate(u, pc, &w->cfi, &w->bias);

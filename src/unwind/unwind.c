@@ -19,6 +19,7 @@
 #include "unwind/uw_internal.h"
 #include "util/grow.h"
 #include "util/zalloc.h"
+#include "util/hash.h"
 
 void lp_unwind_opts_default(lp_unwind_opts *o)
 {
@@ -436,7 +437,7 @@ const lp_unwind_stats *lp_unwind_stats_get(const lp_unwinder *u)
 
 static size_t slot_of(uint64_t a)
 {
-    return (size_t)((a * 0x9e3779b97f4a7c15ull) >> (64 - UW_AC_BITS));
+    return lp_hash_fib(a, UW_AC_BITS);
 }
 
 lp_binary *uw_bin(const lp_unwinder *u, uint64_t a)

@@ -17,6 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The slot of an integer key (an address, a page, a pointer) in a table
+ * of 2^bits slots (0 < bits < 64): Fibonacci hashing, the top bits of the
+ * key times 2^64 / phi. */
+static inline size_t lp_hash_fib(uint64_t key, unsigned bits)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+}
+
 /* A 128-bit digest, for identifying byte strings without keeping them. */
 typedef struct lp_digest {
     uint64_t lo, hi;
