@@ -810,9 +810,46 @@ void uw_agg_done(lp_unwinder *u, uw_agg **v, size_t i)
     }
 }
 
+/* The samples recorded ahead, replayed before any other is unwound: v is
+ * reordered, the others first in their order (*left of them), then the
+ * recorded ones, which are replayed here. Their recordings (up to
+ * UW_REPLAY_BYTES of effects) are then freed once no more are made,
+ * before the unwinding's contexts and counters grow: they were alive to
+ * the end of the flush, the run's peak (sqlite-line: 4 MB). A replay
+ * only adds counts, statistics and notes, none of which depends on the
+ * order it is added in; unwinding order is kept. */
+static int replay_first(lp_unwinder *u, uw_agg **v, size_t m, size_t *left,
+                        lp_error *err)
+{
+    size_t nr = 0, k = 0, i;
+    uw_agg **rec;
+    int rc = 0;
+
+    *left = m;
+    for (i = 0; i < m; i++)
+        nr += v[i]->replay >= 0;
+    if (!nr || !(rec = malloc(nr * sizeof *rec)))
+        return 0;               /* replayed in place (uw_flush_parallel) */
+    for (i = 0, nr = 0; i < m; i++) {
+        if (v[i]->replay >= 0)
+            rec[nr++] = v[i];
+        else
+            v[k++] = v[i];
+    }
+    memcpy(v + k, rec, nr * sizeof *rec);
+    free(rec);
+    *left = k;
+    for (i = k; i < m && rc == 0; i++)
+        if ((rc = uw_flush_one(u, v[i], err)) == 0)
+            uw_agg_done(u, v, i);
+    if (rc == 0 && u->finished)
+        uw_replays_free(u);
+    return rc;
+}
+
 int uw_flush(lp_unwinder *u, lp_error *err)
 {
-    size_t m = 0, i;
+    size_t m = 0, n = 0, i;
     uw_agg **ins = NULL, **v = flush_order(u, &m, &ins);
     int rc = 0;
 
@@ -828,10 +865,11 @@ int uw_flush(lp_unwinder *u, lp_error *err)
     u->flush_n = m;
     /* the graphs learn these samples' calls when a hole needs them */
     u->infer_pending = u->o.repair_frames;
-    if ((rc = uw_flush_parallel(u, v, m, err)) == 1) {
-        for (i = 0, rc = 0; i < m && rc == 0; i++) {
+    if ((rc = replay_first(u, v, m, &n, err)) == 0 &&
+        (rc = uw_flush_parallel(u, v, n, err)) == 1) {
+        for (i = 0, rc = 0; i < n && rc == 0; i++) {
             if ((i & 4095) == 0)
-                lp_phases_items(u->o.phases, i, m);
+                lp_phases_items(u->o.phases, i, n);
             if ((rc = uw_flush_one(u, v[i], err)) == 0)
                 uw_agg_done(u, v, i);
         }
