@@ -12,26 +12,28 @@
 #include "lbr2prof/ctxcount.h"
 #include "util/hash.h"
 
-typedef struct ctx_ent {     /* one allocation: this, the frames, the
-                                hash key (4-byte bin, then the printed
-                                key and its NUL), the frames' names */
+typedef struct ctx_ent {     /* one allocation: this, the frames
+                                (e.frames), the hash key (4-byte bin,
+                                then the printed key and its NUL), the
+                                frames' names */
     lp_ctx_entry e;
     char *hkey;                 /* NULL: a frame context of a borrowing
                                    table, keyed by its frames (names
                                    compared as strings, the leaf's
                                    location ignored: what the printed key
                                    keeps), with no key printed until
-                                   asked for (`printed`) - the printed
-                                   keys were a quarter of the unwinder's
-                                   peak memory */
+                                   asked for (e.key then malloc'ed, NULL
+                                   before) - the printed keys were a
+                                   quarter of the unwinder's peak memory;
+                                   no pointer of its own to the frames or
+                                   that key either: 16 bytes of each of
+                                   the ~40 K entries at the flush's end */
     union {
         size_t hlen;            /* hkey != NULL: its length */
         uint64_t fh;            /* hkey == NULL: its frames' hash (its
                                    slot's; a merge moves it without
                                    hashing the names again) */
     };
-    lp_ctx_frame *frames;
-    char *printed;              /* hkey == NULL: e.key once printed */
 } ctx_ent;
 
 /* Open addressing on the key's hash (the full hash kept in the slot, so a
@@ -62,7 +64,8 @@ lp_ctxcount *lp_ctxcount_new(void)
 static void ent_free(ctx_ent *c)
 {
     lp_counters_free(c->e.counters);
-    free(c->printed);
+    if (!c->hkey)
+        free((char *)c->e.key);     /* printed when listed, or NULL */
     free(c);
 }
 
@@ -303,7 +306,7 @@ static uint64_t frames_hash(int bin, const lp_ctx_frame *f, size_t n)
 static bool same_frames(const ctx_ent *c, int bin, const lp_ctx_frame *f,
                         size_t n)
 {
-    const lp_ctx_frame *g = c->frames;
+    const lp_ctx_frame *g = c->e.frames;
     size_t i;
 
     if (c->hkey || c->e.bin != bin || c->e.nframes != n)
@@ -413,6 +416,7 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
                          size_t n, bool borrow)
 {
     size_t names = 0, i, o;
+    lp_ctx_frame *f;
     ctx_ent *c;
     char *p;
     int bin;
@@ -423,24 +427,24 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
     if (!c)
         return NULL;
     memcpy(&bin, hkey, sizeof bin);
-    c->frames = (lp_ctx_frame *)(c + 1);
-    c->hkey = (char *)(c->frames + n);
+    f = (lp_ctx_frame *)(c + 1);
+    c->hkey = (char *)(f + n);
     memcpy(c->hkey, hkey, hlen);
     c->hkey[hlen] = 0;
     c->hlen = hlen;
     p = c->hkey + c->hlen + 1;
     for (i = 0; i < n; i++) {
         if (borrow) {
-            c->frames[i] = frames[i];
+            f[i] = frames[i];
             continue;
         }
         o = lens[i] + 1;
         memcpy(p, frames[i].func, o);
-        c->frames[i] = (lp_ctx_frame){p, frames[i].loc};
+        f[i] = (lp_ctx_frame){p, frames[i].loc};
         p += o;
     }
     c->e.key = c->hkey + sizeof bin;
-    c->e.frames = c->frames;
+    c->e.frames = f;
     c->e.nframes = n;
     c->e.bin = bin;
     return c;
@@ -453,9 +457,8 @@ static ctx_ent *make_framed(int bin, const lp_ctx_frame *frames, size_t n)
 
     if (!c)
         return NULL;
-    c->frames = (lp_ctx_frame *)(c + 1);
-    memcpy(c->frames, frames, n * sizeof *frames);
-    c->e.frames = c->frames;
+    memcpy(c + 1, frames, n * sizeof *frames);
+    c->e.frames = (const lp_ctx_frame *)(c + 1);
     c->e.nframes = n;
     c->e.bin = bin;
     return c;
@@ -546,7 +549,7 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
         h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen) : c->fh;
         d = !dst->slots ? NULL
             : c->hkey   ? lookup(dst, c->hkey, c->hlen, h)
-                        : frame_slot(dst, h, c->e.bin, c->frames, c->e.nframes)->c;
+                        : frame_slot(dst, h, c->e.bin, c->e.frames, c->e.nframes)->c;
         if (d) {
             if (lp_counters_merge(d->e.counters, c->e.counters))
                 goto oom;
@@ -659,11 +662,11 @@ static int print_keys(const lp_ctxcount *cc)
         c = cc->v[i];
         if (c->e.key)
             continue;
-        if (!(k = lp_ctx_key(c->frames, c->e.nframes)))
+        if (!(k = lp_ctx_key(c->e.frames, c->e.nframes)))
             return -1;
         /* lp_ctx_key allocates for the longest numbers: twice the key */
         t = realloc(k, strlen(k) + 1);
-        c->e.key = c->printed = t ? t : k;
+        c->e.key = t ? t : k;   /* freed with c (no hkey) */
     }
     return 0;
 }
