@@ -284,6 +284,36 @@ static void set_checksum(const pgen *g, cs_prof *prof, uint64_t hash)
     }
 }
 
+#define REPEAT_BITS 7
+
+/* Whether two of f[0..n) are equal frames as recursion compression
+ * compares them (collect.c's frame_eq: the same call site, the same name).
+ * Without such a pair it has nothing to fold, and its quadratic search
+ * (46 M instructions on sqlite-probe's 25 K leaves) is not run. The call
+ * sites go in a small table; only frames of one call site are compared. */
+static bool frames_repeat(const lp_ctx_frame *f, size_t n)
+{
+    uint8_t slot[1u << REPEAT_BITS] = {0};      /* 1 + frame index */
+    const size_t mask = (1u << REPEAT_BITS) - 1;
+    size_t i, h;
+    const lp_ctx_frame *o;
+
+    if (n >= (1u << REPEAT_BITS) / 2)
+        return true;            /* long: let the compression look */
+    for (i = 0; i < n; i++) {
+        h = lp_hash_fib((uint64_t)f[i].loc.line << 32 | f[i].loc.disc,
+                        REPEAT_BITS);
+        for (; slot[h]; h = (h + 1) & mask) {
+            o = &f[slot[h] - 1];
+            if (o->loc.line == f[i].loc.line && o->loc.disc == f[i].loc.disc &&
+                (o->func == f[i].func || strcmp(o->func, f[i].func) == 0))
+                return true;
+        }
+        slot[h] = (uint8_t)(i + 1);
+    }
+    return false;
+}
+
 /* getContextNodeForLeafProbe, remembered per inline node of the context. */
 static cs_node *leaf_node(pgen *g, const lp_probe *p)
 {
@@ -318,7 +348,9 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     for (i = 0; i < n; i++)
         g->cf[i] = (lp_ctx_frame){g->fr[i].func, {g->fr[i].index, 0}};
     leaf = (lp_ctx_frame){g->cf[n - 1].func, {0, 0}};
-    m = lp_ctx_compress_recursion(g->cf, n - 1, g->o->compress_recursion);
+    m = frames_repeat(g->cf, n - 1)
+            ? lp_ctx_compress_recursion(g->cf, n - 1, g->o->compress_recursion)
+            : n - 1;
     m = lp_ctx_trim(g->cf, m, g->o->max_context_depth);
     g->cf[m++] = leaf;
     if (!(node = cs_path(g->t, g->cf, m, g->memo, &g->path)) ||
