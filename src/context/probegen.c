@@ -21,8 +21,9 @@
 
 #include "context/cs_internal.h"
 #include "lbr2prof/unwind.h"
-#include "util/sort.h"
+#include "util/cpus.h"
 #include "util/hash.h"
+#include "util/sort.h"
 
 typedef struct pcount {         /* a probe and its count in one context */
     uint32_t id, node;
@@ -182,6 +183,61 @@ int cs_probes_decode(lp_binary *const *bins, size_t nbins,
     free(fv);
     free(v);
     return oom ? cs_oom(err) : rc;
+}
+
+/* ---- the profiled functions for the context sizes, alongside ------------------- */
+
+typedef struct collect_job {    /* cs_funcs_collect on a second thread */
+    lp_binary *const *bins;
+    size_t nbins;
+    const lp_ctxcount *cc;
+    cs_funcs *funcs;
+    lp_error err;
+} collect_job;
+
+static void *collect_main(void *arg)
+{
+    collect_job *j = arg;
+
+    j->funcs = cs_funcs_collect(j->bins, j->nbins, j->cc, NULL, &j->err);
+    return NULL;
+}
+
+cs_funcs *cs_probes_prepare(lp_binary *const *bins, size_t nbins,
+                            lp_probes *const *probes, const lp_ctxcount *cc,
+                            lp_error *err)
+{
+    collect_job j = {.bins = bins, .nbins = nbins, .cc = cc};
+    lp_ctx_entry **v = NULL;
+    const lp_addr_pair_count *r;
+    pthread_t th;
+    bool alongside;
+    long n, i;
+    int rc;
+
+    /* the keys printed and every counter table sorted (a view sorts its
+     * table the first time) now: then both threads only read them */
+    if ((n = lp_ctxcount_all(cc, &v)) < 0)
+        return cs_oom(err), NULL;
+    for (i = 0; i < n; i++) {
+        lp_counters_ranges_view(v[i]->counters, &r);
+        lp_counters_branches_view(v[i]->counters, &r);
+    }
+    free(v);
+    alongside = lp_cpus() >= 2 && !all_decoded(probes, nbins) &&
+                pthread_create(&th, NULL, collect_main, &j) == 0;
+    rc = cs_probes_decode(bins, nbins, probes, cc, err);
+    if (alongside)
+        pthread_join(th, NULL);
+    else
+        collect_main(&j);
+    if (rc == 0 && !j.funcs)
+        *err = j.err;
+    if (rc && j.funcs) {
+        cs_funcs_free(j.funcs);
+        j.funcs = NULL;
+    }
+    return j.funcs;
 }
 
 /* ---- contexts -------------------------------------------------------------------- */
