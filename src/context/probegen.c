@@ -379,9 +379,10 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     cs_prof *prof;
     const lp_probe_node *nodes;
 
-    for (i = 0; i < g->nmemo; i++)
-        if (g->memo_node[i] == p->node)
-            return g->memo_trie[i];
+    for (i = g->nmemo; i > 0; i--)  /* the latest first: body() asks
+                                       node by node */
+        if (g->memo_node[i - 1] == p->node)
+            return g->memo_trie[i - 1];
     if (g->o->infer_frames) {   /* the inferred frames depend on the leaf's
                                    function only */
         const lp_func_range *r = g->leaf_r;
