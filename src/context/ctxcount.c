@@ -580,9 +580,29 @@ oom:
 
 /* ---- address contexts --------------------------------------------------------- */
 
+/* v as printf's "0x%" PRIx64 writes it, at s; its length. */
+static size_t put_hex(char *s, uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char t[16];
+    size_t n = 0, i;
+
+    do {
+        t[n++] = digits[v & 15];
+        v >>= 4;
+    } while (v);
+    s[0] = '0';
+    s[1] = 'x';
+    for (i = 0; i < n; i++)
+        s[2 + i] = t[n - 1 - i];
+    return n + 2;
+}
+
 /* "0x7f4 @ 0x7bf": each address minus base when it is binary bin's, else
  * LP_CTX_XBIN(its binary, its address) (bin < 0: every LP_CTX_ADDR value
- * as it is, the table's keys). s has room for 22 bytes an address. */
+ * as it is, the table's keys). s has room for 22 bytes an address. The
+ * digits by hand: sprintf was 144 M instructions of sqlite-probe's
+ * unwinding (149 K keys printed to be looked up). */
 static size_t print_addrs(char *s, const uint64_t *a, size_t n, int bin,
                           uint64_t base)
 {
@@ -593,7 +613,11 @@ static size_t print_addrs(char *s, const uint64_t *a, size_t n, int bin,
         uint64_t v = bin < 0                ? a[i]
                      : ab == (size_t)bin ? LP_CTX_ADDR_VADDR(a[i]) - base
                                          : LP_CTX_XBIN(ab, LP_CTX_ADDR_VADDR(a[i]));
-        o += (size_t)sprintf(s + o, "%s0x%" PRIx64, i ? " @ " : "", v);
+        if (i) {
+            memcpy(s + o, " @ ", 3);
+            o += 3;
+        }
+        o += put_hex(s + o, v);
     }
     s[o] = 0;
     return o;
