@@ -802,9 +802,17 @@ static void memo_record(lp_unwinder *u, uw_memo *m, memo_key key,
     m->g = u->last_agg;
 }
 
+static bool memo_hit(const uw_memo *m, memo_key key, uint64_t gen, uint64_t n,
+                     uint32_t pid)
+{
+    return m->id == key.id && m->id2 == key.id2 && m->gen == gen && m->n == n &&
+           m->pid == pid;
+}
+
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
 {
     uint64_t n = s->repeat ? s->repeat : 1, gen, notes;
+    int way;
     uint64_t changes = u->o.map ? lp_addrmap_changes(u->o.map) : 0;
     memo_key key = memo_key_of(u, s);
     lp_unwind_stats before;
@@ -820,12 +828,13 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     if (!u->memo &&
         !(u->memo = lp_zalloc_written(((size_t)1 << UW_MEMO_BITS) * sizeof *u->memo)))
         return take(u, s, err);
-    m = &u->memo[key.id & (((uint64_t)1 << UW_MEMO_BITS) - 1)];
-    if (m->id == key.id && m->id2 == key.id2 && m->gen == gen && m->n == n &&
-        m->pid == s->pid) {
-        memo_replay(u, m);
+    m = &u->memo[key.id & (((uint64_t)1 << UW_MEMO_BITS) - 2)];   /* its set */
+    way = memo_hit(m, key, gen, n, s->pid) ? 0 : memo_hit(m + 1, key, gen, n, s->pid) ? 1 : -1;
+    if (way >= 0) {
+        memo_replay(u, m + way);
         return 0;
     }
+    m[1] = m[0];                /* the set's older entry goes, the new one first */
     before = u->st;
     notes = u->intake_notes;
     if (take(u, s, err))
