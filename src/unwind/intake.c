@@ -759,6 +759,7 @@ static memo_key memo_key_of(lp_unwinder *u, const lp_hybrid_sample *s)
         lp_stacks_id_of(s->stack, s->nstack, s->br, s->nbr, &u->dig, &u->dig_cap, &d))
         return (memo_key){0, 0};
     kind = (uint64_t)s->exact << 2 | (uint64_t)s->fp_walk << 1 | (uint64_t)s->markers;
+    u->memo_kind = kind;
     return (memo_key){d.lo ^ uw_mix(kind, s->pid), d.hi | 1};  /* never {id, 0} */
 }
 
@@ -809,6 +810,30 @@ static bool memo_hit(const uw_memo *m, memo_key key, uint64_t gen, uint64_t n,
            m->pid == pid;
 }
 
+/* The set a sample's memo key picks. */
+static uw_memo *memo_set(lp_unwinder *u, memo_key key)
+{
+    return &u->memo[key.id & (((uint64_t)1 << UW_MEMO_BITS) - 2)];
+}
+
+void lp_unwind_ahead(lp_unwinder *u, uint32_t pid, const uint64_t *stack, size_t nstack,
+                     const lp_branch_entry *br, size_t nbr, lp_stacks_id *id)
+{
+    const char *m;
+
+    if (!u->memo || !u->o.map || u->o.no_memo)
+        return;
+    if (!id->lo && !id->hi &&
+        lp_stacks_id_of(stack, nstack, br, nbr, &u->dig, &u->dig_cap, id))
+        *id = (lp_stacks_id){0, 0};
+    if (!id->lo && !id->hi)
+        return;
+    m = (const char *)memo_set(u, (memo_key){id->lo ^ uw_mix(u->memo_kind, pid), 0});
+    __builtin_prefetch(m);
+    __builtin_prefetch(m + 64);
+    __builtin_prefetch(m + 2 * sizeof(uw_memo) - 1);
+}
+
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
 {
     uint64_t n = s->repeat ? s->repeat : 1, gen, notes;
@@ -828,7 +853,7 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     if (!u->memo &&
         !(u->memo = lp_zalloc_written(((size_t)1 << UW_MEMO_BITS) * sizeof *u->memo)))
         return take(u, s, err);
-    m = &u->memo[key.id & (((uint64_t)1 << UW_MEMO_BITS) - 2)];   /* its set */
+    m = memo_set(u, key);
     way = memo_hit(m, key, gen, n, s->pid) ? 0 : memo_hit(m + 1, key, gen, n, s->pid) ? 1 : -1;
     if (way >= 0) {
         memo_replay(u, m + way);

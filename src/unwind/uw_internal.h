@@ -360,6 +360,8 @@ struct lp_unwinder {
                                    sample: a new value starts a new memo */
     uint64_t intake_notes;      /* detailed-warning notes the intake added */
     uint64_t *dig;              /* perf.data samples: digest input scratch */
+    uint64_t memo_kind;         /* the walk flags of the last memo key
+                                   (lp_unwind_ahead's guess) */
     size_t dig_cap;
     uw_agg *last_agg;           /* where the last intake counted, or NULL */
     uw_agg *warmed;             /* the last of agg lp_unwind_warm_next did */
