@@ -176,6 +176,16 @@ static void sample_ahead(void *ctx, lp_sample *s)
                         s->branches, s->branch_nr, &s->stacks_id);
 }
 
+/* ... and the flat aggregator its waiting samples' index slot. */
+static void flat_ahead(void *ctx, lp_sample *s)
+{
+    pg_run *run = ctx;
+
+    if (!run->o->leading_ip_only)
+        lp_lbr_agg_ahead(run->agg, sample_pid(s), s->callchain, s->callchain_nr,
+                         s->branches, s->branch_nr, &s->stacks_id);
+}
+
 /* ---- events ------------------------------------------------------------------- */
 
 /* Events after which the address map may resolve differently. */
@@ -318,6 +328,8 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
     if (run->uw) {
         lp_reader_set_idle(r, warm_unwinder, run->uw);
         lp_reader_set_ahead(r, sample_ahead, run);
+    } else {
+        lp_reader_set_ahead(r, flat_ahead, run);
     }
     if (pg_pt_open(run->o, path, text, &pt, err) < 0)
         return -1;
