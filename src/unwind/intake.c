@@ -820,10 +820,12 @@ static bool memo_hit(const uw_memo *m, memo_key key, uint64_t gen, uint64_t n,
 static uw_memo *memo_new(void)
 {
     size_t bytes = ((size_t)1 << UW_MEMO_BITS) * sizeof(uw_memo), huge = (size_t)2 << 20;
-    uw_memo *m = aligned_alloc(huge, bytes);
+    void *p;
+    uw_memo *m;
 
-    if (!m)
-        return NULL;
+    if (posix_memalign(&p, huge, bytes))        /* aligned_alloc wants a size */
+        return NULL;                            /* the alignment divides */
+    m = p;
     if (bytes >= huge)
         (void)madvise(m, bytes & ~(huge - 1), MADV_HUGEPAGE);
     __asm__ volatile("" : : "r"(m) : "memory");
