@@ -390,6 +390,22 @@ static void same_event(const lp_event *x, const lp_event *y)
     assert_int_equal(a->regs_user_mask, b->regs_user_mask);
 }
 
+/* 3000 samples out of time order, six rounds, an mmap after each. */
+static void rounds_data(pw *d, int swap)
+{
+    int n;
+
+    pw_init(d, swap);
+    w_mmap(d, 1, 0x1000, "/main", 0);
+    for (n = 0; n < 3000; n++) {
+        w_sample(d, 0x1000 + (uint64_t)n % 97, 1, 100 + (uint64_t)(n * 7919 % 5003));
+        if (n % 500 == 499) {
+            w_round(d);
+            w_mmap(d, 1, 0x2000 + (uint64_t)n, "/lib", 100);
+        }
+    }
+}
+
 /* A file-mode perf.data is read on the prefetcher's thread: the events,
  * their order and contents, the statistics and the position at the end
  * are those of the walk in the caller's thread (no_thread), over many
@@ -407,15 +423,7 @@ static void test_thread_same_events(void **state)
     (void)state;
 
     for (swap = 0; swap < 2; swap++) {
-        pw_init(&d, swap);
-        w_mmap(&d, 1, 0x1000, "/main", 0);
-        for (n = 0; n < 3000; n++) {
-            w_sample(&d, 0x1000 + (uint64_t)n % 97, 1, 100 + (uint64_t)(n * 7919 % 5003));
-            if (n % 500 == 499) {
-                w_round(&d);
-                w_mmap(&d, 1, 0x2000 + (uint64_t)n, "/lib", 100);
-            }
-        }
+        rounds_data(&d, swap);
         pw_file(&f, swap, &a, 1, 128, &d, NULL, 0);
         o2.no_thread = 1;
         lp_reader *r1 = lp_reader_open_mem(f.b, f.len, "t.data", &o1, &e1);
@@ -470,18 +478,10 @@ static void test_ahead(void **state)
     lp_reader_opts o = {0};
     const lp_event *ev;
     uint64_t samples, last;
-    int n, thread;
+    int thread;
     (void)state;
 
-    pw_init(&d, 0);
-    w_mmap(&d, 1, 0x1000, "/main", 0);
-    for (n = 0; n < 3000; n++) {
-        w_sample(&d, 0x1000 + (uint64_t)n % 97, 1, 100 + (uint64_t)(n * 7919 % 5003));
-        if (n % 500 == 499) {
-            w_round(&d);
-            w_mmap(&d, 1, 0x2000 + (uint64_t)n, "/lib", 100);
-        }
-    }
+    rounds_data(&d, 0);
     pw_file(&f, 0, &a, 1, 128, &d, NULL, 0);
     for (thread = 0; thread < 2; thread++) {
         ahead_log l = {0};
