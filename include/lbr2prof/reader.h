@@ -355,8 +355,8 @@ void lp_reader_start(lp_reader *r);
  * text is not parsed yet, lp_reader_next calls fn(ctx) before it waits,
  * and again while fn returns nonzero and the event is still not ready.
  * fn must not call the reader; it should return within tens of
- * microseconds. NULL: none. For perf.data, read on the caller's own
- * thread, fn is never called. */
+ * microseconds. NULL: none. For perf.data read on the caller's own
+ * thread (pipes, lp_reader_opts.no_thread), fn is never called. */
 typedef int (*lp_reader_idle_fn)(void *ctx);
 void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx);
 
