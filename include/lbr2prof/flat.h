@@ -116,6 +116,15 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
  * its arrays. Without it the aggregator computes the same digest. */
 void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id);
 
+/* A sample of process `pid` that will come soon (e.g. from
+ * lp_reader_set_ahead's function): starts loading the waiting samples'
+ * index slot its identity picks. *id: the identity when known (as
+ * lp_lbr_agg_set_id's), else {0, 0}: computed here from the stack (NULL
+ * for lp_lbr_agg_sample's samples) and branches and stored there, for
+ * the caller to pass to lp_lbr_agg_set_id. Changes no result. */
+void lp_lbr_agg_ahead(lp_lbr_agg *a, uint32_t pid, const uint64_t *stack, size_t ns,
+                      const lp_branch_entry *br, size_t n, lp_stacks_id *id);
+
 /* llvm-profgen's NumTotalSample, the denominator of the leaf-external
  * warning of lp_lbr_agg_stack_sample's samples (perf script text: every
  * line taken as the start of a sample). Default: the number of calls. */

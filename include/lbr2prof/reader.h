@@ -355,10 +355,20 @@ void lp_reader_start(lp_reader *r);
  * text is not parsed yet, lp_reader_next calls fn(ctx) before it waits,
  * and again while fn returns nonzero and the event is still not ready.
  * fn must not call the reader; it should return within tens of
- * microseconds. NULL: none. For perf.data, read on the caller's own
- * thread, fn is never called. */
+ * microseconds. NULL: none. For perf.data read on the caller's own
+ * thread (pipes, lp_reader_opts.no_thread), fn is never called. */
 typedef int (*lp_reader_idle_fn)(void *ctx);
 void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx);
+
+/* A look ahead: when the events after the one lp_reader_next returns are
+ * already read (perf.data read on a thread of its own), fn(ctx, s) is
+ * called on the caller's thread for each sample a few events before
+ * lp_reader_next returns it, once, so that the caller can start loading
+ * what that sample will need. fn may set s->stacks_id to what
+ * lp_stacks_id_of() gives for it, and change nothing else. NULL: none;
+ * without a thread, never called. */
+typedef void (*lp_reader_ahead_fn)(void *ctx, lp_sample *s);
+void lp_reader_set_ahead(lp_reader *r, lp_reader_ahead_fn fn, void *ctx);
 
 /* Read from an open FILE (pipe mode or text; no seeking). `name` is used in
  * messages. The stream is not closed by lp_reader_close(). */

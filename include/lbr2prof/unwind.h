@@ -229,6 +229,14 @@ int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err);
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,
                      lp_error *err);
 
+/* A sample lp_unwind_sample will get soon (e.g. from lp_reader_set_ahead's
+ * function): starts loading the memo's slots its stacks' identity picks,
+ * with the process `pid`. *id: the identity (lp_stacks_id_of) when known,
+ * else {0, 0}: computed here and stored there for the sample, so that
+ * lp_unwind_sample does not compute it again. Changes no result. */
+void lp_unwind_ahead(lp_unwinder *u, uint32_t pid, const uint64_t *stack, size_t nstack,
+                     const lp_branch_entry *br, size_t nbr, lp_stacks_id *id);
+
 /* Work ahead of lp_unwind_finish, for the caller's idle time (e.g. as
  * lp_reader_set_idle's function): unwinds one more distinct sample now,
  * recording what its final count multiplies, so that the finish replays

@@ -519,6 +519,22 @@ void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id)
     a->next_id = id;
 }
 
+void lp_lbr_agg_ahead(lp_lbr_agg *a, uint32_t pid, const uint64_t *stack, size_t ns,
+                      const lp_branch_entry *br, size_t n, lp_stacks_id *id)
+{
+    pend_id k;
+
+    if (a->o.has_sample_period)
+        return;                 /* counted at once, never waiting */
+    if (!id->lo && !id->hi &&
+        lp_stacks_id_of(stack, ns, br, n, &a->idw, &a->idw_cap, id))
+        *id = (lp_stacks_id){0, 0};
+    if ((!id->lo && !id->hi) || !a->pending.mask)
+        return;
+    k = (pend_id){id->lo, id->hi, pid, ns ? PEND_STACK : PEND_LBR};
+    __builtin_prefetch(&a->pending.slot[pend_hash(&k) & a->pending.mask]);
+}
+
 static void detail(const lp_lbr_agg *a, const lp_addr_pair_count *k,
                    lp_range_issue i)
 {

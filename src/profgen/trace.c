@@ -164,6 +164,28 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
     return lp_lbr_agg_sample(run->agg, s->branches, s->branch_nr, n, err);
 }
 
+/* A sample a few events ahead (lp_reader_set_ahead): the unwinder starts
+ * loading its memo slots. Only what feed_sample gives the unwinder's memo
+ * (a call chain, no user stack); the event filter is not applied. */
+static void sample_ahead(void *ctx, lp_sample *s)
+{
+    pg_run *run = ctx;
+
+    if (s->callchain_nr > 0 && !s->stack_user_size)
+        lp_unwind_ahead(run->uw, sample_pid(s), s->callchain, s->callchain_nr,
+                        s->branches, s->branch_nr, &s->stacks_id);
+}
+
+/* ... and the flat aggregator its waiting samples' index slot. */
+static void flat_ahead(void *ctx, lp_sample *s)
+{
+    pg_run *run = ctx;
+
+    if (!run->o->leading_ip_only)
+        lp_lbr_agg_ahead(run->agg, sample_pid(s), s->callchain, s->callchain_nr,
+                         s->branches, s->branch_nr, &s->stacks_id);
+}
+
 /* ---- events ------------------------------------------------------------------- */
 
 /* Events after which the address map may resolve differently. */
@@ -303,8 +325,12 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
     int k;
 
     run->markers = !text;
-    if (run->uw)
+    if (run->uw) {
         lp_reader_set_idle(r, warm_unwinder, run->uw);
+        lp_reader_set_ahead(r, sample_ahead, run);
+    } else {
+        lp_reader_set_ahead(r, flat_ahead, run);
+    }
     if (pg_pt_open(run->o, path, text, &pt, err) < 0)
         return -1;
     if (ph)                     /* the size, for the phase's first report */

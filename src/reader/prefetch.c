@@ -115,6 +115,8 @@ struct lp_pfetch {
     uint64_t off;               /* input offset of what was handed over */
     lp_reader_idle_fn idle;     /* lp_pfetch_set_idle */
     void *idle_ctx;
+    lp_reader_ahead_fn ahead;   /* lp_pfetch_set_ahead */
+    void *ahead_ctx;
     /* perf.data (p NULL): the reader's walk */
     lp_pfetch_next_fn next;
     lp_pfetch_off_fn off_fn;
@@ -482,6 +484,43 @@ void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx)
     f->idle_ctx = ctx;
 }
 
+void lp_pfetch_set_ahead(lp_pfetch *f, lp_reader_ahead_fn fn, void *ctx)
+{
+    f->ahead = fn;
+    f->ahead_ctx = ctx;
+}
+
+/* The look ahead at event j of the consumer's batch (perf.data). The
+ * distance: the consumer takes ~0.3 us a sample, a miss ~0.1-0.2 us. */
+#define PF_DATA_AHEAD 4
+static void prefetch_lines(const void *p, size_t n)
+{
+    const char *c = p, *end = c + n;
+
+    for (c = (const char *)((uintptr_t)c & ~(uintptr_t)63); c < end; c += 64)
+        __builtin_prefetch(c);
+}
+
+static void look_ahead(lp_pfetch *f, size_t j)
+{
+    lp_event *e;
+
+    if (j + PF_DATA_AHEAD < f->cur->nev) {
+        /* the arrays the look-ahead will read for the one after */
+        const lp_sample *s = &f->cur->ev[j + PF_DATA_AHEAD].u.sample;
+        if (f->cur->ev[j + PF_DATA_AHEAD].kind == LP_EV_SAMPLE &&
+            !s->stacks_id.lo && !s->stacks_id.hi) {
+            prefetch_lines(s->callchain, s->callchain_nr * sizeof *s->callchain);
+            prefetch_lines(s->branches, s->branch_nr * sizeof *s->branches);
+        }
+    }
+    if (j >= f->cur->nev)
+        return;
+    e = &f->cur->ev[j];
+    if (e->kind == LP_EV_SAMPLE)
+        f->ahead(f->ahead_ctx, &e->u.sample);
+}
+
 void lp_pfetch_start(lp_pfetch *f)
 {
     /* Running before the thread exists: the producer reads it
@@ -511,6 +550,11 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
             pthread_mutex_unlock(&f->mu);
             f->i = f->j = 0;
             f->off = f->cur->end_off;
+            if (f->ahead && !f->p) {
+                size_t k;
+                for (k = 0; k < PF_DATA_AHEAD; k++)
+                    look_ahead(f, k);
+            }
         }
         if (f->i < f->cur->n) {
             const pf_item *it = &f->cur->it[f->i++];
@@ -519,6 +563,8 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                     return lp_error_set(err, LP_ENOMEM, "reader: out of memory");
                 *ev = &f->made;
             } else {
+                if (f->ahead && !f->p)
+                    look_ahead(f, f->j + PF_DATA_AHEAD);
                 *ev = &f->cur->ev[f->j++];
             }
             *seen = it->seen;

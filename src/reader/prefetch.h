@@ -36,6 +36,10 @@ void lp_pfetch_start(lp_pfetch *f);
 /* The consumer's idle work (lp_reader_set_idle): called on the
  * consumer's thread while no batch is ready, until it returns 0. */
 void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx);
+/* perf.data: the consumer's look ahead (lp_reader_set_ahead), called
+ * for each sample of a batch PF_DATA_AHEAD events before it is handed
+ * over (the first ones when the batch is taken). */
+void lp_pfetch_set_ahead(lp_pfetch *f, lp_reader_ahead_fn fn, void *ctx);
 /* As lp_pscript_next; *seen = the parser's samples_seen at that event. */
 int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                    lp_error *err);

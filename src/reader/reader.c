@@ -348,6 +348,12 @@ void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx)
         lp_pfetch_set_idle(r->pf, fn, ctx);
 }
 
+void lp_reader_set_ahead(lp_reader *r, lp_reader_ahead_fn fn, void *ctx)
+{
+    if (r && r->pf && !r->text)
+        lp_pfetch_set_ahead(r->pf, fn, ctx);
+}
+
 lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
                           lp_error *err)
 {

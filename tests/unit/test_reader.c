@@ -390,6 +390,22 @@ static void same_event(const lp_event *x, const lp_event *y)
     assert_int_equal(a->regs_user_mask, b->regs_user_mask);
 }
 
+/* 3000 samples out of time order, six rounds, an mmap after each. */
+static void rounds_data(pw *d, int swap)
+{
+    int n;
+
+    pw_init(d, swap);
+    w_mmap(d, 1, 0x1000, "/main", 0);
+    for (n = 0; n < 3000; n++) {
+        w_sample(d, 0x1000 + (uint64_t)n % 97, 1, 100 + (uint64_t)(n * 7919 % 5003));
+        if (n % 500 == 499) {
+            w_round(d);
+            w_mmap(d, 1, 0x2000 + (uint64_t)n, "/lib", 100);
+        }
+    }
+}
+
 /* A file-mode perf.data is read on the prefetcher's thread: the events,
  * their order and contents, the statistics and the position at the end
  * are those of the walk in the caller's thread (no_thread), over many
@@ -407,15 +423,7 @@ static void test_thread_same_events(void **state)
     (void)state;
 
     for (swap = 0; swap < 2; swap++) {
-        pw_init(&d, swap);
-        w_mmap(&d, 1, 0x1000, "/main", 0);
-        for (n = 0; n < 3000; n++) {
-            w_sample(&d, 0x1000 + (uint64_t)n % 97, 1, 100 + (uint64_t)(n * 7919 % 5003));
-            if (n % 500 == 499) {
-                w_round(&d);
-                w_mmap(&d, 1, 0x2000 + (uint64_t)n, "/lib", 100);
-            }
-        }
+        rounds_data(&d, swap);
         pw_file(&f, swap, &a, 1, 128, &d, NULL, 0);
         o2.no_thread = 1;
         lp_reader *r1 = lp_reader_open_mem(f.b, f.len, "t.data", &o1, &e1);
@@ -445,6 +453,64 @@ static void test_thread_same_events(void **state)
     }
     for (swap = 0; swap < 2; swap++) /* every field, through the thread */
         run_all_fields(swap, 1, 1, 0);
+}
+
+/* lp_reader_set_ahead: the look-ahead function sees every sample once,
+ * before lp_reader_next returns it, and what it sets in stacks_id is in
+ * the sample returned; never called without the thread. */
+typedef struct ahead_log {
+    uint64_t calls;
+} ahead_log;
+
+static void log_ahead(void *ctx, lp_sample *s)
+{
+    ahead_log *l = ctx;
+
+    assert_true(s->stacks_id.lo == 0 && s->stacks_id.hi == 0);
+    s->stacks_id = (lp_stacks_id){++l->calls, s->time};
+}
+
+static void test_ahead(void **state)
+{
+    pw d, f;
+    lp_error err;
+    pw_attr a = basic_attr(ST_BASIC);
+    lp_reader_opts o = {0};
+    const lp_event *ev;
+    uint64_t samples, last;
+    int thread;
+    (void)state;
+
+    rounds_data(&d, 0);
+    pw_file(&f, 0, &a, 1, 128, &d, NULL, 0);
+    for (thread = 0; thread < 2; thread++) {
+        ahead_log l = {0};
+        o.no_thread = !thread;
+        lp_reader *r = lp_reader_open_mem(f.b, f.len, "t.data", &o, &err);
+        assert_non_null(r);
+        lp_reader_set_ahead(r, log_ahead, &l);
+        samples = last = 0;
+        while (lp_reader_next(r, &ev, &err) == 1) {
+            const lp_sample *s = &ev->u.sample;
+            if (ev->kind != LP_EV_SAMPLE)
+                continue;
+            samples++;
+            if (!thread) {
+                assert_int_equal(s->stacks_id.lo, 0);
+                continue;
+            }
+            /* set by its own call, made before, in delivery order */
+            assert_int_equal(s->stacks_id.hi, s->time);
+            assert_int_equal(s->stacks_id.lo, last + 1);
+            assert_true(s->stacks_id.lo <= l.calls);
+            last = s->stacks_id.lo;
+        }
+        assert_int_equal(samples, 3000);
+        assert_int_equal(l.calls, thread ? 3000 : 0);
+        lp_reader_close(r);
+    }
+    pw_free(&f);
+    pw_free(&d);
 }
 
 /* skip_payloads stops after the branch stack. */
@@ -1419,6 +1485,7 @@ int main(void)
         cmocka_unit_test(test_attr_sizes),
         cmocka_unit_test(test_all_sample_fields),
         cmocka_unit_test(test_thread_same_events),
+        cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_skip_payloads),
         cmocka_unit_test(test_record_types),
         cmocka_unit_test(test_pipe_unaligned),

@@ -1376,7 +1376,7 @@ static void map_fixture(lp_addrmap *m, uint32_t pid)
  * earlier samples are external code): the memo must see the map change by
  * itself; 5: as 3, with every other sample's stacks_id computed ahead
  * (the reader's thread does so for some batches, not others: the keys
- * must be the same). `memo` false: every intake from scratch. */
+ * must be the same), and every sixth one's by lp_unwind_ahead. `memo` false: every intake from scratch. */
 static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
                       const uint64_t *rep, size_t n, bool memo, int pass,
                       lp_unwind_stats *st)
@@ -1418,6 +1418,8 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
         if (pass == 5 && i % 2)
             assert_int_equal(lp_stacks_id_of(h.stack, h.nstack, h.br, h.nbr, &idw,
                                               &idw_cap, &h.stacks_id), 0);
+        else if (pass == 5 && i % 3 == 0)   /* the reader's look-ahead's */
+            lp_unwind_ahead(u, h.pid, h.stack, h.nstack, h.br, h.nbr, &h.stacks_id);
         assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
     }
     assert_non_null(cc = lp_unwind_finish(u, &e));
