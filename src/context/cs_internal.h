@@ -86,10 +86,26 @@ typedef struct cs_trie {
     cs_name *names;
     cs_prof *profs;
     cs_pool node_pool;
+    struct cs_trie *of;         /* a worker's trie (generation on two
+                                   threads): the trie whose nodes its
+                                   nodes hang under (paths start at its
+                                   root) and whose table interns its
+                                   names; NULL: a trie of its own */
+    pthread_mutex_t *names_lock;/* taken by cs_intern while a worker's
+                                   trie interns into this table, or NULL */
 } cs_trie;
 
 void cs_trie_init(cs_trie *t);
 void cs_trie_free(cs_trie *t);
+/* The root that t's paths start from (t's, or for a worker's trie the
+ * one of the trie it grows). */
+static inline cs_node *cs_root(cs_trie *t)
+{
+    return &(t->of ? t->of : t)->root;
+}
+/* Take a worker trie's nodes (its pool's chunks: whatever of them is
+ * linked under t's nodes by now) and profiles into t; w is left empty. */
+void cs_trie_adopt(cs_trie *t, cs_trie *w);
 
 const cs_name *cs_intern(cs_trie *t, const char *s, size_t len);
 
