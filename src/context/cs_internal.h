@@ -313,8 +313,17 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
 
 /* ---- pre-inliner ----------------------------------------------------------- */
 
+/* Where the pre-inliner gets its context sizes, once its call graph and
+ * order are made (the size trie may be built on another thread until
+ * then): cs_sizes_get's arguments; funcs NULL: no sizes (body sizes). */
+typedef struct cs_sizes_req {
+    cs_trie *own;
+    lp_binary *const *bins;
+    cs_funcs *funcs;
+} cs_sizes_req;
+
 /* The summary is waited for (sj) once the call graph's edges are in. */
-int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
+int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err);
 
 /* ---- helpers -------------------------------------------------------------- */

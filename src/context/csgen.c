@@ -830,6 +830,10 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
         rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o,
                                                 lock, err)
                        : cs_generate_trie(&t, bins, nbins, cc, consume, o, funcs, err);
+    /* line-based: the sizes on a second thread from now (nothing else
+     * calls into the binaries until the pre-inliner gets them) */
+    if (rc == 0 && funcs && !o->probes && o->preinliner)
+        cs_sizes_start(funcs, bins, o);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0)
         rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, out, err);

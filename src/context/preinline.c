@@ -47,7 +47,7 @@ typedef struct pre {            /* the pre-inliner's state */
     const lp_cs_opts *o;
     uint64_t cold, norm_upper;  /* thresholds from the summary */
     cs_summary_job *sj;         /* the summary, computed alongside */
-    bool no_summary;            /* it failed (err set) */
+    bool no_summary;            /* it or the sizes failed (err set) */
     lp_error *err;
     int oom;
     struct ctx_list *lists;     /* FuncToCtxtProfiles */
@@ -858,10 +858,10 @@ static int drop_outlined(cs_trie *t)
     return 0;
 }
 
-int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
+int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err)
 {
-    pre P = {t, sizes, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0};
+    pre P = {t, NULL, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0};
     name_vec order = {0};
     size_t i;
     int rc;
@@ -870,6 +870,11 @@ int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
     P.max_steps = 1000000 + 100 * (uint64_t)P.nodes;
     if (rc == 0)
         rc = top_down_order(&P, &order);
+    if (rc == 0 && sizes->funcs &&
+        !(P.sizes = cs_sizes_get(sizes->own, sizes->bins, sizes->funcs, o, err))) {
+        rc = -1;
+        P.no_summary = true;    /* err is set */
+    }
     for (i = 0; i < order.n && rc == 0; i++)
         rc = process_function(&P, order.v[i]);
     if (rc == 0)
