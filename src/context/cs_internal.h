@@ -33,6 +33,9 @@ typedef struct cs_name {        /* an interned function name */
     char *s;
     size_t len;
     uint64_t md5;               /* MD5Hash(name): FunctionId::getHashCode */
+    void *pre_node, *pre_ctxs;  /* the pre-inliner's call-graph node and
+                                   context list of the name (NULL outside
+                                   it): no table lookup per trie node */
     UT_hash_handle hh;
 } cs_name;
 

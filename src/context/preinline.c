@@ -74,17 +74,24 @@ static int name_cmp(const cs_name *a, const cs_name *b)
     return a->len < b->len ? -1 : a->len > b->len;
 }
 
+/* The name's scratch slots (cs_name.pre_node, .pre_ctxs): the
+ * pre-inliner's own, on names it does not otherwise change. */
+static cs_name *scratch(const cs_name *name)
+{
+    return (cs_name *)name;
+}
+
 static pcg_node *pcg_func(pcg *g, const cs_name *name)
 {
-    pcg_node *n;
+    pcg_node *n = name->pre_node;
 
-    HASH_FIND_PTR(g->nodes, &name, n);
     if (n)
         return n;
     if (!(n = calloc(1, sizeof *n)))
         return NULL;
     n->name = name;
-    HASH_ADD_PTR(g->nodes, name, n);
+    HASH_ADD_PTR(g->nodes, name, n);   /* iterated in insertion order */
+    scratch(name)->pre_node = n;
     return n;
 }
 
@@ -234,6 +241,7 @@ static void pcg_free(pcg *g)
 
     HASH_ITER(hh, g->nodes, n, tmp) {
         HASH_DEL(g->nodes, n);
+        scratch(n->name)->pre_node = NULL;
         free(n->edges);
         free(n);
     }
@@ -504,15 +512,15 @@ static int top_down_order(pre *P, name_vec *order)
 
 static ctx_list *ctx_list_of(pre *P, const cs_name *name, bool create)
 {
-    ctx_list *l;
+    ctx_list *l = name->pre_ctxs;
 
-    HASH_FIND_PTR(P->lists, &name, l);
     if (l || !create)
         return l;
     if (!(l = calloc(1, sizeof *l)))
         return NULL;
     l->name = name;
     HASH_ADD_PTR(P->lists, name, l);
+    scratch(name)->pre_ctxs = l;
     return l;
 }
 
@@ -552,6 +560,7 @@ static void free_lists(pre *P)
 
     HASH_ITER(hh, P->lists, l, tmp) {
         HASH_DEL(P->lists, l);
+        scratch(l->name)->pre_ctxs = NULL;
         free(l->v);
         free(l);
     }
