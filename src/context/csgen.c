@@ -358,12 +358,14 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
     return boundary(&g, node, e->counters);
 }
 
-static void entry_done(lp_ctx_entry *e, bool consume)
+/* Entry i of cc generated: freed now, counters, frames and all, when
+ * generation consumes the table (cc; NULL: it is kept). Safe for the
+ * name and path memos: no entry is made meanwhile, so no live entry's
+ * name can come to the address of a freed one. */
+static void entry_done(lp_ctxcount *cc, size_t i)
 {
-    if (consume) {
-        lp_counters_free(e->counters);
-        e->counters = NULL;
-    }
+    if (cc)
+        lp_ctxcount_release(cc, i);
 }
 
 /* populateInferredFunctionSamples for n alone (its children done) */
@@ -454,7 +456,8 @@ static void update(cs_node *n, bool top, bool update_total)
 typedef struct split {
     lp_ctx_entry *const *v;
     size_t n;
-    bool consume, update_total;
+    lp_ctxcount *consume;       /* entries freed as generated, or NULL */
+    bool update_total;
     cs_node **gnode;            /* per entry: its group's node (NULL:
                                    shallow) */
     unsigned *gdepth;           /* ... and that node's depth */
@@ -603,7 +606,7 @@ static int take_groups(split *s, genth *th)
         g = s->by_size[k];
         for (j = s->start[g]; j < s->start[g + 1] && rc == 0; j++) {
             rc = add_entry(th, s->v[s->order[j]]);
-            entry_done(s->v[s->order[j]], s->consume);
+            entry_done(s->consume, s->order[j]);
         }
         nd = s->group[g];
         for (j = 0; j < nd->nkids && rc == 0; j++)
@@ -691,7 +694,7 @@ static void split_free(split *s)
  * 1 when done, 0 when not tried (the caller generates on one thread),
  * -1 on error. */
 static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
-                          size_t n, bool consume, const lp_cs_opts *o)
+                          size_t n, lp_ctxcount *consume, const lp_cs_opts *o)
 {
     size_t min = o->parallel_min ? o->parallel_min : 4096, i;
     split s = {v, n, consume, o->update_total_samples, NULL, NULL, NULL, NULL,
@@ -721,7 +724,7 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     for (i = 0; i < n && rc == 0; i++)  /* the shallow entries */
         if (!s.gnode[i]) {
             rc = add_entry(th, v[i]);
-            entry_done(v[i], consume);
+            entry_done(consume, i);
         }
     w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->funcs != NULL);
     if (rc == 0)
@@ -751,12 +754,13 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     for (i = 0; i < n && rc == 0; i++)
         if (!bin_ok(v[i], bins, nbins))
             rc = bad_binary(v[i], nbins, err);
-    if (rc == 0 && (rc = generate_split(t, &th, v, (size_t)n, consume, o)) == 1)
+    if (rc == 0 && (rc = generate_split(t, &th, v, (size_t)n,
+                                        consume ? cc : NULL, o)) == 1)
         rc = 0;
     else if (rc == 0) {
         for (i = 0; i < n && rc == 0; i++) {
             rc = add_entry(&th, v[i]);
-            entry_done(v[i], consume);
+            entry_done(consume ? cc : NULL, (size_t)i);
         }
         if (rc == 0)
             rc = infer(&th, &t->root, false);
