@@ -87,7 +87,8 @@ typedef struct cs_pool {
 typedef struct cs_trie {
     cs_node root;
     cs_name *names;
-    cs_prof *profs;
+    cs_prof *profs;             /* newest first */
+    cs_prof *profs_last;        /* the oldest (the list's tail) */
     cs_pool node_pool;
     struct cs_trie *of;         /* a worker's trie (generation on two
                                    threads): the trie whose nodes its

@@ -419,17 +419,18 @@ void cs_trie_free(cs_trie *t)
 void cs_trie_adopt(cs_trie *t, cs_trie *w)
 {
     cs_chunk **c = &t->node_pool.chunks;
-    cs_prof **p = &w->profs;
 
     if (!*c)
         t->node_pool.used = w->node_pool.used;  /* w's newest is t's now */
-    while (*c)
+    while (*c)      /* t's chunks: a few hundred at most */
         c = &(*c)->next;
     *c = w->node_pool.chunks;
-    while (*p)
-        p = &(*p)->next;
-    *p = t->profs;
-    t->profs = w->profs;
+    if (w->profs) { /* w's profiles before t's (no walk: ~10^5 of them) */
+        w->profs_last->next = t->profs;
+        if (!t->profs)
+            t->profs_last = w->profs_last;
+        t->profs = w->profs;
+    }
     memset(w, 0, sizeof *w);
 }
 
@@ -444,6 +445,8 @@ cs_prof *cs_prof_new(cs_trie *t, const char *name)
         return NULL;
     }
     p->next = t->profs;
+    if (!t->profs)
+        t->profs_last = p;
     t->profs = p;
     return p;
 }
