@@ -69,7 +69,12 @@ struct cs_node {
     uint32_t nkids, kids_cap;
     bool has_size;              /* size tracker: a size was recorded */
     uint32_t size;
-    uint64_t serial;            /* pre-inliner: creation order of copies */
+    uint64_t serial;            /* pre-inliner: creation order of copies
+                                   (generation: its groups' marks) */
+    uint64_t weight;            /* the call graph's weight of the edge
+                                   from the parent (cs_edge_weight), set
+                                   by line-based generation once the
+                                   profiles are final: cs_trie.weights */
 };
 
 /* The nodes of one trie carved from chunks: no malloc per node, freed
@@ -89,6 +94,8 @@ typedef struct cs_trie {
     cs_name *names;
     cs_prof *profs;             /* newest first */
     cs_prof *profs_last;        /* the oldest (the list's tail) */
+    bool weights;               /* every node's weight is set (until the
+                                   pre-inliner's call graph reads them) */
     cs_pool node_pool;
     struct cs_trie *of;         /* a worker's trie (generation on two
                                    threads): the trie whose nodes its
@@ -316,6 +323,10 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                         lp_error *err);
 
 /* ---- pre-inliner ----------------------------------------------------------- */
+
+/* The profiled call graph's weight of the trie edge caller -> callee:
+ * max(the caller's call-target count of it, the callee's entry count). */
+uint64_t cs_edge_weight(const cs_node *caller, const cs_node *callee);
 
 /* Where the pre-inliner gets its context sizes, once its call graph and
  * order are made (the size trie may be built on another thread until

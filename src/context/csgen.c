@@ -419,19 +419,20 @@ static void update_one(cs_node *n, bool update_total)
     lp_fs_shrink(&n->prof->fs);
 }
 
-/* ... on n's subtree (`top` as for infer) */
-static void update(cs_node *n, bool top, bool update_total)
+/* ... on the nodes below n (`top` as for infer), each with the call
+ * graph's weight of the edge from its parent (its parent's call targets
+ * and its own profile are final then, and in cache) */
+static void update_kids(cs_node *n, bool top, bool update_total)
 {
     cs_node *c;
     uint32_t i;
 
-    update_one(n, update_total);
     for (i = 0; i < n->nkids; i++) {
         c = n->kids[i].n;
-        if (top && c->serial)
-            update_one(c, update_total);
-        else
-            update(c, top, update_total);
+        update_one(c, update_total);
+        c->weight = cs_edge_weight(n, c);
+        if (!(top && c->serial))
+            update_kids(c, top, update_total);
     }
 }
 
@@ -611,8 +612,8 @@ static int take_groups(split *s, genth *th)
         nd = s->group[g];
         for (j = 0; j < nd->nkids && rc == 0; j++)
             rc = infer(th, nd->kids[j].n, false);
-        for (j = 0; j < nd->nkids && rc == 0; j++)
-            update(nd->kids[j].n, false, s->update_total);
+        if (rc == 0)
+            update_kids(nd, false, s->update_total);
     }
     if (rc)
         __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
@@ -735,8 +736,10 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     t->names_lock = NULL;
     if (rc == 0)    /* the levels down to the groups' nodes */
         rc = infer(th, &t->root, true);
-    if (rc == 0)
-        update(&t->root, true, o->update_total_samples);
+    if (rc == 0) {
+        update_one(&t->root, o->update_total_samples);
+        update_kids(&t->root, true, o->update_total_samples);
+    }
     serials_clear(&s);
     split_free(&s);
     return rc ? -1 : 1;
@@ -764,8 +767,10 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         }
         if (rc == 0)
             rc = infer(&th, &t->root, false);
-        if (rc == 0)
-            update(&t->root, false, o->update_total_samples);
+        if (rc == 0) {
+            update_one(&t->root, o->update_total_samples);
+            update_kids(&t->root, false, o->update_total_samples);
+        }
     }
     if (rc == 0 && funcs && cs_funcs_merge(funcs, NULL))
         rc = cs_oom(err);
@@ -774,6 +779,7 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     free(v);
     if (consume)
         lp_ctxcount_clear(cc); /* the keys and frames too: the trie has its own */
+    t->weights = rc == 0;
     return rc < 0 ? -1 : 0;
 }
 

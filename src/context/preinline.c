@@ -160,8 +160,7 @@ static void finish_edges(pcg_node *n, uint32_t *at, uint64_t threshold,
     n->nedges = k;
 }
 
-/* the edge weight of a trie edge: max(call-site count, callee entry) */
-static uint64_t trie_weight(const cs_node *caller, const cs_node *callee)
+uint64_t cs_edge_weight(const cs_node *caller, const cs_node *callee)
 {
     uint64_t entry, site;
 
@@ -208,11 +207,13 @@ static int pcg_build(pcg *g, pre *P)
             c = q[i]->kids[k].n;
             if (!(d = pcg_func(g, c->func)))
                 goto oom;
-            if (s && add_edge(s, d, trie_weight(q[i], c)))
+            if (s && add_edge(s, d, P->t->weights ? c->weight
+                                                  : cs_edge_weight(q[i], c)))
                 goto oom;
         }
     }
     free(q);
+    P->t->weights = false;      /* the pre-inliner changes the profiles */
     /* the root's edges (one per node) sorted by name give the name ranks
      * the other edges are sorted by */
     HASH_ITER(hh, g->nodes, n, tmp)
