@@ -55,6 +55,8 @@ typedef struct pre {            /* the pre-inliner's state */
     uint64_t steps, max_steps;  /* promotion steps; the budget */
     bool bounded;               /* budget spent: walks skip new children */
     size_t nodes;               /* trie nodes at the start */
+    cs_node **bfs;              /* ... breadth first (populate_lists'),
+                                   kept for the call graph's edges */
 } pre;
 
 typedef struct ctx_list {
@@ -197,7 +199,11 @@ static int pcg_build(pcg *g, pre *P)
     size_t cnt, i;
     uint32_t k, *at;
 
-    if (!(q = cs_bfs(P->t, &cnt)))
+    /* the trie as populate_lists walked it (unchanged since) */
+    q = P->bfs;
+    cnt = P->nodes;
+    P->bfs = NULL;
+    if (!q && !(q = cs_bfs(P->t, &cnt)))
         return -1;
     for (i = 0; i < cnt; i++) {
         s = q[i] == &P->t->root ? NULL : pcg_func(g, q[i]->func);
@@ -551,7 +557,7 @@ static int populate_lists(pre *P)
         }
         l->v[l->n++] = q[i]->prof;
     }
-    free(q);
+    P->bfs = q;     /* for pcg_build */
     return i == n ? 0 : -1;
 }
 
@@ -871,7 +877,7 @@ static int drop_outlined(cs_trie *t)
 int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err)
 {
-    pre P = {t, NULL, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0};
+    pre P = {t, NULL, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0, NULL};
     name_vec order = {0};
     size_t i;
     int rc;
@@ -890,6 +896,7 @@ int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
     if (rc == 0)
         rc = drop_outlined(t);
     free(order.v);
+    free(P.bfs);    /* not taken by pcg_build (an error before it) */
     free_lists(&P);
     return rc ? P.no_summary ? -1 : cs_oom(err) : 0;
 }
