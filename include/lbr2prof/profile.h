@@ -69,6 +69,9 @@ void lp_profile_remove(lp_profile *p, const char *context);
  * The pointer is valid until the next record is added to fs. */
 lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc);
 const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc);
+/* Records with count 0 for the locations of locs[0..n) (sorted, distinct)
+ * fs has none for; the others are left as they are. -1 on no memory. */
+int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n);
 uint64_t lp_body_count(const lp_body_rec *b);
 lp_loc lp_body_loc(const lp_body_rec *b);
 /* The i-th body record of fs in location order (i < lp_fs_nr_body). */

@@ -12,31 +12,36 @@
 #include "lbr2prof/ctxcount.h"
 #include "util/hash.h"
 
-typedef struct ctx_ent {     /* one allocation: this, the frames, the
-                                hash key (4-byte bin, then the printed
-                                key and its NUL), the frames' names */
+typedef struct ctx_ent {     /* one allocation: this, the frames
+                                (e.frames), the hash key (4-byte bin,
+                                then the printed key and its NUL), the
+                                frames' names */
     lp_ctx_entry e;
     char *hkey;                 /* NULL: a frame context of a borrowing
                                    table, keyed by its frames (names
                                    compared as strings, the leaf's
                                    location ignored: what the printed key
                                    keeps), with no key printed until
-                                   asked for (`printed`) - the printed
-                                   keys were a quarter of the unwinder's
-                                   peak memory */
+                                   asked for (e.key then malloc'ed, NULL
+                                   before) - the printed keys were a
+                                   quarter of the unwinder's peak memory;
+                                   no pointer of its own to the frames or
+                                   that key either: 16 bytes of each of
+                                   the ~40 K entries at the flush's end */
     union {
         size_t hlen;            /* hkey != NULL: its length */
         uint64_t fh;            /* hkey == NULL: its frames' hash (its
                                    slot's; a merge moves it without
                                    hashing the names again) */
     };
-    lp_ctx_frame *frames;
-    char *printed;              /* hkey == NULL: e.key once printed */
 } ctx_ent;
 
 /* Open addressing on the key's hash (the full hash kept in the slot, so a
- * probe rarely touches an entry that does not match), at most half full;
- * the entries also in insertion order, which is the iteration order. */
+ * probe rarely touches an entry that does not match), at most 3/4 full
+ * (it was 1/2: SQLite's 22 K and 18 K contexts of the two unwinding
+ * threads then took 1 MB of slots each at the flush's end, the run's
+ * peak, 512 KB now); the entries also in insertion order, which is the
+ * iteration order. */
 typedef struct ctx_slot {
     uint64_t h;
     ctx_ent *c;                 /* NULL: empty */
@@ -62,7 +67,8 @@ lp_ctxcount *lp_ctxcount_new(void)
 static void ent_free(ctx_ent *c)
 {
     lp_counters_free(c->e.counters);
-    free(c->printed);
+    if (!c->hkey)
+        free((char *)c->e.key);     /* printed when listed, or NULL */
     free(c);
 }
 
@@ -303,7 +309,7 @@ static uint64_t frames_hash(int bin, const lp_ctx_frame *f, size_t n)
 static bool same_frames(const ctx_ent *c, int bin, const lp_ctx_frame *f,
                         size_t n)
 {
-    const lp_ctx_frame *g = c->frames;
+    const lp_ctx_frame *g = c->e.frames;
     size_t i;
 
     if (c->hkey || c->e.bin != bin || c->e.nframes != n)
@@ -367,7 +373,7 @@ static int reserve(lp_ctxcount *cc)
         cc->v = v;
         cc->cap = cap;
     }
-    if (cc->slots && (cc->n + 1) * 2 <= cc->mask + 1)
+    if (cc->slots && (cc->n + 1) * 4 <= (cc->mask + 1) * 3)
         return 0;
     if (!(ns = calloc(nb, sizeof *ns)))
         return -1;
@@ -413,6 +419,7 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
                          size_t n, bool borrow)
 {
     size_t names = 0, i, o;
+    lp_ctx_frame *f;
     ctx_ent *c;
     char *p;
     int bin;
@@ -423,24 +430,24 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
     if (!c)
         return NULL;
     memcpy(&bin, hkey, sizeof bin);
-    c->frames = (lp_ctx_frame *)(c + 1);
-    c->hkey = (char *)(c->frames + n);
+    f = (lp_ctx_frame *)(c + 1);
+    c->hkey = (char *)(f + n);
     memcpy(c->hkey, hkey, hlen);
     c->hkey[hlen] = 0;
     c->hlen = hlen;
     p = c->hkey + c->hlen + 1;
     for (i = 0; i < n; i++) {
         if (borrow) {
-            c->frames[i] = frames[i];
+            f[i] = frames[i];
             continue;
         }
         o = lens[i] + 1;
         memcpy(p, frames[i].func, o);
-        c->frames[i] = (lp_ctx_frame){p, frames[i].loc};
+        f[i] = (lp_ctx_frame){p, frames[i].loc};
         p += o;
     }
     c->e.key = c->hkey + sizeof bin;
-    c->e.frames = c->frames;
+    c->e.frames = f;
     c->e.nframes = n;
     c->e.bin = bin;
     return c;
@@ -453,9 +460,8 @@ static ctx_ent *make_framed(int bin, const lp_ctx_frame *frames, size_t n)
 
     if (!c)
         return NULL;
-    c->frames = (lp_ctx_frame *)(c + 1);
-    memcpy(c->frames, frames, n * sizeof *frames);
-    c->e.frames = c->frames;
+    memcpy(c + 1, frames, n * sizeof *frames);
+    c->e.frames = (const lp_ctx_frame *)(c + 1);
     c->e.nframes = n;
     c->e.bin = bin;
     return c;
@@ -546,7 +552,7 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
         h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen) : c->fh;
         d = !dst->slots ? NULL
             : c->hkey   ? lookup(dst, c->hkey, c->hlen, h)
-                        : frame_slot(dst, h, c->e.bin, c->frames, c->e.nframes)->c;
+                        : frame_slot(dst, h, c->e.bin, c->e.frames, c->e.nframes)->c;
         if (d) {
             if (lp_counters_merge(d->e.counters, c->e.counters))
                 goto oom;
@@ -574,9 +580,29 @@ oom:
 
 /* ---- address contexts --------------------------------------------------------- */
 
+/* v as printf's "0x%" PRIx64 writes it, at s; its length. */
+static size_t put_hex(char *s, uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char t[16];
+    size_t n = 0, i;
+
+    do {
+        t[n++] = digits[v & 15];
+        v >>= 4;
+    } while (v);
+    s[0] = '0';
+    s[1] = 'x';
+    for (i = 0; i < n; i++)
+        s[2 + i] = t[n - 1 - i];
+    return n + 2;
+}
+
 /* "0x7f4 @ 0x7bf": each address minus base when it is binary bin's, else
  * LP_CTX_XBIN(its binary, its address) (bin < 0: every LP_CTX_ADDR value
- * as it is, the table's keys). s has room for 22 bytes an address. */
+ * as it is, the table's keys). s has room for 22 bytes an address. The
+ * digits by hand: sprintf was 144 M instructions of sqlite-probe's
+ * unwinding (149 K keys printed to be looked up). */
 static size_t print_addrs(char *s, const uint64_t *a, size_t n, int bin,
                           uint64_t base)
 {
@@ -587,7 +613,11 @@ static size_t print_addrs(char *s, const uint64_t *a, size_t n, int bin,
         uint64_t v = bin < 0                ? a[i]
                      : ab == (size_t)bin ? LP_CTX_ADDR_VADDR(a[i]) - base
                                          : LP_CTX_XBIN(ab, LP_CTX_ADDR_VADDR(a[i]));
-        o += (size_t)sprintf(s + o, "%s0x%" PRIx64, i ? " @ " : "", v);
+        if (i) {
+            memcpy(s + o, " @ ", 3);
+            o += 3;
+        }
+        o += put_hex(s + o, v);
     }
     s[o] = 0;
     return o;
@@ -659,11 +689,11 @@ static int print_keys(const lp_ctxcount *cc)
         c = cc->v[i];
         if (c->e.key)
             continue;
-        if (!(k = lp_ctx_key(c->frames, c->e.nframes)))
+        if (!(k = lp_ctx_key(c->e.frames, c->e.nframes)))
             return -1;
         /* lp_ctx_key allocates for the longest numbers: twice the key */
         t = realloc(k, strlen(k) + 1);
-        c->e.key = c->printed = t ? t : k;
+        c->e.key = t ? t : k;   /* freed with c (no hkey) */
     }
     return 0;
 }

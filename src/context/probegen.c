@@ -21,8 +21,9 @@
 
 #include "context/cs_internal.h"
 #include "lbr2prof/unwind.h"
-#include "util/sort.h"
+#include "util/cpus.h"
 #include "util/hash.h"
+#include "util/sort.h"
 
 typedef struct pcount {         /* a probe and its count in one context */
     uint32_t id, node;
@@ -61,6 +62,12 @@ typedef struct pgen {
     size_t cf_cap;
     pcount *pc;                 /* probe counts scratch */
     size_t npc, pc_cap;
+    pcount *pc_tmp;             /* ... and its sort's */
+    size_t pc_tmp_cap;
+    lp_loc *zl;                 /* zero_fill's locations scratch */
+    size_t zl_cap;
+    uint8_t *zmark;             /* ... and its ids' marks */
+    size_t zmark_cap;
     uint32_t *memo_node;        /* per context: inline node -> trie node */
     cs_node **memo_trie;
     size_t nmemo, memo_cap;
@@ -180,6 +187,61 @@ int cs_probes_decode(lp_binary *const *bins, size_t nbins,
     return oom ? cs_oom(err) : rc;
 }
 
+/* ---- the profiled functions for the context sizes, alongside ------------------- */
+
+typedef struct collect_job {    /* cs_funcs_collect on a second thread */
+    lp_binary *const *bins;
+    size_t nbins;
+    const lp_ctxcount *cc;
+    cs_funcs *funcs;
+    lp_error err;
+} collect_job;
+
+static void *collect_main(void *arg)
+{
+    collect_job *j = arg;
+
+    j->funcs = cs_funcs_collect(j->bins, j->nbins, j->cc, NULL, &j->err);
+    return NULL;
+}
+
+cs_funcs *cs_probes_prepare(lp_binary *const *bins, size_t nbins,
+                            lp_probes *const *probes, const lp_ctxcount *cc,
+                            lp_error *err)
+{
+    collect_job j = {.bins = bins, .nbins = nbins, .cc = cc};
+    lp_ctx_entry **v = NULL;
+    const lp_addr_pair_count *r;
+    pthread_t th;
+    bool alongside;
+    long n, i;
+    int rc;
+
+    /* the keys printed and every counter table sorted (a view sorts its
+     * table the first time) now: then both threads only read them */
+    if ((n = lp_ctxcount_all(cc, &v)) < 0)
+        return cs_oom(err), NULL;
+    for (i = 0; i < n; i++) {
+        lp_counters_ranges_view(v[i]->counters, &r);
+        lp_counters_branches_view(v[i]->counters, &r);
+    }
+    free(v);
+    alongside = lp_cpus() >= 2 && !all_decoded(probes, nbins) &&
+                pthread_create(&th, NULL, collect_main, &j) == 0;
+    rc = cs_probes_decode(bins, nbins, probes, cc, err);
+    if (alongside)
+        pthread_join(th, NULL);
+    else
+        collect_main(&j);
+    if (rc == 0 && !j.funcs)
+        *err = j.err;
+    if (rc && j.funcs) {
+        cs_funcs_free(j.funcs);
+        j.funcs = NULL;
+    }
+    return j.funcs;
+}
+
 /* ---- contexts -------------------------------------------------------------------- */
 
 /* Append a probe's inline stack (leaf included) to g->fr[0..*n). */
@@ -280,6 +342,36 @@ static void set_checksum(const pgen *g, cs_prof *prof, uint64_t hash)
     }
 }
 
+#define REPEAT_BITS 7
+
+/* Whether two of f[0..n) are equal frames as recursion compression
+ * compares them (collect.c's frame_eq: the same call site, the same name).
+ * Without such a pair it has nothing to fold, and its quadratic search
+ * (46 M instructions on sqlite-probe's 25 K leaves) is not run. The call
+ * sites go in a small table; only frames of one call site are compared. */
+static bool frames_repeat(const lp_ctx_frame *f, size_t n)
+{
+    uint8_t slot[1u << REPEAT_BITS] = {0};      /* 1 + frame index */
+    const size_t mask = (1u << REPEAT_BITS) - 1;
+    size_t i, h;
+    const lp_ctx_frame *o;
+
+    if (n >= (1u << REPEAT_BITS) / 2)
+        return true;            /* long: let the compression look */
+    for (i = 0; i < n; i++) {
+        h = lp_hash_fib((uint64_t)f[i].loc.line << 32 | f[i].loc.disc,
+                        REPEAT_BITS);
+        for (; slot[h]; h = (h + 1) & mask) {
+            o = &f[slot[h] - 1];
+            if (o->loc.line == f[i].loc.line && o->loc.disc == f[i].loc.disc &&
+                (o->func == f[i].func || strcmp(o->func, f[i].func) == 0))
+                return true;
+        }
+        slot[h] = (uint8_t)(i + 1);
+    }
+    return false;
+}
+
 /* getContextNodeForLeafProbe, remembered per inline node of the context. */
 static cs_node *leaf_node(pgen *g, const lp_probe *p)
 {
@@ -289,9 +381,10 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     cs_prof *prof;
     const lp_probe_node *nodes;
 
-    for (i = 0; i < g->nmemo; i++)
-        if (g->memo_node[i] == p->node)
-            return g->memo_trie[i];
+    for (i = g->nmemo; i > 0; i--)  /* the latest first: body() asks
+                                       node by node */
+        if (g->memo_node[i - 1] == p->node)
+            return g->memo_trie[i - 1];
     if (g->o->infer_frames) {   /* the inferred frames depend on the leaf's
                                    function only */
         const lp_func_range *r = g->leaf_r;
@@ -314,7 +407,9 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
     for (i = 0; i < n; i++)
         g->cf[i] = (lp_ctx_frame){g->fr[i].func, {g->fr[i].index, 0}};
     leaf = (lp_ctx_frame){g->cf[n - 1].func, {0, 0}};
-    m = lp_ctx_compress_recursion(g->cf, n - 1, g->o->compress_recursion);
+    m = frames_repeat(g->cf, n - 1)
+            ? lp_ctx_compress_recursion(g->cf, n - 1, g->o->compress_recursion)
+            : n - 1;
     m = lp_ctx_trim(g->cf, m, g->o->max_context_depth);
     g->cf[m++] = leaf;
     if (!(node = cs_path(g->t, g->cf, m, g->memo, &g->path)) ||
@@ -335,13 +430,48 @@ static cs_node *leaf_node(pgen *g, const lp_probe *p)
 
 /* ---- body samples ---------------------------------------------------------------- */
 
-static int pc_cmp(const void *x, const void *y)
+static bool pc_less(const pcount *a, const pcount *b)
 {
-    const pcount *a = x, *b = y;
+    return a->node != b->node ? a->node < b->node : a->id < b->id;
+}
 
-    if (a->node != b->node)
-        return a->node < b->node ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id;
+#define PC_RUN 16
+
+/* g->pc in (node, id) order: insertion sorts of PC_RUN entries, then
+ * bottom-up merges through g->pc_tmp, the comparison inline (glibc's
+ * qsort, a comparison call each, was 16 M instructions of sqlite-probe's
+ * generation for its 1 K contexts of more than 24 probes). Equal keys are
+ * one probe, summed after: their order does not matter. -1 on no memory. */
+static int pc_sort(pgen *g)
+{
+    size_t n = g->npc, i, j, w, lo, mid, hi;
+    pcount *a = g->pc, *b, *x, t;
+
+    for (lo = 0; lo < n; lo += PC_RUN)
+        for (i = lo + 1; i < n && i < lo + PC_RUN; i++) {
+            t = a[i];
+            for (j = i; j > lo && pc_less(&t, &a[j - 1]); j--)
+                a[j] = a[j - 1];
+            a[j] = t;
+        }
+    if (n <= PC_RUN)
+        return 0;
+    if (grow((void **)&g->pc_tmp, &g->pc_tmp_cap, n, sizeof *g->pc_tmp))
+        return -1;
+    b = g->pc_tmp;
+    for (w = PC_RUN; w < n; w *= 2) {
+        for (lo = 0; lo < n; lo += 2 * w) {
+            mid = lo + w < n ? lo + w : n;
+            hi = lo + 2 * w < n ? lo + 2 * w : n;
+            for (i = lo, j = mid, x = b + lo; i < mid || j < hi;)
+                *x++ = j == hi || (i < mid && !pc_less(&a[j], &a[i]))
+                           ? a[i++] : a[j++];
+        }
+        x = a, a = b, b = x;
+    }
+    if (a != g->pc)
+        memcpy(g->pc, a, n * sizeof *a);
+    return 0;
 }
 
 /* Whether probe `id` of the context's binary is at an instruction start,
@@ -392,8 +522,8 @@ static int count_probes(pgen *g)
         }
     }
     free(d);
-    if (g->npc > 1)     /* g->pc is NULL while nothing was counted */
-        lp_sort(g->pc, g->npc, sizeof *g->pc, pc_cmp);
+    if (g->npc > 1 && pc_sort(g))   /* g->pc is NULL while nothing was counted */
+        return cs_oom(g->err);
     for (i = 0, j = 0; (size_t)i < g->npc; i++) {   /* one count per probe */
         if (j && g->pc[j - 1].id == g->pc[i].id)
             g->pc[j - 1].count = lp_sat_add(g->pc[j - 1].count, g->pc[i].count);
@@ -440,19 +570,72 @@ static int inliner_site(pgen *g, const lp_probe *p, cs_node *node, uint64_t n)
     return 0;
 }
 
-/* Every probe of an inline node gets a record in the profile. */
+static int loc_cmp(const void *x, const void *y)
+{
+    const lp_loc *a = x, *b = y;
+
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    return a->disc < b->disc ? -1 : a->disc > b->disc;
+}
+
+/* g->zl[0..n) sorted and made distinct by marking their ids when none has
+ * a discriminator and the ids are dense (a function's probe ids are
+ * 1..N): the new count, 0 when not done that way, -1 on no memory.
+ * glibc's merge sort was 53 M instructions on sqlite-probe's nodes. */
+static size_t zl_sorted_ids(pgen *g, uint32_t n)
+{
+    uint32_t lo = UINT32_MAX, hi = 0, i, k = 0;
+
+    for (i = 0; i < n; i++) {
+        if (g->zl[i].disc)
+            return 0;
+        lo = g->zl[i].line < lo ? g->zl[i].line : lo;
+        hi = g->zl[i].line > hi ? g->zl[i].line : hi;
+    }
+    if (hi - lo > 4 * n + 64)
+        return 0;
+    if (grow((void **)&g->zmark, &g->zmark_cap, hi - lo + 1, 1))
+        return (size_t)-1;
+    memset(g->zmark, 0, hi - lo + 1);
+    for (i = 0; i < n; i++)
+        g->zmark[g->zl[i].line - lo] = 1;
+    for (i = 0; i <= hi - lo; i++)
+        if (g->zmark[i])
+            g->zl[k++] = (lp_loc){lo + i, 0};
+    return k;
+}
+
+/* Every probe of an inline node gets a record in the profile: the node's
+ * locations sorted and merged into the body at once (section order is
+ * not location order: one by one, most were a memmove). */
 static int zero_fill(pgen *g, uint32_t inode, lp_fsamples *fs)
 {
     const lp_probe_node *nodes;
     const lp_probe *p;
-    uint32_t i;
+    uint32_t i, n;
+    size_t k;
 
     lp_probes_nodes(g->pr, &nodes);
-    for (i = 0; i < nodes[inode].nprobes; i++) {
+    n = nodes[inode].nprobes;
+    if (!n)
+        return 0;
+    if (grow((void **)&g->zl, &g->zl_cap, n, sizeof *g->zl))
+        return cs_oom(g->err);
+    for (i = 0; i < n; i++) {
         p = lp_probes_probe(g->pr, nodes[inode].first_probe + i);
-        if (add_body(fs, (lp_loc){p->index, p->disc}, 0))
-            return cs_oom(g->err);
+        g->zl[i] = (lp_loc){p->index, p->disc};
     }
+    if ((k = zl_sorted_ids(g, n)) == (size_t)-1)
+        return cs_oom(g->err);
+    if (!k) {
+        lp_sort(g->zl, n, sizeof *g->zl, loc_cmp);
+        for (i = 1, k = 1; i < n; i++)     /* distinct */
+            if (loc_cmp(&g->zl[k - 1], &g->zl[i]))
+                g->zl[k++] = g->zl[i];
+    }
+    if (lp_fs_body_ensure(fs, g->zl, k))
+        return cs_oom(g->err);
     return 0;
 }
 
@@ -607,6 +790,9 @@ static void pgen_free(pgen *g)
     free(g->calls);
     free(g->cf);
     free(g->pc);
+    free(g->pc_tmp);
+    free(g->zl);
+    free(g->zmark);
     free(g->memo_node);
     free(g->memo_trie);
     free(g->memo);

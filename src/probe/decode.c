@@ -444,34 +444,104 @@ static void key_pass(const pb_key *k, pb_key *t, size_t n, uint64_t lo,
         t[cnt[((k[i].addr - lo) >> shift) & mask]++] = k[i];
 }
 
-/* k[0..n), in id order, into (addr, id) order: a stable LSD radix sort
- * by addr, as many passes as the span of the addresses needs (~2 on a
- * binary's text; qsort was 34 M instructions on sqlite-probe's 17 K
- * probes, on the main thread before the context sizes' thread starts).
- * 0, or -1 on no memory. */
-static int sort_keys(pb_key *k, size_t n)
+static int key_cmp(const void *x, const void *y)
 {
-    uint64_t lo = UINT64_MAX, hi = 0;
+    const pb_key *a = x, *b = y;
+
+    if (a->addr != b->addr)
+        return a->addr < b->addr ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* The bits of addr - lo that all keys but at most n/64 fit in: the dense
+ * part, a binary's text. The others sit far above it: sqlite-probe has
+ * 3 of 51 K probes at ~2^62, the probes after the sentinel of a split
+ * function whose start is unknown, chained from its GUID (llvm-profgen
+ * reads the same addresses); their span made the radix sort 6 passes. */
+static unsigned dense_bits(const pb_key *k, size_t n, uint64_t lo)
+{
+    size_t cnt[65] = {0}, out = 0, i;
+    unsigned b;
+
+    for (i = 0; i < n; i++)
+        cnt[k[i].addr == lo ? 0 : 64 - __builtin_clzll(k[i].addr - lo)]++;
+    for (b = 64; b > 0 && out + cnt[b] <= n / 64; b--)
+        out += cnt[b];
+    return b;
+}
+
+/* k[0..n), in id order, into (addr, id) order: the dense keys (see
+ * dense_bits) by a stable LSD radix sort of as many passes as their
+ * span needs (2 on a binary's text; qsort was 34 M instructions on
+ * sqlite-probe's probes, on the main thread before the context sizes'
+ * thread starts), then the few others by qsort after them. *bits: the
+ * dense part's bits. 0, or -1 on no memory. */
+static int sort_keys(pb_key *k, size_t n, uint64_t *lo_out, unsigned *bits)
+{
+    uint64_t lo = UINT64_MAX;
     unsigned shift;
     pb_key *t, *a = k, *b, *x;
-    size_t i;
+    size_t i, nd = 0, no = 0;
 
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         lo = k[i].addr < lo ? k[i].addr : lo;
-        hi = k[i].addr > hi ? k[i].addr : hi;
-    }
-    if (n < 2 || lo == hi)
+    *lo_out = lo;
+    *bits = dense_bits(k, n, lo);
+    if (n < 2)
         return 0;
     if (!(t = malloc(n * sizeof *t)))
         return -1;
+    for (i = 0; i < n; i++)         /* stable split: dense, then the rest */
+        if (*bits < 64 && (k[i].addr - lo) >> *bits)
+            t[no++] = k[i];
+        else
+            k[nd++] = k[i];
+    if (no)
+        memcpy(k + nd, t, no * sizeof *t);
     b = t;
-    for (shift = 0; shift < 64 && ((hi - lo) >> shift); shift += KEY_RADIX_BITS) {
-        key_pass(a, b, n, lo, shift);
+    for (shift = 0; shift < *bits; shift += KEY_RADIX_BITS) {
+        key_pass(a, b, nd, lo, shift);
         x = a, a = b, b = x;
     }
     if (a != k)
-        memcpy(k, a, n * sizeof *k);
+        memcpy(k, a, nd * sizeof *k);
     free(t);
+    if (no > 1)
+        qsort(k + nd, no, sizeof *k, key_cmp);
+    return 0;
+}
+
+#define BUCKET_MIN_PROBES 64
+
+/* The buckets in front of the address index: bucket i holds the index of
+ * the first key >= lo + (i << shift), over the dense part, about four
+ * probes a bucket: a lookup is then a search of a few keys, not of all
+ * (lp_probes_call_at and lp_probes_in were ~50 M instructions of
+ * sqlite-probe's generation). None for a small table. */
+static int index_buckets(lp_probes *p, uint64_t lo, unsigned bits)
+{
+    size_t n = p->nprobes, nb, i, j = 0;
+    unsigned lg = 0, shift;
+
+    if (n < BUCKET_MIN_PROBES)
+        return 0;
+    while (((size_t)2 << lg) <= n / 4)
+        lg++;
+    shift = bits > lg ? bits - lg : 0;
+    nb = (size_t)1 << (bits - shift);
+    if (!(p->bkt = malloc((nb + 1) * sizeof *p->bkt)))
+        return -1;
+    for (i = 0; i < nb; i++) {
+        while (j < n && p->addr_keys[j] - lo < ((uint64_t)i << shift))
+            j++;
+        p->bkt[i] = (uint32_t)j;
+    }
+    while (j < n && (bits == 64 || !((p->addr_keys[j] - lo) >> bits)))
+        j++;
+    p->bkt[nb] = (uint32_t)j;   /* the first key above the dense part */
+    p->bkt_lo = lo;
+    p->bkt_shift = shift;
+    p->nbkt = nb;
     return 0;
 }
 
@@ -479,6 +549,8 @@ static int index_by_addr(lp_probes *p, lp_error *err)
 {
     size_t n = p->nprobes, i;
     pb_key *k = malloc((n ? n : 1) * sizeof *k);
+    uint64_t lo;
+    unsigned bits;
 
     if (!k || !(p->by_addr = malloc((n ? n : 1) * sizeof *p->by_addr)) ||
         !(p->addr_keys = malloc((n ? n : 1) * sizeof *p->addr_keys))) {
@@ -489,7 +561,7 @@ static int index_by_addr(lp_probes *p, lp_error *err)
         k[i].addr = p->probes[i].addr;
         k[i].id = (uint32_t)i;
     }
-    if (sort_keys(k, n)) {
+    if (sort_keys(k, n, &lo, &bits)) {
         free(k);
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     }
@@ -498,6 +570,8 @@ static int index_by_addr(lp_probes *p, lp_error *err)
         p->addr_keys[i] = k[i].addr;
     }
     free(k);
+    if (index_buckets(p, lo, bits))
+        return lp_error_set(err, LP_ENOMEM, "out of memory");
     return 0;
 }
 

@@ -234,5 +234,6 @@ void lp_probes_free(lp_probes *p)
     free(p->tops);
     free(p->by_addr);
     free(p->addr_keys);
+    free(p->bkt);
     free(p);
 }

@@ -55,10 +55,20 @@ size_t lp_probes_tops(const lp_probes *p, const uint32_t **out)
     return p->ntops;
 }
 
-/* The first index of the address index with an address >= addr. */
+/* The first index of the address index with an address >= addr: in its
+ * bucket when there are buckets (probe_internal.h). */
 static size_t lower(const lp_probes *p, uint64_t addr)
 {
-    return pb_lower(p->addr_keys, p->nprobes, sizeof *p->addr_keys, addr);
+    size_t i, a, b;
+
+    if (!p->bkt)
+        return pb_lower(p->addr_keys, p->nprobes, sizeof *p->addr_keys, addr);
+    if (addr < p->bkt_lo)
+        return 0;
+    i = (addr - p->bkt_lo) >> p->bkt_shift;
+    a = p->bkt[i < p->nbkt ? i : p->nbkt];
+    b = i < p->nbkt ? p->bkt[i + 1] : p->nprobes;
+    return a + pb_lower(p->addr_keys + a, b - a, sizeof *p->addr_keys, addr);
 }
 
 size_t lp_probes_in(const lp_probes *p, uint64_t lo, uint64_t hi,
@@ -83,12 +93,11 @@ size_t lp_probes_at(const lp_probes *p, uint64_t addr, const uint32_t **ids)
 
 const lp_probe *lp_probes_call_at(const lp_probes *p, uint64_t addr)
 {
-    const uint32_t *ids;
-    size_t n = lp_probes_at(p, addr, &ids), i;
+    size_t i = p->addr_keys ? lower(p, addr) : p->nprobes;
 
-    for (i = 0; i < n; i++)
-        if (lp_probe_is_call(&p->probes[ids[i]]))
-            return &p->probes[ids[i]];
+    for (; i < p->nprobes && p->addr_keys[i] == addr; i++)
+        if (lp_probe_is_call(&p->probes[p->by_addr[i]]))
+            return &p->probes[p->by_addr[i]];
     return NULL;
 }
 

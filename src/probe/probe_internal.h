@@ -43,6 +43,12 @@ struct lp_probes {
     /* address index: probe ids by (addr, id), and their addresses */
     uint32_t *by_addr;
     uint64_t *addr_keys;
+    /* buckets over it (decode.c's index_buckets; NULL for small tables):
+     * bkt[i] the first key >= bkt_lo + (i << bkt_shift), i <= nbkt */
+    uint32_t *bkt;
+    size_t nbkt;
+    uint64_t bkt_lo;
+    unsigned bkt_shift;
 };
 
 /* decode.c */

@@ -74,26 +74,83 @@ static size_t pair_path(const pg_infer *pi, uint64_t from, uint64_t to,
     return k;
 }
 
+/* The addresses in[0..n) and the answer v[0..nv) kept for the next
+ * context, pos[i] the place of in[i] in v. -1 on no memory. */
+static int keep_last(pg_infer *pi, const uint64_t *in, size_t n,
+                     const uint64_t *v, size_t nv, const size_t *pos)
+{
+    size_t c = pi->last_cap, co = pi->last_out_cap;
+
+    if (n > c || nv > co) {
+        c = n > c ? n : c;
+        co = nv > co ? nv : co;
+        free(pi->last_in);
+        free(pi->last_pos);
+        free(pi->last_out);
+        pi->last_in = malloc(c * sizeof *pi->last_in);
+        pi->last_pos = malloc(c * sizeof *pi->last_pos);
+        pi->last_out = malloc(co * sizeof *pi->last_out);
+        pi->nlast = pi->last_cap = pi->last_out_cap = 0;
+        if (!pi->last_in || !pi->last_pos || !pi->last_out)
+            return -1;
+        pi->last_cap = c;
+        pi->last_out_cap = co;
+    }
+    memcpy(pi->last_in, in, n * sizeof *in);
+    memcpy(pi->last_pos, pos, n * sizeof *pos);
+    memcpy(pi->last_out, v, nv * sizeof *v);
+    pi->nlast = n;
+    pi->nlast_out = nv;
+    return 0;
+}
+
+/* Each pair of adjacent addresses completed by its tail-call path. The
+ * pairs the last context shared with this one (a common prefix: the
+ * contexts come sorted) are not asked again: the same query gives the
+ * same answer (LP_TC_LLVM's cache holds what the first one found, and
+ * LP_TC_STRICT depends on no earlier query); on sqlite-probe most of the
+ * 91 K pairs asked were repeats (lp_tailcall_find 42 M instructions). */
 long pg_infer_frames(void *ctx, const uint64_t *in, size_t n, uint64_t **out)
 {
-    const pg_infer *pi = ctx;
+    pg_infer *pi = ctx;
     uint64_t *v = NULL;
-    size_t nv = 0, cap = 0, i, j, k;
+    size_t nv = 0, cap = 0, i = 0, j, k, keep = 0;
+    size_t *pos = malloc((n ? n : 1) * sizeof *pos);
     const uint64_t *path;
 
-    for (i = 0; i < n; i++) {
-        if (push(&v, &nv, &cap, in[i]))
-            goto oom;
+    if (!pos)
+        goto oom;
+    while (keep < n && keep < pi->nlast && in[keep] == pi->last_in[keep])
+        keep++;
+    if (keep > 1) {     /* the answer up to in[keep - 1]: the last one's */
+        for (j = 0; j <= pi->last_pos[keep - 1]; j++)
+            if (push(&v, &nv, &cap, pi->last_out[j]))
+                goto oom;
+        memcpy(pos, pi->last_pos, keep * sizeof *pos);
+        i = keep - 1;
+    } else {
+        keep = 0;
+    }
+    for (; i < n; i++) {
+        if (i >= keep) {
+            pos[i] = nv;
+            if (push(&v, &nv, &cap, in[i]))
+                goto oom;
+        }
         k = i + 1 < n ? pair_path(pi, in[i], in[i + 1], &path) : 0;
         for (j = 0; j < k; j++)
             if (push(&v, &nv, &cap,
                      LP_CTX_ADDR(LP_CTX_ADDR_BIN(in[i]), path[j])))
                 goto oom;
     }
+    if (keep_last(pi, in, n, v, nv, pos))
+        pi->nlast = 0;      /* no memory: only the reuse is lost */
+    free(pos);
     *out = v;
     return (long)nv;
 oom:
     free(v);
+    free(pos);
     *out = NULL;
     return -1;
 }
@@ -103,5 +160,8 @@ void pg_infer_free(pg_infer *pi)
     for (size_t b = 0; b < pi->n; b++)
         lp_tailcall_free(pi->tcs[b]);
     free(pi->tcs);
+    free(pi->last_in);
+    free(pi->last_out);
+    free(pi->last_pos);
     memset(pi, 0, sizeof *pi);
 }

@@ -137,6 +137,11 @@ void pg_tailcall_opts(const lp_profgen_opts *o, bool *infer,
 typedef struct pg_infer {
     lp_tailcall **tcs;
     size_t n;
+    /* the last context completed: its addresses, the answer, and where
+     * each address is in the answer (infer.c's reuse of a common prefix) */
+    uint64_t *last_in, *last_out;
+    size_t *last_pos;
+    size_t nlast, nlast_out, last_cap, last_out_cap;
 } pg_infer;
 /* The graphs from every branch of cc, when the run infers frames. */
 int pg_infer_init(pg_infer *pi, const lp_profgen_opts *o,

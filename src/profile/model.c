@@ -306,6 +306,44 @@ lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc)
     return &fs->body[i];
 }
 
+/* Records for the locations of the sorted, distinct locs[0..n) that fs
+ * lacks, in one merge from the back: a probe node's zero records each
+ * cost a binary search and a memmove of the tail one by one (sqlite-probe:
+ * 320 K memmoves, 60 M instructions of generation). */
+int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n)
+{
+    uint32_t i = 0, miss = 0, w;
+    size_t j;
+    void *v = fs->body;
+    int c;
+
+    for (j = 0; j < n; j++) {
+        while (i < fs->nr_body && loc_cmp(fs->body[i].loc, locs[j]) < 0)
+            i++;
+        miss += i == fs->nr_body || loc_cmp(fs->body[i].loc, locs[j]) != 0;
+    }
+    if (!miss)
+        return 0;
+    if (fs->nr_body + miss > fs->body_cap) {
+        if (!(v = realloc(fs->body, (fs->nr_body + miss) * sizeof *fs->body)))
+            return -1;
+        fs->body = v;
+        fs->body_cap = fs->nr_body + miss;
+    }
+    i = fs->nr_body;
+    w = fs->nr_body + miss;
+    fs->nr_body = w;
+    while (j > 0 && w > i) {
+        c = i ? loc_cmp(fs->body[i - 1].loc, locs[j - 1]) : -1;
+        if (c >= 0)
+            fs->body[--w] = fs->body[--i];
+        else
+            fs->body[--w] = (lp_body_rec){locs[j - 1], 0, NULL, 0, 0};
+        j -= c <= 0;
+    }
+    return 0;
+}
+
 const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc)
 {
     uint32_t i = body_lower(fs, loc);

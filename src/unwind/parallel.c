@@ -136,10 +136,8 @@ static int merge(lp_unwinder *u, lp_unwinder *w, lp_error *err)
         return -1;
     for (i = 0; i < sizeof u->st / sizeof *a; i++)
         a[i] += b[i];
-    for (i = 0; w->pairs.s && i <= w->pairs.mask; i++)
-        if (w->pairs.s[i].v &&
-            uw_map_add(&u->pairs, w->pairs.s[i].k1, w->pairs.s[i].k2, w->pairs.s[i].v))
-            goto oom;
+    if (uw_map_add_all(&u->pairs, &w->pairs))
+        goto oom;
     if (merge_notes(&u->notes_repaired, w->notes_repaired) ||
         merge_notes(&u->notes_dropped, w->notes_dropped) ||
         merge_notes(&u->notes_contextless, w->notes_contextless) ||

@@ -94,6 +94,17 @@ int uw_set_add(uw_set64 **set, uint64_t v)
 
 /* ---- open-addressing maps (uw_map) ------------------------------------------ */
 
+/* A map starts narrow (16-byte slots: k2 and the values in 32 bits) when
+ * its first key and value fit, and is made wide (24-byte slots) by the
+ * first that does not: the context cache's prefix, leaf and signature
+ * maps and the LBR pairs of SQLite stay narrow, two thirds of their
+ * bytes (~1 MB of the flush's end, the run's peak, over both threads);
+ * the maps of pointers (contexts, splits) are wide from the start. */
+static bool fits_narrow(const uw_map *m, uint64_t k2, uint64_t v)
+{
+    return !m->wide_only && k2 <= UINT32_MAX && v <= UINT32_MAX;
+}
+
 static uw_slot3 *map_slot(const uw_map *m, uint64_t k1, uint64_t k2)
 {
     size_t i = (size_t)uw_mix(k1, k2) & m->mask;
@@ -103,9 +114,53 @@ static uw_slot3 *map_slot(const uw_map *m, uint64_t k1, uint64_t k2)
     return &m->s[i];
 }
 
+static uw_slot2 *narrow_slot(const uw_map *m, uint64_t k1, uint32_t k2)
+{
+    size_t i = (size_t)uw_mix(k1, k2) & m->mask;
+
+    while (m->ns[i].v && (m->ns[i].k1 != k1 || m->ns[i].k2 != k2))
+        i = (i + 1) & m->mask;
+    return &m->ns[i];
+}
+
+/* The i-th slot of either layout as a wide one (v == 0: empty). */
+static uw_slot3 slot_at(const uw_map *m, size_t i)
+{
+    return m->narrow ? (uw_slot3){m->ns[i].k1, m->ns[i].k2, m->ns[i].v} : m->s[i];
+}
+
 uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2)
 {
-    return m->s ? map_slot(m, k1, k2)->v : 0;
+    if (!m->s)
+        return 0;
+    if (m->narrow)
+        return k2 <= UINT32_MAX ? narrow_slot(m, k1, (uint32_t)k2)->v : 0;
+    return map_slot(m, k1, k2)->v;
+}
+
+/* m's entries into new slots: n of them (0: as many), narrow or not. */
+static int rehash(uw_map *m, size_t n, bool narrow)
+{
+    uw_map g = *m;
+    size_t i;
+
+    g.narrow = narrow;
+    g.mask = (n ? n : m->mask + 1) - 1;
+    if (!(g.s = lp_zalloc_written((g.mask + 1) * (narrow ? sizeof *g.ns : sizeof *g.s))))
+        return -1;
+    for (i = 0; m->s && m->narrow && i <= m->mask; i++) {
+        uw_slot2 e = m->ns[i];
+        if (e.v && narrow)
+            *narrow_slot(&g, e.k1, e.k2) = e;
+        else if (e.v)
+            *map_slot(&g, e.k1, e.k2) = (uw_slot3){e.k1, e.k2, e.v};
+    }
+    for (i = 0; m->s && !m->narrow && i <= m->mask; i++)
+        if (m->s[i].v)          /* a wide map is never made narrow */
+            *map_slot(&g, m->s[i].k1, m->s[i].k2) = m->s[i];
+    free(m->s);
+    *m = g;
+    return 0;
 }
 
 /* Insert a key known to be absent; v != 0. 0 or -1. The map doubles at
@@ -114,33 +169,59 @@ uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2)
  * longer probes). */
 int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v)
 {
-    if (!m->s || (m->count + 1) * 4 > (m->mask + 1) * 3) {
-        size_t n = m->s ? (m->mask + 1) * 2 : 1024, i;
-        uw_map g = {0};
-        if (!(g.s = lp_zalloc_written(n * sizeof *g.s)))
+    bool fits = fits_narrow(m, k2, v);
+
+    if (!m->s) {
+        if (rehash(m, 1024, fits))
             return -1;
-        g.mask = n - 1;
-        g.count = m->count;
-        for (i = 0; m->s && i <= m->mask; i++)
-            if (m->s[i].v)
-                *map_slot(&g, m->s[i].k1, m->s[i].k2) = m->s[i];
-        free(m->s);
-        *m = g;
+    } else if ((m->count + 1) * 4 > (m->mask + 1) * 3) {
+        if (rehash(m, (m->mask + 1) * 2, m->narrow && fits))
+            return -1;
+    } else if (m->narrow && !fits && rehash(m, 0, false)) {
+        return -1;
     }
-    *map_slot(m, k1, k2) = (uw_slot3){k1, k2, v};
+    if (m->narrow)
+        *narrow_slot(m, k1, (uint32_t)k2) = (uw_slot2){k1, (uint32_t)k2, (uint32_t)v};
+    else
+        *map_slot(m, k1, k2) = (uw_slot3){k1, k2, v};
     m->count++;
     return 0;
 }
 
 int uw_map_add(uw_map *m, uint64_t k1, uint64_t k2, uint64_t n)
 {
-    uw_slot3 *s = m->s ? map_slot(m, k1, k2) : NULL;
+    uw_slot2 *t;
+    uw_slot3 *s;
+    uint64_t v;
 
-    if (s && s->v) {
+    if (m->s && !m->narrow && (s = map_slot(m, k1, k2))->v) {
         s->v = lp_sat_add(s->v, n);
         return 0;
     }
+    if (m->s && m->narrow && k2 <= UINT32_MAX &&
+        (t = narrow_slot(m, k1, (uint32_t)k2))->v) {
+        if ((v = lp_sat_add(t->v, n)) <= UINT32_MAX) {
+            t->v = (uint32_t)v;
+            return 0;
+        }
+        if (rehash(m, 0, false))
+            return -1;
+        map_slot(m, k1, k2)->v = v;
+        return 0;
+    }
     return n ? uw_map_put(m, k1, k2, n) : 0;
+}
+
+int uw_map_add_all(uw_map *dst, const uw_map *src)
+{
+    size_t i;
+
+    for (i = 0; src->s && i <= src->mask; i++) {
+        uw_slot3 e = slot_at(src, i);
+        if (e.v && uw_map_add(dst, e.k1, e.k2, e.v))
+            return -1;
+    }
+    return 0;
 }
 
 static int slot_cmp(const void *x, const void *y)
@@ -159,9 +240,11 @@ uw_slot3 *uw_map_sorted(const uw_map *m)
 
     if (!v)
         return NULL;
-    for (i = 0; m->s && i <= m->mask; i++)
-        if (m->s[i].v)
-            v[k++] = m->s[i];
+    for (i = 0; m->s && i <= m->mask; i++) {
+        uw_slot3 e = slot_at(m, i);
+        if (e.v)
+            v[k++] = e;
+    }
     qsort(v, k, sizeof *v, slot_cmp);
     return v;
 }
@@ -330,6 +413,7 @@ lp_unwinder *lp_unwind_new(lp_binary *const *bins, size_t nbins,
         return NULL;
     }
     lp_ctxcount_borrow_names(u->cc);    /* frames' names are the binaries' */
+    u->splits.wide_only = true; /* parallel.c reads its slots */
     memcpy(u->bins, bins, nbins * sizeof *bins);
     u->nbins = nbins;
     u->bin = bins[0];
@@ -810,9 +894,46 @@ void uw_agg_done(lp_unwinder *u, uw_agg **v, size_t i)
     }
 }
 
+/* The samples recorded ahead, replayed before any other is unwound: v is
+ * reordered, the others first in their order (*left of them), then the
+ * recorded ones, which are replayed here. Their recordings (up to
+ * UW_REPLAY_BYTES of effects) are then freed once no more are made,
+ * before the unwinding's contexts and counters grow: they were alive to
+ * the end of the flush, the run's peak (sqlite-line: 4 MB). A replay
+ * only adds counts, statistics and notes, none of which depends on the
+ * order it is added in; unwinding order is kept. */
+static int replay_first(lp_unwinder *u, uw_agg **v, size_t m, size_t *left,
+                        lp_error *err)
+{
+    size_t nr = 0, k = 0, i;
+    uw_agg **rec;
+    int rc = 0;
+
+    *left = m;
+    for (i = 0; i < m; i++)
+        nr += v[i]->replay >= 0;
+    if (!nr || !(rec = malloc(nr * sizeof *rec)))
+        return 0;               /* replayed in place (uw_flush_parallel) */
+    for (i = 0, nr = 0; i < m; i++) {
+        if (v[i]->replay >= 0)
+            rec[nr++] = v[i];
+        else
+            v[k++] = v[i];
+    }
+    memcpy(v + k, rec, nr * sizeof *rec);
+    free(rec);
+    *left = k;
+    for (i = k; i < m && rc == 0; i++)
+        if ((rc = uw_flush_one(u, v[i], err)) == 0)
+            uw_agg_done(u, v, i);
+    if (rc == 0 && u->finished)
+        uw_replays_free(u);
+    return rc;
+}
+
 int uw_flush(lp_unwinder *u, lp_error *err)
 {
-    size_t m = 0, i;
+    size_t m = 0, n = 0, i;
     uw_agg **ins = NULL, **v = flush_order(u, &m, &ins);
     int rc = 0;
 
@@ -828,10 +949,11 @@ int uw_flush(lp_unwinder *u, lp_error *err)
     u->flush_n = m;
     /* the graphs learn these samples' calls when a hole needs them */
     u->infer_pending = u->o.repair_frames;
-    if ((rc = uw_flush_parallel(u, v, m, err)) == 1) {
-        for (i = 0, rc = 0; i < m && rc == 0; i++) {
+    if ((rc = replay_first(u, v, m, &n, err)) == 0 &&
+        (rc = uw_flush_parallel(u, v, n, err)) == 1) {
+        for (i = 0, rc = 0; i < n && rc == 0; i++) {
             if ((i & 4095) == 0)
-                lp_phases_items(u->o.phases, i, m);
+                lp_phases_items(u->o.phases, i, n);
             if ((rc = uw_flush_one(u, v[i], err)) == 0)
                 uw_agg_done(u, v, i);
         }

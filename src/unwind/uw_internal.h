@@ -232,9 +232,19 @@ static inline uint64_t uw_mix(uint64_t a, uint64_t b)
     return h ^ (h >> 32);
 }
 
+typedef struct uw_slot2 {       /* a narrow map's slot (unwind.c) */
+    uint64_t k1;
+    uint32_t k2, v;
+} uw_slot2;
+
 typedef struct uw_map {         /* at most 3/4 full */
-    uw_slot3 *s;
+    union {
+        uw_slot3 *s;            /* !narrow */
+        uw_slot2 *ns;           /* narrow: every k2 and value fit 32 bits */
+    };
     size_t mask, count;
+    bool narrow;
+    bool wide_only;             /* never narrow: others read its slots */
 } uw_map;
 
 typedef struct uw_sig {         /* a leaf signature: the inline stack */
@@ -468,6 +478,8 @@ uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2);
 int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v);
 int uw_map_add(uw_map *m, uint64_t k1, uint64_t k2, uint64_t n);
 uw_slot3 *uw_map_sorted(const uw_map *m);
+/* Every entry of src added to dst. 0 or -1. */
+int uw_map_add_all(uw_map *dst, const uw_map *src);
 int uw_set_add(uw_set64 **set, uint64_t v);
 
 uw_ainfo *uw_addr(lp_unwinder *u, uint64_t vaddr);

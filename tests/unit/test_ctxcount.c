@@ -186,6 +186,39 @@ static void test_borrowed_names(void **state)
 /* Merging b into a: a's entries first, then b's new ones in b's order;
  * a shared entry keeps a's was_leaf_inlined and gets both counts; b is
  * left empty and usable. */
+/* A counter table past the linear-scan size (its index), with the same
+ * pair added again after a sorted view was taken, and a merge. */
+static void test_counters_grow(void **state)
+{
+    lp_counters *c = lp_counters_new(), *d = lp_counters_new();
+    const lp_addr_pair_count *v;
+    uint64_t i;
+    long n;
+    (void)state;
+
+    for (i = 40; i-- > 0;)
+        assert_int_equal(lp_counters_add_range(c, 0x100 + i, 0x200, i + 1), 0);
+    assert_int_equal(lp_counters_ranges_view(c, &v), 40);
+    for (i = 0; i < 40; i++) {
+        assert_int_equal(v[i].a, 0x100 + i);
+        assert_int_equal(v[i].count, i + 1);
+    }
+    assert_int_equal(lp_counters_add_range(c, 0x105, 0x200, 10), 0);
+    assert_int_equal(lp_counters_add_range(c, 0x99, 0x200, 1), 0);
+    assert_int_equal(lp_counters_add_branch(d, 0x1, 0x2, 2), 0);
+    assert_int_equal(lp_counters_add_range(d, 0x105, 0x200, 1), 0);
+    assert_int_equal(lp_counters_merge(d, c), 0);
+    n = lp_counters_ranges_view(d, &v);
+    assert_int_equal(n, 41);
+    assert_int_equal(v[0].a, 0x99);
+    assert_int_equal(v[6].a, 0x105);
+    assert_int_equal(v[6].count, 6 + 10 + 1);
+    assert_int_equal(lp_counters_branches_view(d, &v), 1);
+    assert_int_equal(v[0].count, 2);
+    lp_counters_free(c);
+    lp_counters_free(d);
+}
+
 static void test_merge(void **state)
 {
     lp_ctxcount *a = lp_ctxcount_new(), *b = lp_ctxcount_new();
@@ -236,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_release),
         cmocka_unit_test(test_borrowed_names),
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_counters_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,7 +152,7 @@ static void guid_filter(void **state)
 /* ---- hand-made sections ------------------------------------------------ */
 
 typedef struct sec {
-    unsigned char b[512];
+    unsigned char b[4096];
     size_t n;
 } sec;
 
@@ -230,6 +230,76 @@ static void build(sec *d, sec *pp)
     uleb(pp, 1);
     uleb(pp, 0);
     probe(pp, 4, LP_PROBE_BLOCK, 0, 2, 0);                /* 0x2a */
+}
+
+/* Whether lp_probes_at(addr) gives the probes at addr in (addr, id) order,
+ * counted by brute force, and lp_probes_call_at the first call among them. */
+static void check_at(const lp_probes *p, uint64_t addr)
+{
+    const uint32_t *ids;
+    size_t n = lp_probes_at(p, addr, &ids), want = 0, i, k = 0;
+    const lp_probe *call = NULL;
+
+    for (i = 0; i < lp_probes_count(p); i++) {
+        if (lp_probes_probe(p, (uint32_t)i)->addr != addr)
+            continue;
+        assert_true(k < n && ids[k++] == i);    /* id order at one address */
+        if (!call && lp_probe_is_call(lp_probes_probe(p, (uint32_t)i)))
+            call = lp_probes_probe(p, (uint32_t)i);
+        want++;
+    }
+    assert_int_equal(n, want);
+    assert_ptr_equal(lp_probes_call_at(p, addr), call);
+}
+
+/* The address index on a table big enough for its buckets (>= 64
+ * probes): 300 probes of f from 0x4000 (steps of 0-9 bytes, some at one
+ * address, every third a call), then a sentinel whose split part has no
+ * symbol, so the next probes of f chain from its GUID (2^62): far above
+ * the others, as sqlite-probe has them. Every lookup against brute force. */
+static void address_index(void **state)
+{
+    sec d, pp;
+    lp_error err = {0};
+    lp_probes *p;
+    const uint32_t *ids;
+    uint64_t a, big = (uint64_t)1 << 62;
+    uint32_t i;
+
+    (void)state;
+    d.n = pp.n = 0;
+    desc(&d, 1, 11, "f");
+    put64(&pp, 1);
+    uleb(&pp, 300 + 1 + 5);
+    uleb(&pp, 0);
+    uleb(&pp, 1);                    /* probe 1, absolute */
+    put8(&pp, LP_PROBE_BLOCK);
+    put64(&pp, 0x4000);
+    for (i = 2; i <= 300; i++)
+        probe(&pp, i, i % 3 ? LP_PROBE_BLOCK : LP_PROBE_DIRECT_CALL, 0,
+              (i * 7) % 10, 0);
+    uleb(&pp, 0);                    /* sentinel: split part GUID 2^62 */
+    put8(&pp, LP_PROBE_ATTR_SENTINEL << 4);
+    put64(&pp, big);
+    for (i = 301; i <= 305; i++)
+        probe(&pp, i, LP_PROBE_DIRECT_CALL, 0, i == 303 ? 0 : 16, 0);
+    p = lp_probes_from_bytes(d.b, d.n, pp.b, pp.n, "t", &err);
+    assert_non_null(p);
+    assert_int_equal(lp_probes_decode(p, NULL, 0, NULL, 0, &err), 0);
+    assert_int_equal(lp_probes_count(p), 305);
+    for (a = 0x3ff0; a < 0x4000 + 300 * 9 + 16; a++)
+        check_at(p, a);
+    for (a = big; a < big + 100; a++)
+        check_at(p, a);
+    check_at(p, 0);
+    check_at(p, UINT64_MAX);
+    /* ranges: the whole text, none of the far ones; everything */
+    assert_int_equal(lp_probes_in(p, 0x4000, big - 1, &ids), 300);
+    assert_int_equal(lp_probes_in(p, 0, UINT64_MAX, &ids), 305);
+    assert_int_equal(lp_probes_in(p, big + 1, UINT64_MAX, &ids), 5);
+    assert_int_equal(lp_probes_probe(p, ids[0])->index, 301);
+    assert_int_equal(lp_probes_in(p, big + 16, big + 32, &ids), 3);
+    lp_probes_free(p);
 }
 
 static void hand_made(void **state)
@@ -440,6 +510,7 @@ int main(void)
         cmocka_unit_test(discriminators_and_calls),
         cmocka_unit_test(guid_filter),
         cmocka_unit_test(hand_made),
+        cmocka_unit_test(address_index),
         cmocka_unit_test(truncations),
         cmocka_unit_test(out_of_range),
         cmocka_unit_test(dwarf_discriminators),

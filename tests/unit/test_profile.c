@@ -55,6 +55,47 @@ static void test_body_and_targets_sorted(void **state)
     lp_profile_free(p);
 }
 
+/* lp_fs_body_ensure: the missing locations of a sorted list get zero
+ * records, the others keep their counts and targets, the body stays
+ * sorted; the same list again adds nothing. */
+static void test_body_ensure(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs = lp_profile_get(p, "foo", NULL);
+    static const lp_loc want[] = {{1, 0}, {2, 0}, {3, 0}, {3, 4}, {5, 0},
+                                  {6, 1}, {9, 0}};
+    static const lp_loc locs[] = {{0, 0}, {2, 0}, {3, 4}, {5, 0}, {6, 1},
+                                  {9, 0}};
+    const lp_body_rec *b;
+    size_t i;
+    (void)state;
+
+    assert_int_equal(lp_fs_body_ensure(fs, locs + 1, 0), 0);   /* none */
+    assert_int_equal(lp_fs_nr_body(fs), 0);
+    lp_body_add(lp_fs_body(fs, L(3, 0)), 7);
+    lp_body_add(lp_fs_body(fs, L(1, 0)), 2);
+    assert_int_equal(lp_body_add_target(lp_fs_body(fs, L(5, 0)), "g", 4), 0);
+    assert_int_equal(lp_fs_body_ensure(fs, locs + 1, 5), 0);
+    assert_int_equal(lp_fs_nr_body(fs), 7);
+    for (i = 0; i < 7; i++) {
+        b = lp_fs_body_at(fs, i);
+        assert_int_equal(lp_body_loc(b).line, want[i].line);
+        assert_int_equal(lp_body_loc(b).disc, want[i].disc);
+    }
+    assert_true(lp_body_count(lp_fs_body_find(fs, L(3, 0))) == 7);
+    assert_true(lp_body_count(lp_fs_body_find(fs, L(1, 0))) == 2);
+    assert_true(lp_body_count(lp_fs_body_find(fs, L(9, 0))) == 0);
+    assert_true(lp_fs_target_count(fs, L(5, 0), "g") == 4);
+    assert_int_equal(lp_fs_body_ensure(fs, locs + 1, 5), 0);
+    assert_int_equal(lp_fs_nr_body(fs), 7);
+    /* one before all of them */
+    assert_int_equal(lp_fs_body_ensure(fs, locs, 1), 0);
+    assert_int_equal(lp_fs_nr_body(fs), 8);
+    assert_int_equal(lp_body_loc(lp_fs_body_at(fs, 0)).line, 0);
+    assert_int_equal(lp_body_loc(lp_fs_body_at(fs, 1)).line, 1);
+    lp_profile_free(p);
+}
+
 static void test_top_level_order(void **state)
 {
     lp_profile *p = lp_profile_new();
@@ -279,6 +320,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_saturating_add),
         cmocka_unit_test(test_body_and_targets_sorted),
+        cmocka_unit_test(test_body_ensure),
         cmocka_unit_test(test_top_level_order),
         cmocka_unit_test(test_cs_top_level_order),
         cmocka_unit_test(test_fixups),

@@ -223,6 +223,47 @@ static void expect(const char *got, const char *want)
 /* ---- T001: seed 001, unwinding through external code ----------------------- */
 
 /* T001-0: getCallAddrFromFrameAddr */
+/* uw_map: narrow while keys and values fit 32 bits, wide from the first
+ * that does not (value, key, or a sum past 32 bits), same answers. */
+static void test_map_narrow(void **state)
+{
+    uw_map m = {0}, w = {0}, all = {0};
+    uw_slot3 *v;
+    uint64_t i;
+    (void)state;
+
+    for (i = 1; i <= 3000; i++)
+        assert_int_equal(uw_map_put(&m, i * 0x1000, i, i), 0);
+    assert_true(m.narrow);
+    assert_int_equal(uw_map_get(&m, 7 * 0x1000, 7), 7);
+    assert_int_equal(uw_map_get(&m, 7 * 0x1000, (uint64_t)7 << 32), 0);
+    assert_int_equal(uw_map_add(&m, 5 * 0x1000, 5, 1), 0);
+    assert_int_equal(uw_map_get(&m, 5 * 0x1000, 5), 6);
+    assert_int_equal(uw_map_add(&m, 5 * 0x1000, 5, UINT32_MAX), 0);
+    assert_false(m.narrow);
+    assert_int_equal(uw_map_get(&m, 5 * 0x1000, 5), (uint64_t)UINT32_MAX + 6);
+    assert_int_equal(uw_map_get(&m, 2999 * 0x1000, 2999), 2999);
+
+    w.wide_only = true;
+    assert_int_equal(uw_map_put(&w, 1, 2, 3), 0);
+    assert_false(w.narrow);
+    assert_int_equal(uw_map_put(&all, 9, 9, 1), 0);
+    assert_int_equal(uw_map_put(&all, 1, (uint64_t)1 << 40, 2), 0);
+    assert_false(all.narrow);
+    assert_int_equal(uw_map_get(&all, 9, 9), 1);
+    assert_int_equal(uw_map_add_all(&all, &m), 0);
+    assert_int_equal(all.count, 3002);
+    assert_non_null(v = uw_map_sorted(&all));
+    assert_int_equal(v[0].k1, 1);
+    assert_int_equal(v[0].k2, (uint64_t)1 << 40);
+    assert_int_equal(v[1].k1, 9);
+    assert_int_equal(v[2].k1, 0x1000);
+    free(v);
+    free(m.s);
+    free(w.s);
+    free(all.s);
+}
+
 static void test_t001_0_call_sites(void **state)
 {
     static const uint64_t ret[] = {0x401052, 0x401095, 0x401025, 0x401080};
@@ -1610,6 +1651,7 @@ static void test_unordered_map_order(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_map_narrow),
         cmocka_unit_test(test_t001_0_call_sites),
         cmocka_unit_test(test_t001_1_sequential_callbacks),
         cmocka_unit_test(test_t001_2_callback_returns),
