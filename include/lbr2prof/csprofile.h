@@ -97,10 +97,10 @@ typedef struct lp_cs_opts {
     void *infer_ctx;
     struct lp_phases *phases;       /* marks pre-inlining and post-
                                        processing (phases.h), may be NULL */
-    size_t parallel_min;            /* contexts from which a second thread
-                                       computes body samples ahead, when
-                                       two CPUs are there (0: 4096;
-                                       SIZE_MAX: never) */
+    size_t parallel_min;            /* contexts from which line-based
+                                       generation runs on two threads
+                                       (by subtrees), when two CPUs are
+                                       there (0: 4096; SIZE_MAX: never) */
 } lp_cs_opts;
 
 void lp_cs_opts_default(lp_cs_opts *o);

@@ -33,6 +33,9 @@ typedef struct cs_name {        /* an interned function name */
     char *s;
     size_t len;
     uint64_t md5;               /* MD5Hash(name): FunctionId::getHashCode */
+    void *pre_node, *pre_ctxs;  /* the pre-inliner's call-graph node and
+                                   context list of the name (NULL outside
+                                   it): no table lookup per trie node */
     UT_hash_handle hh;
 } cs_name;
 
@@ -66,7 +69,12 @@ struct cs_node {
     uint32_t nkids, kids_cap;
     bool has_size;              /* size tracker: a size was recorded */
     uint32_t size;
-    uint64_t serial;            /* pre-inliner: creation order of copies */
+    uint64_t serial;            /* pre-inliner: creation order of copies
+                                   (generation: its groups' marks) */
+    uint64_t weight;            /* the call graph's weight of the edge
+                                   from the parent (cs_edge_weight), set
+                                   by line-based generation once the
+                                   profiles are final: cs_trie.weights */
 };
 
 /* The nodes of one trie carved from chunks: no malloc per node, freed
@@ -84,12 +92,31 @@ typedef struct cs_pool {
 typedef struct cs_trie {
     cs_node root;
     cs_name *names;
-    cs_prof *profs;
+    cs_prof *profs;             /* newest first */
+    cs_prof *profs_last;        /* the oldest (the list's tail) */
+    bool weights;               /* every node's weight is set (until the
+                                   pre-inliner's call graph reads them) */
     cs_pool node_pool;
+    struct cs_trie *of;         /* a worker's trie (generation on two
+                                   threads): the trie whose nodes its
+                                   nodes hang under (paths start at its
+                                   root) and whose table interns its
+                                   names; NULL: a trie of its own */
+    pthread_mutex_t *names_lock;/* taken by cs_intern while a worker's
+                                   trie interns into this table, or NULL */
 } cs_trie;
 
 void cs_trie_init(cs_trie *t);
 void cs_trie_free(cs_trie *t);
+/* The root that t's paths start from (t's, or for a worker's trie the
+ * one of the trie it grows). */
+static inline cs_node *cs_root(cs_trie *t)
+{
+    return &(t->of ? t->of : t)->root;
+}
+/* Take a worker trie's nodes (its pool's chunks: whatever of them is
+ * linked under t's nodes by now) and profiles into t; w is left empty. */
+void cs_trie_adopt(cs_trie *t, cs_trie *w);
 
 const cs_name *cs_intern(cs_trie *t, const char *s, size_t len);
 
@@ -304,8 +331,21 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
 
 /* ---- pre-inliner ----------------------------------------------------------- */
 
+/* The profiled call graph's weight of the trie edge caller -> callee:
+ * max(the caller's call-target count of it, the callee's entry count). */
+uint64_t cs_edge_weight(const cs_node *caller, const cs_node *callee);
+
+/* Where the pre-inliner gets its context sizes, once its call graph and
+ * order are made (the size trie may be built on another thread until
+ * then): cs_sizes_get's arguments; funcs NULL: no sizes (body sizes). */
+typedef struct cs_sizes_req {
+    cs_trie *own;
+    lp_binary *const *bins;
+    cs_funcs *funcs;
+} cs_sizes_req;
+
 /* The summary is waited for (sj) once the call graph's edges are in. */
-int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
+int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err);
 
 /* ---- helpers -------------------------------------------------------------- */

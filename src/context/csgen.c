@@ -6,11 +6,11 @@
  * instruction), call targets at the branch source's leaf location and head
  * samples on the callee's child node (base profiles for the empty
  * context), then inferred call sites for profiles without head samples
- * (post-order), the call-site fix-up and --update-total-samples; the trie
+ * (post-order), the call-site fix-up and --update-total-samples, on two
+ * threads by subtrees of the trie when there are many contexts; the trie
  * is written out as a flat CS profile. Also the lp_cs_* entry points that
  * chain generation and post-processing. Owns no I/O.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,8 +51,8 @@ typedef struct gen {
     lp_error *err;
     const lp_func_range *last;  /* the last function range found */
     cs_pmemo *memo;             /* interned names by address (binaries') */
-    pthread_mutex_t *lock;      /* the binaries' lazy caches, while a
-                                   second thread computes bodies; or NULL */
+    pthread_mutex_t *lock;      /* the binaries' lazy caches, while two
+                                   threads generate; or NULL */
     bool disc_set;              /* the last raw discriminator decoded */
     uint32_t disc, disc_base;   /* (a context's runs mostly repeat one) */
     uint64_t disc_dup;
@@ -245,7 +245,7 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 
     if (!callee)
         return 0;
-    if (node != &g->t->root) {
+    if (node != cs_root(g->t)) {
         if (leaf_loc(g, br->a, &leaf, &has))
             return -1;
         if (has) {
@@ -275,159 +275,7 @@ static int boundary(gen *g, cs_node *node, const lp_counters *c)
     return rc;
 }
 
-/* ---- bodies computed ahead ------------------------------------------------ */
-
-/* A second thread computes the entries' body samples from the last entry
- * down, each into a profile of its own, while generation goes through
- * them in order from the first: where they meet, each entry has been
- * claimed by one of them (so on a busy machine, where the helper gets
- * little CPU, generation simply does nearly all itself). An entry's body
- * only goes to its own node's profile, which nothing else has touched
- * before that entry comes (only entries of the same context do: then it
- * is computed again in place), so taking the helper's body over is what
- * computing it in place would have made. */
-enum { AH_FREE, AH_HELPER, AH_DONE, AH_MINE };
-
-typedef struct ahead {
-    lp_ctx_entry *const *v;
-    size_t n;
-    lp_binary *const *bins;
-    size_t nbins;
-    cs_insts **its;             /* the helper's instruction tables */
-    cs_funcs *funcs;            /* the profiled functions of its entries,
-                                   or NULL (not asked for) */
-    lp_fsamples *fs;            /* per entry: the body computed ahead */
-    unsigned char *state;       /* per entry: AH_* */
-    pthread_mutex_t lock;       /* the binaries' lazy caches */
-    pthread_t th;
-    lp_error err;
-    int rc;
-} ahead;
-
-static void *ahead_run(void *arg)
-{
-    ahead *h = arg;
-    size_t i = h->n;
-    unsigned char st;
-
-    while (i-- > 0 && h->rc == 0) {
-        const lp_ctx_entry *e = h->v[i];
-        st = AH_FREE;
-        if (!__atomic_compare_exchange_n(&h->state[i], &st, AH_HELPER, false,
-                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            break;
-        if (h->funcs)
-            cs_funcs_add_entry(h->funcs, h->bins, h->nbins, e);
-        if (e->nframes && e->bin >= 0 && (size_t)e->bin < h->nbins && h->bins[e->bin]) {
-            lp_binary *b = h->bins[e->bin];
-            gen g = {NULL, b, h->bins, h->nbins, h->its[e->bin],
-                     lp_binary_fs_discriminator(b), &h->err, NULL, NULL, &h->lock};
-            if (!g.it && !(g.it = h->its[e->bin] = cs_insts_new(b, &h->lock)))
-                h->rc = cs_oom(&h->err);
-            else
-                h->rc = body(&g, &h->fs[i], e->counters);
-        }
-        __atomic_store_n(&h->state[i], AH_DONE, __ATOMIC_RELEASE);
-    }
-    return NULL;
-}
-
-/* The helper started on v[0..n), or NULL (not worth it, or it could not
- * start: generation then does every body itself). */
-static ahead *ahead_start(lp_binary *const *bins, size_t nbins,
-                          lp_ctx_entry *const *v, size_t n, bool funcs,
-                          const lp_cs_opts *o)
-{
-    size_t min = o->parallel_min ? o->parallel_min : 4096;
-    ahead *h;
-
-    if (n < min || min == SIZE_MAX || lp_cpus() < 2 || !(h = calloc(1, sizeof *h)))
-        return NULL;
-    *h = (ahead){v, n, bins, nbins, calloc(nbins ? nbins : 1, sizeof *h->its),
-                 funcs ? cs_funcs_new() : NULL, calloc(n, sizeof *h->fs),
-                 calloc(n, 1)};
-    if (h->its && (h->funcs || !funcs) && h->fs && h->state &&
-        pthread_mutex_init(&h->lock, NULL) == 0) {
-        if (pthread_create(&h->th, NULL, ahead_run, h) == 0)
-            return h;
-        pthread_mutex_destroy(&h->lock);
-    }
-    free(h->its);
-    cs_funcs_free(h->funcs);
-    free(h->fs);
-    free(h->state);
-    free(h);
-    return NULL;
-}
-
-/* Entry i claimed by generation (0), or by the helper (1: once it is
- * done with it). */
-static int ahead_claim(ahead *h, size_t i)
-{
-    unsigned char st = AH_FREE;
-
-    if (!h || __atomic_compare_exchange_n(&h->state[i], &st, AH_MINE, false,
-                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return 0;
-    while (__atomic_load_n(&h->state[i], __ATOMIC_ACQUIRE) != AH_DONE)
-        sched_yield();      /* the one entry it is on */
-    return 1;
-}
-
-/* The helper's body of entry i into fs: 1 when taken over, 0 when it is
- * generation's to compute (another entry's body is there already). */
-static int ahead_adopt(ahead *h, size_t i, lp_fsamples *fs)
-{
-    lp_fsamples *a = &h->fs[i];
-
-    if (fs->nr_body || fs->total) {
-        lp_fs_clear(a);
-        return 0;
-    }
-    fs->body = a->body;
-    fs->nr_body = a->nr_body;
-    fs->body_cap = a->body_cap;
-    fs->total = a->total;
-    *a = (lp_fsamples){0};
-    return 1;
-}
-
-/* Stop the helper (generation stopped at entry `from`: the entries it has
- * not claimed yet are taken away), wait for it and free it; its error if
- * it had one. */
-static int ahead_end(ahead *h, size_t from, size_t nbins, cs_funcs *funcs,
-                     lp_error *err)
-{
-    unsigned char st;
-    size_t k;
-    int rc;
-
-    if (!h)
-        return 0;
-    for (k = from; k < h->n; k++) {
-        st = AH_FREE;
-        if (!__atomic_compare_exchange_n(&h->state[k], &st, AH_MINE, false,
-                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            break;
-    }
-    pthread_join(h->th, NULL);
-    pthread_mutex_destroy(&h->lock);
-    if ((rc = h->rc ? -1 : 0) && err)
-        *err = h->err;
-    if (funcs && cs_funcs_merge(funcs, h->funcs) && rc == 0)
-        rc = cs_oom(err);
-    else if (!funcs)
-        cs_funcs_free(h->funcs);
-    for (k = 0; k < nbins; k++)
-        cs_insts_free(h->its[k]);
-    for (k = 0; k < h->n; k++)
-        lp_fs_clear(&h->fs[k]);
-    free(h->its);
-    free(h->fs);
-    free(h->state);
-    free(h);
-    return rc;
-}
+/* ---- one entry -------------------------------------------------------------- */
 
 /* An entry naming no binary of the run (its key printed now: generation
  * lists the entries without their keys). */
@@ -442,85 +290,459 @@ static int bad_binary(const lp_ctx_entry *e, size_t nbins, lp_error *err)
     return rc;
 }
 
-static int add_entry(cs_trie *t, lp_binary *const *bins, size_t nbins,
-                     cs_insts **its, cs_pmemo *memo, cs_pathmemo *pm,
-                     const lp_ctx_entry *e, ahead *h, size_t i,
-                     cs_funcs *funcs, lp_error *err)
+static bool bin_ok(const lp_ctx_entry *e, lp_binary *const *bins, size_t nbins)
 {
-    gen g = {t, NULL, bins, nbins, NULL, false, err, NULL, memo,
-             h ? &h->lock : NULL};
-    cs_node *node = &t->root;
-    bool helped = ahead_claim(h, i);
+    return e->bin >= 0 && (size_t)e->bin < nbins && bins[e->bin];
+}
+
+/* One thread's generation: where its nodes and profiles are made (the
+ * trie, or a worker's trie that grows it: cs_trie.of), its instruction
+ * tables, memos and profiled functions. */
+typedef struct genth {
+    cs_trie *t;
+    lp_binary *const *bins;
+    size_t nbins;
+    cs_insts **its;             /* per binary, built on first use */
+    cs_pmemo *memo;             /* interned names by address */
+    cs_pathmemo pm;             /* the last context's path */
+    cs_funcs *funcs;            /* the profiled functions, or NULL */
+    pthread_mutex_t *lock;      /* the binaries' lazy caches while two
+                                   threads generate, or NULL */
+    lp_error *err;
+} genth;
+
+static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
+                      size_t nbins, cs_funcs *funcs, pthread_mutex_t *lock,
+                      lp_error *err)
+{
+    *th = (genth){t, bins, nbins, calloc(nbins ? nbins : 1, sizeof *th->its),
+                  calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
+                  {0}, funcs, lock, err};
+    return th->its && th->memo ? 0 : cs_oom(err);
+}
+
+static void genth_free(genth *th)
+{
+    size_t k;
+
+    for (k = 0; th->its && k < th->nbins; k++)
+        cs_insts_free(th->its[k]);
+    free(th->its);
+    free(th->memo);
+    cs_pathmemo_free(&th->pm);
+}
+
+/* An entry's body and boundary samples (its binary checked) */
+static int add_entry(genth *th, const lp_ctx_entry *e)
+{
+    gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, false,
+             th->err, NULL, th->memo, th->lock};
+    cs_node *node = cs_root(th->t);
     cs_prof *p;
 
-    if (funcs && !helped)
-        cs_funcs_add_entry(funcs, bins, nbins, e);
-
-    if (e->bin < 0 || (size_t)e->bin >= nbins || !bins[e->bin])
-        return bad_binary(e, nbins, err);
-    g.bin = bins[e->bin];
+    if (th->funcs)
+        cs_funcs_add_entry(th->funcs, th->bins, th->nbins, e);
     g.fs = lp_binary_fs_discriminator(g.bin);
-    if (!its[e->bin] && !(its[e->bin] = cs_insts_new(g.bin, g.lock)))
-        return cs_oom(err);
-    g.it = its[e->bin];
+    if (!th->its[e->bin] && !(th->its[e->bin] = cs_insts_new(g.bin, th->lock)))
+        return cs_oom(th->err);
+    g.it = th->its[e->bin];
     if (e->nframes) {
-        if (!(node = cs_path(t, e->frames, e->nframes, memo, pm)) ||
-            !(p = cs_prof_get(t, node)))
-            return cs_oom(err);
+        if (!(node = cs_path(th->t, e->frames, e->nframes, th->memo, &th->pm)) ||
+            !(p = cs_prof_get(th->t, node)))
+            return cs_oom(th->err);
         if (e->was_leaf_inlined)
             p->fs.attrs |= CS_WAS_INLINED;
-        if (!(helped && ahead_adopt(h, i, &p->fs)) && body(&g, &p->fs, e->counters))
+        if (body(&g, &p->fs, e->counters))
             return -1;
     }
     return boundary(&g, node, e->counters);
 }
 
-/* populateInferredFunctionSamples, post-order */
-static int infer(cs_trie *t, cs_node *n, lp_error *err)
+/* Entry i of cc generated: freed now, counters, frames and all, when
+ * generation consumes the table (cc; NULL: it is kept). Safe for the
+ * name and path memos: no entry is made meanwhile, so no live entry's
+ * name can come to the address of a freed one. */
+static void entry_done(lp_ctxcount *cc, size_t i)
+{
+    if (cc)
+        lp_ctxcount_release(cc, i);
+}
+
+/* populateInferredFunctionSamples for n alone (its children done) */
+static int infer_one(genth *th, cs_node *n)
 {
     cs_prof *caller;
     lp_fsamples *fs;
     lp_body_rec *b;
     uint64_t est;
-    uint32_t i;
 
-    for (i = 0; i < n->nkids; i++)
-        if (infer(t, n->kids[i].n, err))
-            return -1;
-    if (!n->prof || n->prof->fs.head || !n->parent || n->parent == &t->root)
+    if (!n->prof || n->prof->fs.head || !n->parent || n->parent == cs_root(th->t))
         return 0;
     fs = &n->prof->fs;
-    if (!(caller = cs_prof_get(t, n->parent)))
-        return cs_oom(err);
+    if (!(caller = cs_prof_get(th->t, n->parent)))
+        return cs_oom(th->err);
     est = lp_fs_head_estimate(fs, 1);
     if (!est && !lp_fs_nr_body(fs))
         est = 1;
     if (!(b = lp_fs_body(&caller->fs, n->callsite)) ||
         lp_body_add_target(b, n->func->s, est))
-        return cs_oom(err);
+        return cs_oom(th->err);
     lp_body_add(b, est);
     caller->fs.total = lp_sat_add(caller->fs.total, est);
     return 0;
 }
 
-/* updateFunctionSamples */
-static int update(cs_trie *t, bool update_total, lp_error *err)
+/* populateInferredFunctionSamples, post-order, on n's subtree; `top`:
+ * generation's split is done, the groups' subtrees below their nodes
+ * too (the nodes' serial marks them) */
+static int infer(genth *th, cs_node *n, bool top)
 {
-    cs_node **q;
-    size_t n, i;
+    cs_node *c;
+    uint32_t i;
 
-    if (!(q = cs_bfs(t, &n)))
-        return cs_oom(err);
-    for (i = 0; i < n; i++) {
-        if (!q[i]->prof)
-            continue;
-        if (update_total)
-            lp_fs_update_total_samples(&q[i]->prof->fs);
-        lp_fs_update_callsite_samples(&q[i]->prof->fs);
-        lp_fs_shrink(&q[i]->prof->fs);
+    for (i = 0; i < n->nkids; i++) {
+        c = n->kids[i].n;
+        if (top && c->serial ? infer_one(th, c) : infer(th, c, top))
+            return -1;
     }
-    free(q);
+    return infer_one(th, n);
+}
+
+/* updateFunctionSamples of one node */
+static void update_one(cs_node *n, bool update_total)
+{
+    if (!n->prof)
+        return;
+    if (update_total)
+        lp_fs_update_total_samples(&n->prof->fs);
+    lp_fs_update_callsite_samples(&n->prof->fs);
+    lp_fs_shrink(&n->prof->fs);
+}
+
+/* ... on the nodes below n (`top` as for infer), each with the call
+ * graph's weight of the edge from its parent (its parent's call targets
+ * and its own profile are final then, and in cache) */
+static void update_kids(cs_node *n, bool top, bool update_total)
+{
+    cs_node *c;
+    uint32_t i;
+
+    for (i = 0; i < n->nkids; i++) {
+        c = n->kids[i].n;
+        update_one(c, update_total);
+        c->weight = cs_edge_weight(n, c);
+        if (!(top && c->serial))
+            update_kids(c, top, update_total);
+    }
+}
+
+/* ---- generation on two threads, by subtrees ---------------------------------- */
+
+/* The entries with at least D frames are grouped by their node at depth
+ * D (root = 0): the entries of a group make and change only that node's
+ * subtree, and only the inferred call site of the group node itself
+ * reaches above it (its parent's profile). The entries with fewer frames
+ * come first, on one thread, with the groups' nodes (their boundary
+ * heads may reach them). Then both threads take groups, the largest
+ * first, each making nodes and profiles in a trie of its own (the
+ * worker's trie grows the trie's nodes and interns names in its table,
+ * under a lock), and infer and update each group's profiles below its
+ * node; at the end the worker's trie is adopted and the levels down to
+ * D are inferred and updated. Nothing depends on who took which group:
+ * nodes are kept in key order, and every profile's values are sums,
+ * maxima and sorted insertions, which any order of the entries gives
+ * the same. */
+#define SPLIT_MAX_EXPAND 256     /* groups split at most */
+
+typedef struct split {
+    lp_ctx_entry *const *v;
+    size_t n;
+    lp_ctxcount *consume;       /* entries freed as generated, or NULL */
+    bool update_total;
+    cs_node **gnode;            /* per entry: its group's node (NULL:
+                                   shallow) */
+    unsigned *gdepth;           /* ... and that node's depth */
+    cs_node **group;            /* per group: its node */
+    size_t *order;              /* the deep entries, grouped */
+    size_t *start;              /* group g: order[start[g] .. start[g + 1]) */
+    size_t *by_size;            /* the groups, largest first */
+    size_t ngroups;
+    size_t next;                /* by_size's next group to take (atomic) */
+    int failed;                 /* a thread failed: stop (atomic) */
+    pthread_mutex_t bins_lock, names_lock;
+} split;
+
+/* Count the entries of each group node in its serial (zeroed first);
+ * the largest group's node and size in *big, *nbig. */
+static void group_sizes(split *s, cs_node **big, size_t *nbig)
+{
+    size_t i;
+    cs_node *nd;
+
+    for (i = 0; i < s->n; i++)
+        if (s->gnode[i])
+            s->gnode[i]->serial = 0;
+    *big = NULL;
+    *nbig = 0;
+    for (i = 0; i < s->n; i++)
+        if ((nd = s->gnode[i]) && ++nd->serial > *nbig) {
+            *nbig = nd->serial;
+            *big = nd;
+        }
+}
+
+/* Split group x into its children's groups: its entries one frame
+ * deeper, those that end at x shallow. -1: no memory. */
+static int expand(split *s, genth *th, cs_node *x, size_t *shallow)
+{
+    size_t i;
+    unsigned d;
+
+    if (x)
+        x->serial = 0;  /* not a group's any more */
+    for (i = 0; i < s->n; i++) {
+        if (s->gnode[i] != x)
+            continue;
+        d = ++s->gdepth[i];
+        if (s->v[i]->nframes < d) {
+            s->gnode[i] = NULL;
+            ++*shallow;
+        } else if (!(s->gnode[i] = cs_path(th->t, s->v[i]->frames, d, th->memo,
+                                           &th->pm)))
+            return -1;
+    }
     return 0;
+}
+
+static int by_size_cmp(const void *x, const void *y, void *arg)
+{
+    const size_t *start = arg, a = *(const size_t *)x, b = *(const size_t *)y;
+    size_t na = start[a + 1] - start[a], nb = start[b + 1] - start[b];
+
+    return na != nb ? (na < nb) - (na > nb) : (a > b) - (a < b);
+}
+
+/* Number the groups (their nodes' serial: 1 + the group) in the order
+ * their first entries come, their entries grouped, the groups by size. */
+static void plan_groups(split *s, size_t *cnt)
+{
+    size_t i, g, at = 0;
+    cs_node *nd;
+
+    for (i = 0; i < s->n; i++)
+        if (s->gnode[i])
+            s->gnode[i]->serial = 0;
+    s->ngroups = 0;
+    for (i = 0; i < s->n; i++) {
+        if (!(nd = s->gnode[i]))
+            continue;
+        if (!nd->serial) {
+            s->group[s->ngroups] = nd;
+            cnt[s->ngroups] = 0;
+            nd->serial = ++s->ngroups;
+        }
+        cnt[nd->serial - 1]++;
+    }
+    for (g = 0; g < s->ngroups; g++) {
+        s->start[g] = at;
+        at += cnt[g];
+        cnt[g] = s->start[g];
+        s->by_size[g] = g;
+    }
+    s->start[s->ngroups] = at;
+    for (i = 0; i < s->n; i++)
+        if (s->gnode[i])
+            s->order[cnt[s->gnode[i]->serial - 1]++] = i;
+    qsort_r(s->by_size, s->ngroups, sizeof *s->by_size, by_size_cmp, s->start);
+}
+
+/* The groups: from the root's children down, the largest group split
+ * into its children's while it holds more than 1/16 of the entries and
+ * at most 1/4 of them have become shallow. -1: no memory. */
+static int plan(split *s, genth *th)
+{
+    size_t *cnt = malloc(s->n * sizeof *cnt), shallow = 0, nbig, k;
+    cs_node *big;
+    int rc = cnt ? 0 : cs_oom(th->err);
+
+    s->ngroups = 0;
+    for (k = 0; k < s->n && rc == 0; k++) {
+        s->gnode[k] = NULL;
+        s->gdepth[k] = 0;
+    }
+    if (rc == 0)
+        rc = expand(s, th, NULL, &shallow);    /* the root's group */
+    for (k = 0; rc == 0 && k < SPLIT_MAX_EXPAND; k++) {
+        group_sizes(s, &big, &nbig);
+        if (nbig <= s->n / 16 || shallow > s->n / 4)
+            break;
+        if (expand(s, th, big, &shallow))
+            rc = cs_oom(th->err);
+    }
+    if (rc == 0)
+        plan_groups(s, cnt);
+    free(cnt);
+    return rc;
+}
+
+/* The serials generation used (zero again: the pre-inliner's). */
+static void serials_clear(split *s)
+{
+    size_t g;
+
+    for (g = 0; g < s->ngroups; g++)
+        s->group[g]->serial = 0;
+}
+
+/* Take groups until none is left: their entries, then the inferred call
+ * sites and the updates below each group's node. */
+static int take_groups(split *s, genth *th)
+{
+    size_t k, j, g;
+    cs_node *nd;
+    int rc = 0;
+
+    while (rc == 0 && !__atomic_load_n(&s->failed, __ATOMIC_RELAXED) &&
+           (k = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED)) < s->ngroups) {
+        g = s->by_size[k];
+        for (j = s->start[g]; j < s->start[g + 1] && rc == 0; j++) {
+            rc = add_entry(th, s->v[s->order[j]]);
+            entry_done(s->consume, s->order[j]);
+        }
+        nd = s->group[g];
+        for (j = 0; j < nd->nkids && rc == 0; j++)
+            rc = infer(th, nd->kids[j].n, false);
+        if (rc == 0)
+            update_kids(nd, false, s->update_total);
+    }
+    if (rc)
+        __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+typedef struct worker {
+    split *s;
+    genth th;
+    cs_trie t;                  /* grows the trie (cs_trie.of) */
+    lp_error err;
+    int rc;
+    pthread_t id;
+} worker;
+
+static void *worker_run(void *arg)
+{
+    worker *w = arg;
+
+    w->rc = take_groups(w->s, &w->th);
+    return NULL;
+}
+
+/* A worker started on s (its profiled functions collected if funcs),
+ * or NULL: the calling thread takes every group. */
+static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
+                            size_t nbins, bool funcs)
+{
+    worker *w = calloc(1, sizeof *w);
+
+    if (!w)
+        return NULL;
+    cs_trie_init(&w->t);
+    w->t.of = t;
+    w->s = s;
+    if (genth_init(&w->th, &w->t, bins, nbins, funcs ? cs_funcs_new() : NULL,
+                   &s->bins_lock, &w->err) == 0 && (w->th.funcs || !funcs) &&
+        pthread_create(&w->id, NULL, worker_run, w) == 0)
+        return w;
+    cs_funcs_free(w->th.funcs);
+    genth_free(&w->th);
+    free(w);
+    return NULL;
+}
+
+/* Wait for the worker, adopt its trie and functions; its error if any. */
+static int worker_end(worker *w, cs_trie *t, cs_funcs *funcs, lp_error *err)
+{
+    int rc;
+
+    if (!w)
+        return 0;
+    pthread_join(w->id, NULL);
+    cs_trie_adopt(t, &w->t);
+    if ((rc = w->rc) && err)
+        *err = w->err;
+    if (funcs && cs_funcs_merge(funcs, w->th.funcs) && rc == 0)
+        rc = cs_oom(err);
+    else if (!funcs)
+        cs_funcs_free(w->th.funcs);
+    genth_free(&w->th);
+    free(w);
+    return rc;
+}
+
+static void split_free(split *s)
+{
+    free(s->gnode);
+    free(s->gdepth);
+    free(s->group);
+    free(s->order);
+    free(s->start);
+    free(s->by_size);
+    pthread_mutex_destroy(&s->bins_lock);
+    pthread_mutex_destroy(&s->names_lock);
+}
+
+/* Generation on two threads when the entries group well (see above):
+ * 1 when done, 0 when not tried (the caller generates on one thread),
+ * -1 on error. */
+static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
+                          size_t n, lp_ctxcount *consume, const lp_cs_opts *o)
+{
+    size_t min = o->parallel_min ? o->parallel_min : 4096, i;
+    split s = {v, n, consume, o->update_total_samples, NULL, NULL, NULL, NULL,
+               NULL, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER,
+               PTHREAD_MUTEX_INITIALIZER};
+    worker *w;
+    int rc = 0;
+
+    if (n < min || min == SIZE_MAX || lp_cpus() < 2)
+        return 0;
+    if (!(s.gnode = malloc(n * sizeof *s.gnode)) ||
+        !(s.gdepth = malloc(n * sizeof *s.gdepth)) ||
+        !(s.group = malloc(n * sizeof *s.group)) ||
+        !(s.order = malloc(n * sizeof *s.order)) ||
+        !(s.start = malloc((n + 1) * sizeof *s.start)) ||
+        !(s.by_size = malloc(n * sizeof *s.by_size)))
+        rc = cs_oom(th->err);
+    if (rc == 0)
+        rc = plan(&s, th);
+    if (rc || s.ngroups < 2) {
+        serials_clear(&s);
+        split_free(&s);
+        return rc ? -1 : 0;
+    }
+    th->lock = &s.bins_lock;    /* before any instruction table is made */
+    t->names_lock = &s.names_lock;
+    for (i = 0; i < n && rc == 0; i++)  /* the shallow entries */
+        if (!s.gnode[i]) {
+            rc = add_entry(th, v[i]);
+            entry_done(consume, i);
+        }
+    w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->funcs != NULL);
+    if (rc == 0)
+        rc = take_groups(&s, th);
+    if (worker_end(w, t, th->funcs, rc ? NULL : th->err) && rc == 0)
+        rc = -1;
+    th->lock = NULL;
+    t->names_lock = NULL;
+    if (rc == 0)    /* the levels down to the groups' nodes */
+        rc = infer(th, &t->root, true);
+    if (rc == 0) {
+        update_one(&t->root, o->update_total_samples);
+        update_kids(&t->root, true, o->update_total_samples);
+    }
+    serials_clear(&s);
+    split_free(&s);
+    return rc ? -1 : 1;
 }
 
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
@@ -529,40 +751,36 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
 {
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_entries(cc, &v), i;
-    cs_insts **its = calloc(nbins ? nbins : 1, sizeof *its);
-    /* every name given to it stays put until the loop ends: the entries'
-     * (freed after it) and the binaries' */
-    cs_pmemo *memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *memo);
-    cs_pathmemo pm = {0};
-    int rc = n < 0 || !its || !memo ? cs_oom(err) : 0, rc2;
-    ahead *h = rc ? NULL : ahead_start(bins, nbins, v, (size_t)n, funcs != NULL, o);
-    size_t k;
+    genth th;
+    int rc = n < 0 ? cs_oom(err) : genth_init(&th, t, bins, nbins, funcs, NULL, err);
 
-    for (i = 0; i < n && rc == 0; i++) {
-        rc = add_entry(t, bins, nbins, its, memo, &pm, v[i], h, (size_t)i, funcs,
-                       err);
-        if (consume) {
-            lp_counters_free(v[i]->counters);
-            v[i]->counters = NULL;
+    for (i = 0; i < n && rc == 0; i++)
+        if (!bin_ok(v[i], bins, nbins))
+            rc = bad_binary(v[i], nbins, err);
+    if (rc == 0 && (rc = generate_split(t, &th, v, (size_t)n,
+                                        consume ? cc : NULL, o)) == 1)
+        rc = 0;
+    else if (rc == 0) {
+        for (i = 0; i < n && rc == 0; i++) {
+            rc = add_entry(&th, v[i]);
+            entry_done(consume ? cc : NULL, (size_t)i);
+        }
+        if (rc == 0)
+            rc = infer(&th, &t->root, false);
+        if (rc == 0) {
+            update_one(&t->root, o->update_total_samples);
+            update_kids(&t->root, false, o->update_total_samples);
         }
     }
-    if ((rc2 = ahead_end(h, (size_t)i, nbins, funcs, rc ? NULL : err)) && rc == 0)
-        rc = rc2;
     if (rc == 0 && funcs && cs_funcs_merge(funcs, NULL))
         rc = cs_oom(err);
-    for (k = 0; its && k < nbins; k++)
-        cs_insts_free(its[k]);
-    free(its);
-    free(memo);
-    cs_pathmemo_free(&pm);
+    if (n >= 0)
+        genth_free(&th);
     free(v);
     if (consume)
         lp_ctxcount_clear(cc); /* the keys and frames too: the trie has its own */
-    if (rc == 0)
-        rc = infer(t, &t->root, err);
-    if (rc == 0)
-        rc = update(t, o->update_total_samples, err);
-    return rc;
+    t->weights = rc == 0;
+    return rc < 0 ? -1 : 0;
 }
 
 int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
@@ -622,6 +840,10 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
         rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o,
                                                 lock, err)
                        : cs_generate_trie(&t, bins, nbins, cc, consume, o, funcs, err);
+    /* line-based: the sizes on a second thread from now (nothing else
+     * calls into the binaries until the pre-inliner gets them) */
+    if (rc == 0 && funcs && !o->probes && o->preinliner)
+        cs_sizes_start(funcs, bins, o);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0)
         rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, out, err);

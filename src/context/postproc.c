@@ -216,7 +216,8 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       uint64_t *hot, bool direct, lp_error *err)
 {
     cs_funcs *own = NULL;
-    cs_trie own_st, *st = &own_st;
+    cs_trie own_st;
+    cs_sizes_req sr = {&own_st, bins, NULL};
     const lp_summary *s;
     cs_summary_job sj;
     int rc = 0;
@@ -228,12 +229,11 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
         if (!funcs && !(funcs = own = cs_funcs_collect(bins, nbins, NULL, t, err)))
             rc = -1;
-        if (rc == 0 && !(st = cs_sizes_get(&own_st, bins, funcs, o, err)))
-            rc = -1;
+        sr.funcs = funcs;
     }
     if (rc == 0 && o->preinliner) {
         lp_phases_enter(o->phases, LP_PHASE_PREINLINE);
-        rc = cs_preinline(t, st, &sj, o, err);
+        rc = cs_preinline(t, &sr, &sj, o, err);
         p->is_preinlined = 1;
     }
     lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);

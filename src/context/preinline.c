@@ -47,7 +47,7 @@ typedef struct pre {            /* the pre-inliner's state */
     const lp_cs_opts *o;
     uint64_t cold, norm_upper;  /* thresholds from the summary */
     cs_summary_job *sj;         /* the summary, computed alongside */
-    bool no_summary;            /* it failed (err set) */
+    bool no_summary;            /* it or the sizes failed (err set) */
     lp_error *err;
     int oom;
     struct ctx_list *lists;     /* FuncToCtxtProfiles */
@@ -55,6 +55,8 @@ typedef struct pre {            /* the pre-inliner's state */
     uint64_t steps, max_steps;  /* promotion steps; the budget */
     bool bounded;               /* budget spent: walks skip new children */
     size_t nodes;               /* trie nodes at the start */
+    cs_node **bfs;              /* ... breadth first (populate_lists'),
+                                   kept for the call graph's edges */
 } pre;
 
 typedef struct ctx_list {
@@ -74,17 +76,24 @@ static int name_cmp(const cs_name *a, const cs_name *b)
     return a->len < b->len ? -1 : a->len > b->len;
 }
 
+/* The name's scratch slots (cs_name.pre_node, .pre_ctxs): the
+ * pre-inliner's own, on names it does not otherwise change. */
+static cs_name *scratch(const cs_name *name)
+{
+    return (cs_name *)name;
+}
+
 static pcg_node *pcg_func(pcg *g, const cs_name *name)
 {
-    pcg_node *n;
+    pcg_node *n = name->pre_node;
 
-    HASH_FIND_PTR(g->nodes, &name, n);
     if (n)
         return n;
     if (!(n = calloc(1, sizeof *n)))
         return NULL;
     n->name = name;
-    HASH_ADD_PTR(g->nodes, name, n);
+    HASH_ADD_PTR(g->nodes, name, n);   /* iterated in insertion order */
+    scratch(name)->pre_node = n;
     return n;
 }
 
@@ -153,8 +162,7 @@ static void finish_edges(pcg_node *n, uint32_t *at, uint64_t threshold,
     n->nedges = k;
 }
 
-/* the edge weight of a trie edge: max(call-site count, callee entry) */
-static uint64_t trie_weight(const cs_node *caller, const cs_node *callee)
+uint64_t cs_edge_weight(const cs_node *caller, const cs_node *callee)
 {
     uint64_t entry, site;
 
@@ -191,7 +199,11 @@ static int pcg_build(pcg *g, pre *P)
     size_t cnt, i;
     uint32_t k, *at;
 
-    if (!(q = cs_bfs(P->t, &cnt)))
+    /* the trie as populate_lists walked it (unchanged since) */
+    q = P->bfs;
+    cnt = P->nodes;
+    P->bfs = NULL;
+    if (!q && !(q = cs_bfs(P->t, &cnt)))
         return -1;
     for (i = 0; i < cnt; i++) {
         s = q[i] == &P->t->root ? NULL : pcg_func(g, q[i]->func);
@@ -201,11 +213,13 @@ static int pcg_build(pcg *g, pre *P)
             c = q[i]->kids[k].n;
             if (!(d = pcg_func(g, c->func)))
                 goto oom;
-            if (s && add_edge(s, d, trie_weight(q[i], c)))
+            if (s && add_edge(s, d, P->t->weights ? c->weight
+                                                  : cs_edge_weight(q[i], c)))
                 goto oom;
         }
     }
     free(q);
+    P->t->weights = false;      /* the pre-inliner changes the profiles */
     /* the root's edges (one per node) sorted by name give the name ranks
      * the other edges are sorted by */
     HASH_ITER(hh, g->nodes, n, tmp)
@@ -234,6 +248,7 @@ static void pcg_free(pcg *g)
 
     HASH_ITER(hh, g->nodes, n, tmp) {
         HASH_DEL(g->nodes, n);
+        scratch(n->name)->pre_node = NULL;
         free(n->edges);
         free(n);
     }
@@ -504,15 +519,15 @@ static int top_down_order(pre *P, name_vec *order)
 
 static ctx_list *ctx_list_of(pre *P, const cs_name *name, bool create)
 {
-    ctx_list *l;
+    ctx_list *l = name->pre_ctxs;
 
-    HASH_FIND_PTR(P->lists, &name, l);
     if (l || !create)
         return l;
     if (!(l = calloc(1, sizeof *l)))
         return NULL;
     l->name = name;
     HASH_ADD_PTR(P->lists, name, l);
+    scratch(name)->pre_ctxs = l;
     return l;
 }
 
@@ -542,7 +557,7 @@ static int populate_lists(pre *P)
         }
         l->v[l->n++] = q[i]->prof;
     }
-    free(q);
+    P->bfs = q;     /* for pcg_build */
     return i == n ? 0 : -1;
 }
 
@@ -552,6 +567,7 @@ static void free_lists(pre *P)
 
     HASH_ITER(hh, P->lists, l, tmp) {
         HASH_DEL(P->lists, l);
+        scratch(l->name)->pre_ctxs = NULL;
         free(l->v);
         free(l);
     }
@@ -858,10 +874,10 @@ static int drop_outlined(cs_trie *t)
     return 0;
 }
 
-int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
+int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err)
 {
-    pre P = {t, sizes, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0};
+    pre P = {t, NULL, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0, NULL};
     name_vec order = {0};
     size_t i;
     int rc;
@@ -870,11 +886,17 @@ int cs_preinline(cs_trie *t, cs_trie *sizes, cs_summary_job *sj,
     P.max_steps = 1000000 + 100 * (uint64_t)P.nodes;
     if (rc == 0)
         rc = top_down_order(&P, &order);
+    if (rc == 0 && sizes->funcs &&
+        !(P.sizes = cs_sizes_get(sizes->own, sizes->bins, sizes->funcs, o, err))) {
+        rc = -1;
+        P.no_summary = true;    /* err is set */
+    }
     for (i = 0; i < order.n && rc == 0; i++)
         rc = process_function(&P, order.v[i]);
     if (rc == 0)
         rc = drop_outlined(t);
     free(order.v);
+    free(P.bfs);    /* not taken by pcg_build (an error before it) */
     free_lists(&P);
     return rc ? P.no_summary ? -1 : cs_oom(err) : 0;
 }

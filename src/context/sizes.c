@@ -33,45 +33,67 @@ typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
 typedef struct size_job size_job;
 static void job_free(size_job *j);
 
+#define FUNCS_SEEN 256          /* direct-mapped slots of added functions */
+
 struct cs_funcs {               /* ProfiledFunctions */
     func_ent *head;
     int oom;
-    const lp_func_range *last;  /* the last range found (and added) */
+    const lp_func_range *last[2];   /* the last two ranges found (and
+                                       added: an entry's ranges and its
+                                       branches' ends mostly alternate
+                                       between a caller and a callee) */
     int last_bin;
     size_job *job;              /* the size trie being built, or NULL */
+    const func_ent *seen[FUNCS_SEEN];  /* added, by function pointer */
 };
 typedef cs_funcs func_set;
 
 static void add_func(func_set *s, const lp_function *f, int bin)
 {
+    const func_ent **slot;
     func_ent *e;
 
     if (!f)
         return;
+    slot = &s->seen[((uintptr_t)f >> 4) & (FUNCS_SEEN - 1)];
+    if (*slot && (*slot)->f == f && (*slot)->bin == bin)
+        return;
     HASH_FIND_PTR(s->head, &f, e);
-    if (e)
-        return;
-    if (!(e = calloc(1, sizeof *e))) {
-        s->oom = 1;
-        return;
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e))) {
+            s->oom = 1;
+            return;
+        }
+        e->f = f;
+        e->bin = bin;
+        HASH_ADD_PTR(s->head, f, e);
     }
-    e->f = f;
-    e->bin = bin;
-    HASH_ADD_PTR(s->head, f, e);
+    *slot = e;
+}
+
+static bool in_range(const lp_func_range *r, uint64_t addr)
+{
+    return r && addr >= r->start && addr < r->end;
 }
 
 static void add_addr(func_set *s, lp_binary *b, int bin, uint64_t addr)
 {
-    const lp_func_range *r = s->last;
+    const lp_func_range *r;
 
-    if (!r || addr < r->start || addr >= r->end || s->last_bin != bin)
-        r = lp_binary_func_range(b, addr);
-    if (r) {
-        if (r != s->last)
-            add_func(s, r->func, bin);
-        s->last = r;
-        s->last_bin = bin;
+    if (s->last_bin == bin && in_range(s->last[0], addr))
+        return;
+    if (s->last_bin == bin && in_range(s->last[1], addr)) {
+        r = s->last[1];
+    } else if ((r = lp_binary_func_range(b, addr))) {
+        if (s->last_bin != bin)
+            s->last[0] = NULL;
+        add_func(s, r->func, bin);
+    } else {
+        return;
     }
+    s->last[1] = s->last[0];
+    s->last[0] = r;
+    s->last_bin = bin;
 }
 
 /* collectFunctionsFromRawProfile for one entry */

@@ -166,7 +166,7 @@ static void pool_free(cs_pool *p)
     memset(p, 0, sizeof *p);
 }
 
-const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
+static cs_name *intern_locked(cs_trie *t, const char *s, size_t len)
 {
     cs_name *n;
 
@@ -180,6 +180,20 @@ const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
     n->len = len;
     n->md5 = lp_md5_hash64(s, len);
     HASH_ADD_KEYPTR(hh, t->names, n->s, n->len, n);
+    return n;
+}
+
+const cs_name *cs_intern(cs_trie *t, const char *s, size_t len)
+{
+    cs_name *n;
+
+    if (t->of)
+        t = t->of;
+    if (!t->names_lock)
+        return intern_locked(t, s, len);
+    pthread_mutex_lock(t->names_lock);
+    n = intern_locked(t, s, len);
+    pthread_mutex_unlock(t->names_lock);
     return n;
 }
 
@@ -402,6 +416,24 @@ void cs_trie_free(cs_trie *t)
     memset(t, 0, sizeof *t);
 }
 
+void cs_trie_adopt(cs_trie *t, cs_trie *w)
+{
+    cs_chunk **c = &t->node_pool.chunks;
+
+    if (!*c)
+        t->node_pool.used = w->node_pool.used;  /* w's newest is t's now */
+    while (*c)      /* t's chunks: a few hundred at most */
+        c = &(*c)->next;
+    *c = w->node_pool.chunks;
+    if (w->profs) { /* w's profiles before t's (no walk: ~10^5 of them) */
+        w->profs_last->next = t->profs;
+        if (!t->profs)
+            t->profs_last = w->profs_last;
+        t->profs = w->profs;
+    }
+    memset(w, 0, sizeof *w);
+}
+
 /* ---- profiles and paths ------------------------------------------------------- */
 
 cs_prof *cs_prof_new(cs_trie *t, const char *name)
@@ -413,6 +445,8 @@ cs_prof *cs_prof_new(cs_trie *t, const char *name)
         return NULL;
     }
     p->next = t->profs;
+    if (!t->profs)
+        t->profs_last = p;
     t->profs = p;
     return p;
 }
@@ -450,7 +484,7 @@ static size_t path_common(const cs_pathmemo *pm, const lp_ctx_frame *frames,
 cs_node *cs_path(cs_trie *t, const lp_ctx_frame *frames, size_t n,
                  cs_pmemo *memo, cs_pathmemo *pm)
 {
-    cs_node *node = &t->root;
+    cs_node *node = cs_root(t);
     lp_loc loc = {0, 0};
     const cs_name *f;
     size_t i = 0;

@@ -5,14 +5,18 @@
  * FuncOffsetTable and FuncMetadata sections, in that order) and the legacy
  * "binary" format (magic, version, summary, name table, profiles).
  * The layout follows SampleProfileWriterExtBinaryBase / ...Binary; the
- * profiles are encoded with ULEB128. Owns the encoding only.
+ * profiles are encoded with ULEB128. The summary is computed on a second
+ * thread while the name tables are built. Owns the encoding only.
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "lbr2prof/profile.h"
 #include "profile/format.h"
+#include "util/cpus.h"
 #include "util/grow.h"
 #include "writer/writer.h"
 
@@ -633,6 +637,47 @@ static int write_legacy(lp_buf *b, lp_fsamples **v, size_t n,
     return 0;
 }
 
+/* ---- the summary alongside ------------------------------------------------ */
+
+typedef struct summary_job {    /* the profile summary on its own thread */
+    const lp_profile *p;
+    bool unmerged;              /* --context-summary: not merged by name */
+    lp_summary s;
+    lp_error err;
+    int rc;
+    bool started;
+    pthread_t th;
+} summary_job;
+
+static void *summary_run(void *arg)
+{
+    summary_job *j = arg;
+
+    j->rc = j->unmerged ? lp_profile_summary_unmerged(j->p, &j->s, &j->err)
+                        : lp_profile_summary(j->p, &j->s, &j->err);
+    return NULL;
+}
+
+/* Started on a second thread when there is a second CPU (it only reads
+ * the profile, as the name tables do meanwhile). */
+static void summary_start(summary_job *j, const lp_profile *p, bool unmerged)
+{
+    *j = (summary_job){p, unmerged};
+    j->started = lp_cpus() >= 2 && pthread_create(&j->th, NULL, summary_run, j) == 0;
+}
+
+/* The summary (computed now if no thread did); -1 with err set. */
+static int summary_wait(summary_job *j, lp_error *err)
+{
+    if (j->started)
+        pthread_join(j->th, NULL);
+    else
+        summary_run(j);
+    if (j->rc && err)
+        *err = j->err;
+    return j->rc ? -1 : 0;
+}
+
 int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
                     lp_error *err)
 {
@@ -640,7 +685,7 @@ int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
     name_table t = {0};
     cs_table cst = {0};
     ext_ctx x = {0};
-    lp_summary s;
+    summary_job sj;
     lp_buf b = {0};
     size_t n;
     int rc;
@@ -650,18 +695,22 @@ int lp_write_binary(FILE *f, const lp_profile *p, const lp_write_opts *o,
                             "unsupported for writing operations (a %s "
                             "profile needs the text or extbinary format)",
                             p->is_cs ? "context-sensitive" : "probe-based");
-    if ((o->context_summary ? lp_profile_summary_unmerged(p, &s, err)
-                            : lp_profile_summary(p, &s, err)))
-        return -1;
+    summary_start(&sj, p, o->context_summary);
     n = lp_profile_sorted(p, &v);
+    if (n != (size_t)-1)
+        build_names(&t, v, n, p->is_cs);
+    if (summary_wait(&sj, err)) {   /* its error first, as before */
+        free_names(&t);
+        free(v);
+        return -1;
+    }
     if (n == (size_t)-1)
         return lp_error_set(err, LP_ENOMEM, "binary writer: out of memory");
-    build_names(&t, v, n, p->is_cs);
     rc = t.oom || (p->is_cs && cs_table_build(&cst, v, n)) ? -1 : 0;
     x = (ext_ctx){v, n, &t, p->is_cs ? &cst : NULL, NULL, p};
     if (rc == 0)
-        rc = o->format == LP_PROF_BINARY ? write_legacy(&b, v, n, &t, &s)
-                                         : write_ext(&b, &x, &s, o);
+        rc = o->format == LP_PROF_BINARY ? write_legacy(&b, v, n, &t, &sj.s)
+                                         : write_ext(&b, &x, &sj.s, o);
     if (rc == 0 && !b.oom && fwrite(b.d, 1, b.n, f) != b.n)
         rc = lp_error_set(err, LP_EIO, "binary writer: write failed");
     else if (rc || b.oom)

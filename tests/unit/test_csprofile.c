@@ -709,8 +709,8 @@ static void test_trie_round_trip(void **state)
 }
 
 /* Many contexts (some of them the same path under a second binary, whose
- * profile two entries share): bodies computed ahead by a second thread
- * make the profile one thread makes. */
+ * profile two entries share): generation on two threads, by subtrees,
+ * makes the profile one thread makes. */
 static char *many_contexts_text(lp_binary **b, size_t parallel_min, bool flat)
 {
     lp_ctxcount *cc = lp_ctxcount_new();
@@ -737,6 +737,22 @@ static char *many_contexts_text(lp_binary **b, size_t parallel_min, bool flat)
             assert_int_equal(lp_counters_add_range(e->counters, BASE + 0x5b0,
                                                    BASE + 0x5e9, k), 0);
         }
+    }
+    /* contexts that end above the groups (their heads reach group nodes),
+     * the empty one, and a chain deeper than the others that holds more
+     * than 1/16 of the entries (split again, twice) */
+    add_ctx(cc, (lp_ctx_frame[]){{"main", {0, 0}}}, 1, foo_r, 3, foo_b, 3);
+    add_ctx(cc, NULL, 0, NULL, 0, foo_b, 3);
+    add_ctx(cc, (lp_ctx_frame[]){{"main", {1, 0}}, {"foo", {0, 0}}}, 2, foo_r, 3,
+            foo_b, 3);
+    for (k = 1; k <= 100; k++) {
+        lp_ctx_frame deep[4] = {{"main", {1, 0}}, {"foo", {3, 0}}, {"bar", {k, 0}},
+                                {"foo", {0, 0}}};
+        rng r[3];
+        size_t i;
+        for (i = 0; i < 3; i++)
+            r[i] = (rng){foo_r[i].a, foo_r[i].b, foo_r[i].n + k};
+        add_ctx(cc, deep, 4, r, 3, foo_b, 3);
     }
     lp_cs_opts_default(&o);
     o.preinliner = o.gen_nested = !flat;   /* with the pre-inliner: the
