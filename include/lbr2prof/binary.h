@@ -86,6 +86,11 @@ lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
                           lp_error *err);
 void lp_binary_close(lp_binary *b);
 
+/* Give the resident pages of the binary's mapped files (the ELF and its
+ * debug file) back to the kernel: what was decoded from them is kept, and
+ * a page read again comes back from the page cache. Memory only. */
+void lp_binary_release_pages(lp_binary *b);
+
 /* Non-fatal diagnostics gathered while opening, i-th (NULL past the end). */
 const char *lp_binary_warning(const lp_binary *b, size_t i);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "binary/binary_internal.h"
+#include "util/pages.h"
 
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
 
@@ -436,6 +437,25 @@ lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
         return NULL;
     }
     return b;
+}
+
+/* The mapped image of one ELF file (libelf's ELF_C_READ_MMAP). */
+static void release_image(Elf *e)
+{
+    size_t n = 0;
+    char *p = e ? elf_rawfile(e, &n) : NULL;
+
+    if (p)
+        lp_pages_release(p, n);
+}
+
+void lp_binary_release_pages(lp_binary *b)
+{
+    if (!b)
+        return;
+    release_image(b->elf);
+    if (b->dbg_elf != b->elf)
+        release_image(b->dbg_elf);
 }
 
 void lp_binary_close(lp_binary *b)
