@@ -1,6 +1,7 @@
 /*
  * test_util.c - unit tests for src/util: error formatting, atomic output
- * the small-array sort and the written-zero allocation.
+ * the small-array sort, the written-zero allocation and the release of
+ * mapped files' pages.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "lbr2prof/error.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/phases.h"
+#include "util/pages.h"
 #include "util/sort.h"
 #include "util/zalloc.h"
 
@@ -266,6 +268,88 @@ static void test_zalloc_written_is_resident(void **state)
     free(p);
 }
 
+/* Rss in KB of the mapping that starts at p (/proc/self/smaps). */
+static long mapping_rss_kb(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    unsigned long lo, hi;
+    long kb = -1, v;
+    int in = 0;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)  /* a mapping's line */
+            in = lo == (uintptr_t)p;
+        else if (in && sscanf(line, "Rss: %ld", &v) == 1)
+            kb = v;
+    }
+    fclose(f);
+    return kb;
+}
+
+/* A 256 KiB file of a known pattern, mapped with prot. */
+static unsigned char *map_pattern(size_t len, int prot, char *path)
+{
+    unsigned char *buf = malloc(len), *p;
+    size_t i;
+    int fd = mkstemp(path);
+
+    assert_true(fd >= 0 && buf);
+    for (i = 0; i < len; i++)
+        buf[i] = (unsigned char)(i * 7 + 3);
+    assert_int_equal(write(fd, buf, len), (ssize_t)len);
+    p = mmap(NULL, len, prot, MAP_PRIVATE, fd, 0);
+    assert_true(p != MAP_FAILED);
+    close(fd);
+    free(buf);
+    return p;
+}
+
+static void test_pages_release_clean_file_pages(void **state)
+{
+    char path[] = "/tmp/lp-pages-XXXXXX";
+    size_t len = 256 * 1024, i;
+    unsigned char *p = map_pattern(len, PROT_READ, path);
+    unsigned sum = 0;
+    (void)state;
+
+    for (i = 0; i < len; i += 4096)
+        sum += p[i];
+    assert_true(mapping_rss_kb(p) >= 200);
+    lp_pages_release(p, len);
+    assert_int_equal(mapping_rss_kb(p), 0);   /* given back */
+    for (i = 0; i < len; i++)                 /* and read again intact */
+        assert_int_equal(p[i], (unsigned char)(i * 7 + 3));
+    assert_true(mapping_rss_kb(p) >= 200);
+    assert_true(sum > 0);
+    munmap(p, len);
+    unlink(path);
+}
+
+static void test_pages_release_keeps_written(void **state)
+{
+    char path[] = "/tmp/lp-pages-XXXXXX";
+    size_t len = 256 * 1024, i;
+    unsigned char *p = map_pattern(len, PROT_READ | PROT_WRITE, path);
+    unsigned char *anon = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    (void)state;
+
+    assert_true(anon != MAP_FAILED);
+    p[4096] = 0xee;                     /* relocated, then read-only: RELRO */
+    memset(anon, 0x5a, len);
+    assert_int_equal(mprotect(p, len, PROT_READ), 0);
+    lp_pages_release(p, len);
+    lp_pages_release(anon, len);
+    assert_int_equal(p[4096], 0xee);
+    for (i = 0; i < len; i += 512)
+        assert_int_equal(anon[i], 0x5a);
+    munmap(p, len);
+    munmap(anon, len);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +362,8 @@ int main(void)
         cmocka_unit_test(test_zalloc_written_is_resident),
         cmocka_unit_test(test_phases_account_and_report),
         cmocka_unit_test(test_phases_read_when_due),
+        cmocka_unit_test(test_pages_release_clean_file_pages),
+        cmocka_unit_test(test_pages_release_keeps_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
