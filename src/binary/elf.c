@@ -439,7 +439,9 @@ lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
     return b;
 }
 
-/* The mapped image of one ELF file (libelf's ELF_C_READ_MMAP). */
+/* The mapped image of one ELF file (libelf's ELF_C_READ_MMAP). Had mmap
+ * failed, elf_rawfile would read the file into memory: lp_pages_release
+ * then finds no file mapping there and drops nothing. */
 static void release_image(Elf *e)
 {
     size_t n = 0;

@@ -17,11 +17,11 @@
 #include "profgen/pg_internal.h"
 #include "util/pages.h"
 
-/* ---- held warnings ---------------------------------------------------------- */
+/* ---- mapped pages ------------------------------------------------------------ */
 
 /* The binaries' mapped files are read while they are opened and little
  * after (the decoded line rows, instructions and symbols are kept): their
- * resident pages are given back as each phase starts and after the
+ * resident pages are given back as reading and unwinding start and after the
  * unwinder is freed, so they do not add to the peaks of the unwinder's
  * flush and of generation (sqlite-line: 2.3 MB). */
 static void release_binary_pages(const pg_run *run)
@@ -31,6 +31,8 @@ static void release_binary_pages(const pg_run *run)
     for (i = 0; run->r && i < run->r->nbins; i++)
         lp_binary_release_pages(run->r->bins[i]);
 }
+
+/* ---- held warnings ---------------------------------------------------------- */
 
 static void hold_warning(void *ctx, const char *msg)
 {
