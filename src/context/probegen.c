@@ -274,6 +274,7 @@ static long context_addrs(pgen *g, uint64_t leaf, const uint64_t **a,
 {
     const lp_ctx_entry *e = g->e;
     uint64_t *in;
+    bool lock;
     long n;
 
     *own = NULL;
@@ -284,10 +285,11 @@ static long context_addrs(pgen *g, uint64_t leaf, const uint64_t **a,
         return -1;
     memcpy(in, e->addrs, e->naddrs * sizeof *in);
     in[e->naddrs] = LP_CTX_ADDR((size_t)e->bin, leaf);
-    if (g->bin_lock)            /* the hook may call into the binaries */
+    lock = g->bin_lock && !g->o->infer_prepare; /* else it only reads them */
+    if (lock)                   /* the hook may call into the binaries */
         pthread_mutex_lock(g->bin_lock);
     n = g->o->infer_frames(g->o->infer_ctx, in, e->naddrs + 1, own);
-    if (g->bin_lock)
+    if (lock)
         pthread_mutex_unlock(g->bin_lock);
     free(in);
     if (n < 1)
@@ -492,12 +494,17 @@ static int probe_is_code(pgen *g, uint32_t id, uint64_t addr)
 
     if (!*c && !(*c = calloc(lp_probes_count(g->pr), 1)))
         return -1;
-    if (!(*c)[id]) {
-        if (g->bin_lock)
+    if (!(*c)[id]) {            /* the lock only for a region the sizes'
+                                   thread has not disassembled yet */
+        int k = g->bin_lock ? lp_binary_is_code_ready(g->bin, addr) : -1;
+        if (k < 0 && g->bin_lock) {
             pthread_mutex_lock(g->bin_lock);
-        (*c)[id] = lp_binary_is_code(g->bin, addr) ? 1 : 2;
-        if (g->bin_lock)
+            k = lp_binary_is_code(g->bin, addr);
             pthread_mutex_unlock(g->bin_lock);
+        } else if (k < 0) {
+            k = lp_binary_is_code(g->bin, addr);
+        }
+        (*c)[id] = k ? 1 : 2;
     }
     return (*c)[id] == 1;
 }
