@@ -220,6 +220,12 @@ int lp_binary_ref_check(lp_binary *b, uint64_t site, uint64_t target,
  * is_branch: BranchAddressSet (jumps, conditional or not, direct or
  * indirect; not calls/returns). */
 bool lp_binary_is_code(lp_binary *b, uint64_t addr);
+/* lp_binary_is_code (1 or 0) when addr's region is disassembled already,
+ * else -1; reads only what is fixed once disassembled, so a thread may
+ * ask it without the lock another one holds while it disassembles (and
+ * moves the lookup memos) - then on -1 it asks lp_binary_is_code under
+ * that lock. */
+int lp_binary_is_code_ready(const lp_binary *b, uint64_t addr);
 bool lp_binary_is_call(lp_binary *b, uint64_t addr);
 bool lp_binary_is_return(lp_binary *b, uint64_t addr);
 bool lp_binary_is_branch(lp_binary *b, uint64_t addr);

@@ -95,6 +95,15 @@ typedef struct lp_cs_opts {
     long (*infer_frames)(void *ctx, const uint64_t *in, size_t n,
                          uint64_t **out);
     void *infer_ctx;
+    /* What infer_frames needs built first (its tail-call graphs), or
+     * NULL: called with infer_ctx before the first context is generated,
+     * from a second thread while the probes are decoded when there is one
+     * (then it may read the counters and call into the binaries, which
+     * nothing else changes meanwhile); 0, or -1 with err set. Called
+     * again later: it must return at once. Once it has run, infer_frames
+     * must only read the binaries (lp_binary_func_range): it is then
+     * called without the lock the context sizes' thread takes. */
+    int (*infer_prepare)(void *ctx, lp_error *err);
     struct lp_phases *phases;       /* marks pre-inlining and post-
                                        processing (phases.h), may be NULL */
     size_t parallel_min;            /* contexts from which line-based

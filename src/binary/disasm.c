@@ -365,18 +365,18 @@ static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
         if (ni)
             r->insts = ni;
     }
-    r->decoded = true;
+    /* release: lp_binary_is_code_ready reads insts without the lock */
+    __atomic_store_n(&r->decoded, true, __ATOMIC_RELEASE);
     return 0;
 }
 
 /* Index of the region with start <= addr < end, or -1. The region found
  * last is tried first (~500k lookups on a large CS profile, ~1,000
  * regions, one per symbol: the binary search was half their cost). */
-static ptrdiff_t find_region(lp_binary *b, uint64_t addr)
+/* The region holding addr, or -1 (no memo: changes nothing). */
+static ptrdiff_t region_at(const lp_binary *b, uint64_t addr)
 {
-    size_t lo = 0, hi = b->nregions, k = b->last_region;
-    if (k < hi && b->regions[k].start <= addr && addr < b->regions[k].end)
-        return (ptrdiff_t)k;
+    size_t lo = 0, hi = b->nregions;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (b->regions[mid].start <= addr)
@@ -386,8 +386,19 @@ static ptrdiff_t find_region(lp_binary *b, uint64_t addr)
     }
     if (lo == 0 || addr >= b->regions[lo - 1].end)
         return -1;
-    b->last_region = lo - 1;
     return (ptrdiff_t)lo - 1;
+}
+
+static ptrdiff_t find_region(lp_binary *b, uint64_t addr)
+{
+    size_t k = b->last_region;
+    ptrdiff_t r;
+    if (k < b->nregions && b->regions[k].start <= addr &&
+        addr < b->regions[k].end)
+        return (ptrdiff_t)k;
+    if ((r = region_at(b, addr)) >= 0)
+        b->last_region = (size_t)r;
+    return r;
 }
 
 static int ensure(lp_binary *b, size_t ri, lp_error *err)
@@ -491,6 +502,16 @@ static bool kind_is(lp_binary *b, uint64_t addr, int what)
 }
 
 bool lp_binary_is_code(lp_binary *b, uint64_t a) { return kind_is(b, a, 0); }
+
+int lp_binary_is_code_ready(const lp_binary *b, uint64_t addr)
+{
+    ptrdiff_t r = region_at(b, addr);
+    if (r < 0)
+        return 0;
+    if (!__atomic_load_n(&b->regions[r].decoded, __ATOMIC_ACQUIRE))
+        return -1;
+    return find_inst(&b->regions[r], addr, SIZE_MAX) >= 0;
+}
 bool lp_binary_is_call(lp_binary *b, uint64_t a) { return kind_is(b, a, 1); }
 bool lp_binary_is_return(lp_binary *b, uint64_t a) { return kind_is(b, a, 2); }
 bool lp_binary_is_branch(lp_binary *b, uint64_t a) { return kind_is(b, a, 3); }

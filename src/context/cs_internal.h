@@ -308,12 +308,13 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
 int cs_probes_decode(lp_binary *const *bins, size_t nbins,
                      lp_probes *const *probes, const lp_ctxcount *cc,
                      lp_error *err);
-/* cs_funcs_collect(bins, nbins, cc, NULL, err) found on a second thread
- * (when there is a second CPU) while this one runs cs_probes_decode: the
- * work before the context sizes' thread can start, on both cores. NULL
- * on error (err set: the decoding's first). */
+/* cs_funcs_collect(bins, nbins, cc, NULL, err), then o->infer_prepare,
+ * on a second thread (when there is a second CPU) while this one runs
+ * cs_probes_decode over o->probes: the work before the context sizes'
+ * thread can start, on both cores. NULL on error (err set: the
+ * decoding's first). */
 cs_funcs *cs_probes_prepare(lp_binary *const *bins, size_t nbins,
-                            lp_probes *const *probes, const lp_ctxcount *cc,
+                            const lp_cs_opts *o, const lp_ctxcount *cc,
                             lp_error *err);
 /* generateProbeBasedProfile into t (empty) from cc's address contexts,
  * with o->probes (decoded here for the profiled functions, unless they

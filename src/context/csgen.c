@@ -831,7 +831,7 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
     /* the profiled functions, while the counters are there (line-based:
      * collected by generation, entry by entry) */
     if (o->preinliner && o->use_context_cost &&
-        !(funcs = o->probes ? cs_probes_prepare(bins, nbins, o->probes, cc, err)
+        !(funcs = o->probes ? cs_probes_prepare(bins, nbins, o, cc, err)
                             : cs_funcs_new()))
         rc = o->probes ? -1 : cs_oom(err);
     if (rc == 0)

@@ -189,12 +189,15 @@ int cs_probes_decode(lp_binary *const *bins, size_t nbins,
 
 /* ---- the profiled functions for the context sizes, alongside ------------------- */
 
-typedef struct collect_job {    /* cs_funcs_collect on a second thread */
+typedef struct collect_job {    /* cs_funcs_collect and the inferrer's
+                                   preparation on a second thread */
     lp_binary *const *bins;
     size_t nbins;
     const lp_ctxcount *cc;
+    const lp_cs_opts *o;
     cs_funcs *funcs;
-    lp_error err;
+    int prep_rc;                /* o->infer_prepare's */
+    lp_error err, prep_err;
 } collect_job;
 
 static void *collect_main(void *arg)
@@ -202,14 +205,16 @@ static void *collect_main(void *arg)
     collect_job *j = arg;
 
     j->funcs = cs_funcs_collect(j->bins, j->nbins, j->cc, NULL, &j->err);
+    if (j->funcs && j->o->infer_prepare)
+        j->prep_rc = j->o->infer_prepare(j->o->infer_ctx, &j->prep_err);
     return NULL;
 }
 
 cs_funcs *cs_probes_prepare(lp_binary *const *bins, size_t nbins,
-                            lp_probes *const *probes, const lp_ctxcount *cc,
+                            const lp_cs_opts *o, const lp_ctxcount *cc,
                             lp_error *err)
 {
-    collect_job j = {.bins = bins, .nbins = nbins, .cc = cc};
+    collect_job j = {.bins = bins, .nbins = nbins, .cc = cc, .o = o};
     lp_ctx_entry **v = NULL;
     const lp_addr_pair_count *r;
     pthread_t th;
@@ -226,15 +231,19 @@ cs_funcs *cs_probes_prepare(lp_binary *const *bins, size_t nbins,
         lp_counters_branches_view(v[i]->counters, &r);
     }
     free(v);
-    alongside = lp_cpus() >= 2 && !all_decoded(probes, nbins) &&
+    alongside = lp_cpus() >= 2 && !all_decoded(o->probes, nbins) &&
                 pthread_create(&th, NULL, collect_main, &j) == 0;
-    rc = cs_probes_decode(bins, nbins, probes, cc, err);
+    rc = cs_probes_decode(bins, nbins, o->probes, cc, err);
     if (alongside)
         pthread_join(th, NULL);
     else
         collect_main(&j);
     if (rc == 0 && !j.funcs)
         *err = j.err;
+    else if (rc == 0 && j.prep_rc) {
+        *err = j.prep_err;
+        rc = -1;
+    }
     if (rc && j.funcs) {
         cs_funcs_free(j.funcs);
         j.funcs = NULL;
@@ -265,6 +274,7 @@ static long context_addrs(pgen *g, uint64_t leaf, const uint64_t **a,
 {
     const lp_ctx_entry *e = g->e;
     uint64_t *in;
+    bool lock;
     long n;
 
     *own = NULL;
@@ -275,10 +285,11 @@ static long context_addrs(pgen *g, uint64_t leaf, const uint64_t **a,
         return -1;
     memcpy(in, e->addrs, e->naddrs * sizeof *in);
     in[e->naddrs] = LP_CTX_ADDR((size_t)e->bin, leaf);
-    if (g->bin_lock)            /* the hook may call into the binaries */
+    lock = g->bin_lock && !g->o->infer_prepare; /* else it only reads them */
+    if (lock)                   /* the hook may call into the binaries */
         pthread_mutex_lock(g->bin_lock);
     n = g->o->infer_frames(g->o->infer_ctx, in, e->naddrs + 1, own);
-    if (g->bin_lock)
+    if (lock)
         pthread_mutex_unlock(g->bin_lock);
     free(in);
     if (n < 1)
@@ -483,12 +494,17 @@ static int probe_is_code(pgen *g, uint32_t id, uint64_t addr)
 
     if (!*c && !(*c = calloc(lp_probes_count(g->pr), 1)))
         return -1;
-    if (!(*c)[id]) {
-        if (g->bin_lock)
+    if (!(*c)[id]) {            /* the lock only for a region the sizes'
+                                   thread has not disassembled yet */
+        int k = g->bin_lock ? lp_binary_is_code_ready(g->bin, addr) : -1;
+        if (k < 0 && g->bin_lock) {
             pthread_mutex_lock(g->bin_lock);
-        (*c)[id] = lp_binary_is_code(g->bin, addr) ? 1 : 2;
-        if (g->bin_lock)
+            k = lp_binary_is_code(g->bin, addr);
             pthread_mutex_unlock(g->bin_lock);
+        } else if (k < 0) {
+            k = lp_binary_is_code(g->bin, addr);
+        }
+        (*c)[id] = k ? 1 : 2;
     }
     return (*c)[id] == 1;
 }
@@ -815,6 +831,8 @@ int cs_generate_probe_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         return cs_oom(err);
     }
     rc = cs_probes_decode(bins, nbins, o->probes, cc, err);
+    if (rc == 0 && o->infer_prepare)    /* unless cs_probes_prepare did */
+        rc = o->infer_prepare(o->infer_ctx, err);
     n = rc ? 0 : lp_ctxcount_all(cc, &v);
     if (n < 0)
         rc = cs_oom(err);

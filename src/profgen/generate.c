@@ -92,10 +92,13 @@ static int from_contexts(const lp_profgen_opts *o, lp_profgen_result *r,
     lp_phases_enter(o->phases, LP_PHASE_GENERATE);
     run_cs_opts(o, r, &co);
     /* llvm-profgen 22 builds the inferrer's graph from the counters before
-     * generating a probe CS profile (the counters are used up after) */
+     * generating a probe CS profile (the counters are used up after):
+     * here generation builds it (pg_infer_prepare) before its first
+     * context, beside the probe decoding on a second core */
     rc = pg_infer_init(&pi, o, r, r->raw_cs, err);
     if (rc == 0 && pi.n) {
         co.infer_frames = pg_infer_frames;
+        co.infer_prepare = pg_infer_prepare;
         co.infer_ctx = &pi;
         r->missing_frames_inferred = true;
     }

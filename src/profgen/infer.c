@@ -35,13 +35,26 @@ int pg_infer_init(pg_infer *pi, const lp_profgen_opts *o,
     if (!(pi->tcs = calloc(r->nbins, sizeof *pi->tcs)))
         return lp_error_set(err, LP_ENOMEM, "out of memory");
     pi->n = r->nbins;
-    for (b = 0; b < r->nbins; b++) {
-        if (!r->priv->probes[b])
-            continue;
-        if (!(pi->tcs[b] = lp_tailcall_new(r->bins[b], &to, err)) ||
-            lp_tailcall_add_ctxcount(pi->tcs[b], cc, (int)b, err))
+    pi->cc = cc;
+    for (b = 0; b < r->nbins; b++)
+        if (r->priv->probes[b] &&
+            !(pi->tcs[b] = lp_tailcall_new(r->bins[b], &to, err)))
             return -1;
-    }
+    return 0;
+}
+
+int pg_infer_prepare(void *ctx, lp_error *err)
+{
+    pg_infer *pi = ctx;
+    size_t b;
+
+    if (pi->built)
+        return 0;
+    pi->built = true;
+    for (b = 0; b < pi->n; b++)
+        if (pi->tcs[b] &&
+            lp_tailcall_add_ctxcount(pi->tcs[b], pi->cc, (int)b, err))
+            return -1;
     return 0;
 }
 

@@ -137,16 +137,21 @@ void pg_tailcall_opts(const lp_profgen_opts *o, bool *infer,
 typedef struct pg_infer {
     lp_tailcall **tcs;
     size_t n;
+    const lp_ctxcount *cc;      /* the counters the graphs are built from */
+    bool built;                 /* pg_infer_prepare has run */
     /* the last context completed: its addresses, the answer, and where
      * each address is in the answer (infer.c's reuse of a common prefix) */
     uint64_t *last_in, *last_out;
     size_t *last_pos;
     size_t nlast, nlast_out, last_cap, last_out_cap;
 } pg_infer;
-/* The graphs from every branch of cc, when the run infers frames. */
+/* The graphs, empty, when the run infers frames (pi->n > 0). */
 int pg_infer_init(pg_infer *pi, const lp_profgen_opts *o,
                   const lp_profgen_result *r, const lp_ctxcount *cc,
                   lp_error *err);
+/* lp_cs_opts.infer_prepare: the graphs from every branch of cc (once;
+ * generation runs it beside the probe decoding). */
+int pg_infer_prepare(void *ctx, lp_error *err);
 /* lp_cs_opts.infer_frames, ctx a pg_infer. */
 long pg_infer_frames(void *ctx, const uint64_t *in, size_t n, uint64_t **out);
 void pg_infer_free(pg_infer *pi);

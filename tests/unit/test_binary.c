@@ -303,8 +303,20 @@ static void check_disasm(const char *bin)
     for (size_t i = 0; i + 1 < n; i++)
         if (v[i + 1].block == v[i].block && v[i + 1].addr - v[i].addr > 1) {
             assert_false(lp_binary_is_code(b, v[i].addr + 1));
+            assert_int_equal(lp_binary_is_code_ready(b, v[i].addr + 1), 0);
             break;
         }
+    /* every region walked above is disassembled: the lock-free answer is
+     * there; in a fresh copy it is not, until lp_binary_is_code asks */
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(lp_binary_is_code_ready(b, v[i].addr), 1);
+    lp_binary *b2 = open_ok(bin, NULL);
+    size_t last = n - 1;
+    if (lp_binary_is_code_ready(b2, v[last].addr) == -1) {
+        assert_true(lp_binary_is_code(b2, v[last].addr));
+        assert_int_equal(lp_binary_is_code_ready(b2, v[last].addr), 1);
+    }
+    lp_binary_close(b2);
     lp_binary_close(b);
     free(v);
 }
