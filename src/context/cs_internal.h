@@ -23,6 +23,7 @@
 #include <uthash.h>
 
 #include "lbr2prof/csprofile.h"
+#include "util/job.h"
 
 /* SampleContext states (ContextStateMask) */
 enum { CS_RAW = 1, CS_SYNTHETIC = 2, CS_INLINED = 4, CS_MERGED = 8 };
@@ -220,8 +221,7 @@ typedef struct cs_summary_job {
     lp_summary s;
     lp_error err;
     int rc;
-    bool started, done;
-    pthread_t th;
+    lp_job job;
 } cs_summary_job;
 void cs_summary_start(cs_summary_job *j, cs_trie *t);
 /* The summary (NULL on error, err set); may be called again: the same

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "context/cs_internal.h"
-#include "util/cpus.h"
 #include "util/grow.h"
 #include "util/hash.h"
 
@@ -700,18 +699,12 @@ void cs_summary_start(cs_summary_job *j, cs_trie *t)
 {
     memset(j, 0, sizeof *j);
     j->t = t;
-    j->started = lp_cpus() >= 2 && pthread_create(&j->th, NULL, summary_run, j) == 0;
+    lp_job_start(&j->job, summary_run, j);
 }
 
 const lp_summary *cs_summary_wait(cs_summary_job *j, lp_error *err)
 {
-    if (!j->done) {
-        if (j->started)
-            pthread_join(j->th, NULL);
-        else
-            summary_run(j);
-        j->done = true;
-    }
+    lp_job_wait(&j->job);
     if (j->rc) {
         if (err)
             *err = j->err;

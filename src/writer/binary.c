@@ -16,7 +16,7 @@
 
 #include "lbr2prof/profile.h"
 #include "profile/format.h"
-#include "util/cpus.h"
+#include "util/job.h"
 #include "util/grow.h"
 #include "writer/writer.h"
 
@@ -645,8 +645,7 @@ typedef struct summary_job {    /* the profile summary on its own thread */
     lp_summary s;
     lp_error err;
     int rc;
-    bool started;
-    pthread_t th;
+    lp_job job;
 } summary_job;
 
 static void *summary_run(void *arg)
@@ -663,16 +662,13 @@ static void *summary_run(void *arg)
 static void summary_start(summary_job *j, const lp_profile *p, bool unmerged)
 {
     *j = (summary_job){p, unmerged};
-    j->started = lp_cpus() >= 2 && pthread_create(&j->th, NULL, summary_run, j) == 0;
+    lp_job_start(&j->job, summary_run, j);
 }
 
 /* The summary (computed now if no thread did); -1 with err set. */
 static int summary_wait(summary_job *j, lp_error *err)
 {
-    if (j->started)
-        pthread_join(j->th, NULL);
-    else
-        summary_run(j);
+    lp_job_wait(&j->job);
     if (j->rc && err)
         *err = j->err;
     return j->rc ? -1 : 0;
