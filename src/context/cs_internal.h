@@ -37,6 +37,9 @@ typedef struct cs_name {        /* an interned function name */
     void *pre_node, *pre_ctxs;  /* the pre-inliner's call-graph node and
                                    context list of the name (NULL outside
                                    it): no table lookup per trie node */
+    uint32_t summary_id;        /* the summary's number for the name
+                                   (cs_trie_summary's, beside the
+                                   pre-inliner: fields of its own) */
     UT_hash_handle hh;
 } cs_name;
 

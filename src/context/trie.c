@@ -665,23 +665,41 @@ int cs_trie_from_profile(cs_trie *t, lp_profile *p)
 
 /* ---- summary ----------------------------------------------------------------------- */
 
+/* The context-less summary: the profiles grouped by their interned name
+ * (one cs_name per distinct name in a trie), no name hashed. */
 int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err)
 {
     lp_fsamples **v;
+    uint32_t *group, ids = 0;
+    cs_name *f;
     cs_node **q;
     size_t n, i, k = 0;
     int rc;
 
     if (!(q = cs_bfs(t, &n)))
         return cs_oom(err);
-    if (!(v = malloc((n ? n : 1) * sizeof *v))) {
+    v = malloc((n ? n : 1) * sizeof *v);
+    group = malloc((n ? n : 1) * sizeof *group);
+    if (!v || !group) {
+        free(v);
+        free(group);
         free(q);
         return cs_oom(err);
     }
     for (i = 0; i < n; i++)
         if (q[i]->prof)
-            v[k++] = &q[i]->prof->fs;
-    rc = lp_summary_by_function(v, k, s, err);
+            ((cs_name *)q[i]->func)->summary_id = UINT32_MAX;
+    for (i = 0; i < n; i++) {
+        if (!q[i]->prof)
+            continue;
+        f = (cs_name *)q[i]->func;
+        if (f->summary_id == UINT32_MAX)
+            f->summary_id = ids++;
+        group[k] = f->summary_id;
+        v[k++] = &q[i]->prof->fs;
+    }
+    rc = lp_summary_by_group(v, k, group, ids, s, err);
+    free(group);
     free(v);
     free(q);
     return rc;
