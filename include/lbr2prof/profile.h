@@ -52,6 +52,10 @@ typedef struct lp_profile {
                              * carry CFG checksums (text !CFGChecksum,
                              * extbinary FuncMetadata "probe" flag) */
     int is_fs;              /* FS discriminators (extbinary summary flag) */
+    void (*pending)(void *);/* run by lp_profile_free (NULL: nothing): what
+                             * made the profile frees its own data on a
+                             * thread meanwhile, waited for there */
+    void *pending_arg;
 } lp_profile;
 
 lp_profile *lp_profile_new(void);

@@ -112,6 +112,10 @@ typedef struct cs_trie {
 
 void cs_trie_init(cs_trie *t);
 void cs_trie_free(cs_trie *t);
+/* t freed on a second thread from now, waited for when p is freed (then
+ * or at once when there is no second CPU or p waits for something
+ * else); t is left empty. */
+void cs_trie_free_later(cs_trie *t, lp_profile *p);
 /* The root that t's paths start from (t's, or for a worker's trie the
  * one of the trie it grows). */
 static inline cs_node *cs_root(cs_trie *t)

@@ -415,6 +415,44 @@ void cs_trie_free(cs_trie *t)
     memset(t, 0, sizeof *t);
 }
 
+/* A second thread freeing a trie. */
+typedef struct trie_reaper {
+    lp_job job;
+    cs_trie t;
+} trie_reaper;
+
+static void *reaper_run(void *arg)
+{
+    cs_trie_free(&((trie_reaper *)arg)->t);
+    return NULL;
+}
+
+static void reaper_wait(void *arg)
+{
+    trie_reaper *r = arg;
+
+    lp_job_wait(&r->job);
+    free(r);
+}
+
+/* Freeing the trie is ~1.2 M frees (the profiles the pre-inliner merged
+ * away keep their bodies and call targets), memory bound: on the second
+ * core it overlaps the end of post-processing and the writing of p. */
+void cs_trie_free_later(cs_trie *t, lp_profile *p)
+{
+    trie_reaper *r;
+
+    if (p->pending || !(r = calloc(1, sizeof *r))) {
+        cs_trie_free(t);
+        return;
+    }
+    r->t = *t;  /* the root's children keep &t->root as parent: unread */
+    memset(t, 0, sizeof *t);
+    p->pending = reaper_wait;
+    p->pending_arg = r;
+    lp_job_start(&r->job, reaper_run, r);
+}
+
 void cs_trie_adopt(cs_trie *t, cs_trie *w)
 {
     cs_chunk **c = &t->node_pool.chunks;
