@@ -52,6 +52,10 @@ typedef struct lp_profile {
                              * carry CFG checksums (text !CFGChecksum,
                              * extbinary FuncMetadata "probe" flag) */
     int is_fs;              /* FS discriminators (extbinary summary flag) */
+    void (*pending)(void *);/* run by lp_profile_free (NULL: nothing): what
+                             * made the profile frees its own data on a
+                             * thread meanwhile, waited for there */
+    void *pending_arg;
 } lp_profile;
 
 lp_profile *lp_profile_new(void);
@@ -257,6 +261,10 @@ int lp_profile_summary_unmerged(const lp_profile *p, lp_summary *s,
  * context-less summary of CS profiles); none may have inlinees. */
 int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,
                            lp_error *err);
+/* The same, the caller naming each profile's function: v[i]'s is
+ * group[i] < ngroups (one number per distinct name). */
+int lp_summary_by_group(lp_fsamples *const *v, size_t n, const uint32_t *group,
+                        size_t ngroups, lp_summary *s, lp_error *err);
 /* Count at or above which the cutoff `cutoff` (e.g. 990000) is reached. */
 uint64_t lp_summary_count_for_cutoff(const lp_summary *s, uint32_t cutoff);
 

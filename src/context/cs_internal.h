@@ -37,6 +37,9 @@ typedef struct cs_name {        /* an interned function name */
     void *pre_node, *pre_ctxs;  /* the pre-inliner's call-graph node and
                                    context list of the name (NULL outside
                                    it): no table lookup per trie node */
+    uint32_t summary_id;        /* the summary's number for the name
+                                   (cs_trie_summary's, beside the
+                                   pre-inliner: fields of its own) */
     UT_hash_handle hh;
 } cs_name;
 
@@ -109,6 +112,10 @@ typedef struct cs_trie {
 
 void cs_trie_init(cs_trie *t);
 void cs_trie_free(cs_trie *t);
+/* t freed on a second thread from now, waited for when p is freed (then
+ * or at once when there is no second CPU or p waits for something
+ * else); t is left empty. */
+void cs_trie_free_later(cs_trie *t, lp_profile *p);
 /* The root that t's paths start from (t's, or for a worker's trie the
  * one of the trie it grows). */
 static inline cs_node *cs_root(cs_trie *t)

@@ -848,7 +848,7 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
     if (rc == 0)
         rc = cs_postprocess_trie(&t, bins, nbins, funcs, o, out, err);
     cs_funcs_free(funcs);
-    cs_trie_free(&t);
+    cs_trie_free(&t);   /* empty unless post-processing failed */
     return rc;
 }
 

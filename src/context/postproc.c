@@ -264,10 +264,12 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     direct = o->gen_nested && !merge && !o->trim_cold_profile;
     if (trie_stage(t, bins, nbins, funcs, o, p, &hot, direct, err))
         return -1;
-    if (direct) {
-        if (nest_trie(t, p, o->merged_base_profiles))
-            return cs_oom(err);
-    } else {
+    if (direct && nest_trie(t, p, o->merged_base_profiles))
+        return cs_oom(err);
+    /* what is left of the trie (its nodes, the profiles merged away and
+     * the emptied ones) is freed beside the rest */
+    cs_trie_free_later(t, p);
+    if (!direct) {
         if (trim_merge(p, hot, o->trim_cold_profile, merge,
                        o->max_cold_context_depth, o->preinliner))
             return cs_oom(err);

@@ -415,6 +415,44 @@ void cs_trie_free(cs_trie *t)
     memset(t, 0, sizeof *t);
 }
 
+/* A second thread freeing a trie. */
+typedef struct trie_reaper {
+    lp_job job;
+    cs_trie t;
+} trie_reaper;
+
+static void *reaper_run(void *arg)
+{
+    cs_trie_free(&((trie_reaper *)arg)->t);
+    return NULL;
+}
+
+static void reaper_wait(void *arg)
+{
+    trie_reaper *r = arg;
+
+    lp_job_wait(&r->job);
+    free(r);
+}
+
+/* Freeing the trie is ~1.2 M frees (the profiles the pre-inliner merged
+ * away keep their bodies and call targets), memory bound: on the second
+ * core it overlaps the end of post-processing and the writing of p. */
+void cs_trie_free_later(cs_trie *t, lp_profile *p)
+{
+    trie_reaper *r;
+
+    if (p->pending || !(r = calloc(1, sizeof *r))) {
+        cs_trie_free(t);
+        return;
+    }
+    r->t = *t;  /* the root's children keep &t->root as parent: unread */
+    memset(t, 0, sizeof *t);
+    p->pending = reaper_wait;
+    p->pending_arg = r;
+    lp_job_start(&r->job, reaper_run, r);
+}
+
 void cs_trie_adopt(cs_trie *t, cs_trie *w)
 {
     cs_chunk **c = &t->node_pool.chunks;
@@ -665,23 +703,41 @@ int cs_trie_from_profile(cs_trie *t, lp_profile *p)
 
 /* ---- summary ----------------------------------------------------------------------- */
 
+/* The context-less summary: the profiles grouped by their interned name
+ * (one cs_name per distinct name in a trie), no name hashed. */
 int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err)
 {
     lp_fsamples **v;
+    uint32_t *group, ids = 0;
+    cs_name *f;
     cs_node **q;
     size_t n, i, k = 0;
     int rc;
 
     if (!(q = cs_bfs(t, &n)))
         return cs_oom(err);
-    if (!(v = malloc((n ? n : 1) * sizeof *v))) {
+    v = malloc((n ? n : 1) * sizeof *v);
+    group = malloc((n ? n : 1) * sizeof *group);
+    if (!v || !group) {
+        free(v);
+        free(group);
         free(q);
         return cs_oom(err);
     }
     for (i = 0; i < n; i++)
         if (q[i]->prof)
-            v[k++] = &q[i]->prof->fs;
-    rc = lp_summary_by_function(v, k, s, err);
+            ((cs_name *)q[i]->func)->summary_id = UINT32_MAX;
+    for (i = 0; i < n; i++) {
+        if (!q[i]->prof)
+            continue;
+        f = (cs_name *)q[i]->func;
+        if (f->summary_id == UINT32_MAX)
+            f->summary_id = ids++;
+        group[k] = f->summary_id;
+        v[k++] = &q[i]->prof->fs;
+    }
+    rc = lp_summary_by_group(v, k, group, ids, s, err);
+    free(group);
     free(v);
     free(q);
     return rc;

@@ -217,6 +217,8 @@ void lp_profile_free(lp_profile *p)
         fs_clear(&t->fs);
         free(t);
     }
+    if (p->pending)
+        p->pending(p->pending_arg);
     free(p);
 }
 

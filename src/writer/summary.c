@@ -157,10 +157,147 @@ static void detailed(lp_summary *s, count_vec *cv)
     }
 }
 
+/* One function's body counts summed by location: open addressing on
+ * the location, reused from function to function without clearing (a
+ * slot is the current function's iff its id is; others count as empty).
+ * A function's few hundred locations stay in cache, where one table of
+ * every (function, location) was MBs of random probes. */
+typedef struct loc_tab {
+    fcount *v;
+    size_t mask;
+    uint32_t *used;             /* the current function's slots */
+    size_t nused;
+} loc_tab;
+
+static fcount *loc_slot(const loc_tab *t, uint32_t id, lp_loc loc)
+{
+    uint64_t h = ((uint64_t)loc.disc << 32 | loc.line) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h ^ (h >> 29)) & t->mask;
+
+    while (t->v[i].id == id && (t->v[i].loc.line != loc.line ||
+                                t->v[i].loc.disc != loc.disc))
+        i = (i + 1) & t->mask;
+    return &t->v[i];
+}
+
+/* Room for n more locations of function id (the table at most half full). */
+static int loc_reserve(loc_tab *t, size_t n)
+{
+    size_t size = t->v ? t->mask + 1 : 0, want = 256;
+    void *u;
+
+    while (want < 2 * n)
+        want *= 2;
+    if (want <= size)
+        return 0;
+    free(t->v);
+    if (!(t->v = calloc(want, sizeof *t->v)) ||
+        !(u = realloc(t->used, want * sizeof *t->used)))
+        return -1;
+    t->used = u;
+    t->mask = want - 1;
+    return 0;
+}
+
+/* The sums of one function's profiles v[0..n) (function number id). */
+static int add_function(lp_summary *s, count_vec *cv, loc_tab *t, uint32_t id,
+                        lp_fsamples *const *v, size_t n, uint64_t *head)
+{
+    size_t i, j, nb, records = 0;
+    fcount *f;
+    int rc = 0;
+
+    for (i = 0; i < n; i++)
+        records += lp_fs_nr_body(v[i]);
+    if (loc_reserve(t, records))
+        return -1;
+    t->nused = 0;
+    for (i = 0; i < n; i++) {
+        *head = lp_sat_add(*head, v[i]->head);
+        nb = lp_fs_nr_body(v[i]);
+        for (j = 0; j < nb; j++) {
+            const lp_body_rec *r = lp_fs_body_at(v[i], j);
+            f = loc_slot(t, id + 1, lp_body_loc(r));
+            if (f->id != id + 1) {
+                *f = (fcount){id + 1, lp_body_loc(r), 0};
+                t->used[t->nused++] = (uint32_t)(f - t->v);
+            }
+            f->count = lp_sat_add(f->count, lp_body_count(r));
+        }
+    }
+    for (i = 0; i < t->nused && rc == 0; i++)
+        rc = add_count(s, cv, t->v[t->used[i]].count);
+    return rc;
+}
+
+/* v reordered by group (a counting sort); start[g] is group g's first. */
+static lp_fsamples **by_group(lp_fsamples *const *v, size_t n,
+                              const uint32_t *group, size_t ngroups,
+                              size_t **start)
+{
+    lp_fsamples **o = malloc((n ? n : 1) * sizeof *o);
+    size_t *at = calloc(ngroups + 1, sizeof *at), i;
+
+    if (!o || !at) {
+        free(o);
+        free(at);
+        return NULL;
+    }
+    for (i = 0; i < n; i++)
+        at[group[i] + 1]++;
+    for (i = 0; i < ngroups; i++)
+        at[i + 1] += at[i];
+    for (i = 0; i < n; i++)
+        o[at[group[i]]++] = v[i];
+    for (i = ngroups; i > 0; i--)   /* back to each group's first */
+        at[i] = at[i - 1];
+    at[0] = 0;
+    *start = at;
+    return o;
+}
+
+int lp_summary_by_group(lp_fsamples *const *v, size_t n, const uint32_t *group,
+                        size_t ngroups, lp_summary *s, lp_error *err)
+{
+    lp_fsamples **o;
+    count_vec cv = {0};
+    loc_tab t = {0};
+    size_t *start = NULL, g;
+    uint64_t head;
+    int rc = 0;
+
+    *s = (lp_summary){0};
+    for (g = 0; g < n; g++)
+        if (lp_fs_nr_callsites(v[g]))
+            return lp_error_set(err, LP_EUNSUPP, "profile summary: nested "
+                                "profiles in a flattened summary");
+    if (!(o = by_group(v, n, group, ngroups, &start)))
+        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    for (g = 0; g < ngroups && rc == 0; g++) {
+        if (start[g] == start[g + 1])
+            continue;
+        head = 0;
+        rc = add_function(s, &cv, &t, (uint32_t)g, o + start[g],
+                          start[g + 1] - start[g], &head);
+        s->num_functions++;
+        if (head > s->max_function_count)
+            s->max_function_count = head;
+    }
+    if (rc == 0)
+        detailed(s, &cv);
+    free(o);
+    free(start);
+    free(t.v);
+    free(t.used);
+    free(cv.v);
+    if (rc)
+        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    return 0;
+}
+
 typedef struct fgroup {         /* the profiles of one function */
     const char *name;
     uint32_t id;
-    uint64_t head;
     UT_hash_handle hh;
 } fgroup;
 
@@ -174,79 +311,30 @@ static void free_groups(fgroup *g)
     }
 }
 
-/* Body counts of v summed by function and location, packed (in no order);
- * NULL on no memory. */
-static fcount *group_counts(lp_fsamples *const *v, size_t n, fgroup **groups,
-                            size_t *nc)
-{
-    fsum_tab t = {0};
-    size_t i, k = 0;
-    fgroup *g;
-    uint32_t ids = 0;
-
-    for (i = 0; i < n; i++) {
-        size_t nb, j;
-        HASH_FIND_STR(*groups, v[i]->name, g);
-        if (!g) {
-            if (!(g = calloc(1, sizeof *g)))
-                goto oom;
-            g->name = v[i]->name;
-            g->id = ids++;
-            HASH_ADD_KEYPTR(hh, *groups, g->name, strlen(g->name), g);
-        }
-        g->head = lp_sat_add(g->head, v[i]->head);
-        nb = lp_fs_nr_body(v[i]);
-        for (j = 0; j < nb; j++) {
-            const lp_body_rec *r = lp_fs_body_at(v[i], j);
-            if (fsum_add(&t, g->id, lp_body_loc(r), lp_body_count(r)))
-                goto oom;
-        }
-    }
-    if (!t.v && !(t.v = calloc(1, sizeof *t.v)))
-        return NULL;
-    for (i = 0; t.n && i <= t.mask; i++)
-        if (t.v[i].id)
-            t.v[k++] = t.v[i];
-    *nc = k;
-    return t.v;
-oom:
-    free(t.v);
-    return NULL;
-}
-
 int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,
                            lp_error *err)
 {
     fgroup *groups = NULL, *g;
-    count_vec cv = {0};
-    size_t nc = 0, i;
-    fcount *c;
-    int rc = 0;
+    uint32_t *id = malloc((n ? n : 1) * sizeof *id), ids = 0;
+    size_t i;
+    int rc;
 
-    *s = (lp_summary){0};
-    for (i = 0; i < n; i++)
-        if (lp_fs_nr_callsites(v[i]))
-            return lp_error_set(err, LP_EUNSUPP, "profile summary: nested "
-                                "profiles in a flattened summary");
-    if (!(c = group_counts(v, n, &groups, &nc))) {
-        free_groups(groups);
-        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    for (i = 0; id && i < n; i++) {
+        HASH_FIND_STR(groups, v[i]->name, g);
+        if (!g && (g = calloc(1, sizeof *g))) {
+            g->name = v[i]->name;
+            g->id = ids++;
+            HASH_ADD_KEYPTR(hh, groups, g->name, strlen(g->name), g);
+        }
+        if (!g)
+            break;
+        id[i] = g->id;
     }
-    for (i = 0; i < nc && rc == 0; i++)
-        rc = add_count(s, &cv, c[i].count);
-    for (g = groups; g; g = g->hh.next) {
-        s->num_functions++;
-        if (g->head > s->max_function_count)
-            s->max_function_count = g->head;
-    }
-    if (rc == 0)
-        detailed(s, &cv);
-    free(c);
-    free(cv.v);
+    rc = id && i == n ? lp_summary_by_group(v, n, id, ids, s, err)
+                      : lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    free(id);
     free_groups(groups);
-    if (rc)
-        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
-    return 0;
+    return rc;
 }
 
 /* ProfileConverter::flattenProfile(..., ProfileIsCS = true): contexts

@@ -137,6 +137,51 @@ static void test_summary_cutoffs(void **state)
     lp_profile_free(p);
 }
 
+/* The context-less summary of CS profiles: contexts of one function
+ * summed by location first, whether the functions are found by name or
+ * numbered by the caller (the context trie numbers its interned names). */
+static void test_summary_by_function(void **state)
+{
+    static const struct { const char *ctx, *name; uint32_t line; uint64_t n, head; } r[] = {
+        {"main:1 @ f", "f", 1, 5, 3}, {"main:1 @ f", "f", 2, 7, 3},
+        {"main:2 @ f", "f", 1, 6, 4}, {"g", "g", 1, 5, 9},
+        {"main:3 @ g", "g", 3, 0, 1}, {"main", "main", 1, 40, 0},
+    };
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *v[5];
+    uint32_t group[5] = {0, 0, 1, 1, 2};
+    lp_summary a, b;
+    lp_error e = {0};
+    size_t i, n = 0;
+    (void)state;
+
+    for (i = 0; i < sizeof r / sizeof r[0]; i++) {
+        lp_fsamples *fs = lp_profile_get(p, r[i].ctx, r[i].name);
+        assert_non_null(fs);
+        if (n == 0 || v[n - 1] != fs)
+            v[n++] = fs;
+        fs->head = r[i].head;
+        lp_body_add(lp_fs_body(fs, (lp_loc){r[i].line, 0}), r[i].n);
+    }
+    assert_int_equal(n, 5);
+    assert_int_equal(lp_summary_by_function(v, n, &a, &e), 0);
+    assert_int_equal(lp_summary_by_group(v, n, group, 3, &b, &e), 0);
+    /* f:1 11, f:2 7, g:1 5, g:3 0, main:1 40 */
+    assert_true(a.total_count == 63 && a.max_count == 40);
+    assert_true(a.num_counts == 5 && a.num_functions == 3);
+    assert_true(a.max_function_count == 10);   /* g: 9 + 1 */
+    assert_true(a.entries[5].min_count == 40 && a.entries[5].num_counts == 1);
+    assert_true(a.entries[15].min_count == 5 && a.entries[15].num_counts == 4);
+    assert_true(b.total_count == a.total_count && b.max_count == a.max_count &&
+                b.max_function_count == a.max_function_count &&
+                b.num_counts == a.num_counts && b.num_functions == a.num_functions);
+    for (i = 0; i < LP_NR_CUTOFFS; i++)
+        assert_true(b.entries[i].cutoff == a.entries[i].cutoff &&
+                    b.entries[i].min_count == a.entries[i].min_count &&
+                    b.entries[i].num_counts == a.entries[i].num_counts);
+    lp_profile_free(p);
+}
+
 static uint64_t le64(const uint8_t *p)
 {
     uint64_t v = 0;
@@ -437,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_md5_vectors),
         cmocka_unit_test(test_text_format),
         cmocka_unit_test(test_summary_cutoffs),
+        cmocka_unit_test(test_summary_by_function),
         cmocka_unit_test(test_extbinary_layout),
         cmocka_unit_test(test_legacy_binary),
         cmocka_unit_test(test_text_round_trip),
