@@ -28,7 +28,8 @@
  * decimal count line. Anything else (MMAP lines, counts, comments, a
  * broken block) ends the region before it; so do more distinct units
  * than the table's cap, a unit longer than PT_MAX_UNIT and the end of
- * the file. Memory: the read buffer (PT_BUF) and the table, 36 bytes a
+ * the file; and it ends after more distinct units than repeated ones
+ * (more than PT_DISTINCT_MIN: samples that seldom repeat gain nothing). Memory: the read buffer (PT_BUF) and the table, 36 bytes a
  * distinct unit, at most `cap` of them.
  */
 #include <pthread.h>
@@ -43,6 +44,7 @@
 #define PT_BUF (1u << 20)
 #define PT_MAX_UNIT (16u << 20)
 #define PT_TABLE0 4096u
+#define PT_DISTINCT_MIN 4096u
 
 struct lp_pstail {
     int fd, hybrid;
@@ -304,6 +306,10 @@ static void scan(lp_pstail *t)
         pos += (size_t)n;
         lines += nl;
         units++;
+        if (t->n > PT_DISTINCT_MIN && t->n > units / 2) {
+            t->res.distinct = 1;
+            break;
+        }
     }
     t->res.end = t->base + pos;
     t->res.lines = lines;

@@ -29,13 +29,15 @@ typedef struct lp_pstail_res {
     uint64_t units;     /* hybrid: blank line + block; LBR-only: lines */
     const lp_pstail_blk *blk;   /* distinct units, first occurrence first */
     size_t nblk;
+    int distinct;       /* it ended as most of its units were distinct */
 } lp_pstail_res;
 
 /* Count the units of `fd` (a regular file of `size` bytes, read with
  * pread: its file offset is not touched) from the first unit start at or
  * after `from` on, on a new thread, until a line that is not part of a
- * clean unit, more than `cap` distinct units, the end of the file or
- * lp_pstail_finish. hybrid: units are "\n" + frame lines + " 0x" line;
+ * clean unit, more than `cap` distinct units, more distinct units than
+ * repeated ones (past PT_DISTINCT_MIN: each would be read back and parsed
+ * anyway), the end of the file or lp_pstail_finish. hybrid: units are "\n" + frame lines + " 0x" line;
  * else single lines that are neither MMAP nor count lines. NULL: no
  * thread or no memory (no tail). */
 lp_pstail *lp_pstail_start(int fd, uint64_t from, uint64_t size, int hybrid,

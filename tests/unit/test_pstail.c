@@ -200,6 +200,14 @@ static uint64_t every_offset(const char *text)
             same(&seq, &v, off);
             units += v.st.tail_units;
             free(v.out);
+            /* the head stops the tail where it gets to it, new tails
+             * follow: at whatever place, the same */
+            if (!refs)
+                continue;
+            snprintf(at, sizeof at, "%zu+", off);
+            parse(f, at, refs, &v);
+            same(&seq, &v, off);
+            free(v.out);
         }
     }
     free(seq.out);
@@ -391,6 +399,34 @@ static void test_not_allowed(void **state)
     fclose(f);
 }
 
+/* Samples that seldom repeat: the tail ends once more than PT_DISTINCT_MIN
+ * (4096) of them are distinct and they are more than half of its units;
+ * the head parses the rest. */
+static void test_mostly_distinct(void **state)
+{
+    size_t cap = 1 << 20, n = 0, k;
+    char *text = malloc(cap);
+    FILE *f;
+    view seq, v;
+    (void)state;
+
+    assert_non_null(text);
+    n += (size_t)sprintf(text, MMAP1);
+    for (k = 0; k < 12000; k++)
+        n += (size_t)sprintf(text + n, "\n\t%zx\n 0x1/0x2 0x3/0x%zx\n",
+                             0x400000 + k % 10000, k % 7);
+    f = text_file(text);
+    parse(f, NULL, 0, &seq);
+    parse(f, "1", 1, &v);
+    same(&seq, &v, 1);
+    assert_int_equal(v.st.tail_units, 4097);    /* all distinct so far */
+    assert_int_equal(v.st.tail_blocks, 4097);
+    free(v.out);
+    free(seq.out);
+    free(text);
+    fclose(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_handed_on),
         cmocka_unit_test(test_not_allowed),
+        cmocka_unit_test(test_mostly_distinct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
