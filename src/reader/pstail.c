@@ -41,7 +41,7 @@
 #include "reader/rd_internal.h"
 #include "util/hash.h"
 
-#define PT_BUF (1u << 20)
+#define PT_BUF (256u << 10)
 #define PT_MAX_UNIT (16u << 20)
 #define PT_TABLE0 4096u
 #define PT_DISTINCT_MIN 4096u
