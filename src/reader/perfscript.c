@@ -534,6 +534,25 @@ static int is_lbr_line(ps_line l)
     return starts_with(t1, "0x") && has_char(t1, '/');
 }
 
+int lp_pscript_frame_line(const char *s, size_t n)
+{
+    uint64_t a;
+
+    return is_frame_line((ps_line){s, n}, &a);
+}
+
+int lp_pscript_mmap_line(const char *s, size_t n)
+{
+    return is_mmap_line((ps_line){s, n});
+}
+
+int lp_pscript_count_line(const char *s, size_t n)
+{
+    uint64_t c;
+
+    return is_count_line((ps_line){s, n}, &c);
+}
+
 /* ---- mode detection (checkPerfScriptType) ---------------------------------- */
 
 /* The first bytes must be text: a binary file that is not perf.data gets

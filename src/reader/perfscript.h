@@ -85,6 +85,13 @@ void lp_pscript_allow_repeats(lp_pscript *p);
 /* After the first lp_pscript_next(): 1 if samples carry call stacks. */
 int lp_pscript_is_hybrid(const lp_pscript *p);
 
+/* llvm-profgen's line predicates on the line [s, s+n) (no '\n'), for the
+ * tail (pstail.c): a call-stack frame line, an MMAP event line, a
+ * decimal repeat count line. */
+int lp_pscript_frame_line(const char *s, size_t n);
+int lp_pscript_mmap_line(const char *s, size_t n);
+int lp_pscript_count_line(const char *s, size_t n);
+
 /* True if the first bytes of an input look like perf script text rather
  * than anything else we know (used for error messages). */
 int lp_pscript_sniff(const void *buf, size_t len);

@@ -21,8 +21,9 @@
  * A region holds only units that change no state of the parser and
  * whose effect is a function of their bytes: for a hybrid file, a blank
  * line, call-stack lines (llvm-profgen's frame lines: optional white
- * space, then hex digits, the first not a decimal repeat count) and a
- * line starting with " 0x", each ending in '\n' (the parser takes the
+ * space, then hex digits, the first not a decimal repeat count; the
+ * parser's own predicates decide) and a line starting with " 0x", each
+ * ending in '\n' (the parser takes the
  * blank line as a sample start, skipped, and the rest as one sample);
  * for an LBR-only file, any line that is neither an MMAP line nor a
  * decimal count line. Anything else (MMAP lines, counts, comments, a
@@ -37,6 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "reader/perfscript.h"
 #include "reader/pstail.h"
 #include "reader/rd_internal.h"
 #include "util/hash.h"
@@ -96,52 +98,20 @@ static int refill(lp_pstail *t, size_t keep)
 
 /* ---- what a clean unit is ---------------------------------------------- */
 
-static int ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
-}
-
-static int hexd(char c)
-{
-    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
-}
-
-/* llvm-profgen's frame line (perfscript.c's is_frame_line): white space,
- * then hex digits to the end, with at most 16 after leading zeros. */
+/* The parser's own predicates (perfscript.c), on [s, e). */
 static int frame_line(const char *s, const char *e)
 {
-    const char *d;
-
-    while (s < e && ws(*s))
-        s++;
-    if (s == e)
-        return 0;
-    for (d = s; d < e; d++)
-        if (!hexd(*d))
-            return 0;
-    while (s < e - 16 && *s == '0')
-        s++;
-    return e - s <= 16;
+    return lp_pscript_frame_line(s, (size_t)(e - s));
 }
 
-/* Only decimal digits: a repeat count (or too long for one, which the
- * parser would take as a sample: left to it all the same). */
-static int digits(const char *s, const char *e)
-{
-    if (s == e)
-        return 0;
-    for (; s < e; s++)
-        if (*s < '0' || *s > '9')
-            return 0;
-    return 1;
-}
-
-/* perfscript.c's is_mmap_line. */
 static int mmap_line(const char *s, const char *e)
 {
-    if (e - s < 50 || (*s >= '0' && *s <= '9'))
-        return 0;
-    return memmem(s, (size_t)(e - s), "PERF_RECORD_MMAP", 16) != NULL;
+    return lp_pscript_mmap_line(s, (size_t)(e - s));
+}
+
+static int count_line(const char *s, const char *e)
+{
+    return lp_pscript_count_line(s, (size_t)(e - s));
 }
 
 /* The unit at s (a line start) before e. > 0: its bytes, up to and with
@@ -155,7 +125,7 @@ static long unit_at(const lp_pstail *t, const char *s, const char *e,
     if (!t->hybrid) {
         if (!(le = memchr(s, '\n', (size_t)(e - s))))
             return 0;
-        if (mmap_line(s, le) || digits(s, le))
+        if (mmap_line(s, le) || count_line(s, le))
             return -1;
         *k = s;
         *klen = (size_t)(le - s);
@@ -175,7 +145,7 @@ static long unit_at(const lp_pstail *t, const char *s, const char *e,
             break;
         if (!(le = memchr(q, '\n', (size_t)(e - q))))
             return 0;
-        if (!frame_line(q, le) || (q == *k && digits(q, le)))
+        if (!frame_line(q, le) || (q == *k && count_line(q, le)))
             return -1;
         ++*nl;
         q = le + 1;

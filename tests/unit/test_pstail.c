@@ -363,39 +363,42 @@ static void test_handed_on(void **state)
     fclose(f);
 }
 
+/* The units the tail counted when `f`, at `pos`, is parsed with `prefix`
+ * (n bytes) taken from it before, the tail forced from the first byte. */
+static uint64_t tail_units(FILE *f, long pos, const char *prefix, size_t n,
+                           int allow)
+{
+    const lp_event *ev;
+    lp_pscript *p;
+    lp_error e;
+    uint64_t u;
+
+    setenv("LBR2PROF_TEXT_SPLIT", "1", 1);
+    fseek(f, pos, SEEK_SET);
+    p = lp_pscript_open(f, prefix, n, "t.txt", &e);
+    assert_non_null(p);
+    if (allow)
+        lp_pscript_allow_repeats(p);
+    while (lp_pscript_next(p, &ev, &e) == 1)
+        assert_true(allow || ev->kind != LP_EV_SAMPLE || ev->u.sample.repeat == 1);
+    u = lp_pscript_stats_get(p)->tail_units;
+    lp_pscript_close(p);
+    unsetenv("LBR2PROF_TEXT_SPLIT");
+    return u;
+}
+
 /* Without lp_pscript_allow_repeats, or from a stream that is not a
  * regular file read from its start, there is no tail. */
 static void test_not_allowed(void **state)
 {
     static const char text[] = MMAP1 BLK_A BLK_B BLK_A BLK_B "\n";
     FILE *f = text_file(text);
-    lp_pscript *p;
-    const lp_event *ev;
-    lp_error e;
     (void)state;
 
-    setenv("LBR2PROF_TEXT_SPLIT", "1", 1);
-    rewind(f);
-    p = lp_pscript_open(f, NULL, 0, "t.txt", &e);
-    while (lp_pscript_next(p, &ev, &e) == 1)
-        assert_true(ev->kind != LP_EV_SAMPLE || ev->u.sample.repeat == 1);
-    assert_int_equal(lp_pscript_stats_get(p)->tail_units, 0);
-    lp_pscript_close(p);
-    fseek(f, 3, SEEK_SET);                  /* not from its start */
-    p = lp_pscript_open(f, text, 3, "t.txt", &e);
-    lp_pscript_allow_repeats(p);
-    while (lp_pscript_next(p, &ev, &e) == 1)
-        ;
-    assert_int_equal(lp_pscript_stats_get(p)->tail_units, 4);
-    lp_pscript_close(p);
-    fseek(f, 5, SEEK_SET);                  /* position and prefix disagree */
-    p = lp_pscript_open(f, text, 3, "t.txt", &e);
-    lp_pscript_allow_repeats(p);
-    while (lp_pscript_next(p, &ev, &e) == 1)
-        ;
-    assert_int_equal(lp_pscript_stats_get(p)->tail_units, 0);
-    lp_pscript_close(p);
-    unsetenv("LBR2PROF_TEXT_SPLIT");
+    assert_int_equal(tail_units(f, 0, NULL, 0, 1), 4);
+    assert_int_equal(tail_units(f, 0, NULL, 0, 0), 0);  /* not allowed */
+    assert_int_equal(tail_units(f, 3, text, 3, 1), 4);  /* sniffed bytes */
+    assert_int_equal(tail_units(f, 5, text, 3, 1), 0);  /* they disagree */
     fclose(f);
 }
 
