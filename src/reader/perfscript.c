@@ -1453,6 +1453,22 @@ static void tail_next(lp_pscript *p)
     t->state = t->t ? PT_RUNNING : PT_NONE;
 }
 
+/* The tail's result is of no use: a new tail further on, as after a hand-
+ * off (not when the tail is waited for, nor after samples that seldom
+ * repeat). */
+static void tail_again(lp_pscript *p, uint64_t off)
+{
+    ps_tail *t = &p->tl;
+    int distinct = t->res.distinct;
+
+    tail_drop(p);
+    if (distinct || t->size - off < t->again)
+        return;
+    t->from = split_at(off, t->size);
+    if ((t->t = tail_launch(p, t->from)) != NULL)
+        t->state = PT_RUNNING;
+}
+
 /* The head's step is at or past tl.from: the tail's result; its samples
  * from here on if this step starts where the tail's region does. */
 static void tail_reached(lp_pscript *p)
@@ -1464,13 +1480,15 @@ static void tail_reached(lp_pscript *p)
         lp_pstail_finish(t->t, !t->wait, &t->res);
         t->state = PT_COUNTED;
         t->from = t->res.start;
-        if (!t->res.nblk)
-            tail_drop(p);
+        if (!t->res.nblk) {
+            tail_again(p, off);     /* nothing (yet: a busy machine) */
+            return;
+        }
     }
     if (t->state != PT_COUNTED || off < t->res.start)
         return;
     if (off > t->res.start) {
-        tail_drop(p);               /* a step went over its start */
+        tail_again(p, off);         /* a step went over its start */
         return;
     }
     t->state = PT_HANDING;
