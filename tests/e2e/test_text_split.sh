@@ -3,10 +3,11 @@
 # (src/reader/pstail.c) gives the profile and the warnings it gives
 # without: llvm-profgen's perf scripts that have a binary (the conformance
 # tests' pairs), their samples three times over (so that they repeat), CS
-# default mode, --no-repair-frames and flat, the tail forced
-# (LBR2PROF_TEXT_SPLIT) from a quarter, the half and three quarters of the
-# file, waited for (OFFSET) or stopped where the head gets to it with new
-# tails after it (OFFSET+), on two CPUs and on one, against
+# default mode (with --show-detailed-warning too), --no-repair-frames and
+# flat, the tail forced (LBR2PROF_TEXT_SPLIT) from a quarter, the half and
+# three quarters of the file, waited for (OFFSET) or stopped where the
+# head gets to it with new tails after it (OFFSET+), on two CPUs and on
+# one, against
 # LBR2PROF_TEXT_SPLIT=off (which the conformance tests hold to
 # llvm-profgen).
 set -u
@@ -48,7 +49,8 @@ for c in noinline-cs-noprobe.perfscript:noinline-cs-noprobe \
     { cat "$D/${c%%:*}"; echo; grep -v PERF_RECORD_MMAP "$D/${c%%:*}"
       echo; grep -v PERF_RECORD_MMAP "$D/${c%%:*}"; } >"$t"
     size=$(wc -c <"$t")
-    for o in "" "--no-repair-frames" "--ignore-stack-samples"; do
+    for o in "" "--no-repair-frames" "--ignore-stack-samples" \
+             "--show-detailed-warning"; do
         # shellcheck disable=SC2086
         run ref off two --perfscript="$t" --binary="$b" $o
         for at in $((size / 4)) $((size / 2)) $((size * 3 / 4)) \
