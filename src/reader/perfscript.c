@@ -14,10 +14,13 @@
  *   - lines llvm-profgen only warns about (comments, blank lines, broken
  *     LBR tokens, unparsable MMAP lines) are skipped and counted.
  *
- * Owns line buffering and text parsing. Does not own perf.data parsing,
- * format detection (reader.c) or any interpretation of the addresses.
+ * Owns line buffering and text parsing, and the hand-off of what a
+ * second thread counted in the file's tail (pstail.c counts; "the tail"
+ * below parses and hands on). Does not own perf.data parsing, format
+ * detection (reader.c) or any interpretation of the addresses.
  * Memory is bounded by the longest line (plus, before the first sample
- * line, the text that precedes it, up to LP_PSCRIPT_MAX_PREAMBLE bytes).
+ * line, the text that precedes it, up to LP_PSCRIPT_MAX_PREAMBLE bytes,
+ * and a tail's table of distinct samples, pstail.c).
  * (Mapping the file instead of read() measured no faster: populating and
  * dropping page-table entries costs what the copy does.)
  */
