@@ -12,7 +12,9 @@
  * parser and the consumer see a few percent of the tail's samples.
  *
  * Owns the tail's thread, its read buffer and its table, and the rules
- * of what a clean sample is (below). Does not own parsing (every sample
+ * of what a clean sample is (below; the line predicates themselves are
+ * the parser's), and lp_reader_allow_repeats, the front end's switch
+ * (here while reader.c is being reworked for perf.data). Does not own parsing (every sample
  * is parsed by perfscript.c, with llvm-profgen's rules, at its first
  * occurrence: same bytes, same result) nor deciding whether to split
  * (perfscript.c: regular files, two CPUs, a consumer that weights by
