@@ -115,6 +115,9 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
  * text: {dup_id, 0}), so that a repeated sample is found without reading
  * its arrays. Without it the aggregator computes the same digest. */
 void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id);
+/* The next sample stands for `calls` samples of the input (lp_sample.
+ * calls; 0: one): the unweighted counts (leaf-external) add it. */
+void lp_lbr_agg_set_calls(lp_lbr_agg *a, uint64_t calls);
 
 /* A sample of process `pid` that will come soon (e.g. from
  * lp_reader_set_ahead's function): starts loading the waiting samples'

@@ -186,6 +186,12 @@ typedef struct lp_sample {
     const uint8_t *stack_user;
     uint64_t stack_user_dyn_size;
     uint64_t repeat;         /* 1, or the count of an aggregated text sample */
+    uint64_t calls;          /* the samples of the input this one stands
+                                for (0: one): more than one only from
+                                lp_reader_allow_repeats, repeat then
+                                their repeats' sum; what llvm-profgen
+                                counts per sample text, unweighted, adds
+                                this */
     uint64_t dup_id;         /* perf script text: nonzero when every sample
                                 with this id is the same text (call stack
                                 and LBR lines byte for byte; the repeat
@@ -369,6 +375,16 @@ void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx);
  * without a thread, never called. */
 typedef void (*lp_reader_ahead_fn)(void *ctx, lp_sample *s);
 void lp_reader_set_ahead(lp_reader *r, lp_reader_ahead_fn fn, void *ctx);
+
+/* The caller weights each sample by lp_sample.repeat and needs nothing
+ * else of where a sample was (offsets, the order of equal samples): for
+ * perf script text in a regular file, on two CPUs, samples that repeat
+ * in the file's tail may then come as one, repeat = their number, in the
+ * order of their first occurrence (a second thread counts them while the
+ * head is parsed; the events' totals and statistics are the same). Call
+ * before lp_reader_start and the first lp_reader_next. A no-op for
+ * perf.data. */
+void lp_reader_allow_repeats(lp_reader *r);
 
 /* Read from an open FILE (pipe mode or text; no seeking). `name` is used in
  * messages. The stream is not closed by lp_reader_close(). */

@@ -107,6 +107,9 @@ typedef struct lp_hybrid_sample {
     size_t nbr;
     uint32_t pid;
     uint64_t repeat;            /* 0 counts as 1 */
+    uint64_t calls;             /* lp_sample.calls: the samples this one
+                                   stands for (0 counts as 1); the
+                                   unweighted counts add it */
     uint64_t dup_id;            /* lp_sample.dup_id: nonzero, samples with
                                    the same id have the same stack and LBR
                                    (the intake is then done once) */

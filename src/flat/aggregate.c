@@ -87,6 +87,7 @@ struct lp_lbr_agg {
     pend_tab pending;
     size_t pending_bytes;
     lp_stacks_id next_id;       /* lp_lbr_agg_set_id: the next sample's */
+    uint64_t next_calls;        /* lp_lbr_agg_set_calls: the next sample's */
     uint64_t *idw;              /* lp_stacks_id_of's scratch */
     size_t idw_cap;
     /* hybrid samples with their stacks ignored (HybridPerfReader's
@@ -453,7 +454,7 @@ static int sample_id(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
 /* A new waiting sample. */
 static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
                     const lp_branch_entry *br, size_t n, uint64_t repeat,
-                    lp_error *err)
+                    uint64_t calls, lp_error *err)
 {
     size_t len = sizeof(pend) + 16 * n, i;
     pend_tab *t = &a->pending;
@@ -469,10 +470,20 @@ static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
         e->br[2 * i] = br[i].from;
         e->br[2 * i + 1] = br[i].to;
     }
-    t->v[t->n] = (pend_ent){*id, repeat, 1, e, 0};
+    t->v[t->n] = (pend_ent){*id, repeat, calls, e, 0};
     pend_place(t, t->n++);
     a->pending_bytes += len + sizeof(pend_ent);
     return 0;
+}
+
+/* The samples of the input the sample being counted stands for
+ * (lp_lbr_agg_set_calls: once). */
+static uint64_t take_calls(lp_lbr_agg *a)
+{
+    uint64_t c = a->next_calls ? a->next_calls : 1;
+
+    a->next_calls = 0;
+    return c;
 }
 
 /* Queue a sample (or add its repeat to an identical waiting one); chain:
@@ -482,6 +493,7 @@ static int enqueue(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
                    const lp_branch_entry *br, size_t n, uint64_t repeat,
                    lp_error *err)
 {
+    uint64_t calls = take_calls(a);
     pend_slot *s;
     pend_id id;
 
@@ -490,10 +502,10 @@ static int enqueue(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
     if (a->pending.mask && (s = find_pend(&a->pending, &id))->idx) {
         pend_ent *e = &a->pending.v[s->idx - 1];
         e->repeat += repeat;
-        e->calls++;
+        e->calls += calls;
         return 0;
     }
-    return pend_add(a, &id, leaf, br, n, repeat, err);
+    return pend_add(a, &id, leaf, br, n, repeat, calls, err);
 }
 
 int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
@@ -503,6 +515,7 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
      * kept entries (integer division): count it now */
     if (a->o.has_sample_period) {
         a->next_id = (lp_stacks_id){0, 0};
+        a->next_calls = 0;
         return agg_sample(a, br, n, repeat, true, err);
     }
     return enqueue(a, PEND_LBR, 0, NULL, 0, br, n, repeat, err);
@@ -517,6 +530,11 @@ int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
 void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id)
 {
     a->next_id = id;
+}
+
+void lp_lbr_agg_set_calls(lp_lbr_agg *a, uint64_t calls)
+{
+    a->next_calls = calls;
 }
 
 void lp_lbr_agg_ahead(lp_lbr_agg *a, uint32_t pid, const uint64_t *stack, size_t ns,
@@ -635,9 +653,10 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
 
     for (i = 0; i < ns && stack[i] >= LP_CONTEXT_MAX; i++)
         ;
-    a->stack_calls++;
+    a->stack_calls += a->next_calls ? a->next_calls : 1;
     if (i == ns) {
         a->next_id = (lp_stacks_id){0, 0};
+        a->next_calls = 0;
         return 0; /* no frame: HybridPerfReader rejects the sample */
     }
     /* the leaf-external count: when the sample is counted (the same map) */

@@ -163,6 +163,7 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
                                                     a->script_fp_callchains),
                               .br = s->branches, .nbr = s->branch_nr,
                               .pid = sample_pid(s), .repeat = n,
+                              .calls = s->calls,
                               .dup_id = s->dup_id,
                               .stacks_id = s->stacks_id,
                               .regs_stack = s->stack_user_size ? s : NULL};
@@ -170,6 +171,8 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
         return lp_unwind_sample(run->uw, &h, err);
     }
     st->lbr_only += n;
+    if (s->calls > 1)
+        lp_lbr_agg_set_calls(run->agg, s->calls);
     if (s->stacks_id.lo || s->stacks_id.hi)
         lp_lbr_agg_set_id(run->agg, s->stacks_id);
     else if (s->dup_id)
@@ -271,8 +274,10 @@ void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
         !strcmp(pg_trace_path(o), "-"))
         return;
     pg_reader_opts(o, &ro);
-    if ((r->priv->early = lp_reader_open(pg_trace_path(o), &ro, &ignored)))
+    if ((r->priv->early = lp_reader_open(pg_trace_path(o), &ro, &ignored))) {
+        lp_reader_allow_repeats(r->priv->early);    /* feed_sample: by repeat */
         lp_reader_start(r->priv->early);
+    }
 }
 
 /* The consumer's idle time, while the perf script parser's thread is
@@ -389,8 +394,11 @@ int pg_read_trace(pg_run *run, lp_error *err)
             run->r->priv->early = NULL;
         if (i > 0 && next_trace(run, err))
             return -1;
-        if (!r && !(r = lp_reader_open(pg_trace_at(a, i), &ro, err)))
-            return -1;
+        if (!r) {               /* (the early one: allowed before its start) */
+            if (!(r = lp_reader_open(pg_trace_at(a, i), &ro, err)))
+                return -1;
+            lp_reader_allow_repeats(r);     /* feed_sample: by repeat */
+        }
         rc = read_one(run, r, pg_trace_at(a, i), ro.force_text, &starts,
                       &text_seen, err);
         lp_reader_close(r);

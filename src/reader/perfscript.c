@@ -14,10 +14,13 @@
  *   - lines llvm-profgen only warns about (comments, blank lines, broken
  *     LBR tokens, unparsable MMAP lines) are skipped and counted.
  *
- * Owns line buffering and text parsing. Does not own perf.data parsing,
- * format detection (reader.c) or any interpretation of the addresses.
+ * Owns line buffering and text parsing, and the hand-off of what a
+ * second thread counted in the file's tail (pstail.c counts; "the tail"
+ * below parses and hands on). Does not own perf.data parsing, format
+ * detection (reader.c) or any interpretation of the addresses.
  * Memory is bounded by the longest line (plus, before the first sample
- * line, the text that precedes it, up to LP_PSCRIPT_MAX_PREAMBLE bytes).
+ * line, the text that precedes it, up to LP_PSCRIPT_MAX_PREAMBLE bytes,
+ * and a tail's table of distinct samples, pstail.c).
  * (Mapping the file instead of read() measured no faster: populating and
  * dropping page-table entries costs what the copy does.)
  */
@@ -25,11 +28,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
 #include "reader/perfscript.h"
+#include "reader/pstail.h"
+#include "util/cpus.h"
 #include "util/hash.h"
 #include "util/varint.h"
 #include "util/zalloc.h"
@@ -91,6 +98,34 @@ typedef struct ps_slot {
     uint64_t lo_len;            /* digest.lo ^ len: both checked at once */
 } ps_slot;
 
+/* The tail of the file counted on a second thread (pstail.c; see "the
+ * tail" below). */
+enum ps_tail_state {
+    PT_NONE = 0,        /* no tail (any more) */
+    PT_RUNNING,         /* counting; the head parses up to `from` */
+    PT_COUNTED,         /* counted: the head parses up to res.start */
+    PT_HANDING,         /* the head hands its distinct samples on */
+};
+
+typedef struct ps_tail {
+    int allowed;        /* lp_pscript_allow_repeats; 2: decided */
+    int forced;         /* LBR2PROF_TEXT_SPLIT=OFFSET[+] */
+    int wait;           /* ... without '+': for the tail's own end */
+    uint64_t again;     /* a new tail if this many bytes are left */
+    enum ps_tail_state state;
+    lp_pstail *t;
+    uint64_t from;      /* the head checks from this offset on */
+    uint64_t size;      /* the file's */
+    size_t most;        /* distinct samples a tail may count */
+    lp_pstail *nt;      /* PT_HANDING: the next tail, counting from nfrom */
+    uint64_t nfrom;
+    lp_pstail_res res;
+    size_t next;        /* PT_HANDING: res.blk[next] is the next */
+    uint64_t lineno;    /* PT_HANDING: the number of the line at res.start */
+    char *buf;          /* a distinct unit's bytes, read back */
+    size_t cap;
+} ps_tail;
+
 /* One distinct `event:` name seen in front of LBR lines. */
 typedef struct ps_named_attr {
     lp_attr attr;
@@ -132,6 +167,7 @@ struct lp_pscript {
     uint64_t last_id;           /* ids are never reused */
     int refs;                   /* lp_pscript_next_ref: cached samples as refs */
     lp_pscript_ref ref;         /* the last one */
+    ps_tail tl;                 /* the tail's thread (pstail.c) */
 };
 
 /* ---- small parsers ------------------------------------------------------ */
@@ -499,6 +535,25 @@ static int is_lbr_line(ps_line l)
     if (!next_token(l, &i, &t1))
         return 0;
     return starts_with(t1, "0x") && has_char(t1, '/');
+}
+
+int lp_pscript_frame_line(const char *s, size_t n)
+{
+    uint64_t a;
+
+    return is_frame_line((ps_line){s, n}, &a);
+}
+
+int lp_pscript_mmap_line(const char *s, size_t n)
+{
+    return is_mmap_line((ps_line){s, n});
+}
+
+int lp_pscript_count_line(const char *s, size_t n)
+{
+    uint64_t c;
+
+    return is_count_line((ps_line){s, n}, &c);
 }
 
 /* ---- mode detection (checkPerfScriptType) ---------------------------------- */
@@ -1119,7 +1174,8 @@ static const ps_block *cache_get(lp_pscript *p, size_t len,
 /* A cached block's sample as an event: what hybrid_sample would make,
  * its arrays unpacked into *a. 0, or -1: no memory. */
 static int block_event(const lp_pscript *p, const ps_block *b, uint64_t count,
-                       uint64_t offset, lp_event *ev, lp_pscript_arrays *a)
+                       uint64_t calls, uint64_t offset, lp_event *ev,
+                       lp_pscript_arrays *a)
 {
     lp_sample *s = &ev->u.sample;
     const unsigned char *q = b->data;
@@ -1146,7 +1202,26 @@ static int block_event(const lp_pscript *p, const ps_block *b, uint64_t count,
     s->branches = a->br;
     s->branch_nr = b->nbr;
     s->dup_id = b->id;
+    s->calls = calls;
     return 0;
+}
+
+/* The sample of cached block b, with this repeat and calls (0: one): a
+ * reference (refs) or the event. 0, or -1: no memory. */
+static int cached_sample(lp_pscript *p, const ps_block *b, uint64_t count,
+                         uint64_t calls, lp_error *err)
+{
+    lp_pscript_arrays own = {p->frames, p->frames_cap, p->br, p->br_cap};
+    int r;
+
+    if (p->refs) {
+        p->ref = (lp_pscript_ref){b, count, 0, calls};
+        return 0;
+    }
+    r = block_event(p, b, count, calls, 0, &p->ev, &own);
+    p->frames = own.frames, p->frames_cap = own.frames_cap;
+    p->br = own.br, p->br_cap = own.br_cap;
+    return r < 0 ? lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name) : 0;
 }
 
 /* HybridPerfReader::parseSample. 1: sample ready; 0: nothing; -1 error.
@@ -1167,16 +1242,8 @@ static int hybrid_sample(lp_pscript *p, uint64_t count, lp_error *err)
         b = cache_get(p, blen, &d);
     }
     if (b) {
-        lp_pscript_arrays own = {p->frames, p->frames_cap, p->br, p->br_cap};
-        if (p->refs) {
-            p->ref = (lp_pscript_ref){b, count, 0};
-        } else {
-            r = block_event(p, b, count, 0, &p->ev, &own);
-            p->frames = own.frames, p->frames_cap = own.frames_cap;
-            p->br = own.br, p->br_cap = own.br_cap;
-            if (r < 0)
-                return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
-        }
+        if (cached_sample(p, b, count, 0, err) < 0)
+            return -1;
         p->lineno += nlines;
         p->cur.s = lbr;
         p->cur.len = (size_t)(start + blen - lbr);
@@ -1282,6 +1349,271 @@ static int step(lp_pscript *p, lp_error *err)
     return lbr_sample(p, count, err);
 }
 
+/* ---- the tail ------------------------------------------------------------------ */
+
+/* With a consumer that weights samples by their repeat (lp_pscript_allow_
+ * repeats), a regular file and two CPUs, a second thread counts the
+ * samples of the file's tail (pstail.c) while this one parses the head.
+ * Where the head gets to the first sample the tail counted, each distinct
+ * sample of the tail's region is parsed once, from its first occurrence
+ * (read back with pread), and handed on with its count as its repeat, in
+ * first-occurrence order; then the head goes on where the region ended
+ * (fseeko): the line numbers, the statistics and every event outside the
+ * region as without the tail. Inside it, a distinct sample's effect is a
+ * function of its bytes (pstail.c admits nothing else), so its parse,
+ * counted `count` times, is what the sequential parse would have added.
+ * A head that does not start a step exactly where the region starts (a
+ * count line or a broken block before it that takes its first line) drops
+ * the tail and parses on: never different, only slower.
+ *
+ * The split: PS_SPLIT_NUM/PS_SPLIT_DEN of the file is the tail's (it only
+ * digests and counts, the head also parses and its consumer takes every
+ * sample): the head stops the tail when it gets there, wherever the tail
+ * is, and goes on after it; when it starts to hand the tail's samples on,
+ * a new tail takes the same share of what the first one left (if at
+ * least PS_SPLIT_AGAIN bytes, and unless the first one found samples that
+ * seldom repeat), and so on: whichever side is faster, the two end
+ * together within a round. (sqlite-probe.txt CS, 2.2 GB: two rounds; the
+ * head parses 0.7 GB. A share of 3/5: 1.0 GB, 0.1-0.2 s more CPU.) LBR2PROF_TEXT_SPLIT=off: no tail;
+ * =OFFSET: one tail, from OFFSET, on any file of any size, on one CPU
+ * too, and the head waits for it to end by itself (tests); =OFFSET+: the
+ * same, but the head stops it and new tails follow as by default;
+ * LBR2PROF_TEXT_SPLIT_CAP=N: at most N distinct samples (default
+ * PS_SPLIT_CAP, 32 bytes and an index slot or two each). */
+#define PS_SPLIT_MIN (64u << 20)
+#define PS_SPLIT_AGAIN (16u << 20)
+#define PS_SPLIT_NUM 4
+#define PS_SPLIT_DEN 5
+#define PS_SPLIT_CAP (1u << 17)
+
+static uint64_t cur_off(const lp_pscript *p)
+{
+    return p->base + (uint64_t)(p->cur.s - p->buf);
+}
+
+/* Where the tail of [start, end) begins. */
+static uint64_t split_at(uint64_t start, uint64_t end)
+{
+    return start + (end - start) / PS_SPLIT_DEN * (PS_SPLIT_DEN - PS_SPLIT_NUM);
+}
+
+/* A tail from `from` (NULL: none). */
+static lp_pstail *tail_launch(lp_pscript *p, uint64_t from)
+{
+    if (from >= p->tl.size)
+        return NULL;
+    return lp_pstail_start(fileno(p->f), from, p->tl.size, p->mode == PS_HYBRID,
+                           p->tl.most);
+}
+
+/* After the mode is known: start the tail, if it is to be. */
+static void tail_begin(lp_pscript *p)
+{
+    const char *env = getenv("LBR2PROF_TEXT_SPLIT");
+    const char *cap = getenv("LBR2PROF_TEXT_SPLIT_CAP");
+    ps_tail *t = &p->tl;
+    struct stat st;
+    uint64_t from;
+
+    t->allowed = 2;
+    t->forced = env && *env >= '0' && *env <= '9';
+    t->wait = t->forced && !strchr(env, '+');
+    t->again = t->wait ? UINT64_MAX : t->forced ? 1 : PS_SPLIT_AGAIN;
+    /* a regular file, read from its start (offsets are the file's) */
+    if ((env && !t->forced) || !p->f || fstat(fileno(p->f), &st) ||
+        !S_ISREG(st.st_mode) || ftello(p->f) != (off_t)(p->base + p->end))
+        return;
+    t->size = (uint64_t)st.st_size;
+    t->most = cap ? strtoull(cap, NULL, 10) : PS_SPLIT_CAP;
+    if (t->forced)
+        from = strtoull(env, NULL, 10);
+    else if (lp_cpus() >= 2 && t->size >= PS_SPLIT_MIN)
+        from = split_at(0, t->size);
+    else
+        return;
+    if ((t->t = tail_launch(p, from)) != NULL) {
+        t->from = from;
+        t->state = PT_RUNNING;
+    }
+}
+
+static void tail_drop(lp_pscript *p)
+{
+    lp_pstail_free(p->tl.t);
+    p->tl.t = NULL;
+    p->tl.state = PT_NONE;
+}
+
+/* Done with the tail's samples: the next tail, if any, counts on. */
+static void tail_next(lp_pscript *p)
+{
+    ps_tail *t = &p->tl;
+
+    lp_pstail_free(t->t);
+    t->t = t->nt;
+    t->nt = NULL;
+    t->from = t->nfrom;
+    t->state = t->t ? PT_RUNNING : PT_NONE;
+}
+
+/* The tail's result is of no use: a new tail further on, as after a hand-
+ * off (not when the tail is waited for, nor after samples that seldom
+ * repeat). */
+static void tail_again(lp_pscript *p, uint64_t off)
+{
+    ps_tail *t = &p->tl;
+    int distinct = t->res.distinct;
+
+    tail_drop(p);
+    if (distinct || t->size - off < t->again)
+        return;
+    t->from = split_at(off, t->size);
+    if ((t->t = tail_launch(p, t->from)) != NULL)
+        t->state = PT_RUNNING;
+}
+
+/* The head's step is at or past tl.from: the tail's result; its samples
+ * from here on if this step starts where the tail's region does. */
+static void tail_reached(lp_pscript *p)
+{
+    ps_tail *t = &p->tl;
+    uint64_t off = cur_off(p);
+
+    if (t->state == PT_RUNNING) {
+        lp_pstail_finish(t->t, !t->wait, &t->res);
+        t->state = PT_COUNTED;
+        t->from = t->res.start;
+        if (!t->res.nblk) {
+            tail_again(p, off);     /* nothing (yet: a busy machine) */
+            return;
+        }
+    }
+    if (t->state != PT_COUNTED || off < t->res.start)
+        return;
+    if (off > t->res.start) {
+        tail_again(p, off);         /* a step went over its start */
+        return;
+    }
+    t->state = PT_HANDING;
+    t->next = 0;
+    t->lineno = p->lineno;
+    if (!t->res.distinct && t->size - t->res.end >= t->again) {
+        t->nfrom = split_at(t->res.end, t->size);
+        t->nt = tail_launch(p, t->nfrom);
+    }
+    p->stats.samples_seen += t->res.units * (p->mode == PS_HYBRID ? 2 : 1);
+    if (p->mode == PS_HYBRID)
+        p->stats.skipped_lines += t->res.units;     /* the blank lines */
+    p->stats.tail_units += t->res.units;
+    p->stats.tail_blocks += t->res.nblk;
+}
+
+/* The input is the bytes [0, n) at file offset off: swap (and swap back)
+ * the fields the line reader (advance, fill) works on. */
+typedef struct ps_input {
+    char *buf;
+    size_t cap, pos, end;
+    uint64_t base, lineno;
+    int eof, have_cur;
+    FILE *f;
+    ps_line cur;
+} ps_input;
+
+static void input_swap(lp_pscript *p, ps_input *in)
+{
+    ps_input o = {p->buf, p->cap, p->pos, p->end, p->base, p->lineno,
+                  p->eof, p->have_cur, p->f, p->cur};
+
+    p->buf = in->buf, p->cap = in->cap, p->pos = in->pos, p->end = in->end;
+    p->base = in->base, p->lineno = in->lineno;
+    p->eof = in->eof, p->have_cur = in->have_cur, p->f = in->f, p->cur = in->cur;
+    *in = o;
+}
+
+/* One distinct sample of the tail, `count` times: from the block cache,
+ * else its bytes read back and parsed. As step(): 1, 0 or -1. */
+static int tail_one(lp_pscript *p, const lp_pstail_blk *b, lp_error *err)
+{
+    uint64_t bad0 = p->stats.bad_lbr_lines, skip0 = p->stats.skipped_lines;
+    const ps_block *cb = NULL;
+    ps_input in;
+    int r;
+
+    p->start_off = b->off;
+    if (p->mode == PS_HYBRID)
+        cb = cache_get(p, b->len, &(lp_digest){b->lo, b->hi});
+    if (cb) {
+        if (cached_sample(p, cb, b->count, b->count, err) < 0)
+            return -1;
+        p->stats.samples += b->count - 1;
+        return 1;
+    }
+    if (grow((void **)&p->tl.buf, &p->tl.cap, (size_t)b->len + 1, 1))
+        return lp_error_set(err, LP_ENOMEM, "%s: out of memory", p->name);
+    if (pread(fileno(p->f), p->tl.buf, b->len, (off_t)b->off) != (ssize_t)b->len)
+        return lp_error_set(err, LP_EIO, "%s: offset 0x%llx: read error",
+                            p->name, (unsigned long long)b->off);
+    p->tl.buf[b->len] = '\n';
+    in = (ps_input){p->tl.buf, (size_t)b->len + 1, 0, (size_t)b->len + 1,
+                    b->off, 0, 1, 0, NULL, {NULL, 0}};
+    input_swap(p, &in);
+    r = advance(p, err);
+    if (r == 1)
+        r = p->mode == PS_HYBRID ? hybrid_sample(p, b->count, err)
+                                 : lbr_sample(p, b->count, err);
+    input_swap(p, &in);
+    if (r < 0)
+        return -1;
+    p->stats.bad_lbr_lines += (b->count - 1) * (p->stats.bad_lbr_lines - bad0);
+    p->stats.skipped_lines += (b->count - 1) * (p->stats.skipped_lines - skip0);
+    if (r > 0 && p->ref.blk)
+        p->ref.calls = b->count;
+    else if (r > 0)
+        p->ev.u.sample.calls = b->count;
+    if (r > 0)
+        p->stats.samples += b->count - 1;
+    return r;
+}
+
+/* The next of the tail's samples; after the last, the head goes on at the
+ * region's end. As step(). */
+static int tail_step(lp_pscript *p, lp_error *err)
+{
+    ps_tail *t = &p->tl;
+    uint64_t end = t->res.end, lines = t->res.lines;
+
+    while (t->next < t->res.nblk) {
+        int r = tail_one(p, &t->res.blk[t->next++], err);
+        if (r != 0)
+            return r;
+    }
+    p->lineno = t->lineno + lines - 1;
+    tail_next(p);
+    if (fseeko(p->f, (off_t)end, SEEK_SET))
+        return lp_error_set(err, LP_EIO, "%s: offset 0x%llx: seek error: %s",
+                            p->name, (unsigned long long)end, strerror(errno));
+    p->pos = p->end = 0;
+    p->base = end;
+    p->eof = 0;
+    p->have_cur = 0;
+    return advance(p, err) < 0 ? -1 : 0;
+}
+
+/* step(), or a sample of the tail's. */
+static int next_step(lp_pscript *p, lp_error *err)
+{
+    if (p->tl.state != PT_NONE && p->tl.state != PT_HANDING &&
+        cur_off(p) >= p->tl.from)
+        tail_reached(p);
+    return p->tl.state == PT_HANDING ? tail_step(p, err) : step(p, err);
+}
+
+void lp_pscript_allow_repeats(lp_pscript *p)
+{
+    if (!p->tl.allowed)
+        p->tl.allowed = 1;
+}
+
 /* ---- public entry points ------------------------------------------------------ */
 
 lp_pscript *lp_pscript_open(FILE *f, const void *prefix, size_t prefix_len,
@@ -1314,11 +1646,13 @@ static int next_event(lp_pscript *p, int refs, const lp_event **ev,
                             p->name);
     if (p->mode == PS_UNKNOWN && detect_mode(p, err) < 0)
         goto fail;
+    if (p->tl.allowed == 1)
+        tail_begin(p);
     p->refs = refs;
     while (p->have_cur) {
         int r;
         p->ref.blk = NULL;
-        if ((r = step(p, err)) < 0)
+        if ((r = next_step(p, err)) < 0)
             goto fail;
         if (r > 0 && p->ref.blk) {
             p->stats.samples++;
@@ -1354,7 +1688,7 @@ int lp_pscript_next_ref(lp_pscript *p, const lp_event **ev,
 int lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
                         lp_event *out, lp_pscript_arrays *a)
 {
-    return block_event(p, ref->blk, ref->repeat, ref->offset, out, a);
+    return block_event(p, ref->blk, ref->repeat, ref->calls, ref->offset, out, a);
 }
 
 const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p)
@@ -1390,6 +1724,9 @@ void lp_pscript_close(lp_pscript *p)
     free(p->fname);
     free(p->cache);
     free(p->store);
+    lp_pstail_free(p->tl.t);
+    lp_pstail_free(p->tl.nt);
+    free(p->tl.buf);
     free(p);
 }
 

@@ -39,6 +39,9 @@ typedef struct lp_pscript_stats {
     uint64_t skipped_lines;  /* comments, blank lines, aborted samples */
     uint64_t bad_lbr_lines;  /* "Invalid address in LBR record" */
     uint64_t bad_mmap_lines; /* "Cannot parse mmap event" */
+    uint64_t tail_units;     /* samples (with their blank lines) the tail
+                                counted (pstail.c) */
+    uint64_t tail_blocks;    /* ... handed on as this many, with repeats */
 } lp_pscript_stats;
 
 const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p);
@@ -49,6 +52,7 @@ uint64_t lp_pscript_offset(const lp_pscript *p);
 typedef struct lp_pscript_ref {
     const void *blk;
     uint64_t repeat, offset;
+    uint64_t calls;     /* lp_sample.calls (the tail's samples) */
 } lp_pscript_ref;
 
 /* As lp_pscript_next, except that a sample from the block cache comes
@@ -73,8 +77,20 @@ typedef struct lp_pscript_arrays {
  * it while another one parses. 0, or -1: no memory. */
 int lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
                         lp_event *out, lp_pscript_arrays *a);
+/* The consumer weights each sample by its repeat and needs nothing else
+ * of a sample's place in the text: samples of the file's tail may then
+ * come as one with their count as repeat, counted on a second thread
+ * (pstail.c). Before the first lp_pscript_next. */
+void lp_pscript_allow_repeats(lp_pscript *p);
 /* After the first lp_pscript_next(): 1 if samples carry call stacks. */
 int lp_pscript_is_hybrid(const lp_pscript *p);
+
+/* llvm-profgen's line predicates on the line [s, s+n) (no '\n'), for the
+ * tail (pstail.c): a call-stack frame line, an MMAP event line, a
+ * decimal repeat count line. */
+int lp_pscript_frame_line(const char *s, size_t n);
+int lp_pscript_mmap_line(const char *s, size_t n);
+int lp_pscript_count_line(const char *s, size_t n);
 
 /* True if the first bytes of an input look like perf script text rather
  * than anything else we know (used for error messages). */

@@ -261,7 +261,7 @@ static size_t cfi_frames(lp_unwinder *u, const lp_cfi_frame *f, size_t n,
              * below is then the signal trampoline's */
             a = uw_canon(u, f[i].pc, &code);
             if (i == 0 && !code)
-                u->st.leaf_external++;
+                u->st.leaf_external += u->calls;
             if (i > 0 && u->cs[k - 1] > UW_LAST_SENTINEL)
                 u->cs[k++] = UW_SIG;
             else if (i > 0)

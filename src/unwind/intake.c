@@ -171,7 +171,7 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
         }
         if (!code) {
             if (k == 0)
-                u->st.leaf_external++;
+                u->st.leaf_external += u->calls;
             if (k == 0 || u->cs[k - 1] != UW_EXT)
                 u->cs[k++] = UW_EXT;
             continue;
@@ -676,7 +676,8 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     int cfi;
 
     u->last_agg = NULL;
-    u->st.sample_calls++;
+    u->calls = s->calls ? s->calls : 1;
+    u->st.sample_calls += u->calls;
     u->st.samples += n;
     u->pid = s->pid;
     if (user_part(u, s, &st, &nst) < 0 || (cfi = uw_cfi_stack(u, s, st, nst, &ncs)) < 0)
@@ -870,7 +871,9 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
         u->memo_gen++;          /* addresses may resolve differently */
     }
     gen = u->memo_gen;
-    if (!key.id && !key.id2)
+    /* a sample standing for several (lp_sample.calls): its unweighted
+     * counts are not a memo entry's */
+    if ((!key.id && !key.id2) || s->calls > 1)
         return take(u, s, err);
     if (!u->memo &&
         !(u->memo = memo_new()))
