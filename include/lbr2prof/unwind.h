@@ -107,6 +107,12 @@ typedef struct lp_hybrid_sample {
     size_t nbr;
     uint32_t pid;
     uint64_t repeat;            /* 0 counts as 1 */
+    uint64_t calls;             /* the samples it stands for where samples
+                                   are counted, not weighed (sample_calls,
+                                   the leaf-external warning): perf.data
+                                   samples the reader folded
+                                   (lp_reader_opts.fold_repeats); 0 counts
+                                   as 1 */
     uint64_t dup_id;            /* lp_sample.dup_id: nonzero, samples with
                                    the same id have the same stack and LBR
                                    (the intake is then done once) */

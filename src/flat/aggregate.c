@@ -87,6 +87,7 @@ struct lp_lbr_agg {
     pend_tab pending;
     size_t pending_bytes;
     lp_stacks_id next_id;       /* lp_lbr_agg_set_id: the next sample's */
+    uint64_t next_calls;        /* lp_lbr_agg_set_calls: ... (0: 1) */
     uint64_t *idw;              /* lp_stacks_id_of's scratch */
     size_t idw_cap;
     /* hybrid samples with their stacks ignored (HybridPerfReader's
@@ -450,6 +451,15 @@ static int sample_id(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
     return 0;
 }
 
+/* The next sample's lp_lbr_agg_set_calls, then back to 1. */
+static uint64_t take_calls(lp_lbr_agg *a)
+{
+    uint64_t c = a->next_calls ? a->next_calls : 1;
+
+    a->next_calls = 0;
+    return c;
+}
+
 /* A new waiting sample. */
 static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
                     const lp_branch_entry *br, size_t n, uint64_t repeat,
@@ -469,7 +479,7 @@ static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
         e->br[2 * i] = br[i].from;
         e->br[2 * i + 1] = br[i].to;
     }
-    t->v[t->n] = (pend_ent){*id, repeat, 1, e, 0};
+    t->v[t->n] = (pend_ent){*id, repeat, take_calls(a), e, 0};
     pend_place(t, t->n++);
     a->pending_bytes += len + sizeof(pend_ent);
     return 0;
@@ -490,7 +500,7 @@ static int enqueue(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
     if (a->pending.mask && (s = find_pend(&a->pending, &id))->idx) {
         pend_ent *e = &a->pending.v[s->idx - 1];
         e->repeat += repeat;
-        e->calls++;
+        e->calls += take_calls(a);
         return 0;
     }
     return pend_add(a, &id, leaf, br, n, repeat, err);
@@ -503,6 +513,7 @@ int lp_lbr_agg_sample(lp_lbr_agg *a, const lp_branch_entry *br, size_t n,
      * kept entries (integer division): count it now */
     if (a->o.has_sample_period) {
         a->next_id = (lp_stacks_id){0, 0};
+        a->next_calls = 0;
         return agg_sample(a, br, n, repeat, true, err);
     }
     return enqueue(a, PEND_LBR, 0, NULL, 0, br, n, repeat, err);
@@ -517,6 +528,11 @@ int lp_lbr_agg_ip_sample(lp_lbr_agg *a, uint64_t ip, uint64_t repeat,
 void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id)
 {
     a->next_id = id;
+}
+
+void lp_lbr_agg_set_calls(lp_lbr_agg *a, uint64_t calls)
+{
+    a->next_calls = calls;
 }
 
 void lp_lbr_agg_ahead(lp_lbr_agg *a, uint32_t pid, const uint64_t *stack, size_t ns,
@@ -635,9 +651,10 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
 
     for (i = 0; i < ns && stack[i] >= LP_CONTEXT_MAX; i++)
         ;
-    a->stack_calls++;
+    a->stack_calls += a->next_calls ? a->next_calls : 1;
     if (i == ns) {
         a->next_id = (lp_stacks_id){0, 0};
+        a->next_calls = 0;
         return 0; /* no frame: HybridPerfReader rejects the sample */
     }
     /* the leaf-external count: when the sample is counted (the same map) */

@@ -158,7 +158,9 @@ typedef struct rd_queue {
 
 typedef struct rd_idmap rd_idmap;  /* uthash id -> attr index (rd_header.c) */
 
-enum rd_state { RD_RUN, RD_FLUSH, RD_DONE, RD_FAILED };
+enum rd_state { RD_RUN, RD_FLUSH, RD_REPLAY, RD_DONE, RD_FAILED };
+
+struct rd_tail;
 
 struct lp_reader {
     lp_reader_opts opts;
@@ -198,6 +200,9 @@ struct lp_reader {
     lp_pfetch *pf;       /* ... parsing on its own thread (prefetch.c) */
     FILE *own_text_f;    /* stream we opened for the text backend */
     uint64_t text_size;  /* the text's size when it is a regular file */
+    struct rd_tail *tail; /* the tail's walk on a second thread (tail.c) */
+    uint64_t tail_at;    /* ... whose region starts here (else UINT64_MAX) */
+    int replay;          /* the flush before the tail's replay */
 };
 
 /* rd_input.c */
@@ -208,6 +213,7 @@ void rd_file_close(rd_file *f);
 int rd_file_read(rd_file *f, void *dst, size_t n, lp_error *err);
 void rd_file_release(rd_file *f, uint64_t below);
 int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err);
+int rd_file_step(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err);
 void rd_zstd_free(rd_zstd *z);
 
 /* rd_header.c */

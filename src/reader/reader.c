@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "reader/rd_internal.h"
+#include "reader/tail.h"
 
 /* perf script text is parsed by perfscript.c (see perfscript.h). */
 #include "reader/perfscript.h"
@@ -53,6 +54,7 @@ static lp_reader *reader_new(const lp_reader_opts *opts, lp_error *err)
     if (opts)
         r->opts = *opts;
     r->id_pos = r->is_pos = -1;
+    r->tail_at = UINT64_MAX;
     return r;
 }
 
@@ -183,6 +185,7 @@ static lp_reader *open_perf(lp_reader *r, const char *dir, lp_error *err)
         return fail_open(r);
     if (threaded(r) && !(r->pf = lp_pfetch_new_fn(thread_next, thread_off, r, err)))
         return fail_open(r);
+    rd_tail_start(r);
     return r;
 }
 
@@ -596,6 +599,11 @@ static int after_flush(lp_reader *r, lp_error *err)
         r->state = RD_DONE;
         return 0;
     }
+    if (r->replay) { /* the head's queue is out: the tail's samples next */
+        r->replay = 0;
+        r->state = RD_REPLAY;
+        return 0;
+    }
     r->q.next_flush = r->q.max_time;
     r->state = RD_RUN;
     rd_raw raw = r->pending;
@@ -610,6 +618,8 @@ static int run_step(lp_reader *r, const rd_raw *raw, lp_error *err)
     int timed = r->opts.order == LP_ORDER_TIME;
 
     if (raw->type >= RD_USER_START) {
+        if (r->tail && raw->type != RD_FINISHED_ROUND)
+            rd_tail_discard(r); /* may add attributes the tail reads */
         if (rd_user_record(r, raw, err) < 0)
             return -1;
         if (raw->type == RD_FINISHED_ROUND && timed) {
@@ -644,9 +654,17 @@ static int next_direct(lp_reader *r, const lp_event **ev, lp_error *err)
             if (rc == 0)
                 rc = after_flush(r, err);
             break;
+        case RD_REPLAY:
+            rc = rd_tail_replay(r, err);
+            break;
         case RD_RUN:
         default: {
             rd_raw raw;
+            if (r->files[0].pos >= r->tail_at && rd_tail_arrive(r)) {
+                r->replay = 1;
+                start_flush(r, UINT64_MAX);
+                continue;
+            }
             rc = rd_next_raw(r, &raw, err);
             if (rc == 0) {
                 r->at_eof = 1;
@@ -767,6 +785,7 @@ void lp_reader_close(lp_reader *r)
     if (!r)
         return;
     lp_pfetch_free(r->pf);      /* first: its thread uses r->text */
+    rd_tail_discard(r);
     if (r->text)
         lp_pscript_close(r->text);
     if (r->own_text_f)

@@ -171,7 +171,7 @@ static long extract_stack(lp_unwinder *u, const uint64_t *st, size_t n,
         }
         if (!code) {
             if (k == 0)
-                u->st.leaf_external++;
+                u->st.leaf_external += u->calls;
             if (k == 0 || u->cs[k - 1] != UW_EXT)
                 u->cs[k++] = UW_EXT;
             continue;
@@ -676,7 +676,8 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     int cfi;
 
     u->last_agg = NULL;
-    u->st.sample_calls++;
+    u->calls = s->calls ? s->calls : 1;
+    u->st.sample_calls += u->calls;
     u->st.samples += n;
     u->pid = s->pid;
     if (user_part(u, s, &st, &nst) < 0 || (cfi = uw_cfi_stack(u, s, st, nst, &ncs)) < 0)

@@ -340,6 +340,7 @@ struct lp_unwinder {
     uint64_t base, preferred, text_offset;
     bool loaded_by_mmap, missing_warned;
     uint32_t pid;               /* the sample being taken in (address map) */
+    uint64_t calls;             /* ... and lp_hybrid_sample.calls (>= 1) */
     const char *name;           /* basename of the binary */
     uw_ainfo *ainfo;            /* 1 << UW_AC_BITS slots */
     uw_cslot *canon;            /* 1 << UW_CS_BITS slots, made at first use */
