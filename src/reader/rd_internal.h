@@ -203,6 +203,12 @@ struct lp_reader {
     struct rd_tail *tail; /* the tail's walk on a second thread (tail.c) */
     uint64_t tail_at;    /* ... whose region starts here (else UINT64_MAX) */
     int replay;          /* the flush before the tail's replay */
+    int may_thread;      /* the walk may go to the prefetcher's thread
+                            once no tail walks (reader.c thread_after_tail) */
+    lp_reader_idle_fn idle_fn;   /* lp_reader_set_idle's, for that thread */
+    void *idle_ctx;
+    lp_reader_ahead_fn ahead_fn; /* lp_reader_set_ahead's, ditto */
+    void *ahead_ctx;
 };
 
 /* rd_input.c */

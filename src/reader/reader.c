@@ -183,9 +183,11 @@ static lp_reader *open_perf(lp_reader *r, const char *dir, lp_error *err)
     if (dir && r->info.format == LP_FMT_PERF_DIR &&
         open_dir_streams(r, dir, err) < 0)
         return fail_open(r);
-    if (threaded(r) && !(r->pf = lp_pfetch_new_fn(thread_next, thread_off, r, err)))
+    r->may_thread = threaded(r);
+    if (r->may_thread)
+        rd_tail_start(r);
+    if (r->may_thread && !r->tail && !(r->pf = lp_pfetch_new_fn(thread_next, thread_off, r, err)))
         return fail_open(r);
-    rd_tail_start(r);
     return r;
 }
 
@@ -347,12 +349,20 @@ void lp_reader_start(lp_reader *r)
 
 void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx)
 {
+    if (r) {
+        r->idle_fn = fn;
+        r->idle_ctx = ctx;
+    }
     if (r && r->pf)
         lp_pfetch_set_idle(r->pf, fn, ctx);
 }
 
 void lp_reader_set_ahead(lp_reader *r, lp_reader_ahead_fn fn, void *ctx)
 {
+    if (r) {
+        r->ahead_fn = fn;
+        r->ahead_ctx = ctx;
+    }
     if (r && r->pf && !r->text)
         lp_pfetch_set_ahead(r->pf, fn, ctx);
 }
@@ -737,12 +747,32 @@ static uint64_t thread_off(void *ctx)
     return d;
 }
 
+/* While the tail's thread (tail.c) holds the second core, the walk runs
+ * in the caller's thread; once the tail's walk has ended, on the
+ * prefetcher's again (a third thread only cost CPU: sqlite-line flat,
+ * reading 0.67 -> 0.59 s CPU). Without memory for it: on as before. */
+static void thread_after_tail(lp_reader *r)
+{
+    lp_error ignored;
+
+    r->may_thread = 0;
+    if (!(r->pf = lp_pfetch_new_fn(thread_next, thread_off, r, &ignored)))
+        return;
+    if (r->idle_fn)
+        lp_pfetch_set_idle(r->pf, r->idle_fn, r->idle_ctx);
+    if (r->ahead_fn)
+        lp_pfetch_set_ahead(r->pf, r->ahead_fn, r->ahead_ctx);
+    lp_pfetch_start(r->pf);
+}
+
 int lp_reader_next(lp_reader *r, const lp_event **ev, lp_error *err)
 {
     uint64_t seen;
 
     if (r->text)
         return lp_pfetch_next(r->pf, ev, &r->stats.text_sample_starts, err);
+    if (r->may_thread && !r->pf && !rd_tail_walking(r))
+        thread_after_tail(r);
     if (r->pf)
         return lp_pfetch_next(r->pf, ev, &seen, err);
     return next_direct(r, ev, err);

@@ -29,6 +29,12 @@ int rd_tail_arrive(lp_reader *r);
  * goes on after the tail's region), -1 error. */
 int rd_tail_replay(lp_reader *r, lp_error *err);
 
+/* Whether the tail's thread still walks (caller's thread, before the
+ * walk has a thread of its own). Once it has ended, the walk may take the
+ * second core (the region is delivered when the walk gets there); a tail
+ * that ended with nothing is forgotten here. */
+int rd_tail_walking(lp_reader *r);
+
 /* Stops and forgets the tail (a record the tail cannot stand beside). */
 void rd_tail_discard(lp_reader *r);
 
