@@ -133,6 +133,9 @@ typedef struct rd_zstd {
 
 #define RD_LOC_ARENA (1ull << 63)
 #define RD_LOC_FILE_SHIFT 48
+/* No record: stands for the tail's last sample (tail.c), sets last_flush
+ * when flushed and delivers nothing */
+#define RD_LOC_PHANTOM (0x7fffull << RD_LOC_FILE_SHIFT)
 
 typedef struct rd_qent {  /* 24 bytes */
     uint64_t time, seq;
@@ -220,6 +223,9 @@ int rd_file_read(rd_file *f, void *dst, size_t n, lp_error *err);
 void rd_file_release(rd_file *f, uint64_t below);
 int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err);
 int rd_file_step(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err);
+
+/* reader.c */
+int rd_queue_phantom(lp_reader *r, uint64_t t, lp_error *err);
 void rd_zstd_free(rd_zstd *z);
 
 /* rd_header.c */

@@ -425,11 +425,9 @@ static int64_t arena_put(uint8_t **a, size_t *len, size_t *cap,
     return (int64_t)off;
 }
 
-static int enqueue(lp_reader *r, const rd_raw *raw, uint64_t t, lp_error *err)
+/* Room for one more entry. */
+static int queue_room(rd_queue *q, lp_error *err)
 {
-    rd_queue *q = &r->q;
-    rd_qent e = { t, q->seq++, 0 };
-
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 4096;
         rd_qent *n = realloc(q->e, cap * sizeof *n);
@@ -438,6 +436,16 @@ static int enqueue(lp_reader *r, const rd_raw *raw, uint64_t t, lp_error *err)
         q->e = n;
         q->cap = cap;
     }
+    return 0;
+}
+
+static int enqueue(lp_reader *r, const rd_raw *raw, uint64_t t, lp_error *err)
+{
+    rd_queue *q = &r->q;
+    rd_qent e = { t, q->seq++, 0 };
+
+    if (queue_room(q, err) < 0)
+        return -1;
     if (raw->stable && raw->off < (1ull << RD_LOC_FILE_SHIFT)) {
         e.loc = (uint64_t)raw->file_idx << RD_LOC_FILE_SHIFT | raw->off;
     } else {
@@ -456,6 +464,21 @@ static int enqueue(lp_reader *r, const rd_raw *raw, uint64_t t, lp_error *err)
     if (t > q->max_time)
         q->max_time = t;
     q->e[q->n++] = e;
+    return 0;
+}
+
+/* The tail's last sample, still queued where walking its region would
+ * have left it (tail.c): a flush passes it like a record, delivers
+ * nothing. */
+int rd_queue_phantom(lp_reader *r, uint64_t t, lp_error *err)
+{
+    rd_queue *q = &r->q;
+
+    if (queue_room(q, err) < 0)
+        return -1;
+    if (q->n > q->head && t < q->e[q->n - 1].time)
+        q->sorted = 0;
+    q->e[q->n++] = (rd_qent){t, q->seq++, RD_LOC_PHANTOM};
     return 0;
 }
 
@@ -490,7 +513,7 @@ static void queue_prefetch(const lp_reader *r, size_t i)
     const uint8_t *p;
     uint64_t loc;
 
-    if (i >= r->q.n)
+    if (i >= r->q.n || r->q.e[i].loc == RD_LOC_PHANTOM)
         return;
     loc = r->q.e[i].loc;
     p = loc & RD_LOC_ARENA ? r->q.arena + (loc & ~RD_LOC_ARENA)
@@ -591,8 +614,10 @@ static int flush_step(lp_reader *r, lp_error *err)
         rd_raw raw;
         rd_qent e = q->e[q->head++];
         queue_prefetch(r, q->head + RD_QUEUE_AHEAD);
-        queue_raw(r, &e, &raw);
         q->last_flush = e.time;
+        if (e.loc == RD_LOC_PHANTOM)
+            continue;
+        queue_raw(r, &e, &raw);
         int rc = rd_decode(r, &raw, err);
         if (rc != 0)
             return rc;

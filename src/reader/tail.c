@@ -30,9 +30,12 @@
  * them), before the samples between f_c and f_(c+1) whose time ties m_c
  * (file order), and nothing between f_c and f_(c+1) is delivered at once.
  * So walking R delivers: the head's queue, R's samples in file order, and
- * the state before f_c is max_time = m_c, next_flush = m_(c-1), and after
- * f_c's flush last_flush = m_(c-1): the replay flushes the queue, delivers
- * R's distinct samples in first-occurrence order, and sets that state.
+ * leaves max_time = m_c, next_flush = m_(c-1), last_flush = m_(c-1) after
+ * f_c's flush and m_c after f_(c+1)'s (R's last sample goes out there).
+ * The replay flushes the queue, delivers R's distinct samples in
+ * first-occurrence order, sets that state and queues an entry without a
+ * record at m_c (RD_LOC_PHANTOM) that gives f_(c+1)'s flush its
+ * last_flush: the statistics' out_of_order then count as walking does.
  * With LP_ORDER_FILE the same holds trivially. Any doubt ends the region
  * earlier or discards it: the main walk then simply walks on.
  *
@@ -470,8 +473,11 @@ static void replay_release(lp_reader *r, uint64_t off)
 }
 
 /* The region's records as walking it would have counted them, its state
- * of the queue, and the walk goes on at f_c. */
-static void replay_end(lp_reader *r)
+ * of the queue (the region's samples after f_(c-1) are still queued there
+ * when the walk is at f_c: one entry of the last one's time stands for
+ * them, so that last_flush is m_c after f_(c+1)'s flush), and the walk
+ * goes on at f_c. */
+static int replay_end(lp_reader *r, lp_error *err)
 {
     rd_tail *t = r->tail;
     rd_file *f = &r->files[0];
@@ -487,9 +493,12 @@ static void replay_end(lp_reader *r)
         r->q.max_time = t->c_m;
         r->q.next_flush = t->c_m1;
         r->q.last_flush = t->c_m1;
+        if (rd_queue_phantom(r, t->c_m, err) < 0)
+            return -1;
     }
     rd_tail_discard(r);
     r->state = RD_RUN;
+    return 0;
 }
 
 int rd_tail_replay(lp_reader *r, lp_error *err)
@@ -514,6 +523,5 @@ int rd_tail_replay(lp_reader *r, lp_error *err)
             return 1;
         }
     }
-    replay_end(r);
-    return 0;
+    return replay_end(r, err);
 }

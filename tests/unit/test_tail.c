@@ -102,6 +102,7 @@ typedef struct plan {
     int round;         /* a FINISHED_ROUND every `round` samples */
     int side_at;       /* MMAP, COMM and FORK before sample side_at (0: none) */
     int back_at;       /* from sample back_at on, times go back (0: none) */
+    int back_by;       /* ... by this much (0: 500; rounds are 500 apart) */
     int fake_at;       /* before sample fake_at, a record whose body looks
                           like samples (0: none) */
     int distinct;      /* ips */
@@ -111,7 +112,7 @@ typedef struct plan {
 static uint64_t sample_time(const plan *p, int i)
 {
     uint64_t t = 1000 + 10 * (uint64_t)i;
-    return p->back_at && i >= p->back_at ? t - 500 : t;
+    return p->back_at && i >= p->back_at ? t - (p->back_by ? (uint64_t)p->back_by : 500) : t;
 }
 
 /* A record of type 20 (unknown to the reader: delivered as OTHER) whose
@@ -368,6 +369,13 @@ static void test_out_of_order(void **state)
     p.back_at = 2200;
     check(&p, "30%", LP_ORDER_TIME, 1);
     check(&p, "30%", LP_ORDER_FILE, 1);
+    /* back below the region's last round: queued below the last flush
+     * (stats.out_of_order), as walking the region leaves it */
+    p.back_by = 700;
+    check(&p, "30%", LP_ORDER_TIME, 1);
+    p.back_by = 1200;
+    check(&p, "30%", LP_ORDER_TIME, 1);
+    p.back_by = 0;
     p.back_at = 1190;   /* the head's last times are later than the
                            region's first */
     p.mark = 1200;
