@@ -333,6 +333,32 @@ static int eligible(const lp_reader *r)
     return (st & LP_SAMPLE_TIME) && !(st & LP_SAMPLE_STACK_USER);
 }
 
+/* What only the walk needs: gone before the replay (peak RSS). */
+static void free_walk(rd_tail *t)
+{
+    free(t->sh.abuf);
+    free(t->kbuf);
+    free(t->idx);
+    free(t->pend);
+    t->sh.abuf = NULL;
+    t->kbuf = NULL;
+    t->idx = NULL;
+    t->pend = NULL;
+}
+
+static void tail_free(rd_tail *t)
+{
+    if (!t)
+        return;
+    if (!t->joined) {
+        atomic_store(&t->stop, 1);
+        pthread_join(t->th, NULL);
+    }
+    free_walk(t);
+    free(t->e);
+    free(t);
+}
+
 static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
 {
     rd_tail *t = calloc(1, sizeof *t);
@@ -349,11 +375,8 @@ static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
     t->e = malloc(TAIL_MAX_ENTS * sizeof *t->e);
     t->idx = calloc(slots, sizeof *t->idx);
     if (!t->sh.abuf || !t->kbuf || !t->e || !t->idx) {
-        free(t->sh.abuf);
-        free(t->kbuf);
-        free(t->e);
-        free(t->idx);
-        free(t);
+        t->joined = 1;          /* no thread yet */
+        tail_free(t);
         return NULL;
     }
     t->mask = slots - 1;
@@ -364,22 +387,6 @@ static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
     t->time_word = fixed_word(st, LP_SAMPLE_TIME);
     t->cpu_word = fixed_word(st, LP_SAMPLE_CPU);
     return t;
-}
-
-static void tail_free(rd_tail *t)
-{
-    if (!t)
-        return;
-    if (!t->joined) {
-        atomic_store(&t->stop, 1);
-        pthread_join(t->th, NULL);
-    }
-    free(t->sh.abuf);
-    free(t->kbuf);
-    free(t->e);
-    free(t->idx);
-    free(t->pend);
-    free(t);
 }
 
 void rd_tail_start(lp_reader *r)
@@ -439,6 +446,7 @@ int rd_tail_arrive(lp_reader *r)
             atomic_store(&t->stop, 1);
         pthread_join(t->th, NULL);
         t->joined = 1;
+        free_walk(t);
         if (!t->start || !t->c_end) {
             rd_tail_discard(r);
             return 0;
