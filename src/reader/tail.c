@@ -57,12 +57,11 @@
 #define TAIL_PERMILLE 300             /* default split: the head's share (the
                                          tail's walk costs less a byte than
                                          the head's walk and consumer) */
-#define TAIL_MAX_ENTS (1u << 17)      /* table cap: 4 MiB of entries */
+#define TAIL_MAX_ENTS (1u << 17)      /* table cap: 2 + 2 MiB of entries */
 #define TAIL_RESYNC_SPAN (1u << 20)   /* how far to look for a boundary */
 #define TAIL_RESYNC_CHAIN 16          /* records that must follow it */
 
-typedef struct tail_ent {   /* 32 bytes */
-    lp_digest key;
+typedef struct tail_ent {   /* what the replay needs: 16 bytes */
     uint64_t off, count;
 } tail_ent;
 
@@ -85,6 +84,7 @@ struct rd_tail {
     uint8_t *kbuf;           /* the record with those words zeroed */
     /* the table: distinct samples in first-occurrence order */
     tail_ent *e;
+    lp_digest *key;          /* e[i]'s key (freed before the replay) */
     uint32_t n, *idx, mask;
     /* samples after f_(j-2) not yet in the table: [0, a) up to f_(j-1),
      * [a, np) after it */
@@ -151,13 +151,13 @@ static void table_add(rd_tail *t, const tail_pend *p)
     for (;; i = (i + 1) & t->mask) {
         uint32_t k = t->idx[i];
         if (k == 0) {
-            t->e[t->n] = (tail_ent){p->key, p->off, 1};
+            t->e[t->n] = (tail_ent){p->off, 1};
+            t->key[t->n] = p->key;
             t->idx[i] = ++t->n;
             return;
         }
-        tail_ent *e = &t->e[k - 1];
-        if (e->key.lo == p->key.lo && e->key.hi == p->key.hi) {
-            e->count++;
+        if (t->key[k - 1].lo == p->key.lo && t->key[k - 1].hi == p->key.hi) {
+            t->e[k - 1].count++;
             return;
         }
     }
@@ -339,10 +339,12 @@ static void free_walk(rd_tail *t)
     free(t->sh.abuf);
     free(t->kbuf);
     free(t->idx);
+    free(t->key);
     free(t->pend);
     t->sh.abuf = NULL;
     t->kbuf = NULL;
     t->idx = NULL;
+    t->key = NULL;
     t->pend = NULL;
 }
 
@@ -373,8 +375,13 @@ static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
     t->sh.abuf = aligned_alloc(8, RD_MAX_RECORD + 64);
     t->kbuf = malloc(RD_MAX_RECORD);
     t->e = malloc(TAIL_MAX_ENTS * sizeof *t->e);
+    t->key = malloc(TAIL_MAX_ENTS * sizeof *t->key);
+    /* made here, on the opening thread: a first malloc on the tail's
+     * thread would give it a malloc arena of its own, whose pages stay */
+    t->pcap = 8192;
+    t->pend = malloc(t->pcap * sizeof *t->pend);
     t->idx = calloc(slots, sizeof *t->idx);
-    if (!t->sh.abuf || !t->kbuf || !t->e || !t->idx) {
+    if (!t->sh.abuf || !t->kbuf || !t->e || !t->key || !t->idx || !t->pend) {
         t->joined = 1;          /* no thread yet */
         tail_free(t);
         return NULL;
