@@ -206,8 +206,9 @@ int cmd_readbench(int argc, char **argv)
         if ((unsigned)ev->kind <= LP_EV_OTHER)
             n[ev->kind]++;
         if (ev->kind == LP_EV_SAMPLE) {
-            /* weighed by the repeat: --fold gives the same checksum */
-            uint64_t w = ev->u.sample.repeat ? ev->u.sample.repeat : 1;
+            /* --fold: weighed by the repeat, so the checksum is the
+             * unfolded reading's */
+            uint64_t w = o.ro.fold_repeats && ev->u.sample.repeat ? ev->u.sample.repeat : 1;
             folded += w;
             chk += ev->u.sample.ip * w;
             for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
