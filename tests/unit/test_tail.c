@@ -62,15 +62,7 @@ static void w_round(pw *d)
 
 static void w_mmap(pw *d, uint64_t st, uint32_t pid, uint64_t start, uint64_t t)
 {
-    size_t s = pw_rec_begin(d, 1, 2);
-    pw_u32(d, pid);
-    pw_u32(d, pid);
-    pw_u64(d, start);
-    pw_u64(d, 0x1000);
-    pw_u64(d, 0);
-    pw_str(d, "/lib");
-    w_trailer(d, pid, t, st);
-    pw_rec_end(d, s);
+    pw_mmap(d, pid, start, "/lib", t, (st & LP_SAMPLE_CPU) != 0);
 }
 
 static void w_comm(pw *d, uint64_t st, uint32_t pid, uint64_t t)
