@@ -119,6 +119,15 @@ void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id);
  * calls; 0: one): the unweighted counts (leaf-external) add it. */
 void lp_lbr_agg_set_calls(lp_lbr_agg *a, uint64_t calls);
 
+/* How many samples the next sample given to lp_lbr_agg_sample,
+ * lp_lbr_agg_ip_sample or lp_lbr_agg_stack_sample stands for where samples
+ * are counted rather than weighed (the leaf-external warning counts
+ * HybridPerfReader's samples): perf.data samples the reader folded into
+ * one with a repeat (lp_reader_opts.fold_repeats) are each a sample of
+ * their own there; perf script text's aggregated samples are one. Without
+ * it: 1. */
+void lp_lbr_agg_set_calls(lp_lbr_agg *a, uint64_t calls);
+
 /* A sample of process `pid` that will come soon (e.g. from
  * lp_reader_set_ahead's function): starts loading the waiting samples'
  * index slot its identity picks. *id: the identity when known (as

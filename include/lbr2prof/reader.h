@@ -340,6 +340,14 @@ typedef struct lp_reader_opts {
     int strict;
     lp_warn_fn warn;         /* may be NULL (stats.cut_off still counts) */
     void *warn_ctx;
+    /* The consumer takes a perf.data sample with `repeat` n as n records
+     * of it, in every count it keeps (weights and numbers of samples), and
+     * minds the order of samples only as far as which comes first: the
+     * reader may then read the back part of a large mapped perf.data on a
+     * second thread and deliver each distinct sample found there once,
+     * with its count (src/reader/tail.c, docs/reader.md). Other events,
+     * their order and the statistics are as without it. */
+    int fold_repeats;
 } lp_reader_opts;
 
 typedef struct lp_reader lp_reader;

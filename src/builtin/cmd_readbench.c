@@ -136,6 +136,8 @@ static int parse_opts(int argc, char **argv, rb_opts *o)
             o->ro.order = LP_ORDER_FILE;
         else if (!strcmp(a, "--skip-payloads"))
             o->ro.skip_payloads = 1;
+        else if (!strcmp(a, "--fold"))
+            o->ro.fold_repeats = 1;
         else
             return lp_cli_usage_error("readbench", "unknown option %s", a);
     }
@@ -143,7 +145,7 @@ static int parse_opts(int argc, char **argv, rb_opts *o)
         return lp_cli_usage_error("readbench",
                                   "usage: readbench [--dump|--brstack|--callchain|"
                                   "--buildids|--events] [--file-order] "
-                                  "[--skip-payloads] FILE");
+                                  "[--skip-payloads] [--fold] FILE");
     o->input = argv[i];
     return 0;
 }
@@ -189,7 +191,7 @@ int cmd_readbench(int argc, char **argv)
     rb_opts o;
     lp_error err;
     struct timespec t0, t1, c0, c1;
-    uint64_t n[LP_EV_OTHER + 1] = { 0 }, chk = 0;
+    uint64_t n[LP_EV_OTHER + 1] = { 0 }, chk = 0, folded = 0;
     const lp_event *ev;
     int rc;
 
@@ -204,9 +206,13 @@ int cmd_readbench(int argc, char **argv)
         if ((unsigned)ev->kind <= LP_EV_OTHER)
             n[ev->kind]++;
         if (ev->kind == LP_EV_SAMPLE) {
-            chk += ev->u.sample.ip;
+            /* --fold: weighed by the repeat, so the checksum is the
+             * unfolded reading's */
+            uint64_t w = o.ro.fold_repeats && ev->u.sample.repeat ? ev->u.sample.repeat : 1;
+            folded += w;
+            chk += ev->u.sample.ip * w;
             for (uint64_t i = 0; i < ev->u.sample.branch_nr; i++)
-                chk += ev->u.sample.branches[i].from;
+                chk += ev->u.sample.branches[i].from * w;
         }
         dump_one(&o, ev);
     }
@@ -224,6 +230,9 @@ int cmd_readbench(int argc, char **argv)
         dump_events(lp_reader_info(r));
     print_summary(o.dump ? stderr : stdout, r, n, chk, seconds(&t0, &t1),
                   seconds(&c0, &c1));
+    if (o.ro.fold_repeats) /* the reader may fold samples (docs/reader.md) */
+        fprintf(o.dump ? stderr : stdout, "sample_events %" PRIu64
+                " samples_with_repeats %" PRIu64 "\n", n[LP_EV_SAMPLE], folded);
     lp_reader_close(r);
     return 0;
 }

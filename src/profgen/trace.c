@@ -138,6 +138,9 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
     const lp_profgen_opts *a = run->o;
     lp_profgen_stats *st = &run->r->stats;
     uint64_t n = s->repeat ? s->repeat : 1;
+    /* perf.data: a repeat is records the reader folded (fold_repeats),
+     * each a sample where samples are counted; text: one aggregated block */
+    uint64_t calls = run->markers ? n : 1;
 
     if (!event_wanted(a, s))
         return 0;
@@ -148,6 +151,7 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
             s->callchain_nr > 0)
             return 0;
         st->lbr_only += n;
+        lp_lbr_agg_set_calls(run->agg, calls);
         return lp_lbr_agg_ip_sample(run->agg, s->ip, n, err);
     }
     /* perf record --call-graph dwarf: no user callchain, the user stack
@@ -263,6 +267,9 @@ void pg_reader_opts(const lp_profgen_opts *a, lp_reader_opts *ro)
      * registers and stacks */
     ro->skip_payloads = a->ignore_stack_samples || a->leading_ip_only;
     ro->no_thread = a->itrace != NULL; /* the PT synthesizer reads alongside */
+    /* feed_sample takes a repeat as that many records, except that
+     * --sample-period divides each record's count (integer division) */
+    ro->fold_repeats = !a->have_sample_period;
 }
 
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)

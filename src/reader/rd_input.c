@@ -358,6 +358,12 @@ static int file_next(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err)
 
 /* ---- zstd ------------------------------------------------------------------ */
 
+/* One record of one file, no compression layer (tail.c's own walk). */
+int rd_file_step(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err)
+{
+    return file_next(r, f, raw, err);
+}
+
 void rd_zstd_free(rd_zstd *z)
 {
     if (z->ds)

@@ -133,6 +133,9 @@ typedef struct rd_zstd {
 
 #define RD_LOC_ARENA (1ull << 63)
 #define RD_LOC_FILE_SHIFT 48
+/* No record: stands for the tail's last sample (tail.c), sets last_flush
+ * when flushed and delivers nothing */
+#define RD_LOC_PHANTOM (0x7fffull << RD_LOC_FILE_SHIFT)
 
 typedef struct rd_qent {  /* 24 bytes */
     uint64_t time, seq;
@@ -158,7 +161,9 @@ typedef struct rd_queue {
 
 typedef struct rd_idmap rd_idmap;  /* uthash id -> attr index (rd_header.c) */
 
-enum rd_state { RD_RUN, RD_FLUSH, RD_DONE, RD_FAILED };
+enum rd_state { RD_RUN, RD_FLUSH, RD_REPLAY, RD_DONE, RD_FAILED };
+
+struct rd_tail;
 
 struct lp_reader {
     lp_reader_opts opts;
@@ -198,6 +203,15 @@ struct lp_reader {
     lp_pfetch *pf;       /* ... parsing on its own thread (prefetch.c) */
     FILE *own_text_f;    /* stream we opened for the text backend */
     uint64_t text_size;  /* the text's size when it is a regular file */
+    struct rd_tail *tail; /* the tail's walk on a second thread (tail.c) */
+    uint64_t tail_at;    /* ... whose region starts here (else UINT64_MAX) */
+    int replay;          /* the flush before the tail's replay */
+    int may_thread;      /* the walk may go to the prefetcher's thread
+                            once no tail walks (reader.c thread_after_tail) */
+    lp_reader_idle_fn idle_fn;   /* lp_reader_set_idle's, for that thread */
+    void *idle_ctx;
+    lp_reader_ahead_fn ahead_fn; /* lp_reader_set_ahead's, ditto */
+    void *ahead_ctx;
 };
 
 /* rd_input.c */
@@ -208,6 +222,10 @@ void rd_file_close(rd_file *f);
 int rd_file_read(rd_file *f, void *dst, size_t n, lp_error *err);
 void rd_file_release(rd_file *f, uint64_t below);
 int rd_next_raw(lp_reader *r, rd_raw *raw, lp_error *err);
+int rd_file_step(lp_reader *r, rd_file *f, rd_raw *raw, lp_error *err);
+
+/* reader.c */
+int rd_queue_phantom(lp_reader *r, uint64_t t, lp_error *err);
 void rd_zstd_free(rd_zstd *z);
 
 /* rd_header.c */

@@ -91,17 +91,7 @@ static int walk_all(lp_reader *r, lp_error *err)
 static void w_mmap(pw *d, uint32_t pid, uint64_t start, const char *fn,
                    uint64_t t)
 {
-    size_t s = pw_rec_begin(d, 1, 2);
-    pw_u32(d, pid);
-    pw_u32(d, pid);
-    pw_u64(d, start);
-    pw_u64(d, 0x1000);
-    pw_u64(d, 0);
-    pw_str(d, fn);
-    pw_u32(d, pid); /* trailer: TID, TIME (ST_BASIC) */
-    pw_u32(d, pid);
-    pw_u64(d, t);
-    pw_rec_end(d, s);
+    pw_mmap(d, pid, start, fn, t, 0); /* trailer: TID, TIME (ST_BASIC) */
 }
 
 static void w_sample(pw *d, uint64_t ip, uint32_t pid, uint64_t t)

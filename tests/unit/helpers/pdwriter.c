@@ -212,3 +212,23 @@ void pw_file(pw *out, int swap, const pw_attr *attrs, size_t nr_attrs,
     for (int i = 0; i < 4; i++)
         patch64(out, 72 + 8 * (size_t)i, bits[i]);
 }
+
+void pw_mmap(pw *w, uint32_t pid, uint64_t start, const char *fn, uint64_t t,
+             int cpu)
+{
+    size_t s = pw_rec_begin(w, 1, 2);
+    pw_u32(w, pid);
+    pw_u32(w, pid);
+    pw_u64(w, start);
+    pw_u64(w, 0x1000);
+    pw_u64(w, 0);
+    pw_str(w, fn);
+    pw_u32(w, pid);
+    pw_u32(w, pid);
+    pw_u64(w, t);
+    if (cpu) {
+        pw_u32(w, 0);
+        pw_u32(w, 0);
+    }
+    pw_rec_end(w, s);
+}

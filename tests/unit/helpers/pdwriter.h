@@ -63,4 +63,9 @@ void pw_file(pw *out, int swap, const pw_attr *attrs, size_t nr_attrs,
              uint32_t attr_size, const pw *data, const pw_feat *feats,
              size_t nr_feats);
 
+/* An MMAP record (pid = tid, length 0x1000, pgoff 0) with the
+ * sample_id_all trailer of TID|TIME, plus CPU (as 0) when `cpu`. */
+void pw_mmap(pw *w, uint32_t pid, uint64_t start, const char *fn, uint64_t t,
+             int cpu);
+
 #endif
