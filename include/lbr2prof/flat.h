@@ -115,17 +115,13 @@ int lp_lbr_agg_stack_sample(lp_lbr_agg *a, const uint64_t *stack, size_t ns,
  * text: {dup_id, 0}), so that a repeated sample is found without reading
  * its arrays. Without it the aggregator computes the same digest. */
 void lp_lbr_agg_set_id(lp_lbr_agg *a, lp_stacks_id id);
-/* The next sample stands for `calls` samples of the input (lp_sample.
- * calls; 0: one): the unweighted counts (leaf-external) add it. */
-void lp_lbr_agg_set_calls(lp_lbr_agg *a, uint64_t calls);
-
 /* How many samples the next sample given to lp_lbr_agg_sample,
  * lp_lbr_agg_ip_sample or lp_lbr_agg_stack_sample stands for where samples
  * are counted rather than weighed (the leaf-external warning counts
- * HybridPerfReader's samples): perf.data samples the reader folded into
- * one with a repeat (lp_reader_opts.fold_repeats) are each a sample of
- * their own there; perf script text's aggregated samples are one. Without
- * it: 1. */
+ * HybridPerfReader's samples): lp_sample.calls - samples the reader
+ * folded into one (lp_reader_opts.fold_repeats) are each a sample of their
+ * own there; an aggregated text sample (a count line) is one. 0 or
+ * without it: 1. */
 void lp_lbr_agg_set_calls(lp_lbr_agg *a, uint64_t calls);
 
 /* A sample of process `pid` that will come soon (e.g. from

@@ -185,13 +185,15 @@ typedef struct lp_sample {
     uint64_t stack_user_size;        /* bytes at stack_user */
     const uint8_t *stack_user;
     uint64_t stack_user_dyn_size;
-    uint64_t repeat;         /* 1, or the count of an aggregated text sample */
+    uint64_t repeat;         /* 1, or the count of an aggregated text
+                                sample, or the sum of the repeats of the
+                                samples the reader folded into this one
+                                (lp_reader_opts.fold_repeats) */
     uint64_t calls;          /* the samples of the input this one stands
-                                for (0: one): more than one only from
-                                lp_reader_allow_repeats, repeat then
-                                their repeats' sum; what llvm-profgen
-                                counts per sample text, unweighted, adds
-                                this */
+                                for (0: one): more than one only when the
+                                reader folded them (fold_repeats); what
+                                llvm-profgen counts per sample, unweighted
+                                (the leaf-external warning), adds this */
     uint64_t dup_id;         /* perf script text: nonzero when every sample
                                 with this id is the same text (call stack
                                 and LBR lines byte for byte; the repeat
@@ -340,13 +342,14 @@ typedef struct lp_reader_opts {
     int strict;
     lp_warn_fn warn;         /* may be NULL (stats.cut_off still counts) */
     void *warn_ctx;
-    /* The consumer takes a perf.data sample with `repeat` n as n records
-     * of it, in every count it keeps (weights and numbers of samples), and
-     * minds the order of samples only as far as which comes first: the
-     * reader may then read the back part of a large mapped perf.data on a
-     * second thread and deliver each distinct sample found there once,
-     * with its count (src/reader/tail.c, docs/reader.md). Other events,
-     * their order and the statistics are as without it. */
+    /* The consumer weighs each sample by `repeat`, counts it `calls` times
+     * where it counts samples unweighted, and minds the order of samples
+     * only as far as which comes first: the reader may then count the back
+     * part of a large regular input on a second thread (perf.data:
+     * src/reader/tail.c; perf script text: src/reader/pstail.c) and
+     * deliver each distinct sample found there once, with its repeat and
+     * calls, in the order of first occurrence (docs/reader.md). Other
+     * events, their order and the statistics are as without it. */
     int fold_repeats;
 } lp_reader_opts;
 
@@ -383,16 +386,6 @@ void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx);
  * without a thread, never called. */
 typedef void (*lp_reader_ahead_fn)(void *ctx, lp_sample *s);
 void lp_reader_set_ahead(lp_reader *r, lp_reader_ahead_fn fn, void *ctx);
-
-/* The caller weights each sample by lp_sample.repeat and needs nothing
- * else of where a sample was (offsets, the order of equal samples): for
- * perf script text in a regular file, on two CPUs, samples that repeat
- * in the file's tail may then come as one, repeat = their number, in the
- * order of their first occurrence (a second thread counts them while the
- * head is parsed; the events' totals and statistics are the same). Call
- * before lp_reader_start and the first lp_reader_next. A no-op for
- * perf.data. */
-void lp_reader_allow_repeats(lp_reader *r);
 
 /* Read from an open FILE (pipe mode or text; no seeking). `name` is used in
  * messages. The stream is not closed by lp_reader_close(). */

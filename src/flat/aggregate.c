@@ -451,15 +451,6 @@ static int sample_id(lp_lbr_agg *a, uint32_t kind, uint64_t leaf,
     return 0;
 }
 
-/* The next sample's lp_lbr_agg_set_calls, then back to 1. */
-static uint64_t take_calls(lp_lbr_agg *a)
-{
-    uint64_t c = a->next_calls ? a->next_calls : 1;
-
-    a->next_calls = 0;
-    return c;
-}
-
 /* A new waiting sample. */
 static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
                     const lp_branch_entry *br, size_t n, uint64_t repeat,

@@ -138,9 +138,6 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
     const lp_profgen_opts *a = run->o;
     lp_profgen_stats *st = &run->r->stats;
     uint64_t n = s->repeat ? s->repeat : 1;
-    /* perf.data: a repeat is records the reader folded (fold_repeats),
-     * each a sample where samples are counted; text: one aggregated block */
-    uint64_t calls = run->markers ? n : 1;
 
     if (!event_wanted(a, s))
         return 0;
@@ -151,7 +148,7 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
             s->callchain_nr > 0)
             return 0;
         st->lbr_only += n;
-        lp_lbr_agg_set_calls(run->agg, calls);
+        lp_lbr_agg_set_calls(run->agg, s->calls);
         return lp_lbr_agg_ip_sample(run->agg, s->ip, n, err);
     }
     /* perf record --call-graph dwarf: no user callchain, the user stack
@@ -175,8 +172,7 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
         return lp_unwind_sample(run->uw, &h, err);
     }
     st->lbr_only += n;
-    if (s->calls > 1)
-        lp_lbr_agg_set_calls(run->agg, s->calls);
+    lp_lbr_agg_set_calls(run->agg, s->calls);
     if (s->stacks_id.lo || s->stacks_id.hi)
         lp_lbr_agg_set_id(run->agg, s->stacks_id);
     else if (s->dup_id)
@@ -281,10 +277,8 @@ void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)
         !strcmp(pg_trace_path(o), "-"))
         return;
     pg_reader_opts(o, &ro);
-    if ((r->priv->early = lp_reader_open(pg_trace_path(o), &ro, &ignored))) {
-        lp_reader_allow_repeats(r->priv->early);    /* feed_sample: by repeat */
+    if ((r->priv->early = lp_reader_open(pg_trace_path(o), &ro, &ignored)))
         lp_reader_start(r->priv->early);
-    }
 }
 
 /* The consumer's idle time, while the perf script parser's thread is
@@ -401,11 +395,8 @@ int pg_read_trace(pg_run *run, lp_error *err)
             run->r->priv->early = NULL;
         if (i > 0 && next_trace(run, err))
             return -1;
-        if (!r) {               /* (the early one: allowed before its start) */
-            if (!(r = lp_reader_open(pg_trace_at(a, i), &ro, err)))
-                return -1;
-            lp_reader_allow_repeats(r);     /* feed_sample: by repeat */
-        }
+        if (!r && !(r = lp_reader_open(pg_trace_at(a, i), &ro, err)))
+            return -1;
         rc = read_one(run, r, pg_trace_at(a, i), ro.force_text, &starts,
                       &text_seen, err);
         lp_reader_close(r);

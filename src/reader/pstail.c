@@ -13,8 +13,7 @@
  *
  * Owns the tail's thread, its read buffer and its table, and the rules
  * of what a clean sample is (below; the line predicates themselves are
- * the parser's), and lp_reader_allow_repeats, the front end's switch
- * (here while reader.c is being reworked for perf.data). Does not own parsing (every sample
+ * the parser's). Does not own parsing (every sample
  * is parsed by perfscript.c, with llvm-profgen's rules, at its first
  * occurrence: same bytes, same result) nor deciding whether to split
  * (perfscript.c: regular files, two CPUs, a consumer that weights by
@@ -347,14 +346,4 @@ void lp_pstail_free(lp_pstail *t)
     free(t->ix);
     free(t->e);
     free(t);
-}
-
-/* ---- the reader's switch ----------------------------------------------- */
-
-/* (Here rather than in reader.c, the perf.data front end, which another
- * change is reworking: it only passes the consumer's word on.) */
-void lp_reader_allow_repeats(lp_reader *r)
-{
-    if (r && r->text)
-        lp_pscript_allow_repeats(r->text);
 }

@@ -245,6 +245,7 @@ static int decode_sample(dctx *d, const lp_attr *a, lp_error *err)
     s->attr = a;
     s->sample_type = st;
     s->repeat = 1;
+    s->calls = 1;
     if (sample_head(d, a, s, err) < 0)
         return -1;
     if (st & LP_SAMPLE_READ) {

@@ -90,6 +90,8 @@ static lp_reader *open_text(lp_reader *r, FILE *f, const void *prefix,
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
         r->text_size = (uint64_t)st.st_size;
     r->text = lp_pscript_open(f, prefix, n, name, err);
+    if (r->text && r->opts.fold_repeats)
+        lp_pscript_allow_repeats(r->text);  /* the tail: pstail.c */
     if (r->text)
         r->pf = lp_pfetch_new(r->text, err);
     return r->pf ? r : fail_open(r);

@@ -288,13 +288,13 @@ static void *tail_main(void *arg)
 
 /* ---- starting ----------------------------------------------------------- */
 
-/* LP_READER_SPLIT: "0" off, "N" at the data section's byte N (any
+/* LBR2PROF_DATA_SPLIT: "0" off, "N" at the data section's byte N (any
  * input, any CPU count: tests), "N%" N percent into it; ",C" after either
  * caps the table at C distinct samples. Unset: the default. */
 static int split_point(const lp_reader *r, uint64_t *at, uint32_t *cap,
                        int *forced)
 {
-    const char *s = getenv("LP_READER_SPLIT");
+    const char *s = getenv("LBR2PROF_DATA_SPLIT");
     uint64_t doff = r->files[0].pos, dsize = r->files[0].end - doff;
     char *end;
 
@@ -535,6 +535,7 @@ int rd_tail_replay(lp_reader *r, lp_error *err)
             return -1;
         if (rc > 0) {
             r->ev.u.sample.repeat = e->count;
+            r->ev.u.sample.calls = e->count;
             return 1;
         }
     }

@@ -15,7 +15,7 @@
 typedef struct lp_reader lp_reader;
 typedef struct rd_tail rd_tail;
 
-/* Starts the tail's thread when the input qualifies (or LP_READER_SPLIT
+/* Starts the tail's thread when the input qualifies (or LBR2PROF_DATA_SPLIT
  * forces it); sets r->tail and r->tail_at. No-op otherwise. */
 void rd_tail_start(lp_reader *r);
 

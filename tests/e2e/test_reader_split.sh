@@ -2,7 +2,7 @@
 # test_reader_split.sh - the perf.data walk over both cores (src/reader/
 # tail.c): the back part of a recording read on a second thread, its
 # samples folded and delivered once each with their count. Forced at
-# several split points (LP_READER_SPLIT), on simulated recordings of one
+# several split points (LBR2PROF_DATA_SPLIT), on simulated recordings of one
 # process and of three processes merged into one file (pdmerge: the later
 # processes' COMM and MMAP records come after early split points), every
 # profile and message is byte-identical to reading without the split, in
@@ -30,25 +30,25 @@ make_concat
 
 # readbench --fold: folded when split, same checksum and statistics
 "$LBR2PROF" readbench k1.data > plain.txt || fail "readbench k1.data"
-LP_READER_SPLIT=30% "$LBR2PROF" readbench --fold k1.data > fold.txt || fail "readbench --fold"
+LBR2PROF_DATA_SPLIT=30% "$LBR2PROF" readbench --fold k1.data > fold.txt || fail "readbench --fold"
 set -- $(grep '^sample_events' fold.txt)
 [ "$2" -lt "$4" ] || { cat fold.txt; fail "k1.data: nothing folded ($2 events for $4 samples)"; }
 grep -q "samples $4 " plain.txt || { cat plain.txt fold.txt; fail "folded samples' repeats do not add up"; }
 sum() { sed -n 's/.*\(bytes [0-9]*\).*\(checksum [0-9a-f]*\).*/\1 \2/p' "$1"; }
 [ "$(sum plain.txt)" = "$(sum fold.txt)" ] || { cat plain.txt fold.txt; fail "checksum or bytes differ"; }
 echo "ok   readbench --fold at 30%: $2 sample events for $4 samples, same checksum"
-LP_READER_SPLIT=50% "$LBR2PROF" readbench --fold cat.data > fold.txt || fail "readbench --fold cat.data"
+LBR2PROF_DATA_SPLIT=50% "$LBR2PROF" readbench --fold cat.data > fold.txt || fail "readbench --fold cat.data"
 set -- $(grep '^sample_events' fold.txt)
 [ "$2" -lt "$4" ] || { cat fold.txt; fail "cat.data: nothing folded"; }
 
 same() { # FILE NAME OPTIONS...
     f=$1 name=$2
     shift 2
-    LP_READER_SPLIT=0 "$LBR2PROF" $f "$@" -o one.out > one.err 2>&1 ||
+    LBR2PROF_DATA_SPLIT=0 "$LBR2PROF" $f "$@" -o one.out > one.err 2>&1 ||
         { cat one.err; fail "$f $name: without the split"; }
     [ -s one.out ] || fail "$f $name: empty output"
     for at in 10% 35% 60% 85%; do
-        LP_READER_SPLIT=$at "$LBR2PROF" $f "$@" -o split.out > split.err 2>&1 ||
+        LBR2PROF_DATA_SPLIT=$at "$LBR2PROF" $f "$@" -o split.out > split.err 2>&1 ||
             { cat split.err; fail "$f $name: split at $at"; }
         cmp -s one.out split.out || fail "$f $name: split at $at: the profiles differ"
         cmp -s one.err split.err || { diff one.err split.err; fail "$f $name: split at $at: the messages differ"; }

@@ -2,7 +2,7 @@
  * test_tail.c - src/reader/tail.c: the back part of a mapped perf.data
  * read on a second thread and its samples delivered folded (each distinct
  * sample once, with its count). Each case reads the same file twice: with
- * lp_reader_opts.fold_repeats and LP_READER_SPLIT forcing the split at a
+ * lp_reader_opts.fold_repeats and LBR2PROF_DATA_SPLIT forcing the split at a
  * given byte, and as it always was. Both must give the same events once
  * samples are folded the way a consumer folds them (consecutive samples
  * between two other events: counts per distinct sample, in the order of
@@ -249,9 +249,9 @@ static void read_folded(const char *path, int split, const char *env,
 
     memset(f, 0, sizeof *f);
     if (split)
-        setenv("LP_READER_SPLIT", env, 1);
+        setenv("LBR2PROF_DATA_SPLIT", env, 1);
     lp_reader *r = lp_reader_open(path, &o, &err);
-    unsetenv("LP_READER_SPLIT");
+    unsetenv("LBR2PROF_DATA_SPLIT");
     assert_non_null(r);
     while ((f->rc = lp_reader_next(r, &ev, &err)) == 1) {
         if (ev->kind == LP_EV_SAMPLE) {
@@ -472,7 +472,7 @@ static void test_cut_and_corrupt(void **state)
     free(path);
 }
 
-/* Without fold_repeats, or with LP_READER_SPLIT=0, nothing is folded. */
+/* Without fold_repeats, or with LBR2PROF_DATA_SPLIT=0, nothing is folded. */
 static void test_off(void **state)
 {
     plan p = BASE;
