@@ -233,6 +233,27 @@ static void fold_sample(folded *f, const lp_sample *s)
     f->run[f->nrun++] = (run_item){s->ip, n, s->pid};
 }
 
+/* Done with an input: removed, or with LBR2PROF_TAIL_SEEDS=DIR kept there
+ * as a seed for tests/fuzz/fuzz_tail.c (scripts/fuzz-tail.sh). */
+static void drop(const char *path)
+{
+    const char *dir = getenv("LBR2PROF_TAIL_SEEDS");
+    char to[256], buf[65536];
+    size_t n;
+
+    if (dir && *dir) {
+        snprintf(to, sizeof to, "%s/%s", dir, strrchr(path, '/') + 1);
+        FILE *in = fopen(path, "rb"), *out = fopen(to, "wb");
+        assert_non_null(in);
+        assert_non_null(out);
+        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+            assert_int_equal(fwrite(buf, 1, n, out), n);
+        fclose(in);
+        assert_int_equal(fclose(out), 0);
+    }
+    unlink(path);
+}
+
 static void keep_warning(void *ctx, const char *msg)
 {
     folded *f = ctx;
@@ -314,7 +335,7 @@ static void check(const plan *p, const char *env, lp_order order, int split)
         env = buf;
     }
     compare(path, env, order, split);
-    unlink(path);
+    drop(path);
     free(path);
 }
 
@@ -388,7 +409,7 @@ static void test_wrong_boundary(void **state)
     char *path = write_file(&p, &at, &doff, 0);
     snprintf(env, sizeof env, "%zu", at - 8); /* the fake record's header */
     compare(path, env, LP_ORDER_TIME, 0);
-    unlink(path);
+    drop(path);
     free(path);
 }
 
@@ -408,7 +429,7 @@ static void test_cap(void **state)
     assert_true(a.sample_events == 3000);
     folded_free(&a);
     p.distinct = 37;
-    unlink(path);
+    drop(path);
     free(path);
     check(&p, "40%,10", LP_ORDER_TIME, 0); /* < one round: nothing */
     check(&p, "40%,200", LP_ORDER_TIME, 1);
@@ -435,7 +456,7 @@ static void test_cut_and_corrupt(void **state)
         read_folded(path, 1, "40%", LP_ORDER_TIME, &a);
         assert_non_null(strstr(a.warn, "cut off"));
         folded_free(&a);
-        unlink(path);
+        drop(path);
         free(path);
     }
     /* corrupt: a record size of 4 at sample 2500 */
@@ -468,7 +489,7 @@ static void test_cut_and_corrupt(void **state)
     assert_int_equal(a.rc, -1);
     assert_non_null(strstr(a.err, "size 4"));
     folded_free(&a);
-    unlink(path);
+    drop(path);
     free(path);
 }
 
@@ -485,7 +506,7 @@ static void test_off(void **state)
     read_folded(path, 0, NULL, LP_ORDER_TIME, &a);
     assert_int_equal(a.sample_events, 3000);
     folded_free(&a);
-    unlink(path);
+    drop(path);
     free(path);
 }
 
