@@ -387,6 +387,14 @@ struct lp_unwinder {
     size_t nnodes, nodes_cap;
     uw_rec *recs;
     size_t nrecs, recs_cap;
+    /* (parent, address) -> node: child()'s index of the trie's children
+     * created by it (trie.c); an entry is this sample's when its gen is
+     * kids_gen. Off for the rest of a sample once a node is moved or a
+     * hole revealed (the repair): the sibling lists answer then. */
+    struct uw_kid { int32_t node; uint32_t gen; } *kids;
+    unsigned kids_bits;
+    uint32_t kids_gen;
+    bool kids_on;
     uint64_t *stk;              /* collection stacks */
     size_t stk_cap;
     lp_ctx_frame *frames;       /* expanded context scratch */
