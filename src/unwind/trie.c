@@ -80,6 +80,8 @@ static void unlink_child(lp_unwinder *u, int32_t c)
 {
     int32_t p = u->nodes[c].parent, *l = &u->nodes[p].child, prev = -1;
 
+    u->kids_on = false;         /* child()'s index: the lists answer */
+
     while (*l != c) {
         prev = *l;
         l = &u->nodes[*l].sib;
@@ -145,22 +147,97 @@ static bool calls_itself(lp_unwinder *u, uint64_t cs)
 
 static void reveal(lp_unwinder *u, int32_t h, uint64_t addr)
 {
+    u->kids_on = false;         /* child()'s index: the lists answer */
     u->nodes[h].addr = addr;
     u->nodes[h].sig = 0;
     u->nodes[h].flags &= (uint8_t)~(UW_NF_HOLE | UW_NF_OPT);
 }
 
+/* ---- child()'s index: (parent, address) -> node ------------------------------
+ * A frame's leaf moves from address to address within its function, each
+ * a sibling (switch_to): the sibling lists grow to tens of frames, and
+ * scanning them was 14% of sqlite-line's unwinding. The index holds the
+ * nodes child() made, the first of their (parent, address) in the lists
+ * as long as nothing is moved (unlink_child, reveal: then it is off for
+ * the rest of the sample and the lists answer); holes are not in it. */
+
+#define UW_KIDS_MIN_BITS 8
+
+static struct uw_kid *kid_find(const lp_unwinder *u, int32_t p, uint64_t addr)
+{
+    size_t mask = ((size_t)1 << u->kids_bits) - 1, i;
+    struct uw_kid *e;
+
+    i = (size_t)(((addr ^ ((uint64_t)(uint32_t)p << 40)) *
+                  0x9E3779B97F4A7C15ULL) >> (64 - u->kids_bits));
+    for (;; i = (i + 1) & mask) {
+        e = &u->kids[i];
+        if (e->gen != u->kids_gen ||
+            (u->nodes[e->node].addr == addr && u->nodes[e->node].parent == p))
+            return e;
+    }
+}
+
+/* A table with room for the sample's nodes at half its slots at most,
+ * holding them (all child()'s while the index is on). */
+static int kids_room(lp_unwinder *u)
+{
+    unsigned bits = u->kids_bits ? u->kids_bits : UW_KIDS_MIN_BITS;
+    struct uw_kid *e;
+    size_t i;
+
+    while (u->nnodes * 2 > (size_t)1 << bits)
+        bits++;
+    free(u->kids);
+    if (!(u->kids = calloc((size_t)1 << bits, sizeof *u->kids))) {
+        u->kids_bits = 0;
+        return -1;
+    }
+    u->kids_bits = bits;
+    for (i = 1; i < u->nnodes; i++)
+        if (!(u->nodes[i].flags & UW_NF_HOLE) &&
+            (e = kid_find(u, u->nodes[i].parent, u->nodes[i].addr))->gen !=
+                u->kids_gen)
+            *e = (struct uw_kid){(int32_t)i, u->kids_gen};
+    return 0;
+}
+
+/* A new sample: its trie starts empty, the index on. */
+static void kids_reset(lp_unwinder *u)
+{
+    if (++u->kids_gen == 0) {
+        if (u->kids)
+            memset(u->kids, 0, sizeof *u->kids << u->kids_bits);
+        u->kids_gen = 1;
+    }
+    u->kids_on = true;
+}
+
 /* getOrCreateChildFrame */
 static int32_t child(lp_unwinder *u, int32_t p, uint64_t addr)
 {
+    struct uw_kid *e = NULL;
     int32_t c;
 
-    for (c = u->nodes[p].child; c >= 0; c = u->nodes[c].sib)
-        if (u->nodes[c].addr == addr)
-            return c;
+    if (u->kids && u->kids_on && addr != UW_HOLE) {
+        if ((e = kid_find(u, p, addr))->gen == u->kids_gen)
+            return e->node;
+    } else {
+        for (c = u->nodes[p].child; c >= 0; c = u->nodes[c].sib)
+            if (u->nodes[c].addr == addr)
+                return c;
+    }
     if ((c = new_node(u, addr, p)) < 0)
         return -1;
     link_child(u, p, c);
+    if (!u->kids_on || addr == UW_HOLE)
+        return c;
+    if (!e || (u->nnodes * 2 > (size_t)1 << u->kids_bits)) {
+        if (kids_room(u))       /* c is in the new table */
+            return -1;
+    } else {
+        *e = (struct uw_kid){c, u->kids_gen};
+    }
     return c;
 }
 
@@ -655,6 +732,7 @@ static int init_trie(lp_unwinder *u, uw_state *st, const uint64_t *cs,
 
     u->nnodes = 0;
     u->nrecs = 0;
+    kids_reset(u);
     if ((cur = new_node(u, 0, -1)) < 0)
         return -1;
     for (i = ncs; i-- > 0 && cur >= 0;)

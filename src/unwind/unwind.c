@@ -459,6 +459,7 @@ void uw_free_own(lp_unwinder *u)
     free(u->lbr);
     free(u->nodes);
     free(u->recs);
+    free(u->kids);
     free(u->stk);
     free(u->frames);
     free(u->akey);
