@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flat/flat_internal.h"
-#include "util/cpus.h"
+#include "lbr2prof/flat.h"
 
 typedef struct agg_cslot {
     uint64_t rt, c;             /* c: LP_EXTERNAL_ADDR when not code */
@@ -70,9 +69,6 @@ typedef struct pend_tab {
 } pend_tab;
 
 #define PEND_MAX_BYTES (32u << 20)  /* flush when the waiting keys exceed this */
-#define PEND_QUEUED 4096            /* a flush of this many samples or more
-                                       adds to the counters on a helper
-                                       thread (countq.c) */
 
 struct lp_lbr_agg {
     lp_binary *bin;
@@ -103,7 +99,6 @@ struct lp_lbr_agg {
      * within one): direct-mapped by process and address; gen 0 empty */
     struct agg_cslot *cslots;
     uint32_t flush_gen;         /* nonzero inside lp_lbr_agg_flush */
-    flat_countq *cq;            /* a flush's additions' thread, or NULL */
     uint32_t flush_gen_next;    /* the last one used */
 };
 
@@ -233,13 +228,6 @@ static uint64_t canon(lp_lbr_agg *a, uint64_t addr, bool *code)
 static int count_entry(lp_lbr_agg *a, uint64_t src, uint64_t dst, bool dst_code,
                        uint64_t end, uint64_t n, lp_error *err)
 {
-    if (a->cq) {
-        if (dst_code)
-            flat_countq_push(a->cq, FLAT_CQ_BRANCH, src, dst, n);
-        if (end != 0)
-            flat_countq_push(a->cq, FLAT_CQ_PAIR, dst, end, n);
-        return 0;
-    }
     if (dst_code && lp_counters_add_branch(a->c, src, dst, n))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     if (end != 0 && lp_counters_add_range(a->pairs, dst, end, n))
@@ -322,9 +310,7 @@ static int count_ip(lp_lbr_agg *a, uint64_t ip, uint64_t repeat, lp_error *err)
     a->nr_samples += repeat;
     if (a->o.has_sample_period)
         repeat *= a->o.sample_period;
-    if (code && a->cq)
-        flat_countq_push(a->cq, FLAT_CQ_RANGE, c, c, repeat);
-    else if (code && lp_counters_add_range(a->c, c, c, repeat))
+    if (code && lp_counters_add_range(a->c, c, c, repeat))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     return 0;
 }
@@ -379,13 +365,8 @@ int lp_lbr_agg_flush(lp_lbr_agg *a, lp_error *err)
         gen = 1;
     }
     a->flush_gen = a->flush_gen_next = gen ? gen : 1;
-    if (a->pending.n >= PEND_QUEUED && lp_cpus() >= 2)
-        a->cq = flat_countq_start(a->c, a->pairs);
     for (i = 0; i < a->pending.n && rc == 0; i++)
         rc = count_pending(a, &a->pending.v[i], err);
-    if (a->cq && flat_countq_end(a->cq) && rc == 0)
-        rc = lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
-    a->cq = NULL;
     a->flush_gen = 0;
     a->pid = pid;
     drop_pending(a);

@@ -18,15 +18,4 @@ int flat_preprocess(lp_binary *bin, const lp_counters *c, bool all_funcs,
  * (update_total) totals recomputed. 0 or -1. */
 int flat_finish_functions(lp_profile *p, bool update_total, lp_error *err);
 
-/* countq.c: a flush's counter additions applied on a helper thread, in
- * order. start: NULL when no thread (add in line then); push: one
- * addition (FLAT_CQ_BRANCH, FLAT_CQ_RANGE to c, FLAT_CQ_PAIR to pairs);
- * end: waits for them all, frees the queue; -1 if one ran out of memory. */
-enum { FLAT_CQ_BRANCH, FLAT_CQ_RANGE, FLAT_CQ_PAIR };
-typedef struct flat_countq flat_countq;
-flat_countq *flat_countq_start(lp_counters *c, lp_counters *pairs);
-void flat_countq_push(flat_countq *q, uint32_t which, uint64_t x, uint64_t y,
-                      uint64_t n);
-int flat_countq_end(flat_countq *q);
-
 #endif

@@ -261,44 +261,6 @@ static void test_waiting_across_flushes(void **state)
     lp_binary_close(b);
 }
 
-/* A flush of 4096 waiting samples or more adds to the counters on a
- * helper thread (countq.c) when two CPUs are there: the same counters as
- * flushes small enough to add in line. */
-static char *many_distinct(lp_binary *b, uint64_t every)
-{
-    lp_lbr_agg_opts o = {NULL, NULL, false, -1};
-    lp_error e = {0};
-    lp_lbr_agg *a = lp_lbr_agg_new(b, &o, &e);
-    lp_branch_entry br[6];
-    char *s;
-
-    for (uint64_t i = 0; i < 9000; i++) {
-        br[0] = (lp_branch_entry){0x100 + i, 0x200 + i, 0}; /* external: dropped */
-        memcpy(br + 1, sample1, sizeof sample1);
-        assert_int_equal(lp_lbr_agg_sample(a, br, 6, 1 + i % 3, &e), 0);
-        assert_int_equal(lp_lbr_agg_ip_sample(a, 0x4005b0 + i % 64, 1, &e), 0);
-        if ((i + 1) % every == 0)
-            assert_int_equal(lp_lbr_agg_flush(a, &e), 0);
-    }
-    s = raw_string(lp_lbr_agg_finish(a, &e), 0x400000);
-    assert_true(lp_lbr_agg_nr_samples(a) == 9000 * 3);
-    lp_lbr_agg_free(a);
-    return s;
-}
-
-static void test_queued_flush(void **state)
-{
-    lp_binary *b = open_bin();
-    char *queued = many_distinct(b, 9000), *inline_ = many_distinct(b, 1000);
-    (void)state;
-
-    assert_string_equal(queued, inline_);
-    assert_non_null(strstr(queued, "5e5-5e9:18000\n")); /* 9000 x mean 2 */
-    free(queued);
-    free(inline_);
-    lp_binary_close(b);
-}
-
 static void test_stack_sample_prolog_leaf(void **state)
 {
     /* leaf at bar's entry (prolog): dropped; leaf inside bar: kept */
@@ -507,7 +469,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranges_and_branches),
-        cmocka_unit_test(test_queued_flush),
         cmocka_unit_test(test_external_and_bogus),
         cmocka_unit_test(test_mmap_moves_base),
         cmocka_unit_test(test_waiting_samples),
