@@ -1,14 +1,17 @@
 /*
- * fuzz_tail.c - libFuzzer target for the perf.data tail (src/reader/tail.c):
- * a differential check. Each input is read from a file twice, walked
- * sequentially and with the tail forced at a point the input's last byte
- * picks (LBR2PROF_DATA_SPLIT, which makes the main walk wait for the tail),
- * and the two readings must agree: the same events other than samples
- * (kind, time, offset) in the same order, between any two of them the same
- * samples counted with their repeats and calls (order-free sums of their
- * digests), the same statistics, progress, return code, error and last
- * warning. Any difference aborts, as do crashes, sanitizer reports, hangs
- * and leaks; errors in the input are expected.
+ * fuzz_tail.c - libFuzzer target for the two tails of the reader, a
+ * differential check: perf.data's (src/reader/tail.c) and perf script
+ * text's (src/reader/pstail.c). Each input is written to a file and read
+ * twice, walked sequentially and with the tail forced at a point the
+ * input's last byte picks (LBR2PROF_DATA_SPLIT=N% for a file-mode
+ * perf.data, LBR2PROF_TEXT_SPLIT=OFFSET[+] for anything else, which the
+ * reader takes for text), and the two readings must agree: the same events
+ * other than samples (kind, time, offset) in the same order, between any
+ * two of them the same samples counted with their repeats and calls
+ * (order-free sums of their digests), the same statistics, progress,
+ * return code, error and last warning. Any difference aborts, as do
+ * crashes, sanitizer reports, hangs and leaks; errors in the input are
+ * expected.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +94,14 @@ static void on_event(seen *w, const lp_event *ev)
     }
 }
 
-static void read_once(const char *path, const char *split, lp_order order,
-                      seen *w)
+/* The variable that forces the tail of this kind of input. */
+static const char *split_var(int perf)
+{
+    return perf ? "LBR2PROF_DATA_SPLIT" : "LBR2PROF_TEXT_SPLIT";
+}
+
+static void read_once(const char *path, const char *split, int perf,
+                      lp_order order, seen *w)
 {
     lp_reader_opts o = {.order = order, .fold_repeats = split != NULL,
                         .warn = keep_warning, .warn_ctx = w};
@@ -101,11 +110,11 @@ static void read_once(const char *path, const char *split, lp_order order,
     lp_reader *r;
 
     memset(w, 0, sizeof *w);
-    if (split)
-        setenv("LBR2PROF_DATA_SPLIT", split, 1);
+    /* set while reading: the text's tail is decided at the first sample */
+    setenv(split_var(perf), split ? split : (perf ? "0" : "off"), 1);
     r = lp_reader_open(path, &o, &err);
-    unsetenv("LBR2PROF_DATA_SPLIT");
     if (!r) {
+        unsetenv(split_var(perf));
         w->rc = -2;
         snprintf(w->err, sizeof w->err, "%s", err.msg);
         return;
@@ -118,14 +127,16 @@ static void read_once(const char *path, const char *split, lp_order order,
     w->stats = *lp_reader_stats_get(r);
     lp_reader_progress(r, &w->done, &w->total);
     lp_reader_close(r);
+    unsetenv(split_var(perf));
 }
 
-static void check(const char *path, const char *split, lp_order order)
+static void check(const char *path, const char *split, int perf,
+                  lp_order order)
 {
     seen a, b;
 
-    read_once(path, NULL, order, &a);
-    read_once(path, split, order, &b);
+    read_once(path, NULL, perf, order, &a);
+    read_once(path, split, perf, order, &b);
     if (memcmp(&a.trail, &b.trail, sizeof a.trail) ||
         memcmp(&a.stats, &b.stats, sizeof a.stats) || a.rc != b.rc ||
         a.done != b.done || a.total != b.total || strcmp(a.err, b.err) ||
@@ -142,11 +153,13 @@ static void check(const char *path, const char *split, lp_order order)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[64], split[32];
-    int fd;
+    int perf, fd;
 
-    /* file-mode perf.data only: the tail needs a mapped file */
-    if (size < 16 || memcmp(data, "PERFILE2", 8) != 0)
+    if (size < 16)
         return 0;
+    /* perf.data (its tail needs file mode: a pipe-mode file is read as
+     * before and must agree too), or text */
+    perf = memcmp(data, "PERFILE2", 8) == 0 || memcmp(data, "2ELIFREP", 8) == 0;
     fd = memfd_create("fuzz_tail", 0);
     if (fd < 0)
         return 0;
@@ -155,9 +168,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    snprintf(split, sizeof split, "%u%%", 1u + data[size - 1] % 99u);
-    check(path, split, LP_ORDER_TIME);
-    check(path, split, LP_ORDER_FILE);
+    if (perf)
+        snprintf(split, sizeof split, "%u%%", 1u + data[size - 1] % 99u);
+    else /* an offset into the text; '+': the head stops the tail */
+        snprintf(split, sizeof split, "%zu%s", 1 + size * data[size - 1] / 256,
+                 data[size - 2] & 1 ? "+" : "");
+    check(path, split, perf, LP_ORDER_TIME);
+    if (perf)
+        check(path, split, perf, LP_ORDER_FILE);
     close(fd);
     return 0;
 }
