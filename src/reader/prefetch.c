@@ -149,14 +149,6 @@ static void stacks_id(lp_pfetch *f, lp_event *e, bool ids)
         s->stacks_id = (lp_stacks_id){0, 0};
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 
 static long now_ns(void)
 {
@@ -188,7 +180,7 @@ static void spin_while(lp_pfetch *f, size_t avoid)
             else if (t >= until)
                 return;
         }
-        cpu_relax();
+        lp_cpu_relax();
     }
 }
 

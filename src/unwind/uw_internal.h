@@ -23,6 +23,7 @@
 
 #include "lbr2prof/fpunwind.h"
 #include "lbr2prof/unwind.h"
+#include "util/cpus.h"
 
 #define UW_EXT ((uint64_t)LP_EXTERNAL_ADDR)
 /* Frame addresses only the repair makes (never with --no-repair-frames):
@@ -466,15 +467,6 @@ static inline unsigned uw_role(const lp_unwinder *u)
  * a holder descheduled under load still ends in the sleep. */
 #define UW_LOCK_SPIN 1024
 
-static inline void uw_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Around every call into the binaries (and the shared leaf cache and
  * inference state) that may run on a worker of the parallel flush. */
 static inline void uw_lock(const lp_unwinder *u)
@@ -486,7 +478,7 @@ static inline void uw_lock(const lp_unwinder *u)
     for (i = 0; i < UW_LOCK_SPIN; i++) {
         if (pthread_mutex_trylock(u->lock) == 0)
             return;
-        uw_cpu_relax();
+        lp_cpu_relax();
     }
     pthread_mutex_lock(u->lock);
 }
