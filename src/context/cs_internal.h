@@ -210,6 +210,24 @@ int cs_as_u64(const char *s, const char *end, int radix, uint64_t *v);
  * printed contexts, names the leaf functions), profiles moved out of the
  * trie. -1 on no memory. */
 int cs_trie_to_profile(cs_trie *t, lp_profile *p);
+
+/* The first pass of SampleContextTrimmer (postproc.c) run while the trie
+ * is converted: a cold context is merged into `merged` under its last
+ * `depth` frames (merge) and dropped, never given a key in p (most
+ * contexts are cold, and their printed keys were the run's peak). */
+typedef struct cs_cold {
+    uint64_t thr;           /* contexts whose total is below it are cold */
+    uint32_t depth;         /* frames of the key they merge into (>= 1) */
+    bool merge, base_only;  /* base_only: only contexts of one frame */
+    lp_profile *merged;     /* merge: the cold profiles, by those keys */
+} cs_cold;
+/* 1 if the profile fs of the context ctx (is_base: one frame) was taken
+ * (merged and cleared, or dropped), 0 if it goes into the profile map,
+ * -1 on no memory. */
+int cs_cold_take(cs_cold *c, const char *ctx, bool is_base, lp_fsamples *fs);
+/* cs_trie_to_profile with the cold contexts given to cs_cold_take (NULL:
+ * none is cold). */
+int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold);
 /* The SampleContextTracker built from a flat CS profile: every entry of p
  * moved into the trie (p is left empty). -1 on no memory. */
 int cs_trie_from_profile(cs_trie *t, lp_profile *p);

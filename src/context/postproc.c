@@ -17,11 +17,6 @@
 
 /* ---- cold context trimming and merging ---------------------------------------- */
 
-static bool is_base(const char *ctx)
-{
-    return strstr(ctx, " @ ") == NULL;
-}
-
 /* The printed context of the last k frames of ctx. */
 static const char *last_frames(const char *ctx, uint32_t k)
 {
@@ -37,47 +32,41 @@ static const char *last_frames(const char *ctx, uint32_t k)
     return p;
 }
 
-/* SampleContextTrimmer::trimAndMergeColdContextProfiles */
-static int trim_merge(lp_profile *p, uint64_t thr, bool trim, bool merge,
-                      uint32_t depth, bool base_only)
+/* SampleContextTrimmer::trimAndMergeColdContextProfiles, first pass: a
+ * cold context (total below the threshold; with base_only, of one frame
+ * only) is merged into c->merged under its last c->depth frames (when
+ * merging) and dropped. Called by the trie's conversion (trie.c) for
+ * each context before it gets its printed key in the profile map: the
+ * cold ones, most of them, never do. */
+int cs_cold_take(cs_cold *c, const char *ctx, bool is_base, lp_fsamples *fs)
 {
-    lp_profile *merged;
-    lp_fsamples **v = NULL, *m, *e;
+    lp_fsamples *m;
+
+    if (fs->total >= c->thr || (c->base_only && !is_base))
+        return 0;
+    if (c->merge) {
+        m = lp_profile_get(c->merged, last_frames(ctx, c->depth), fs->name);
+        if (!m || lp_fs_merge(m, fs))
+            return -1;
+    }
+    lp_fs_clear(fs);
+    return 1;
+}
+
+/* ... and its second pass: the merged cold profiles back into p, merged
+ * into the context of their key if p has it, else added (when trimming,
+ * only if no longer cold). */
+static int cold_merge_back(lp_profile *p, const cs_cold *c, bool trim)
+{
+    lp_fsamples **v, *e;
     size_t n, i;
     int rc = 0;
 
-    if ((!trim && !merge) || thr == 0)
-        return 0;
-    if (merge)
-        base_only = false;
-    if (depth == 0)
-        depth = 1; /* llvm-profgen would build an empty context */
-    if (!(merged = lp_profile_new()))
+    if ((n = lp_profile_all(c->merged, &v)) == (size_t)-1)
         return -1;
-    merged->is_cs = 1;
-    if ((n = lp_profile_all(p, &v)) == (size_t)-1) {
-        lp_profile_free(merged);
-        return -1;
-    }
-    for (i = 0; i < n && rc == 0; i++) {
-        if (v[i]->total >= thr || (base_only && !is_base(v[i]->context)))
-            continue;
-        if (merge) {
-            const char *key = last_frames(v[i]->context, depth);
-            if (!(m = lp_profile_get(merged, key, v[i]->name)) || lp_fs_merge(m, v[i]))
-                rc = -1;
-        }
-        lp_profile_remove(p, v[i]->context);
-    }
-    free(v);
-    v = NULL;
-    if (rc == 0 && (n = lp_profile_all(merged, &v)) == (size_t)-1) {
-        v = NULL;
-        rc = -1;
-    }
     for (i = 0; rc == 0 && i < n; i++) {
         e = lp_profile_find(p, v[i]->context);
-        if (trim && v[i]->total < thr && !e)
+        if (trim && v[i]->total < c->thr && !e)
             continue;
         if (e)
             rc = lp_fs_merge(e, v[i]);
@@ -87,8 +76,26 @@ static int trim_merge(lp_profile *p, uint64_t thr, bool trim, bool merge,
             rc = -1;
     }
     free(v);
-    lp_profile_free(merged);
     return rc;
+}
+
+/* The trimmer's settings, or NULL when it does nothing (its threshold,
+ * the hot count, is set once the summary is there). -1 on no memory. */
+static int cold_setup(cs_cold *c, const lp_cs_opts *o, bool merge,
+                      cs_cold **out)
+{
+    memset(c, 0, sizeof *c);
+    *out = NULL;
+    if (!o->trim_cold_profile && !merge)
+        return 0;
+    c->merge = merge;
+    c->base_only = !merge && o->preinliner;
+    /* depth 0: llvm-profgen would build an empty context */
+    c->depth = o->max_cold_context_depth ? o->max_cold_context_depth : 1;
+    if (merge && !(c->merged = lp_profile_new()))
+        return -1;
+    *out = c;
+    return 0;
 }
 
 /* ---- nested conversion (ProfileConverter::convertCSProfiles) --------------------- */
@@ -213,8 +220,9 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
  * are built. */
 static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
-                      uint64_t *hot, bool direct, lp_error *err)
+                      cs_cold *cold, bool direct, lp_error *err)
 {
+    uint64_t hot = 0;
     cs_funcs *own = NULL;
     cs_trie own_st;
     cs_sizes_req sr = {&own_st, bins, NULL};
@@ -242,9 +250,14 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
     if (rc == 0 && !s)
         rc = -1;
     if (rc == 0)
-        *hot = o->hot_count >= 0 ? (uint64_t)o->hot_count
-                                 : cs_percentile_count(s, o->cutoff_hot);
-    if (rc == 0 && !direct && cs_trie_to_profile(t, p))
+        hot = o->hot_count >= 0 ? (uint64_t)o->hot_count
+                                : cs_percentile_count(s, o->cutoff_hot);
+    /* threshold 0: nothing is cold */
+    if (cold && hot == 0)
+        cold = NULL;
+    if (cold)
+        cold->thr = hot;
+    if (rc == 0 && !direct && cs_trie_to_profile_hot(t, p, cold))
         rc = cs_oom(err);
     cs_funcs_free(own);
     cs_trie_free(&own_st);
@@ -256,26 +269,33 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                         lp_error *err)
 {
     bool merge = o->merge_cold_context != 0, direct;
-    uint64_t hot = 0;
+    cs_cold cold, *cp;
+    int rc = 0;
 
     if (o->preinliner && o->merge_cold_context < 0)
         merge = false;
     /* nothing between the trie and the nesting: nest the trie itself */
     direct = o->gen_nested && !merge && !o->trim_cold_profile;
-    if (trie_stage(t, bins, nbins, funcs, o, p, &hot, direct, err))
-        return -1;
-    if (direct && nest_trie(t, p, o->merged_base_profiles))
+    if (cold_setup(&cold, o, merge, &cp))
         return cs_oom(err);
-    /* what is left of the trie (its nodes, the profiles merged away and
-     * the emptied ones) is freed beside the rest */
-    cs_trie_free_later(t, p);
-    if (!direct) {
-        if (trim_merge(p, hot, o->trim_cold_profile, merge,
-                       o->max_cold_context_depth, o->preinliner))
-            return cs_oom(err);
-        if (o->gen_nested && nest(p, o->merged_base_profiles))
-            return cs_oom(err);
+    if (trie_stage(t, bins, nbins, funcs, o, p, direct ? NULL : cp, direct, err))
+        rc = -1;
+    else if (direct && nest_trie(t, p, o->merged_base_profiles))
+        rc = cs_oom(err);
+    if (rc == 0) {
+        /* what is left of the trie (its nodes, the profiles merged away
+         * and the emptied ones) is freed beside the rest */
+        cs_trie_free_later(t, p);
+        if (!direct && cold.merged && cold.thr &&
+            cold_merge_back(p, &cold, o->trim_cold_profile))
+            rc = cs_oom(err);
+        if (rc == 0 && !direct && o->gen_nested &&
+            nest(p, o->merged_base_profiles))
+            rc = cs_oom(err);
     }
+    lp_profile_free(cold.merged);
+    if (rc)
+        return -1;
     lp_flat_filter_ambiguous(p);
     return density(p, o, err);
 }

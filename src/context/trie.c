@@ -629,7 +629,7 @@ static int ks_put_site(key_stack *k, lp_loc loc)
     return ks_put(k, t, n + 3);
 }
 
-static int emit(cs_node *n, key_stack *ks, lp_profile *p)
+static int emit(cs_node *n, key_stack *ks, lp_profile *p, cs_cold *cold)
 {
     size_t base = ks->len, named, nr;
     lp_fsamples *e;
@@ -639,6 +639,14 @@ static int emit(cs_node *n, key_stack *ks, lp_profile *p)
     if (ks_put(ks, n->func->s, n->func->len))
         return -1;
     named = ks->len;
+    if (n->prof && cold &&
+        (rc = cs_cold_take(cold, ks->b, base == 0, &n->prof->fs)) != 0) {
+        if (rc < 0)
+            return -1;
+        rc = 0;
+        n->prof->node = NULL;
+        n->prof = NULL;
+    }
     if (n->prof) {
         nr = p->nr_funcs;       /* lp_profile_get counts the profiles it makes */
         if (!(e = lp_profile_get(p, ks->b, n->func->s)))
@@ -652,24 +660,29 @@ static int emit(cs_node *n, key_stack *ks, lp_profile *p)
     }
     for (i = 0; i < n->nkids && rc == 0; i++) {
         ks->len = named;
-        rc = ks_put_site(ks, n->kids[i].n->callsite) ? -1
-                                                     : emit(n->kids[i].n, ks, p);
+        rc = ks_put_site(ks, n->kids[i].n->callsite)
+                 ? -1 : emit(n->kids[i].n, ks, p, cold);
     }
     ks->len = base;
     return rc;
 }
 
-int cs_trie_to_profile(cs_trie *t, lp_profile *p)
+int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold)
 {
     key_stack ks = {0};
     uint32_t i;
     int rc = 0;
 
     for (i = 0; i < t->root.nkids && rc == 0; i++)
-        rc = emit(t->root.kids[i].n, &ks, p);
+        rc = emit(t->root.kids[i].n, &ks, p, cold);
     free(ks.b);
     p->is_cs = 1;
     return rc;
+}
+
+int cs_trie_to_profile(cs_trie *t, lp_profile *p)
+{
+    return cs_trie_to_profile_hot(t, p, NULL);
 }
 
 int cs_trie_from_profile(cs_trie *t, lp_profile *p)
