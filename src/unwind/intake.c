@@ -632,6 +632,66 @@ static uint64_t djb2(const uint64_t *cs, size_t ncs, const uw_lbr *lbr,
     return h;
 }
 
+/* ---- the pending samples' table -------------------------------------------- */
+
+uw_agg *uw_agg_find(const lp_unwinder *u, const unsigned char *key,
+                    uint32_t len, uint32_t hash)
+{
+    uw_agg *g = u->agg_slots ? u->agg_slots[hash & u->agg_mask] : NULL;
+
+    for (; g; g = g->chain)
+        if (g->hash == hash && g->len == len && memcmp(g->key, key, len) == 0)
+            return g;
+    return NULL;
+}
+
+/* Twice the slots (1 K at first), every sample chained again: at most
+ * two a slot on average. */
+static int agg_grow(lp_unwinder *u)
+{
+    size_t n = u->agg_slots ? 2 * (u->agg_mask + 1) : 1024;
+    uw_agg **v = calloc(n, sizeof *v), *g;
+
+    if (!v)
+        return -1;
+    free(u->agg_slots);
+    u->agg_slots = v;
+    u->agg_mask = n - 1;
+    for (g = u->agg; g; g = g->next) {
+        g->chain = v[g->hash & u->agg_mask];
+        v[g->hash & u->agg_mask] = g;
+    }
+    return 0;
+}
+
+int uw_agg_add(lp_unwinder *u, uw_agg *g)
+{
+    uw_agg **slot;
+
+    g->next = g->chain = NULL;
+    if ((!u->agg_slots || u->nagg >= 2 * (u->agg_mask + 1)) && agg_grow(u))
+        return -1;
+    /* the chain's head: a key seen again is mostly a recent one */
+    slot = &u->agg_slots[g->hash & u->agg_mask];
+    g->chain = *slot;
+    *slot = g;
+    if (u->agg_last)
+        u->agg_last->next = g;
+    else
+        u->agg = g;
+    u->agg_last = g;
+    u->nagg++;
+    return 0;
+}
+
+void uw_agg_clear(lp_unwinder *u)
+{
+    free(u->agg_slots);
+    u->agg_slots = NULL;
+    u->agg = u->agg_last = NULL;
+    u->nagg = u->agg_mask = 0;
+}
+
 static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
                      lp_error *err)
 {
@@ -643,17 +703,20 @@ static int aggregate(lp_unwinder *u, size_t ncs, size_t nlbr, uint64_t n,
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     len = encode(u, ncs, nlbr);
     h = (uint32_t)lp_hash_bytes(u->enc, len);
-    HASH_FIND_BYHASHVALUE(hh, u->agg, u->enc, len, h, g);
-    if (!g) {
+    if (!(g = uw_agg_find(u, u->enc, (uint32_t)len, h))) {
         if (!(g = malloc(sizeof *g + len)))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-        u->agg_bytes += (sizeof *g + len + 7) & ~(size_t)7;
         memset(g, 0, sizeof *g);
         g->replay = -1;
         g->len = (uint32_t)len;
+        g->hash = h;
         g->djb = djb2(u->cs, ncs, u->lbr, nlbr);
         memcpy(g->key, u->enc, len);
-        HASH_ADD_KEYPTR_BYHASHVALUE(hh, u->agg, g->key, len, h, g);
+        if (uw_agg_add(u, g)) {
+            free(g);
+            return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+        }
+        u->agg_bytes += (sizeof *g + len + 7) & ~(size_t)7;
     }
     g->repeat += n;
     u->st.aggregated += n;

@@ -472,10 +472,9 @@ static void free_pending(lp_unwinder *u)
 {
     uw_agg *g = u->agg, *t;
 
-    HASH_CLEAR(hh, u->agg);     /* the table's index, read through the
-                                   first sample: before the samples */
+    uw_agg_clear(u);
     for (; g; g = t) {
-        t = g->hh.next;
+        t = g->next;
         free(g);
     }
     u->agg_bytes = 0;
@@ -747,14 +746,14 @@ int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
  * order), or NULL on OOM. */
 static uw_agg **flush_order(lp_unwinder *u, size_t *n, uw_agg ***ins)
 {
-    size_t m = HASH_COUNT(u->agg), i = 0;
-    uw_agg **v = malloc((m ? m : 1) * sizeof *v), **w = NULL, *g, *t;
+    size_t m = u->nagg, i = 0;
+    uw_agg **v = malloc((m ? m : 1) * sizeof *v), **w = NULL, *g;
     uint64_t *keys = malloc((m ? m : 1) * sizeof *keys);
     int32_t *order = malloc((m ? m : 1) * sizeof *order);
     int rc = -1;
 
     if (v && keys && order && (w = malloc((m ? m : 1) * sizeof *w))) {
-        HASH_ITER(hh, u->agg, g, t) {
+        for (g = u->agg; g; g = g->next) {
             keys[i] = g->djb;
             v[i++] = g;
         }
@@ -940,8 +939,8 @@ int uw_flush(lp_unwinder *u, lp_error *err)
 
     if (!v)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    HASH_CLEAR(hh, u->agg);     /* v holds them now (the table's index is
-                                   freed, not the samples) */
+    uw_agg_clear(u);            /* v holds them now (the table's slots
+                                   are freed, not the samples) */
     if (!u->o.repair_frames) {  /* no hole: no inference */
         free(ins);
         ins = NULL;
@@ -974,7 +973,7 @@ int uw_flush(lp_unwinder *u, lp_error *err)
 
 int lp_unwind_warm_next(lp_unwinder *u)
 {
-    uw_agg *g = u->warmed ? u->warmed->hh.next : u->agg;
+    uw_agg *g = u->warmed ? u->warmed->next : u->agg;
     size_t ncs, nlbr;
 
     if (u->finished || !g)

@@ -134,13 +134,18 @@ typedef struct uw_cslot {
 
 /* ---- aggregated samples -------------------------------------------------- */
 
+/* 48 bytes before the key (a uthash handle alone was 56: ~71 K of them
+ * are alive at the end of reading, the probe runs' peak) */
 typedef struct uw_agg {
-    UT_hash_handle hh;
+    struct uw_agg *next;        /* the next pending sample, in order of
+                                   first occurrence */
+    struct uw_agg *chain;       /* the next in its slot of u->agg_slots */
     uint64_t repeat;
     uint64_t djb;               /* llvm-profgen's PerfSample::getHashCode:
                                    decides the order samples are unwound in */
     int32_t replay;             /* its recorded unwinding in u->replays, or -1 */
     uint32_t len;
+    uint32_t hash;              /* lp_hash_bytes of the key, truncated */
     unsigned char key[];        /* varint-encoded call stack + LBR */
 } uw_agg;
 
@@ -359,7 +364,10 @@ struct lp_unwinder {
     /* pending distinct samples, one malloc each: the flush frees each
      * once unwound (uw_agg_done), so that the unwinding's contexts and
      * counters take their place instead of growing the heap further */
-    uw_agg *agg;
+    uw_agg *agg;                /* the first (then ->next, in order) */
+    uw_agg *agg_last;           /* the last */
+    uw_agg **agg_slots;         /* chains by hash & agg_mask (agg.c) */
+    size_t nagg, agg_mask;
     size_t agg_bytes;           /* their bytes, rounded as an arena would */
     uw_agg **flush_ins;         /* during a flush: its samples in insertion
                                    order, all alive until the inference
@@ -586,6 +594,14 @@ void uw_cfi_free(lp_unwinder *u);
  * caches, context table, notes; not the shared binaries, leaf cache,
  * inference state or pending samples). */
 void uw_free_own(lp_unwinder *u);
+
+/* The pending samples' table (intake.c): the sample with this key, or
+ * NULL; g (its key, len and hash set) added last; the table emptied (the
+ * samples stay, in their order from u->agg: the caller frees them). */
+uw_agg *uw_agg_find(const lp_unwinder *u, const unsigned char *key,
+                    uint32_t len, uint32_t hash);
+int uw_agg_add(lp_unwinder *u, uw_agg *g);
+void uw_agg_clear(lp_unwinder *u);
 
 /* Decode an aggregated key into u->cs / u->lbr. */
 void uw_decode(lp_unwinder *u, const uw_agg *g, size_t *ncs, size_t *nlbr);
