@@ -466,10 +466,34 @@ static int sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
     return rc;
 }
 
+/* The binaries' mapped pages the sizes read (line tables, DWARF, text,
+ * probe sections) given back once the sizes are built: generation is
+ * done with them or has its own decoded copies, and sqlite-probe's peak
+ * was the pre-inliner right after, with ~3 MB of them resident. Every
+ * binary up to the last one a profiled function is in (a binary nothing
+ * read has none to give back). On the sizes' thread, without the
+ * binaries' lock: the release reads where libelf mapped the file, which
+ * nothing changes after opening, and madvise of a clean read-only file
+ * mapping leaves its bytes as they are. */
+static void release_pages(lp_binary *const *bins, const func_set *s)
+{
+    const func_ent *e;
+    int i, last = -1;
+
+    for (e = s->head; e; e = e->hh.next)
+        if (e->bin > last)
+            last = e->bin;
+    for (i = 0; i <= last; i++)
+        lp_binary_release_pages(bins[i]);
+}
+
 int cs_sizes_build(cs_trie *st, lp_binary *const *bins, cs_funcs *s,
                    const lp_cs_opts *o, lp_error *err)
 {
-    return sizes_build(st, bins, s, o, NULL, err);
+    int rc = sizes_build(st, bins, s, o, NULL, err);
+
+    release_pages(bins, s);
+    return rc;
 }
 
 /* ---- the size trie on a second thread ------------------------------------ */
@@ -509,6 +533,7 @@ static void *size_main(void *arg)
     size_job *j = arg;
 
     j->rc = sizes_build(&j->st, j->bins, j->s, &j->o, &j->lock, &j->err);
+    release_pages(j->bins, j->s);
     return NULL;
 }
 
