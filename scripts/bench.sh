@@ -227,16 +227,18 @@ record() {
     echo "$key" >"$S/$name.rkey"
 }
 
-# the distinct samples of a recording (lbr2prof's progress line counts them)
-distinct() {
-    LBR2PROF_PROGRESS_AFTER=0 script -qec "$L $1 --binary $2 --no-repair-frames -o $W/d.prof" /dev/null </dev/null |
-        tr '\r' '\n' | sed -n 's/.* of \([0-9]*\) distinct samples.*/\1/p' | tail -1
+# unwound DATA BINARY: "N samples, M distinct" - the samples of a
+# recording and the distinct ones, as lbr2prof unwound them (the line
+# --time-trace prints under its table)
+unwound() {
+    "$L" "$1" --binary "$2" --no-repair-frames --time-trace -o "$W/d.prof" 2>&1 >/dev/null |
+        sed -n 's/^  Samples unwound: \([0-9]*\) (\([0-9]*\) distinct)$/\1 samples, \2 distinct/p'
 }
 
 large_case() {
     lname=$1 bin=$S/$1 data=$S/$1.data txt=$S/$1.txt
     echo "($lname) SQLite amalgamation, $(basename "$bin"): perf.data $(wc -c <"$data") bytes, text $(wc -c <"$txt") bytes," \
-        "$(grep -o 'wrote [0-9]* samples' "$S/$lname.rlog" | cut -d' ' -f2) samples, $(distinct "$data" "$bin") distinct"
+        "$(unwound "$data" "$bin")"
     "$L" "$data" --binary "$bin" --no-repair-frames -o "$W/warm" 2>/dev/null
     $PG --perfscript="$txt" --binary="$bin" --output="$W/warm" >/dev/null 2>&1
     compare "($lname) CS, default options" "$bin" "$data" --perfscript="$txt" 10
@@ -296,7 +298,7 @@ cg_bench() {
         echo "$key" >"$G/key"
     fi
     echo "(c) 1,500-function program: perf.data $(wc -c < "$G/cg.data") bytes, text $(wc -c < "$G/cg.txt") bytes," \
-        "$(distinct "$G/cg.data" "$G/cg") distinct samples"
+        "$(unwound "$G/cg.data" "$G/cg")"
     compare "(c) CS, default options" "$G/cg" "$G/cg.data" --perfscript="$G/cg.txt" 10
     measure txt "lbr2prof on the text" "$L" --perfscript="$G/cg.txt" --binary "$G/cg" --no-repair-frames -o "$W/o.l"
     ratio theirs txt "(text against text)"

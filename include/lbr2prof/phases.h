@@ -4,9 +4,10 @@
  * opening the binaries, reading the trace, unwinding, generation,
  * pre-inlining, the rest of post-processing, writing - and report the
  * reading's progress (bytes of the trace, samples) and a long phase's
- * items (distinct samples unwound). The caller gets the wall and CPU time
- * of every phase (`--time-trace`) and, if it asks, a callback as the run
- * goes (the CLI's progress line on a terminal). The library never prints.
+ * items (distinct samples unwound) and, at the end, the samples unwound.
+ * The caller gets the wall and CPU time of every phase and those counts
+ * (`--time-trace`) and, if it asks, a callback as the run goes (the CLI's
+ * progress line on a terminal). The library never prints.
  *
  * One lp_phases per run, owned by the caller; every function takes NULL
  * and then does nothing, so a stage that was given no lp_phases costs
@@ -59,6 +60,8 @@ typedef struct lp_phases {
     double every, next;             /* callback period, next call (wall) */
     lp_progress last;
     int ended;
+    uint64_t unwound, distinct;     /* samples unwound, distinct ones
+                                       (lp_phases_unwound; 0: none) */
 } lp_phases;
 
 /* Start timing now (phase LP_PHASE_START). fn, if not NULL, is called at
@@ -73,12 +76,17 @@ void lp_phases_read(lp_phases *ph, uint64_t bytes, uint64_t total_bytes,
                     uint64_t samples);
 /* The current phase's items. */
 void lp_phases_items(lp_phases *ph, uint64_t done, uint64_t todo);
+/* The input samples the run unwound and how many distinct samples that
+ * was, once they are known (the unwinder's statistics at its end):
+ * printed under the table. */
+void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct);
 /* Close the current phase; the callback's last call (final = 1). */
 void lp_phases_end(lp_phases *ph);
 const char *lp_phase_name(lp_phase p);
 /* The table of phases, LLVM's timer report layout: CPU (every thread of
  * the process), the main thread's CPU and wall time per phase and in
- * total. */
+ * total; then, if the run unwound samples, "  Samples unwound: N (M
+ * distinct)". */
 void lp_phases_print(const lp_phases *ph, const char *title, FILE *f);
 
 #ifdef __cplusplus

@@ -465,6 +465,7 @@ static int new_aggregator(pg_run *run, lp_error *err)
 static int finish_unwinder(pg_run *run, lp_error *err)
 {
     uint64_t ignored = lp_lbr_agg_nr_samples(run->agg);
+    const lp_unwind_stats *st;
 
     if (ignored > 0)
         pg_warn(run->o, "%" PRIu64 " samples without a call stack were "
@@ -473,6 +474,8 @@ static int finish_unwinder(pg_run *run, lp_error *err)
     release_binary_pages(run);
     run->r->raw_cs = lp_unwind_finish(run->uw, err);
     run->r->context_sensitive = true;
+    st = lp_unwind_stats_get(run->uw);
+    lp_phases_unwound(run->o->phases, st->sample_calls, st->distinct);
     return run->r->raw_cs ? 0 : -1;
 }
 

@@ -111,6 +111,8 @@ typedef struct ps_tail {
     int allowed;        /* lp_pscript_allow_repeats; 2: decided */
     int forced;         /* LBR2PROF_TEXT_SPLIT=OFFSET[+] */
     int wait;           /* ... without '+': for the tail's own end */
+    int off;            /* LBR2PROF_TEXT_SPLIT=off (any non-number) */
+    uint64_t at;        /* forced: OFFSET */
     uint64_t again;     /* a new tail if this many bytes are left */
     enum ps_tail_state state;
     lp_pstail *t;
@@ -1406,27 +1408,36 @@ static lp_pstail *tail_launch(lp_pscript *p, uint64_t from)
                            p->tl.most);
 }
 
-/* After the mode is known: start the tail, if it is to be. */
-static void tail_begin(lp_pscript *p)
+/* The test switches, read when the reader opens (as tail.c's
+ * LBR2PROF_DATA_SPLIT). */
+static void tail_options(ps_tail *t)
 {
     const char *env = getenv("LBR2PROF_TEXT_SPLIT");
     const char *cap = getenv("LBR2PROF_TEXT_SPLIT_CAP");
+
+    t->forced = env && *env >= '0' && *env <= '9';
+    t->off = env && !t->forced;
+    t->wait = t->forced && !strchr(env, '+');
+    t->again = t->wait ? UINT64_MAX : t->forced ? 1 : PS_SPLIT_AGAIN;
+    t->at = t->forced ? strtoull(env, NULL, 10) : 0;
+    t->most = cap ? strtoull(cap, NULL, 10) : PS_SPLIT_CAP;
+}
+
+/* After the mode is known: start the tail, if it is to be. */
+static void tail_begin(lp_pscript *p)
+{
     ps_tail *t = &p->tl;
     struct stat st;
     uint64_t from;
 
     t->allowed = 2;
-    t->forced = env && *env >= '0' && *env <= '9';
-    t->wait = t->forced && !strchr(env, '+');
-    t->again = t->wait ? UINT64_MAX : t->forced ? 1 : PS_SPLIT_AGAIN;
     /* a regular file, read from its start (offsets are the file's) */
-    if ((env && !t->forced) || !p->f || fstat(fileno(p->f), &st) ||
+    if (t->off || !p->f || fstat(fileno(p->f), &st) ||
         !S_ISREG(st.st_mode) || ftello(p->f) != (off_t)(p->base + p->end))
         return;
     t->size = (uint64_t)st.st_size;
-    t->most = cap ? strtoull(cap, NULL, 10) : PS_SPLIT_CAP;
     if (t->forced)
-        from = strtoull(env, NULL, 10);
+        from = t->at;
     else if (lp_cpus() >= 2 && t->size >= PS_SPLIT_MIN)
         from = split_at(0, t->size);
     else
@@ -1624,6 +1635,7 @@ lp_pscript *lp_pscript_open(FILE *f, const void *prefix, size_t prefix_len,
     if (!p || !(p->name = strdup(name ? name : "-")))
         goto oom;
     p->f = f;
+    tail_options(&p->tl);
     p->attr_lbr.branch_sample_type = LP_BRANCH_ANY;
     if (grow((void **)&p->buf, &p->cap, prefix_len + LP_PSCRIPT_CHUNK, 1))
         goto oom;

@@ -795,12 +795,24 @@ static int take(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
  * was: canonical addresses, call sites, prolog/epilog checks, repair,
  * encoding, hashing give the same result as long as nothing they depend
  * on changed (the memo generation: mmaps, address-map changes, flushes).
- * Replaying adds the same statistics and counts the same aggregated
- * sample. Not for samples with user stacks (their stack decides the
- * repair), nor intakes that added notes. */
+ * None of it depends on the sample's weight (repeat) or on how many input
+ * samples it stands for (lp_sample.calls, the reader's folded samples):
+ * each statistic the intake adds is a multiple of one of the two. The
+ * memo keeps what it added per unit - per call for the unweighted
+ * counters (uw_per_call), per unit of weight for the rest - and a replay
+ * adds those times the sample's own calls and weight, and counts the same
+ * aggregated sample. Not for samples with user stacks (their stack
+ * decides the repair), nor intakes that added notes. */
 #define UW_NSTATS (sizeof(lp_unwind_stats) / sizeof(uint64_t))
 _Static_assert(sizeof(lp_unwind_stats) % sizeof(uint64_t) == 0 && UW_NSTATS < 256,
                "lp_unwind_stats must be uint64_t counters only");
+#define UW_STAT(f) (offsetof(lp_unwind_stats, f) / sizeof(uint64_t))
+_Static_assert(UW_NSTATS <= 64, "uw_per_call is a 64-bit mask");
+
+/* The statistics an intake adds per input sample, unweighted (take); the
+ * others it adds per unit of weight. */
+static const uint64_t uw_per_call =
+    (uint64_t)1 << UW_STAT(sample_calls) | (uint64_t)1 << UW_STAT(leaf_external);
 
 typedef struct memo_key {
     uint64_t id, id2;
@@ -828,51 +840,67 @@ static memo_key memo_key_of(lp_unwinder *u, const lp_hybrid_sample *s)
     return (memo_key){d.lo ^ uw_mix(kind, s->pid), d.hi | 1};  /* never {id, 0} */
 }
 
-static void memo_replay(lp_unwinder *u, const uw_memo *m)
+/* The per-call deltas come first (m->nc of them), the per-weight ones
+ * after; n and calls are at most UINT32_MAX: a delta times either fits. */
+static void memo_replay(lp_unwinder *u, const uw_memo *m, uint64_t n, uint64_t calls)
 {
     uint64_t *st = (uint64_t *)&u->st;
     size_t i;
 
-    for (i = 0; i < m->nd; i++)
-        st[m->field[i]] += m->delta[i];
+    for (i = 0; i < m->nc; i++)
+        st[m->field[i]] += m->delta[i] * calls;
+    for (; i < m->nd; i++)
+        st[m->field[i]] += m->delta[i] * n;
     if (m->g)
-        m->g->repeat += m->n;
+        m->g->repeat += n;
     u->pid = m->pid;
     u->st.intakes_reused++;
 }
 
+/* Remembers the intake of s (weight n, standing for calls samples) in m,
+ * per call or per unit of weight; not when a delta is no multiple of its
+ * unit (none is, short of a bug) or does not fit. */
 static void memo_record(lp_unwinder *u, uw_memo *m, memo_key key,
-                        const lp_hybrid_sample *s, uint64_t n,
+                        const lp_hybrid_sample *s, uint64_t n, uint64_t calls,
                         const lp_unwind_stats *before)
 {
     const uint64_t *a = (const uint64_t *)before, *b = (const uint64_t *)&u->st;
-    size_t i;
+    uint64_t d, k;
+    size_t i, j;
+    bool c;
 
     m->id = m->id2 = 0;
-    m->nd = 0;
-    if (n > UINT32_MAX)
-        return;
+    m->nd = m->nc = 0;
     for (i = 0; i < UW_NSTATS; i++) {
         if (a[i] == b[i])
             continue;
-        if (m->nd == UW_MEMO_DELTAS || b[i] - a[i] > UINT32_MAX)
+        c = uw_per_call >> i & 1;
+        k = c ? calls : n;
+        d = b[i] - a[i];
+        if (k > 1 && d % k)
             return;             /* unusual: not memoized */
-        m->field[m->nd] = (uint8_t)i;
-        m->delta[m->nd++] = (uint32_t)(b[i] - a[i]);
+        d = k > 1 ? d / k : d;
+        if (m->nd == UW_MEMO_DELTAS || d > UINT32_MAX)
+            return;
+        j = m->nd++;
+        if (c) {                /* to the per-call ones in front */
+            m->field[j] = m->field[m->nc];
+            m->delta[j] = m->delta[m->nc];
+            j = m->nc++;
+        }
+        m->field[j] = (uint8_t)i;
+        m->delta[j] = (uint32_t)d;
     }
     m->id = key.id;
     m->id2 = key.id2;
     m->gen = u->memo_gen;
-    m->n = (uint32_t)n;
     m->pid = s->pid;
     m->g = u->last_agg;
 }
 
-static bool memo_hit(const uw_memo *m, memo_key key, uint64_t gen, uint64_t n,
-                     uint32_t pid)
+static bool memo_hit(const uw_memo *m, memo_key key, uint64_t gen, uint32_t pid)
 {
-    return m->id == key.id && m->id2 == key.id2 && m->gen == gen && m->n == n &&
-           m->pid == pid;
+    return m->id == key.id && m->id2 == key.id2 && m->gen == gen && m->pid == pid;
 }
 
 /* The memo's slots, zeroed by writing (lp_zalloc_written's reason), the
@@ -922,7 +950,7 @@ void lp_unwind_ahead(lp_unwinder *u, uint32_t pid, const uint64_t *stack, size_t
 
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
 {
-    uint64_t n = s->repeat ? s->repeat : 1, gen, notes;
+    uint64_t n = s->repeat ? s->repeat : 1, calls = s->calls ? s->calls : 1, gen, notes;
     int way;
     uint64_t changes = u->o.map ? lp_addrmap_changes(u->o.map) : 0;
     memo_key key = memo_key_of(u, s);
@@ -934,17 +962,15 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
         u->memo_gen++;          /* addresses may resolve differently */
     }
     gen = u->memo_gen;
-    /* a sample standing for several (lp_sample.calls): its unweighted
-     * counts are not a memo entry's */
-    if ((!key.id && !key.id2) || s->calls > 1)
+    if ((!key.id && !key.id2) || n > UINT32_MAX || calls > UINT32_MAX)
         return take(u, s, err);
     if (!u->memo &&
         !(u->memo = memo_new()))
         return take(u, s, err);
     m = memo_set(u, key);
-    way = memo_hit(m, key, gen, n, s->pid) ? 0 : memo_hit(m + 1, key, gen, n, s->pid) ? 1 : -1;
+    way = memo_hit(m, key, gen, s->pid) ? 0 : memo_hit(m + 1, key, gen, s->pid) ? 1 : -1;
     if (way >= 0) {
-        memo_replay(u, m + way);
+        memo_replay(u, m + way, n, calls);
         return 0;
     }
     m[1] = m[0];                /* the set's older entry goes, the new one first */
@@ -953,6 +979,6 @@ int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
     if (take(u, s, err))
         return -1;
     if (u->intake_notes == notes && u->memo_gen == gen)
-        memo_record(u, m, key, s, n, &before);
+        memo_record(u, m, key, s, n, calls, &before);
     return 0;
 }

@@ -298,8 +298,11 @@ typedef struct uw_memo {
     uint64_t id, id2;           /* dup_id and 0, or the sample's digest */
     uint64_t gen;
     uw_agg *g;
-    uint32_t n, pid;
-    uint8_t nd;                 /* deltas: stats field index, amount */
+    uint32_t pid;
+    uint8_t nd, nc;             /* deltas: stats field index, amount; the
+                                   first nc per input sample (lp_sample.
+                                   calls), the others per unit of weight
+                                   (intake.c's uw_per_call) */
     uint8_t field[UW_MEMO_DELTAS];
     uint32_t delta[UW_MEMO_DELTAS];
 } uw_memo;

@@ -3,8 +3,10 @@
  * (include/lbr2prof/phases.h): wall time from CLOCK_MONOTONIC, CPU time of
  * the whole process (every thread: the perf script parser's and the
  * reader's included) from CLOCK_PROCESS_CPUTIME_ID. Owns the clock reads
- * and the report's layout; what a phase is, is the driver's.
+ * and the report's layout; what a phase is, and what the counts under the
+ * table are, is the driver's.
  */
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
@@ -94,6 +96,14 @@ void lp_phases_items(lp_phases *ph, uint64_t done, uint64_t todo)
         call(ph, now);
 }
 
+void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct)
+{
+    if (!ph)
+        return;
+    ph->unwound = samples;
+    ph->distinct = distinct;
+}
+
 void lp_phases_end(lp_phases *ph)
 {
     double now;
@@ -146,4 +156,7 @@ void lp_phases_print(const lp_phases *ph, const char *title, FILE *f)
                     lp_phase_name((lp_phase)i));
     fprintf(f, "  %8.4f (100.0%%)  %8.4f (%3.0f%%)  %8.4f (100.0%%)  Total\n\n", c,
             o, pct(o, c), w);
+    if (ph->unwound)
+        fprintf(f, "  Samples unwound: %" PRIu64 " (%" PRIu64 " distinct)\n\n",
+                ph->unwound, ph->distinct);
 }

@@ -9,7 +9,7 @@
 #   - on a pipe, and with --quiet on a terminal, there is none;
 #   - --time-trace (and llvm-profgen's --time-profgen) print the CPU time
 #     (all threads, the main thread's) and the wall time of each phase on
-#     stderr;
+#     stderr, and the samples unwound (input samples, distinct ones);
 #   - none of them changes the profile.
 set -u
 command -v script >/dev/null 2>&1 || { echo "script(1) not found"; exit 77; }
@@ -82,10 +82,29 @@ for flag in --time-trace --time-profgen; do
     else ok "$flag: wall and CPU per phase"; fi
     cmp -s tt.prof ref.prof || fail "$flag changed the profile"
 done
+# under the table: the input samples unwound and the distinct ones, also
+# when the perf script reader's tail folds repeated samples into one
+# (LBR2PROF_TEXT_SPLIT): its samples three times over, counted from the
+# text (a sample's LBR line; distinct: its block of lines)
+R=$WORK/rep.perfscript
+{ cat "$D/noinline-cs-noprobe.perfscript"; echo
+  grep -v PERF_RECORD_MMAP "$D/noinline-cs-noprobe.perfscript"; echo
+  grep -v PERF_RECORD_MMAP "$D/noinline-cs-noprobe.perfscript"; } >"$R"
+ns=$(grep -c '^ 0x' "$R")
+nd=$(grep -v -e PERF_RECORD_MMAP -e '^//' "$R" | awk 'BEGIN{RS=""} {gsub(/\n/, " "); print}' |
+     sort -u | wc -l)
+for split in off $(($(wc -c <"$R") / 2))+; do
+    LBR2PROF_TEXT_SPLIT=$split "$LBR2PROF" --perfscript="$R" \
+        --binary="$D/noinline-cs-noprobe.perfbin" --time-trace -o rep.prof 2>rep.err
+    if grep -qx "  Samples unwound: $ns ($nd distinct)" rep.err && [ "$ns" -gt "$nd" ]; then
+        ok "--time-trace (split $split): $ns samples unwound, $nd distinct"
+    else fail "--time-trace (split $split): not $ns samples, $nd distinct"; cat rep.err; fi
+done
 # the flat route has no unwinding or pre-inlining
 "$LBR2PROF" $PD --time-trace -o ttpd.prof 2>ttpd.err
 if grep -q "reading the trace" ttpd.err && grep -q "generation" ttpd.err &&
     ! grep -q "unwinding" ttpd.err && ! grep -q "pre-inlining" ttpd.err; then
+    grep -q "Samples unwound" ttpd.err && fail "--time-trace: samples unwound on a flat profile"
     ok "--time-trace on a flat profile: its own phases"
 else fail "--time-trace on a flat profile"; cat ttpd.err; fi
 # without it: no table

@@ -110,11 +110,11 @@ static void read_once(const char *path, const char *split, int perf,
     lp_reader *r;
 
     memset(w, 0, sizeof *w);
-    /* set while reading: the text's tail is decided at the first sample */
+    /* both readers read their switch when they open */
     setenv(split_var(perf), split ? split : (perf ? "0" : "off"), 1);
     r = lp_reader_open(path, &o, &err);
+    unsetenv(split_var(perf));
     if (!r) {
-        unsetenv(split_var(perf));
         w->rc = -2;
         snprintf(w->err, sizeof w->err, "%s", err.msg);
         return;
@@ -127,7 +127,6 @@ static void read_once(const char *path, const char *split, int perf,
     w->stats = *lp_reader_stats_get(r);
     lp_reader_progress(r, &w->done, &w->total);
     lp_reader_close(r);
-    unsetenv(split_var(perf));
 }
 
 static void check(const char *path, const char *split, int perf,

@@ -124,6 +124,7 @@ static void parse(FILE *f, const char *split, int refs, view *v)
     rewind(f);
     setenv("LBR2PROF_TEXT_SPLIT", split ? split : "off", 1);
     p = lp_pscript_open(f, NULL, 0, "t.txt", &e);
+    unsetenv("LBR2PROF_TEXT_SPLIT");    /* read when the reader opens */
     assert_non_null(p);
     lp_pscript_allow_repeats(p);
     for (;;) {
@@ -149,7 +150,6 @@ static void parse(FILE *f, const char *split, int refs, view *v)
     free(arr.frames);
     free(arr.br);
     free(v->a);
-    unsetenv("LBR2PROF_TEXT_SPLIT");
 }
 
 static void same(const view *a, const view *b, size_t off)
@@ -348,6 +348,7 @@ static void test_handed_on(void **state)
     setenv("LBR2PROF_TEXT_SPLIT", "1", 1);  /* from the first sample on */
     rewind(f);
     p = lp_pscript_open(f, NULL, 0, "t.txt", &e);
+    unsetenv("LBR2PROF_TEXT_SPLIT");
     lp_pscript_allow_repeats(p);
     assert_int_equal(lp_pscript_next(p, &ev, &e), 1);
     assert_int_equal(ev->kind, LP_EV_MMAP);
@@ -366,7 +367,6 @@ static void test_handed_on(void **state)
     assert_int_equal(lp_pscript_stats_get(p)->samples, 6);
     assert_int_equal(lp_pscript_stats_get(p)->samples_seen, 13);
     lp_pscript_close(p);
-    unsetenv("LBR2PROF_TEXT_SPLIT");
     fclose(f);
 }
 
@@ -383,6 +383,7 @@ static uint64_t tail_units(FILE *f, long pos, const char *prefix, size_t n,
     setenv("LBR2PROF_TEXT_SPLIT", "1", 1);
     fseek(f, pos, SEEK_SET);
     p = lp_pscript_open(f, prefix, n, "t.txt", &e);
+    unsetenv("LBR2PROF_TEXT_SPLIT");
     assert_non_null(p);
     if (allow)
         lp_pscript_allow_repeats(p);
@@ -390,7 +391,6 @@ static uint64_t tail_units(FILE *f, long pos, const char *prefix, size_t n,
         assert_true(allow || ev->kind != LP_EV_SAMPLE || ev->u.sample.repeat == 1);
     u = lp_pscript_stats_get(p)->tail_units;
     lp_pscript_close(p);
-    unsetenv("LBR2PROF_TEXT_SPLIT");
     return u;
 }
 

@@ -1378,8 +1378,8 @@ static void map_fixture(lp_addrmap *m, uint32_t pid)
  * (the reader's thread does so for some batches, not others: the keys
  * must be the same), and every sixth one's by lp_unwind_ahead. `memo` false: every intake from scratch. */
 static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
-                      const uint64_t *rep, size_t n, bool memo, int pass,
-                      lp_unwind_stats *st)
+                      const uint64_t *rep, const uint64_t *calls, size_t n,
+                      bool memo, int pass, lp_unwind_stats *st)
 {
     lp_unwind_opts o;
     lp_error e = {0};
@@ -1413,6 +1413,7 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
         h.br = d->br;
         h.nbr = d->nb;
         h.repeat = rep[i];
+        h.calls = calls ? calls[i] : 0;
         h.pid = m ? (uint32_t)(i % 2) : 0;
         h.dup_id = m ? 0 : pick[i] + 1;
         if (pass == 5 && i % 2)
@@ -1444,6 +1445,7 @@ static void test_dup_id_memo(void **state)
     dup_smp *pool = calloc(npool, sizeof *pool);
     uint32_t *pick = malloc(n * sizeof *pick);
     uint64_t *rep = malloc(n * sizeof *rep), seed = 777;
+    uint64_t *frep = malloc(n * sizeof *frep), *calls = malloc(n * sizeof *calls);
     lp_unwind_stats with, without;
     lp_binary *b;
     size_t i, k;
@@ -1471,15 +1473,25 @@ static void test_dup_id_memo(void **state)
     for (i = 0; i < n; i++) {
         pick[i] = (uint32_t)(RND() % npool);
         rep[i] = 1 + RND() % 2;
+        calls[i] = 1 + RND() % 3;       /* folded: standing for 1-3 samples */
+        frep[i] = calls[i] + RND() % 3;
     }
 #undef RND
     b = open_bin(fixture);
-    for (pass = 0; pass < 6; pass++) {
-        char *a = run_dups(b, pool, pick, rep, n, true, pass, &with);
-        char *c = run_dups(b, pool, pick, rep, n, false, pass, &without);
+    /* passes 6-11: 0-5 with folded samples (lp_hybrid_sample.calls, the
+     * readers' tails), replayed from the memo too: each statistic counts
+     * as many input samples (sample_calls, leaf_external) or as much
+     * weight as without it, whatever the sample it was recorded from */
+    for (pass = 0; pass < 12; pass++) {
+        bool folded = pass >= 6;
+        char *a = run_dups(b, pool, pick, folded ? frep : rep, folded ? calls : NULL,
+                           n, true, pass % 6, &with);
+        char *c = run_dups(b, pool, pick, folded ? frep : rep, folded ? calls : NULL,
+                           n, false, pass % 6, &without);
         expect(a, c);
         assert_true(with.intakes_reused > (pass % 2 ? n / 4 : n / 40));
         assert_int_equal(without.intakes_reused, 0);
+        assert_true(with.sample_calls > (folded ? n : n - 1));
         with.intakes_reused = 0;
         assert_memory_equal(&with, &without, sizeof with);
         assert_true(with.aggregated > 0);
@@ -1490,6 +1502,8 @@ static void test_dup_id_memo(void **state)
     free(pool);
     free(pick);
     free(rep);
+    free(frep);
+    free(calls);
 }
 
 /* ---- aggregation and batches ------------------------------------------------------ */
