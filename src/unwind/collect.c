@@ -26,7 +26,7 @@
 
 /* ---- compression and trimming --------------------------------------------- */
 
-static bool frame_eq(const void *x, const void *y)
+static inline bool frame_eq(const void *x, const void *y)
 {
     const lp_ctx_frame *a = x, *b = y;
 
@@ -34,7 +34,7 @@ static bool frame_eq(const void *x, const void *y)
            (a->func == b->func || strcmp(a->func, b->func) == 0);
 }
 
-static bool addr_eq(const void *x, const void *y)
+static inline bool addr_eq(const void *x, const void *y)
 {
     return *(const uint64_t *)x == *(const uint64_t *)y;
 }
@@ -44,9 +44,14 @@ static bool addr_eq(const void *x, const void *y)
  * a window whose halves are equal drops its right half, otherwise the
  * part of the right half that is not a common suffix is copied down. The
  * same reads and writes in the same order, so the same result on every
- * input (LLVM's template serves frames and addresses alike). */
-static size_t compress(void *base, size_t size, size_t n, int k,
-                       bool (*eq)(const void *, const void *))
+ * input (LLVM's template serves frames and addresses alike). Inlined into
+ * each caller with its `eq` (bench (c): 97 K stacks, 1.1 M comparisons
+ * and 1.4 M copies were 78 M instructions through calls), and a copy
+ * onto itself - every one until a window's halves first match - is
+ * skipped. */
+static inline __attribute__((always_inline)) size_t
+compress(void *base, size_t size, size_t n, int k,
+         bool (*eq)(const void *, const void *))
 {
     unsigned char *f = base;
     size_t half = n / 2, max = k < 0 ? half : ((size_t)k < half ? (size_t)k : half);
@@ -71,11 +76,13 @@ static size_t compress(void *base, size_t size, size_t n, int k,
                 right += len;
                 continue;
             }
-            memmove(AT(end), AT(right + 1), (size_t)(left + len - right) * size);
+            if (end != (size_t)right + 1)
+                memmove(AT(end), AT(right + 1), (size_t)(left + len - right) * size);
             end += (size_t)(left + len - right);
             right = left + len;
         }
-        memmove(AT(end), AT(right + 1), (size_t)(sz - right - 1) * size);
+        if (end != (size_t)right + 1)
+            memmove(AT(end), AT(right + 1), (size_t)(sz - right - 1) * size);
         end += (size_t)(sz - right - 1);
         n = end;
         if (end / 2 < max)
