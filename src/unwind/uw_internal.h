@@ -275,6 +275,10 @@ typedef struct uw_ctxcache {
     lp_ctx_entry *empty;        /* the empty stack's context */
     uint64_t *ids;              /* prefix id per u->stk position, 0 unknown */
     size_t ids_cap;
+    uw_sig *stk_fr;             /* per u->stk position: its address's
+                                   frames, once a context needed them
+                                   (k == UINT32_MAX: not yet) */
+    size_t stk_fr_cap;
 } uw_ctxcache;
 
 /* The intake of a sample whose text block was seen before (dup_id), done
