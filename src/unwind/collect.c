@@ -161,6 +161,32 @@ static uint64_t sig_hash(const uw_sig *g, bool fs)
     return h;
 }
 
+static uw_symslot *symc_slot(lp_unwinder *u, uint64_t addr)
+{
+    uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+
+    return &u->symc[h >> (64 - UW_SYMC_BITS)];
+}
+
+int uw_symbolize(lp_unwinder *u, uint64_t addr, const lp_frame **f,
+                 size_t *k, lp_error *err)
+{
+    uw_symslot *s = u->symc ? symc_slot(u, addr) : NULL;
+    int rc;
+
+    if (s && s->addr == addr) {
+        *f = s->f;
+        *k = (size_t)s->k;
+        return 0;
+    }
+    uw_lock(u);
+    rc = lp_binary_symbolize(uw_bin(u, addr), uw_va(addr), f, k, err);
+    uw_unlock(u);
+    if (rc == 0 && s)
+        *s = (uw_symslot){addr, *f, *k};
+    return rc;
+}
+
 uint64_t uw_leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
 {
     uw_ctxcache *c = &u->ctxc;
@@ -173,10 +199,7 @@ uint64_t uw_leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err)
 
     if (id)
         return id;
-    uw_lock(u);
-    rc = lp_binary_symbolize(b, uw_va(addr), &g.f, &k, err);
-    uw_unlock(u);
-    if (rc)
+    if ((rc = uw_symbolize(u, addr, &g.f, &k, err)))
         return 0;
     g.k = (uint32_t)k;
     g.bin = (uint32_t)uw_bin_of(addr);
@@ -223,20 +246,28 @@ static int stack_frames(lp_unwinder *u, size_t at, size_t n, lp_error *err)
 {
     uw_sig *sf = u->ctxc.stk_fr + at;
     const lp_frame *fr;
+    uw_symslot *c;
     size_t i, k;
     bool locked = false;
     int rc = 0;
 
     for (i = 0; i < n && rc == 0; i++) {
+        uint64_t a = u->stk[at + i];
         if (sf[i].k != UINT32_MAX)
             continue;
+        if (u->symc && (c = symc_slot(u, a))->addr == a) {
+            sf[i] = (uw_sig){c->f, (uint32_t)c->k, 0};
+            continue;
+        }
         if (!locked) {
             uw_lock(u);
             locked = true;
         }
-        if ((rc = lp_binary_symbolize(uw_bin(u, u->stk[at + i]),
-                                      uw_va(u->stk[at + i]), &fr, &k, err)) == 0)
+        if ((rc = lp_binary_symbolize(uw_bin(u, a), uw_va(a), &fr, &k, err)) == 0) {
             sf[i] = (uw_sig){fr, (uint32_t)k, 0};
+            if (u->symc)
+                *symc_slot(u, a) = (uw_symslot){a, fr, k};
+        }
     }
     if (locked)
         uw_unlock(u);

@@ -41,6 +41,7 @@ static void worker_free(lp_unwinder *w)
 {
     if (!w)
         return;
+    free(w->symc);
     uw_free_own(w);
     free(w);
 }
@@ -168,6 +169,8 @@ static void *worker_main(void *arg)
         /* released: the owner frees what the worker is done with */
         __atomic_store_n(&j->done, i + 1 - j->from, __ATOMIC_RELEASE);
     }
+    free(j->w->symc);           /* gone before the merge, the run's peak */
+    j->w->symc = NULL;
     return NULL;
 }
 
@@ -231,11 +234,17 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     rec = malloc(m);
     s = rec ? split_at(v, m, rec) : 0;
     j = (job){rec ? worker_new(u) : NULL, v, rec, s, m, 0, 0, {0}};
-    if (j.w)
+    if (j.w) {
         u->peer_splits = &j.w->splits;
+        /* without them each thread symbolizes as before, under the lock */
+        u->symc = calloc((size_t)1 << UW_SYMC_BITS, sizeof *u->symc);
+        j.w->symc = calloc((size_t)1 << UW_SYMC_BITS, sizeof *j.w->symc);
+    }
     if (!j.w || pthread_create(&th, NULL, worker_main, &j)) {
         worker_free(j.w);
         free(rec);
+        free(u->symc);
+        u->symc = NULL;
         u->lock = NULL;
         u->peer_splits = NULL;
         pthread_mutex_destroy(&mu);
@@ -252,6 +261,8 @@ int uw_flush_parallel(lp_unwinder *u, uw_agg **v, size_t m, lp_error *err)
     for (i = s; i < m && rc == 0; i++)
         if (rec[i] && (rc = uw_flush_one(u, v[i], err)) == 0)
             uw_agg_done(u, v, i);
+    free(u->symc);
+    u->symc = NULL;
     if (rc == 0 && u->finished)
         uw_replays_free(u);     /* all replayed, no more recording: gone
                                    before the worker's end and the merge */
