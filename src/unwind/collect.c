@@ -168,6 +168,21 @@ static uw_symslot *symc_slot(lp_unwinder *u, uint64_t addr)
     return &u->symc[h >> (64 - UW_SYMC_BITS)];
 }
 
+/* addr's frames into its slot, when they fit */
+static void symc_put(lp_unwinder *u, uint64_t addr, const lp_frame *f,
+                     size_t k)
+{
+    uint64_t p = (uint64_t)(uintptr_t)f;
+
+    if (u->symc && p >> 48 == 0 && k < 0x10000)
+        *symc_slot(u, addr) = (uw_symslot){addr, p | (uint64_t)k << 48};
+}
+
+static const lp_frame *symc_frames(const uw_symslot *s)
+{
+    return (const lp_frame *)(uintptr_t)(s->fk & (((uint64_t)1 << 48) - 1));
+}
+
 int uw_symbolize(lp_unwinder *u, uint64_t addr, const lp_frame **f,
                  size_t *k, lp_error *err)
 {
@@ -175,15 +190,15 @@ int uw_symbolize(lp_unwinder *u, uint64_t addr, const lp_frame **f,
     int rc;
 
     if (s && s->addr == addr) {
-        *f = s->f;
-        *k = (size_t)s->k;
+        *f = symc_frames(s);
+        *k = (size_t)(s->fk >> 48);
         return 0;
     }
     uw_lock(u);
     rc = lp_binary_symbolize(uw_bin(u, addr), uw_va(addr), f, k, err);
     uw_unlock(u);
-    if (rc == 0 && s)
-        *s = (uw_symslot){addr, *f, *k};
+    if (rc == 0)
+        symc_put(u, addr, *f, *k);
     return rc;
 }
 
@@ -256,7 +271,7 @@ static int stack_frames(lp_unwinder *u, size_t at, size_t n, lp_error *err)
         if (sf[i].k != UINT32_MAX)
             continue;
         if (u->symc && (c = symc_slot(u, a))->addr == a) {
-            sf[i] = (uw_sig){c->f, (uint32_t)c->k, 0};
+            sf[i] = (uw_sig){symc_frames(c), (uint32_t)(c->fk >> 48), 0};
             continue;
         }
         if (!locked) {
@@ -265,8 +280,7 @@ static int stack_frames(lp_unwinder *u, size_t at, size_t n, lp_error *err)
         }
         if ((rc = lp_binary_symbolize(uw_bin(u, a), uw_va(a), &fr, &k, err)) == 0) {
             sf[i] = (uw_sig){fr, (uint32_t)k, 0};
-            if (u->symc)
-                *symc_slot(u, a) = (uw_symslot){a, fr, k};
+            symc_put(u, a, fr, k);
         }
     }
     if (locked)

@@ -120,11 +120,12 @@ typedef struct uw_ftslot {
 /* During the parallel flush, each thread's last symbolizations,
  * direct-mapped by address (addr 0: empty): the frames stay where the
  * binary's cache put them, so a hit needs neither the binaries' lock nor
- * a probe of the binary's large table (collect.c, uw_symbolize). */
+ * a probe of the binary's large table (collect.c, uw_symbolize). 16
+ * bytes: the frames' pointer in the low 48 bits of fk (a user-space
+ * address; one that is not is not kept), their count in the top 16. */
 typedef struct uw_symslot {
     uint64_t addr;
-    const lp_frame *f;
-    uint64_t k;
+    uint64_t fk;
 } uw_symslot;
 
 #define UW_SYMC_BITS 12
