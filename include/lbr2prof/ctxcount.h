@@ -112,6 +112,16 @@ void lp_ctxcount_borrow_names(lp_ctxcount *cc);
  * are appended. src is left empty. 0, or -1 on OOM (err set). Both tables
  * must hold names that stay valid as long as dst (borrowed or not). */
 int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err);
+/* lp_ctxcount_merge but for the entries dst has: their counts are not
+ * added yet, they stay in src (lp_ctxcount_size of them), for
+ * lp_ctxcount_merge_deferred, which two threads may run at once on
+ * disjoint parts; then lp_ctxcount_clear(src). No lookups in src after
+ * it. 0, or -1 on OOM (err set; src then only takes _clear / _free). */
+int lp_ctxcount_merge_defer(lp_ctxcount *dst, lp_ctxcount *src,
+                            lp_error *err);
+/* src's deferred entries [from, to): counts added to dst's entries, then
+ * freed. 0, or -1 on OOM (each entry freed in any case). */
+int lp_ctxcount_merge_deferred(lp_ctxcount *src, size_t from, size_t to);
 /* Lookup by printed key; NULL if absent. */
 lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
                                const char *key);

@@ -33,6 +33,8 @@ typedef struct ctx_ent {     /* one allocation: this, the frames
         uint64_t fh;            /* hkey == NULL: its frames' hash (its
                                    slot's; a merge moves it without
                                    hashing the names again) */
+        struct ctx_ent *into;   /* deferred by a merge: the destination
+                                   table's entry its counts go to */
     };
 } ctx_ent;
 
@@ -539,9 +541,12 @@ static void merge_prefetch(const lp_ctxcount *dst, const lp_ctxcount *src,
         __builtin_prefetch(&dst->slots[c->fh & dst->mask]);
 }
 
-int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
+/* lp_ctxcount_merge; with `defer`, an entry dst has stays in src
+ * instead, its first ones in order, remembering dst's entry (into). */
+static int merge_into(lp_ctxcount *dst, lp_ctxcount *src, bool defer,
+                      lp_error *err)
 {
-    size_t i, k;
+    size_t i, k = 0;
     ctx_ent *c, *d;
     ctx_slot *s;
     uint64_t h;
@@ -553,6 +558,12 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
         d = !dst->slots ? NULL
             : c->hkey   ? lookup(dst, c->hkey, c->hlen, h)
                         : frame_slot(dst, h, c->e.bin, c->e.frames, c->e.nframes)->c;
+        if (d && defer) {
+            c->into = d;
+            src->v[i] = NULL;
+            src->v[k++] = c;    /* k <= i */
+            continue;
+        }
         if (d) {
             if (lp_counters_merge(d->e.counters, c->e.counters))
                 goto oom;
@@ -566,16 +577,48 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
         }
         src->v[i] = NULL;
     }
+    if (defer) {                /* no lookups in src from here on */
+        src->n = k;
+        free(src->slots);
+        src->slots = NULL;
+        src->mask = 0;
+        return 0;
+    }
     src->n = 0;
     lp_ctxcount_clear(src);
     return 0;
 oom:
     /* what was not moved stays in src (freed with it); moved entries and
-     * entries already merged are dst's or gone */
-    for (k = 0; i < src->n; i++)
+     * entries already merged are dst's or gone (deferred ones unmerged) */
+    for (; i < src->n; i++)
         src->v[k++] = src->v[i];
     src->n = k;
     return lp_error_set(err, LP_ENOMEM, "context table: out of memory");
+}
+
+int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
+{
+    return merge_into(dst, src, false, err);
+}
+
+int lp_ctxcount_merge_defer(lp_ctxcount *dst, lp_ctxcount *src,
+                            lp_error *err)
+{
+    return merge_into(dst, src, true, err);
+}
+
+int lp_ctxcount_merge_deferred(lp_ctxcount *src, size_t from, size_t to)
+{
+    int rc = 0;
+
+    for (; from < to; from++) {
+        ctx_ent *c = src->v[from];
+        if (lp_counters_merge(c->into->e.counters, c->e.counters))
+            rc = -1;
+        ent_free(c);
+        src->v[from] = NULL;
+    }
+    return rc;
 }
 
 /* ---- address contexts --------------------------------------------------------- */

@@ -442,6 +442,7 @@ void uw_free_own(lp_unwinder *u)
     free(u->ctxc.ctx.s);
     free(u->ctxc.sigs);
     free(u->ctxc.ids);
+    free(u->ctxc.stk_fr);
     uw_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);
     free(u->pairs.s);

@@ -117,6 +117,19 @@ typedef struct uw_ftslot {
 
 #define UW_FT_SIZE 32768
 
+/* During the parallel flush, each thread's last symbolizations,
+ * direct-mapped by address (addr 0: empty): the frames stay where the
+ * binary's cache put them, so a hit needs neither the binaries' lock nor
+ * a probe of the binary's large table (collect.c, uw_symbolize). 16
+ * bytes: the frames' pointer in the low 48 bits of fk (a user-space
+ * address; one that is not is not kept), their count in the top 16. */
+typedef struct uw_symslot {
+    uint64_t addr;
+    uint64_t fk;
+} uw_symslot;
+
+#define UW_SYMC_BITS 12
+
 #define UW_AC_BITS 16
 #define UW_AC_SIZE (((size_t)1 << UW_AC_BITS) * sizeof(uw_ainfo))
 
@@ -280,6 +293,10 @@ typedef struct uw_ctxcache {
     lp_ctx_entry *empty;        /* the empty stack's context */
     uint64_t *ids;              /* prefix id per u->stk position, 0 unknown */
     size_t ids_cap;
+    uw_sig *stk_fr;             /* per u->stk position: its address's
+                                   frames, once a context needed them
+                                   (k == UINT32_MAX: not yet) */
+    size_t stk_fr_cap;
 } uw_ctxcache;
 
 /* The intake of a sample whose text block was seen before (dup_id), done
@@ -354,6 +371,8 @@ struct lp_unwinder {
     uw_ainfo *ainfo;            /* 1 << UW_AC_BITS slots */
     uw_cslot *canon;            /* 1 << UW_CS_BITS slots, made at first use */
     uw_ftslot *ft;              /* UW_FT_SIZE slots, made at first use */
+    uw_symslot *symc;           /* 1 << UW_SYMC_BITS slots during the
+                                   parallel flush, else NULL */
     /* intake scratch */
     uint64_t *cs;
     size_t cs_cap;
@@ -639,6 +658,10 @@ int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order);
 /* collect.c: the leaf signature id of an encoded address (from 1), 0 on
  * error (err set). */
 uint64_t uw_leaf_sig(lp_unwinder *u, uint64_t addr, lp_error *err);
+/* lp_binary_symbolize of an encoded address, under the lock unless the
+ * thread's own cache (u->symc) has it */
+int uw_symbolize(lp_unwinder *u, uint64_t addr, const lp_frame **f,
+                 size_t *k, lp_error *err);
 /* collectSamplesFromFrameTrie over u->nodes. */
 int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err);
 /* Unwind and drop everything pending. */

@@ -259,6 +259,81 @@ static void test_merge(void **state)
     lp_ctxcount_free(b);
 }
 
+/* lp_ctxcount_merge_defer + _merge_deferred in two parts (as the
+ * unwinder's two threads run them) give lp_ctxcount_merge's table:
+ * the same entries in the same order, counts, was_leaf_inlined. */
+static void fill_pair(lp_ctxcount *a, lp_ctxcount *b, lp_error *err)
+{
+    static const char *fn[] = {"f0", "f1", "f2", "f3", "f4", "f5", "f6"};
+    lp_ctx_frame f[2];
+    lp_ctx_entry *e;
+    unsigned i;
+
+    for (i = 0; i < 40; i++) {          /* a: 0..19, b: 10..39 */
+        lp_ctxcount *t = i < 20 ? a : b;
+        unsigned k = i < 20 ? i : i - 10;
+        f[0] = (lp_ctx_frame){fn[k % 7], {k, 0}};
+        f[1] = (lp_ctx_frame){fn[(k + 1) % 7], {0, 0}};
+        assert_non_null(e = lp_ctxcount_get(t, 0, f, 2, t == b, err));
+        assert_int_equal(lp_counters_add_range(e->counters, k, k + 8, i + 1), 0);
+        assert_int_equal(lp_counters_add_branch(e->counters, k, 0x99, 1), 0);
+    }
+}
+
+static void check_same(lp_ctxcount *x, lp_ctxcount *y)
+{
+    lp_ctx_entry **v, **w;
+    lp_addr_pair_count *r, *q;
+    long n, i, m;
+
+    assert_int_equal(n = lp_ctxcount_all(x, &v), 30);
+    assert_int_equal(lp_ctxcount_all(y, &w), 30);
+    for (i = 0; i < n; i++) {
+        assert_string_equal(v[i]->key, w[i]->key);
+        assert_int_equal(v[i]->was_leaf_inlined, w[i]->was_leaf_inlined);
+        assert_int_equal(m = lp_counters_ranges(v[i]->counters, &r),
+                         lp_counters_ranges(w[i]->counters, &q));
+        assert_memory_equal(r, q, (size_t)m * sizeof *r);
+        free(r);
+        free(q);
+    }
+    free(v);
+    free(w);
+}
+
+static void test_merge_deferred(void **state)
+{
+    lp_error err;
+    int borrow;
+    (void)state;
+
+    for (borrow = 0; borrow < 2; borrow++) {
+        lp_ctxcount *a = lp_ctxcount_new(), *b = lp_ctxcount_new();
+        lp_ctxcount *c = lp_ctxcount_new(), *d = lp_ctxcount_new();
+        size_t n;
+
+        if (borrow) {
+            lp_ctxcount_borrow_names(a);
+            lp_ctxcount_borrow_names(b);
+            lp_ctxcount_borrow_names(c);
+            lp_ctxcount_borrow_names(d);
+        }
+        fill_pair(a, b, &err);
+        fill_pair(c, d, &err);
+        assert_int_equal(lp_ctxcount_merge(a, b, &err), 0);
+        assert_int_equal(lp_ctxcount_merge_defer(c, d, &err), 0);
+        assert_int_equal(n = lp_ctxcount_size(d), 10);  /* 10..19 in both */
+        assert_int_equal(lp_ctxcount_merge_deferred(d, n / 2, n), 0);
+        assert_int_equal(lp_ctxcount_merge_deferred(d, 0, n / 2), 0);
+        lp_ctxcount_clear(d);
+        check_same(a, c);
+        lp_ctxcount_free(a);
+        lp_ctxcount_free(b);
+        lp_ctxcount_free(c);
+        lp_ctxcount_free(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_release),
         cmocka_unit_test(test_borrowed_names),
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_merge_deferred),
         cmocka_unit_test(test_counters_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
