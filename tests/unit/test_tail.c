@@ -174,6 +174,19 @@ static char *write_file(const plan *p, size_t *at, size_t *doff, size_t cut)
     return path;
 }
 
+/* The file cut 1000 bytes before the end of its data (inside a record of
+ * the last rounds). */
+static char *write_cut_file(const plan *p)
+{
+    size_t at = 0, doff;
+    pw d;
+
+    write_data(&d, p, &at);
+    size_t cut = d.len - 1000;
+    pw_free(&d);
+    return write_file(p, &at, &doff, cut);
+}
+
 /* ---- reading and folding ----------------------------------------------- */
 
 typedef struct run_item {
@@ -447,11 +460,7 @@ static void test_cut_and_corrupt(void **state)
     /* cut: the region ends two rounds before; the walk reports the cut */
     char *path;
     {
-        pw d;
-        write_data(&d, &p, &at);
-        size_t cut = d.len - 1000;
-        pw_free(&d);
-        path = write_file(&p, &at, &doff, cut);
+        path = write_cut_file(&p);
         compare(path, "40%", LP_ORDER_TIME, 1);
         read_folded(path, 1, "40%", LP_ORDER_TIME, &a);
         assert_non_null(strstr(a.warn, "cut off"));
@@ -530,16 +539,10 @@ static void test_pieces(void **state)
     check(&p, "30%/4", LP_ORDER_TIME, 1);
     p.back_at = 0;
     p.back_by = 0;
-    {
-        pw d;
-        write_data(&d, &p, &at);
-        size_t cut = d.len - 1000;
-        pw_free(&d);
-        path = write_file(&p, &at, &doff, cut);
-        compare(path, "40%/2", LP_ORDER_TIME, 1);
-        drop(path);
-        free(path);
-    }
+    path = write_cut_file(&p);
+    compare(path, "40%/2", LP_ORDER_TIME, 1);
+    drop(path);
+    free(path);
 }
 
 /* Without fold_repeats, or with LBR2PROF_DATA_SPLIT=0, nothing is folded. */
