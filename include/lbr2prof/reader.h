@@ -351,6 +351,10 @@ typedef struct lp_reader_opts {
      * calls, in the order of first occurrence (docs/reader.md). Other
      * events, their order and the statistics are as without it. */
     int fold_repeats;
+    /* With fold_repeats: the consumer takes a sample for little beside
+     * the walk (the flat profile's aggregation, not the unwinder), so the
+     * perf.data tail starts earlier (src/reader/tail.c). Speed only. */
+    int fold_light;
 } lp_reader_opts;
 
 typedef struct lp_reader lp_reader;

@@ -266,6 +266,7 @@ void pg_reader_opts(const lp_profgen_opts *a, lp_reader_opts *ro)
     /* feed_sample takes a repeat as that many records, except that
      * --sample-period divides each record's count (integer division) */
     ro->fold_repeats = !a->have_sample_period;
+    ro->fold_light = a->ignore_stack_samples || a->leading_ip_only;
 }
 
 void pg_open_early(const lp_profgen_opts *o, lp_profgen_result *r)

@@ -148,8 +148,8 @@ static void populate_ahead(rd_file *f)
     if (!f->map_len || f->pos + RD_MAX_RECORD <= f->populated)
         return;
     uint64_t from = f->populated > f->pos ? f->populated : f->pos & ~4095ull;
-    uint64_t n = f->map_len - from < RD_MAP_WINDOW ? f->map_len - from
-                                                   : RD_MAP_WINDOW;
+    uint64_t w = f->window ? f->window : RD_MAP_WINDOW;
+    uint64_t n = f->map_len - from < w ? f->map_len - from : w;
     if (n)
         madvise((void *)(f->base + from), (size_t)n, MADV_POPULATE_READ);
     f->populated = from + n;
@@ -176,7 +176,7 @@ static void prefetch_ahead(rd_file *f)
 void rd_file_release(rd_file *f, uint64_t below)
 {
     below &= ~4095ull;
-    if (!f->map_len || below < f->released + RD_MAP_WINDOW)
+    if (!f->map_len || below < f->released + (f->window ? f->window : RD_MAP_WINDOW))
         return;
     madvise((void *)(f->base + f->released), (size_t)(below - f->released),
             MADV_DONTNEED);

@@ -103,6 +103,8 @@ typedef struct rd_file {
     uint64_t populated;  /* mmap: page tables filled up to here */
     uint64_t released;   /* mmap: pages below this were given back */
     uint64_t prefetched; /* mmap: lines below this were prefetched */
+    uint32_t window;     /* mmap: populate ahead / release behind in steps
+                            of this (0: RD_MAP_WINDOW) */
     uint64_t pos, end;   /* current offset, end of the record stream */
     uint64_t size;       /* memory: bytes of the whole source */
     uint64_t data_end;   /* memory: the data section's end by the header,

@@ -7,6 +7,16 @@
  * the mapping, with `repeat` = its count, in the order of first
  * occurrence, and walks on after the tail's region.
  *
+ * The region comes in pieces: the main walk takes what the tail committed
+ * when it arrives while the tail walks on, and asks for the next piece
+ * when it has delivered one (the tail cuts its table at its next commit),
+ * so the tail's thread keeps the second core through the replay and the
+ * main walk no longer walks what was left after the tail's region. A
+ * sample repeated across pieces is delivered once per piece, each with its
+ * count there: to a consumer that takes repeat n as n records, the same
+ * (the pieces are consecutive, no other event between them, and a sample's
+ * first delivery is still in the order of first occurrence).
+ *
  * Owns: choosing the split point, finding a record boundary there, the
  * tail's walk and its table, the checks that make the replay equal to
  * walking the region (below), and the replay. Does not own: the ordering
@@ -37,7 +47,10 @@
  * record at m_c (RD_LOC_PHANTOM) that gives f_(c+1)'s flush its
  * last_flush: the statistics' out_of_order then count as walking does.
  * With LP_ORDER_FILE the same holds trivially. Any doubt ends the region
- * earlier or discards it: the main walk then simply walks on.
+ * earlier or discards it: the main walk then simply walks on. Cut into
+ * pieces, R is still one region: each piece ends at one of its f_j, the
+ * pieces' samples and FINISHED_ROUNDs add up to R's, and the state set at
+ * the end is the last piece's (that of R).
  *
  * Output equality rests on the consumers being indifferent to the order of
  * samples beyond the order of first occurrence (they aggregate with
@@ -46,6 +59,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "reader/rd_internal.h"
@@ -57,13 +71,34 @@
 #define TAIL_PERMILLE 300             /* default split: the head's share (the
                                          tail's walk costs less a byte than
                                          the head's walk and consumer) */
+#define TAIL_PERMILLE_LIGHT 100       /* ... with a light consumer (the flat
+                                         aggregator: the tail walks on while
+                                         the main walk delivers its pieces,
+                                         which cost it little; at 10% the
+                                         two threads' reading CPU was equal
+                                         on sqlite-line) */
 #define TAIL_MAX_ENTS (1u << 17)      /* table cap: 2 + 2 MiB of entries */
 #define TAIL_RESYNC_SPAN (1u << 20)   /* how far to look for a boundary */
+#define TAIL_MAP_WINDOW (512u << 10)  /* the tail's mapping: populated ahead
+                                         and given back behind in these
+                                         steps (its pages are resident
+                                         during the replay's flush, the
+                                         flat path's peak) */
 #define TAIL_RESYNC_CHAIN 16          /* records that must follow it */
 
 typedef struct tail_ent {   /* what the replay needs: 16 bytes */
     uint64_t off, count;
 } tail_ent;
+
+/* A piece of the region, [begin, end): its distinct samples, its samples
+ * and FINISHED_ROUNDs, and the queue's state walking up to `end` leaves
+ * (c_m, c_m1 at the top of the file). */
+typedef struct tail_piece {
+    tail_ent *e;
+    uint32_t n;
+    int buf;                 /* which of the tail's two entry arrays */
+    uint64_t begin, end, samples, frs, m, m1;
+} tail_piece;
 
 typedef struct tail_pend {  /* a sample not yet in the table */
     lp_digest key;
@@ -78,14 +113,33 @@ struct rd_tail {
     atomic_int done;         /* the walk has ended */
     int joined;
     int wait;                /* forced (tests): the main walk waits for the
-                                tail's walk to end instead of stopping it */
+                                tail's walk to end (or for its pieces of
+                                `every` rounds) instead of asking for them */
     uint32_t cap;            /* most distinct samples (TAIL_MAX_ENTS) */
     int time_word, cpu_word; /* sample body words left out of the key */
     uint8_t *kbuf;           /* the record with those words zeroed */
-    /* the table: distinct samples in first-occurrence order */
-    tail_ent *e;
-    lp_digest *key;          /* e[i]'s key (freed before the replay) */
+    /* the table: distinct samples of the piece being walked, in
+     * first-occurrence order, in buf[cur] (the other one is the piece
+     * the main walk delivers, or free) */
+    tail_ent *buf[2], *e;
+    int cur;
+    lp_digest *key;          /* e[i]'s key */
     uint32_t n, *idx, mask;
+    /* handing pieces over: under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int want;         /* the main walk asks for a piece */
+    int other_free;          /* buf[!cur] may be filled */
+    int have_ready;
+    tail_piece ready;        /* cut, not yet taken */
+    uint64_t every;          /* forced: cut every `every` commits (0: no) */
+    /* the piece being walked: from p_begin; the region's counts at the
+     * last cut */
+    uint64_t p_begin, cut_samples, cut_frs, commits;
+    /* the main walk's side */
+    int arrived;
+    tail_piece piece;        /* being delivered */
+    uint64_t last_end, last_m, last_m1;
     /* samples after f_(j-2) not yet in the table: [0, a) up to f_(j-1),
      * [a, np) after it */
     tail_pend *pend;
@@ -96,7 +150,7 @@ struct rd_tail {
     uint64_t nfr, fr_prev_off, m_prev, m_prev2; /* f_(j-1), m_(j-1), m_(j-2) */
     /* the committed region [start, c_end) */
     uint64_t c_end, c_samples, c_frs, c_m, c_m1;
-    uint32_t next;           /* replay cursor */
+    uint32_t next;           /* replay cursor in piece */
 };
 
 /* ---- the key and the table ------------------------------------------ */
@@ -188,6 +242,47 @@ static int commit(rd_tail *t, uint64_t fr_off, uint64_t m)
     return 0;
 }
 
+/* The committed part of the table since the last cut as a piece (the
+ * table holds exactly the samples of [p_begin, c_end) once c_end is set). */
+static tail_piece piece_of(const rd_tail *t)
+{
+    return (tail_piece){t->e, t->n, t->cur, t->p_begin, t->c_end,
+                        t->c_samples - t->cut_samples, t->c_frs - t->cut_frs,
+                        t->c_m, t->c_m1};
+}
+
+/* After a commit: hand the committed piece over when the main walk asks
+ * for it (or, forced, every `every` commits, once the other array is
+ * free), and go on with an empty table in the other array. */
+static void maybe_cut(rd_tail *t)
+{
+    t->commits++;
+    if (t->c_end <= t->p_begin || t->n == 0)
+        return;
+    bool forced = t->every && t->commits % t->every == 0;
+    if (!forced && !atomic_load_explicit(&t->want, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&t->mu);
+    while (forced && (!t->other_free || t->have_ready) &&
+           !atomic_load(&t->stop))
+        pthread_cond_wait(&t->cv, &t->mu);
+    if (t->other_free && !t->have_ready) {
+        t->ready = piece_of(t);
+        t->have_ready = 1;
+        atomic_store_explicit(&t->want, 0, memory_order_relaxed);
+        t->other_free = 0;
+        t->cur = !t->cur;
+        t->e = t->buf[t->cur];
+        t->n = 0;
+        memset(t->idx, 0, ((size_t)t->mask + 1) * sizeof *t->idx);
+        t->p_begin = t->c_end;
+        t->cut_samples = t->c_samples;
+        t->cut_frs = t->c_frs;
+        pthread_cond_broadcast(&t->cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* ---- the walk --------------------------------------------------------- */
 
 /* A sample the region may hold: decoded, timed, in time order. */
@@ -260,6 +355,7 @@ static void walk(rd_tail *t)
             t->nfr++;
             if (commit(t, raw.off, t->last_time) < 0)
                 return;
+            maybe_cut(t);
         } else if (raw.type != RD_SAMPLE || !sample_ok(t, &raw) ||
                    pend_push(t, record_key(t, &raw), raw.off) < 0) {
             return;
@@ -270,35 +366,70 @@ static void walk(rd_tail *t)
     }
 }
 
+/* What only the walk needs: freed as soon as it ends (peak RSS). */
+static void free_walk(rd_tail *t)
+{
+    free(t->sh.abuf);
+    free(t->kbuf);
+    free(t->idx);
+    free(t->key);
+    free(t->pend);
+    t->sh.abuf = NULL;
+    t->kbuf = NULL;
+    t->idx = NULL;
+    t->key = NULL;
+    t->pend = NULL;
+}
+
 static void *tail_main(void *arg)
 {
     rd_tail *t = arg;
     uint64_t s = t->f.pos;
 
-    t->start = resync(t, s);
+    uint64_t start = resync(t, s);
+
+    pthread_mutex_lock(&t->mu);
+    t->start = t->p_begin = start;
+    pthread_mutex_unlock(&t->mu);
     if (t->start) {
         t->f.pos = t->start;
         t->f.populated = t->f.prefetched = t->start;
         t->f.released = t->start & ~4095ull;
         walk(t);
     }
+    free_walk(t);    /* what the pieces do not need, before the replay ends */
+    pthread_mutex_lock(&t->mu);
     atomic_store_explicit(&t->done, 1, memory_order_release);
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
     return NULL;
 }
 
 /* ---- starting ----------------------------------------------------------- */
 
+/* The samples go to the flat aggregator: the consumer says so, or they
+ * have no call chain (the unwinder needs one). Not with the unwinder: its
+ * intake of a replayed sample costs far more, and an earlier split left
+ * more of it to the replay (sqlite-line CS: peak RSS +0.4 MB, sqlite-probe
+ * with the flat CS options +0.9 MB). */
+static int light_consumer(const lp_reader *r)
+{
+    return r->opts.fold_light || !(r->attrs[0].sample_type & LP_SAMPLE_CALLCHAIN);
+}
+
 /* LBR2PROF_DATA_SPLIT: "0" off, "N" at the data section's byte N (any
  * input, any CPU count: tests), "N%" N percent into it; ",C" after either
- * caps the table at C distinct samples. Unset: the default. */
+ * caps the table at C distinct samples (per piece); "/K" after those cuts
+ * the region into pieces of K rounds. Unset: the default. */
 static int split_point(const lp_reader *r, uint64_t *at, uint32_t *cap,
-                       int *forced)
+                       int *forced, uint64_t *every)
 {
     const char *s = getenv("LBR2PROF_DATA_SPLIT");
     uint64_t doff = r->files[0].pos, dsize = r->files[0].end - doff;
     char *end;
 
     *cap = TAIL_MAX_ENTS;
+    *every = 0;
     *forced = s && *s;
     if (s && *s) {
         unsigned long long v = strtoull(s, &end, 10);
@@ -306,14 +437,19 @@ static int split_point(const lp_reader *r, uint64_t *at, uint32_t *cap,
             return 0;
         *at = doff + (*end == '%' ? dsize * v / 100 : v);
         end += *end == '%';
-        if (*end == ',' && strtoul(end + 1, NULL, 10) > 0 &&
-            strtoul(end + 1, NULL, 10) < TAIL_MAX_ENTS)
-            *cap = (uint32_t)strtoul(end + 1, NULL, 10);
+        if (*end == ',') {
+            unsigned long c = strtoul(end + 1, &end, 10);
+            if (c > 0 && c < TAIL_MAX_ENTS)
+                *cap = (uint32_t)c;
+        }
+        if (*end == '/')
+            *every = strtoull(end + 1, NULL, 10);
         return *at < r->files[0].end;
     }
     if (dsize < TAIL_MIN_DATA || lp_cpus() < 2)
         return 0;
-    *at = doff + dsize / 1000 * TAIL_PERMILLE;
+    *at = doff + dsize / 1000 * (light_consumer(r) ? TAIL_PERMILLE_LIGHT
+                                                   : TAIL_PERMILLE);
     return 1;
 }
 
@@ -333,31 +469,22 @@ static int eligible(const lp_reader *r)
     return (st & LP_SAMPLE_TIME) && !(st & LP_SAMPLE_STACK_USER);
 }
 
-/* What only the walk needs: gone before the replay (peak RSS). */
-static void free_walk(rd_tail *t)
-{
-    free(t->sh.abuf);
-    free(t->kbuf);
-    free(t->idx);
-    free(t->key);
-    free(t->pend);
-    t->sh.abuf = NULL;
-    t->kbuf = NULL;
-    t->idx = NULL;
-    t->key = NULL;
-    t->pend = NULL;
-}
-
 static void tail_free(rd_tail *t)
 {
     if (!t)
         return;
     if (!t->joined) {
+        pthread_mutex_lock(&t->mu);
         atomic_store(&t->stop, 1);
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
         pthread_join(t->th, NULL);
     }
     free_walk(t);
-    free(t->e);
+    free(t->buf[0]);
+    free(t->buf[1]);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
     free(t);
 }
 
@@ -374,14 +501,20 @@ static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
     t->sh.pf = NULL;
     t->sh.abuf = aligned_alloc(8, RD_MAX_RECORD + 64);
     t->kbuf = malloc(RD_MAX_RECORD);
-    t->e = malloc(TAIL_MAX_ENTS * sizeof *t->e);
+    t->buf[0] = malloc(TAIL_MAX_ENTS * sizeof *t->e);
+    t->buf[1] = malloc(TAIL_MAX_ENTS * sizeof *t->e);
+    t->e = t->buf[0];
+    t->other_free = 1;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
     t->key = malloc(TAIL_MAX_ENTS * sizeof *t->key);
     /* made here, on the opening thread: a first malloc on the tail's
      * thread would give it a malloc arena of its own, whose pages stay */
     t->pcap = 8192;
     t->pend = malloc(t->pcap * sizeof *t->pend);
     t->idx = calloc(slots, sizeof *t->idx);
-    if (!t->sh.abuf || !t->kbuf || !t->e || !t->key || !t->idx || !t->pend) {
+    if (!t->sh.abuf || !t->kbuf || !t->buf[0] || !t->buf[1] || !t->key ||
+        !t->idx || !t->pend) {
         t->joined = 1;          /* no thread yet */
         tail_free(t);
         return NULL;
@@ -390,6 +523,7 @@ static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
     t->cap = cap;
     t->f = r->files[0];
     t->f.pos = at;
+    t->f.window = TAIL_MAP_WINDOW;
     uint64_t st = r->attrs[0].sample_type;
     t->time_word = fixed_word(st, LP_SAMPLE_TIME);
     t->cpu_word = fixed_word(st, LP_SAMPLE_CPU);
@@ -399,16 +533,18 @@ static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
 void rd_tail_start(lp_reader *r)
 {
     uint64_t at;
+    uint64_t every;
     uint32_t cap;
     int forced;
 
     r->tail_at = UINT64_MAX;
-    if (!eligible(r) || !split_point(r, &at, &cap, &forced))
+    if (!eligible(r) || !split_point(r, &at, &cap, &forced, &every))
         return;
     rd_tail *t = tail_new(r, at, cap);
     if (!t)
         return;
     t->wait = forced;
+    t->every = every;
     if (pthread_create(&t->th, NULL, tail_main, t) != 0) {
         t->joined = 1;
         tail_free(t);
@@ -422,7 +558,7 @@ int rd_tail_walking(lp_reader *r)
 {
     rd_tail *t = r->tail;
 
-    if (!t || t->joined || !atomic_load_explicit(&t->done, memory_order_acquire))
+    if (!t || t->arrived || !atomic_load_explicit(&t->done, memory_order_acquire))
         return t != NULL;
     if (t->c_end == 0)
         rd_tail_discard(r);     /* nothing found */
@@ -438,23 +574,80 @@ void rd_tail_discard(lp_reader *r)
 
 /* ---- arriving and replaying --------------------------------------------- */
 
+/* The next piece of the region into t->piece: 1, or 0 when there is none
+ * left (the tail's walk has ended and everything it committed was taken;
+ * its thread is joined then and the walk's memory freed). Asks the tail
+ * for it, unless forced (tests), where the pieces come on their own. */
+static int take_piece(rd_tail *t)
+{
+    int got = 0;
+
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        if (t->have_ready) {
+            t->piece = t->ready;
+            t->have_ready = 0;
+            got = 1;
+            break;
+        }
+        if (atomic_load_explicit(&t->done, memory_order_acquire))
+            break;
+        if (!t->wait)
+            atomic_store_explicit(&t->want, 1, memory_order_relaxed);
+        pthread_cond_wait(&t->cv, &t->mu);
+    }
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    if (got)
+        return 1;
+    if (!t->joined) {
+        pthread_join(t->th, NULL);
+        t->joined = 1;
+    }
+    if (!t->start || t->c_end <= t->p_begin || t->n == 0) {
+        free_walk(t);
+        return 0;
+    }
+    t->piece = piece_of(t);     /* the rest: no thread touches it now */
+    t->p_begin = t->c_end;
+    t->n = 0;
+    free_walk(t);
+    return 1;
+}
+
+/* Done with t->piece: its array may be filled again. */
+static void piece_done(lp_reader *r, rd_tail *t)
+{
+    const tail_piece *p = &t->piece;
+
+    r->stats.records += p->samples - p->n + p->frs;
+    r->stats.samples += p->samples - p->n;
+    r->stats.complete_records += p->samples + p->frs;
+    r->stats.bytes_read += p->end - p->begin;
+    t->last_end = p->end;
+    t->last_m = p->m;
+    t->last_m1 = p->m1;
+    pthread_mutex_lock(&t->mu);
+    if (p->buf != t->cur || t->joined)
+        t->other_free = 1;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    t->piece.n = 0;
+    t->next = 0;
+}
+
 int rd_tail_arrive(lp_reader *r)
 {
     rd_tail *t = r->tail;
     const rd_file *f = &r->files[0];
 
-
     if (r->cur_file != 0 || r->z.active) {
         rd_tail_discard(r);
         return 0;
     }
-    if (!t->joined) {
-        if (!t->wait)
-            atomic_store(&t->stop, 1);
-        pthread_join(t->th, NULL);
-        t->joined = 1;
-        free_walk(t);
-        if (!t->start || !t->c_end) {
+    if (!t->arrived) {
+        t->arrived = 1;
+        if (!take_piece(t)) {
             rd_tail_discard(r);
             return 0;
         }
@@ -497,18 +690,14 @@ static int replay_end(lp_reader *r, lp_error *err)
     rd_tail *t = r->tail;
     rd_file *f = &r->files[0];
 
-    r->stats.records += t->c_samples - t->n + t->c_frs;
-    r->stats.samples += t->c_samples - t->n;
-    r->stats.complete_records += t->c_samples + t->c_frs;
-    r->stats.bytes_read += t->c_end - t->start;
-    f->pos = t->c_end;
+    f->pos = t->last_end;
     if (f->prefetched < f->pos)
         f->prefetched = f->pos;
     if (r->opts.order == LP_ORDER_TIME) {
-        r->q.max_time = t->c_m;
-        r->q.next_flush = t->c_m1;
-        r->q.last_flush = t->c_m1;
-        if (rd_queue_phantom(r, t->c_m, err) < 0)
+        r->q.max_time = t->last_m;
+        r->q.next_flush = t->last_m1;
+        r->q.last_flush = t->last_m1;
+        if (rd_queue_phantom(r, t->last_m, err) < 0)
             return -1;
     }
     rd_tail_discard(r);
@@ -516,12 +705,12 @@ static int replay_end(lp_reader *r, lp_error *err)
     return 0;
 }
 
-int rd_tail_replay(lp_reader *r, lp_error *err)
+/* The current piece's next distinct sample into r->ev: 1, 0 at its end,
+ * -1 error. */
+static int replay_piece(lp_reader *r, rd_tail *t, lp_error *err)
 {
-    rd_tail *t = r->tail;
-
-    while (t->next < t->n) {
-        const tail_ent *e = &t->e[t->next++];
+    while (t->next < t->piece.n) {
+        const tail_ent *e = &t->piece.e[t->next++];
         const uint8_t *p = r->files[0].base + e->off;
         /* not stable: decoded in the reader's scratch, so the prefetcher
          * copies the sample and its page can go at once (pointed at, the
@@ -539,5 +728,19 @@ int rd_tail_replay(lp_reader *r, lp_error *err)
             return 1;
         }
     }
-    return replay_end(r, err);
+    return 0;
+}
+
+int rd_tail_replay(lp_reader *r, lp_error *err)
+{
+    rd_tail *t = r->tail;
+
+    for (;;) {
+        int rc = replay_piece(r, t, err);
+        if (rc != 0)
+            return rc;
+        piece_done(r, t);
+        if (!take_piece(t))
+            return replay_end(r, err);
+    }
 }

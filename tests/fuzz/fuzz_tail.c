@@ -3,8 +3,8 @@
  * differential check: perf.data's (src/reader/tail.c) and perf script
  * text's (src/reader/pstail.c). Each input is written to a file and read
  * twice, walked sequentially and with the tail forced at a point the
- * input's last byte picks (LBR2PROF_DATA_SPLIT=N% for a file-mode
- * perf.data, LBR2PROF_TEXT_SPLIT=OFFSET[+] for anything else, which the
+ * input's last byte picks (LBR2PROF_DATA_SPLIT=N%/K for a file-mode
+ * perf.data, in pieces of K rounds as the byte before picks, LBR2PROF_TEXT_SPLIT=OFFSET[+] for anything else, which the
  * reader takes for text), and the two readings must agree: the same events
  * other than samples (kind, time, offset) in the same order, between any
  * two of them the same samples counted with their repeats and calls
@@ -167,8 +167,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    if (perf)
-        snprintf(split, sizeof split, "%u%%", 1u + data[size - 1] % 99u);
+    if (perf) /* "/K": the region in pieces of K rounds (0: one piece) */
+        snprintf(split, sizeof split, "%u%%/%u", 1u + data[size - 1] % 99u,
+                 data[size - 2] % 4u);
     else /* an offset into the text; '+': the head stops the tail */
         snprintf(split, sizeof split, "%zu%s", 1 + size * data[size - 1] / 256,
                  data[size - 2] & 1 ? "+" : "");

@@ -1333,7 +1333,8 @@ static void test_lazy_disassembly(void **state)
 /* lp_binary_inst at every byte of the code, forwards then from the end
  * (the region found last is tried first): found exactly at the
  * instruction starts the walk gives, with that address; not found in
- * between, in gaps between regions or outside the code */
+ * between, in gaps between regions or outside the code; and
+ * lp_binary_inst_at_or_after gives the first start at or after it */
 static void check_inst_at(lp_binary *b, uint64_t x, const uint64_t *starts,
                           size_t n)
 {
@@ -1353,6 +1354,11 @@ static void check_inst_at(lp_binary *b, uint64_t x, const uint64_t *starts,
         fail_msg("%#" PRIx64 ": %d", x, r);
     if (r == 1 && in.addr != x)
         fail_msg("%#" PRIx64 ": instruction at %#" PRIx64, x, in.addr);
+    /* and the first instruction at or after it: the next start */
+    uint64_t after = 0;
+    r = lp_binary_inst_at_or_after(b, x, &after, &e);
+    if (r != (lo < n) || (r == 1 && after != starts[lo]))
+        fail_msg("%#" PRIx64 ": at or after: %d, %#" PRIx64, x, r, after);
 }
 
 static void test_inst_lookup_every_byte(void **state)

@@ -174,6 +174,19 @@ static char *write_file(const plan *p, size_t *at, size_t *doff, size_t cut)
     return path;
 }
 
+/* The file cut 1000 bytes before the end of its data (inside a record of
+ * the last rounds). */
+static char *write_cut_file(const plan *p)
+{
+    size_t at = 0, doff;
+    pw d;
+
+    write_data(&d, p, &at);
+    size_t cut = d.len - 1000;
+    pw_free(&d);
+    return write_file(p, &at, &doff, cut);
+}
+
 /* ---- reading and folding ----------------------------------------------- */
 
 typedef struct run_item {
@@ -447,11 +460,7 @@ static void test_cut_and_corrupt(void **state)
     /* cut: the region ends two rounds before; the walk reports the cut */
     char *path;
     {
-        pw d;
-        write_data(&d, &p, &at);
-        size_t cut = d.len - 1000;
-        pw_free(&d);
-        path = write_file(&p, &at, &doff, cut);
+        path = write_cut_file(&p);
         compare(path, "40%", LP_ORDER_TIME, 1);
         read_folded(path, 1, "40%", LP_ORDER_TIME, &a);
         assert_non_null(strstr(a.warn, "cut off"));
@@ -493,6 +502,49 @@ static void test_cut_and_corrupt(void **state)
     free(path);
 }
 
+/* The region in pieces ("/K": a piece every K rounds, each delivered
+ * while the tail walks on): the same folded events as walking it, with
+ * side-band records, times going back, the cap per piece, a cut file;
+ * and the pieces happened (a sample repeated across pieces is delivered
+ * once per piece). */
+static void test_pieces(void **state)
+{
+    plan p = BASE;
+    size_t at, doff;
+    folded one, many;
+    (void)state;
+
+    p.distinct = 10;    /* a piece a round: folded enough to tell */
+    check(&p, "40%/1", LP_ORDER_TIME, 1);
+    p.distinct = 37;
+    check(&p, "40%/3", LP_ORDER_TIME, 1);
+    check(&p, "40%/3", LP_ORDER_FILE, 1);
+    /* the cap per piece: a commit needs room for its round's 50 samples
+     * beside the piece's distinct ones */
+    check(&p, "40%,120/2", LP_ORDER_TIME, 1);
+    check(&p, "40%,45/2", LP_ORDER_TIME, 0);
+    char *path = write_file(&p, &at, &doff, 0);
+    read_folded(path, 1, "40%", LP_ORDER_TIME, &one);
+    read_folded(path, 1, "40%/2", LP_ORDER_TIME, &many);
+    assert_true(many.sample_events > one.sample_events + 37 * 10);
+    folded_free(&one);
+    folded_free(&many);
+    drop(path);
+    free(path);
+    p.side_at = 2000;
+    check(&p, "30%/4", LP_ORDER_TIME, 1);
+    p.side_at = 0;
+    p.back_at = 2200;
+    p.back_by = 700;
+    check(&p, "30%/4", LP_ORDER_TIME, 1);
+    p.back_at = 0;
+    p.back_by = 0;
+    path = write_cut_file(&p);
+    compare(path, "40%/2", LP_ORDER_TIME, 1);
+    drop(path);
+    free(path);
+}
+
 /* Without fold_repeats, or with LBR2PROF_DATA_SPLIT=0, nothing is folded. */
 static void test_off(void **state)
 {
@@ -520,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_cut_and_corrupt),
         cmocka_unit_test(test_off),
+        cmocka_unit_test(test_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
