@@ -12,6 +12,9 @@
 
 #include "context/cs_internal.h"
 
+#define RECENT 256
+#define RECENT_SLOT(fr) (((uintptr_t)(fr) / sizeof(lp_func_range)) % RECENT)
+
 struct cs_insts {
     lp_binary *bin;
     pthread_mutex_t *lock;      /* the binary's, when shared; or NULL */
@@ -19,6 +22,8 @@ struct cs_insts {
     cs_itab *last;              /* the last table asked for: a context's
                                    pieces and branches mostly stay in one
                                    function range */
+    cs_itab *recent[RECENT];    /* tables by their range's address,
+                                   direct-mapped, in front of the hash */
 };
 
 cs_insts *cs_insts_new(lp_binary *bin, pthread_mutex_t *lock)
@@ -107,9 +112,11 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
 
     if (t->last && t->last->fr == fr)
         return t->last;
+    if ((x = t->recent[RECENT_SLOT(fr)]) && x->fr == fr)
+        return t->last = x;
     HASH_FIND_PTR(t->tabs, &fr, x);
     if (x)
-        return t->last = x;
+        return t->last = t->recent[RECENT_SLOT(fr)] = x;
     if (!(x = calloc(1, sizeof *x)))
         return cs_oom(err), NULL;
     x->fr = fr;
@@ -125,7 +132,7 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
         return NULL;
     }
     HASH_ADD_PTR(t->tabs, fr, x);
-    return t->last = x;
+    return t->last = t->recent[RECENT_SLOT(fr)] = x;
 }
 
 /* first index with addr >= a */

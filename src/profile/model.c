@@ -308,21 +308,25 @@ lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc)
     return &fs->body[i];
 }
 
-/* Records for the locations of the sorted, distinct locs[0..n) that fs
- * lacks, in one merge from the back: a probe node's zero records each
- * cost a binary search and a memmove of the tail one by one (sqlite-probe:
- * 320 K memmoves, 60 M instructions of generation). */
-int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n)
+/* Records for the locations of the sorted, distinct items' locs (each
+ * item: an lp_loc first, `stride` bytes apart) that fs lacks, in one
+ * merge from the back (count 0): a record added one by one costs a
+ * binary search and a memmove of the tail (sqlite-probe: 320 K memmoves,
+ * 60 M instructions of generation). -1 on no memory. */
+static int body_insert_missing(lp_fsamples *fs, const void *items, size_t stride,
+                               size_t n)
 {
+    const unsigned char *it = items;
     uint32_t i = 0, miss = 0, w;
     size_t j;
     void *v = fs->body;
     int c;
 
+#define ITEM_LOC(k) (*(const lp_loc *)(it + (k) * stride))
     for (j = 0; j < n; j++) {
-        while (i < fs->nr_body && loc_cmp(fs->body[i].loc, locs[j]) < 0)
+        while (i < fs->nr_body && loc_cmp(fs->body[i].loc, ITEM_LOC(j)) < 0)
             i++;
-        miss += i == fs->nr_body || loc_cmp(fs->body[i].loc, locs[j]) != 0;
+        miss += i == fs->nr_body || loc_cmp(fs->body[i].loc, ITEM_LOC(j)) != 0;
     }
     if (!miss)
         return 0;
@@ -336,12 +340,47 @@ int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n)
     w = fs->nr_body + miss;
     fs->nr_body = w;
     while (j > 0 && w > i) {
-        c = i ? loc_cmp(fs->body[i - 1].loc, locs[j - 1]) : -1;
+        c = i ? loc_cmp(fs->body[i - 1].loc, ITEM_LOC(j - 1)) : -1;
         if (c >= 0)
             fs->body[--w] = fs->body[--i];
         else
-            fs->body[--w] = (lp_body_rec){locs[j - 1], 0, NULL, 0, 0};
+            fs->body[--w] = (lp_body_rec){ITEM_LOC(j - 1), 0, NULL, 0, 0};
         j -= c <= 0;
+    }
+#undef ITEM_LOC
+    return 0;
+}
+
+int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n)
+{
+    return body_insert_missing(fs, locs, sizeof *locs, n);
+}
+
+int lp_fs_body_max(lp_fsamples *fs, const lp_loc_count *v, size_t n)
+{
+    uint32_t i = 0;
+    size_t j;
+    lp_body_rec *nv;
+
+    if (!fs->nr_body && n) {    /* a new profile: its body at once */
+        if (n > fs->body_cap) {
+            if (n > UINT32_MAX || !(nv = realloc(fs->body, n * sizeof *nv)))
+                return -1;
+            fs->body = nv;
+            fs->body_cap = (uint32_t)n;
+        }
+        for (j = 0; j < n; j++)
+            fs->body[j] = (lp_body_rec){v[j].loc, v[j].count, NULL, 0, 0};
+        fs->nr_body = (uint32_t)n;
+        return 0;
+    }
+    if (body_insert_missing(fs, v, sizeof *v, n))
+        return -1;
+    for (j = 0; j < n; j++) {   /* every location is in fs now */
+        while (loc_cmp(fs->body[i].loc, v[j].loc) < 0)
+            i++;
+        if (fs->body[i].count < v[j].count)
+            fs->body[i].count = v[j].count;
     }
     return 0;
 }
