@@ -34,12 +34,21 @@ struct lp_target {              /* one call target of a body record */
     uint64_t count;
 };
 
+/* A record's call targets: t[0 .. nt) of capacity ct, each name its own
+ * allocation; or, for a record's first target, ct == 0 and nt == 1: one
+ * block holding t[0] and its name right after it (most call sites have
+ * one target: one allocation and one free instead of two). */
 struct lp_body_rec {
     lp_loc loc;
     uint64_t count;
     struct lp_target *t;        /* by name */
     uint32_t nt, ct;
 };
+
+static bool targets_inline(const lp_body_rec *b)
+{
+    return b->ct == 0 && b->nt == 1;
+}
 
 struct lp_callsite {
     lp_loc loc;
@@ -154,7 +163,7 @@ static void free_record(lp_body_rec *b)
 {
     uint32_t i;
 
-    for (i = 0; i < b->nt; i++)
+    for (i = 0; i < b->nt && !targets_inline(b); i++)
         free(b->t[i].name);
     free(b->t);
 }
@@ -410,16 +419,42 @@ static uint32_t target_lower(const lp_body_rec *b, const char *s, int *found)
     return i;
 }
 
+/* A record's first target, in one block with its name (see lp_body_rec) */
+static struct lp_target *target_first(lp_body_rec *b, const char *callee)
+{
+    size_t len = strlen(callee) + 1;
+    struct lp_target *t = malloc(sizeof *t + len);
+
+    if (!t)
+        return NULL;
+    memcpy(t + 1, callee, len);
+    *t = (struct lp_target){(char *)(t + 1), 0};
+    b->t = t;
+    b->nt = 1;
+    b->ct = 0;
+    return t;
+}
+
 /* The call target `callee` of b, added with count 0 if absent; NULL on
  * no memory. */
 static struct lp_target *target_slot(lp_body_rec *b, const char *callee)
 {
     int found;
     uint32_t i = target_lower(b, callee, &found);
-    void *v = b->t;
+    void *v;
     char *name;
 
+    if (!found && !b->t)
+        return target_first(b, callee);
     if (!found) {
+        /* a second target: the first one's name gets its own block */
+        if (targets_inline(b)) {
+            if (!(name = strdup(b->t[0].name)))
+                return NULL;
+            b->t[0].name = name;
+            b->ct = 1;          /* a plain array of one from now */
+        }
+        v = b->t;
         if (reserve(&v, &b->ct, b->nt, sizeof *b->t) || !(name = strdup(callee)))
             return NULL;
         b->t = v;
@@ -931,9 +966,15 @@ uint64_t lp_fs_remove_call(lp_fsamples *fs, lp_loc loc, const char *callee)
     k = target_lower(b, callee, &found);
     if (found) {
         n = b->t[k].count;
-        free(b->t[k].name);
-        memmove(&b->t[k], &b->t[k + 1], (b->nt - k - 1) * sizeof *b->t);
-        b->nt--;
+        if (targets_inline(b)) {
+            free(b->t);
+            b->t = NULL;
+            b->nt = 0;
+        } else {
+            free(b->t[k].name);
+            memmove(&b->t[k], &b->t[k + 1], (b->nt - k - 1) * sizeof *b->t);
+            b->nt--;
+        }
     }
     if (n > b->count)
         n = b->count;
