@@ -67,6 +67,7 @@ typedef struct gen {
     uint32_t disc, disc_base;   /* (a context's runs mostly repeat one) */
     uint64_t disc_dup;
     cs_bacc *acc;               /* the context's body updates */
+    struct cs_cmemo *callees;   /* callee names by branch target */
 } gen;
 
 static void bin_lock(gen *g)
@@ -286,14 +287,32 @@ static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
     return rc ? rc : body_apply(g, fs);
 }
 
+/* getCalleeNameForAddress of branch targets, direct-mapped by address
+ * (a large profile looks up ~300k targets, most of them many times;
+ * each lookup is a binary search of the function ranges) */
+#define CMEMO_SLOTS 4096
+typedef struct cs_cmemo {
+    uint64_t addr;              /* + 1: 0 is an empty slot */
+    const lp_binary *bin;
+    const char *name;
+} cs_cmemo;
+
+static const char *callee_name(gen *g, const lp_binary *bin, uint64_t addr)
+{
+    cs_cmemo *m = &g->callees[(addr ^ addr >> 12) % CMEMO_SLOTS];
+
+    if (m->addr != addr + 1 || m->bin != bin)
+        *m = (cs_cmemo){addr + 1, bin, lp_binary_callee_name(bin, addr)};
+    return m->name;
+}
+
 /* populateBoundarySamplesForFunction for one branch */
 static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 {
     const char *callee =
-        !LP_CTX_IS_XBIN(br->b) ? lp_binary_callee_name(g->bin, br->b)
+        !LP_CTX_IS_XBIN(br->b) ? callee_name(g, g->bin, br->b)
         : LP_CTX_XBIN_BIN(br->b) < g->nbins && g->bins[LP_CTX_XBIN_BIN(br->b)]
-            ? lp_binary_callee_name(g->bins[LP_CTX_XBIN_BIN(br->b)],
-                                    LP_CTX_XBIN_VADDR(br->b))
+            ? callee_name(g, g->bins[LP_CTX_XBIN_BIN(br->b)], LP_CTX_XBIN_VADDR(br->b))
             : NULL;
     const cs_name *cn;
     lp_loc site = {0, 0}, leaf;
@@ -369,6 +388,7 @@ typedef struct genth {
                                    threads generate, or NULL */
     lp_error *err;
     cs_bacc acc;                /* a context's body updates */
+    cs_cmemo *callees;          /* callee names by branch target */
     const lp_func_range *last;  /* the last function range found, in */
     int last_bin;               /* binary last_bin (contexts come sorted:
                                    the next one mostly starts there) */
@@ -380,8 +400,9 @@ static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
 {
     *th = (genth){t, bins, nbins, calloc(nbins ? nbins : 1, sizeof *th->its),
                   calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
-                  {0}, funcs, lock, err, {0}, NULL, -1};
-    return th->its && th->memo ? 0 : cs_oom(err);
+                  {0}, funcs, lock, err, {0},
+                  calloc(CMEMO_SLOTS, sizeof *th->callees), NULL, -1};
+    return th->its && th->memo && th->callees ? 0 : cs_oom(err);
 }
 
 static void genth_free(genth *th)
@@ -393,6 +414,7 @@ static void genth_free(genth *th)
     free(th->its);
     free(th->memo);
     free(th->acc.v);
+    free(th->callees);
     cs_pathmemo_free(&th->pm);
 }
 
@@ -401,7 +423,7 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
 {
     gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, false,
              th->err, th->last_bin == e->bin ? th->last : NULL, th->memo,
-             th->lock, false, 0, 0, 0, &th->acc};
+             th->lock, false, 0, 0, 0, &th->acc, th->callees};
     cs_node *node = cs_root(th->t);
     cs_prof *p;
     int rc;
