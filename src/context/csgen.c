@@ -155,17 +155,25 @@ static int piece_in_range(gen *g, lp_fsamples *fs, const lp_func_range *fr,
                           uint64_t *addr, uint64_t end, uint64_t count)
 {
     cs_itab *x = cs_insts_table(g->it, fr, g->err);
-    size_t lo, hi, r;
+    size_t r, a, b;
 
     if (!x)
         return -1;
-    lo = cs_itab_lower(x, *addr);
-    hi = end >= fr->end - 1 ? x->n : cs_itab_lower(x, end + 1);
-    for (r = lo < hi ? cs_itab_run_of(x, lo) : x->nruns; r < x->nruns && x->runs[r].lo < hi; r++) {
+    /* the instructions at or after *addr and at or before end (every
+     * instruction of fr is before its end), run by run: searched only
+     * inside the first and the last run */
+    for (r = cs_itab_run_at(x, *addr); r < x->nruns; r++) {
         const cs_irun *run = &x->runs[r];
-        size_t a = run->lo > lo ? run->lo : lo, b = run->hi < hi ? run->hi : hi;
+        a = x->addr[run->lo] >= *addr ? run->lo
+                                      : cs_itab_lower_in(x, run->lo, run->hi, *addr);
+        if (x->addr[a] > end)
+            break;
+        b = x->addr[run->hi - 1] <= end ? run->hi
+                                        : cs_itab_lower_in(x, a, run->hi, end + 1);
         if (run->has && body_run(g, fs, run->loc, count, b - a))
             return -1;
+        if (b < run->hi)
+            break;
     }
     if (end < fr->end)
         return 1;

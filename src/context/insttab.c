@@ -135,14 +135,33 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
     return t->last = t->recent[RECENT_SLOT(fr)] = x;
 }
 
-/* first index with addr >= a */
-size_t cs_itab_lower(const cs_itab *x, uint64_t a)
+/* first index in [lo, hi) with addr >= a (hi if none) */
+size_t cs_itab_lower_in(const cs_itab *x, size_t lo, size_t hi, uint64_t a)
 {
-    size_t lo = 0, hi = x->n, mid;
+    size_t mid;
 
     while (lo < hi) {
         mid = lo + (hi - lo) / 2;
         if (x->addr[mid] < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t cs_itab_lower(const cs_itab *x, uint64_t a)
+{
+    return cs_itab_lower_in(x, 0, x->n, a);
+}
+
+size_t cs_itab_run_at(const cs_itab *x, uint64_t a)
+{
+    size_t lo = 0, hi = x->nruns, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (x->addr[x->runs[mid].hi - 1] < a)
             lo = mid + 1;
         else
             hi = mid;
