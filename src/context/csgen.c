@@ -124,9 +124,14 @@ static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
     return 0;
 }
 
-static uint64_t sat_mul(uint64_t a, uint64_t b)
+/* a * b + c, saturating (no division: ~10^6 calls on a large profile) */
+static inline uint64_t sat_mul_add(uint64_t a, uint64_t b, uint64_t c)
 {
-    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+    uint64_t m, r;
+
+    if (__builtin_mul_overflow(a, b, &m) || __builtin_add_overflow(m, c, &r))
+        return UINT64_MAX;
+    return r;
 }
 
 /* updateBodySamplesforFunctionProfile + addTotalSamples for `ninst`
@@ -145,7 +150,7 @@ static int body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count,
     if (a->n == a->cap && lp_grow_array(&a->v, &a->cap, a->n + 1, sizeof *a->v, 64))
         return cs_oom(g->err);
     a->v[a->n++] = (lp_loc_count){{loc.line, g->disc_base}, count * g->disc_dup};
-    fs->total = lp_sat_add(fs->total, sat_mul(count, ninst));
+    fs->total = sat_mul_add(count, ninst, fs->total);
     return 0;
 }
 
