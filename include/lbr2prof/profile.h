@@ -179,7 +179,8 @@ enum {
 int lp_fs_merge_weighted(lp_fsamples *dst, const lp_fsamples *src,
                          uint64_t weight, unsigned *status);
 
-/* Sorted views, for writers and tests. Arrays are malloc'ed; free() them.
+/* Sorted views, for writers and tests. Arrays are malloc'ed (NULL when
+ * there is nothing to view); free() them (body views: lp_body_views_free).
  * Return the element count, or (size_t)-1 on allocation failure. */
 typedef struct lp_target_view {
     const char *name;

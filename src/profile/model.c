@@ -577,20 +577,23 @@ static int target_cmp(const void *a, const void *b)
 }
 
 /* The views of all records share one block of targets, owned by v[0]. */
+/* The records' views and their targets' in one block (the writers ask
+ * for the views of every profile: ~10^5 on a large CS profile); none
+ * for an empty body. */
 size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
 {
     size_t n = fs->nr_body, nt = 0, i, j, o = 0;
-    lp_body_view *v = calloc(n ? n : 1, sizeof *v);
+    lp_body_view *v;
     lp_target_view *t;
 
-    if (!v)
-        return (size_t)-1;
+    *out = NULL;
+    if (n == 0)
+        return 0;
     for (i = 0; i < n; i++)
         nt += fs->body[i].nt;
-    if (!(t = calloc(nt + 1, sizeof *t))) {
-        free(v);
+    if (!(v = malloc(n * sizeof *v + nt * sizeof *t)))
         return (size_t)-1;
-    }
+    t = (lp_target_view *)(void *)(v + n);
     for (i = 0; i < n; i++) {
         const lp_body_rec *b = &fs->body[i];
         v[i].loc = b->loc;
@@ -603,8 +606,6 @@ size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
             qsort(t + o, b->nt, sizeof *t, target_cmp);
         o += b->nt;
     }
-    if (n == 0)
-        v[0].targets = t;
     *out = v;
     return n;
 }
@@ -612,10 +613,7 @@ size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
 void lp_body_views_free(lp_body_view *v, size_t n)
 {
     (void)n;
-    if (!v)
-        return;
-    free(v[0].targets);
-    free(v);
+    free(v);    /* the targets' views are in the same block */
 }
 
 size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out)
@@ -623,9 +621,12 @@ size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out)
     size_t n = 0, k = 0, i, j;
     lp_callee_view *v;
 
+    *out = NULL;
     for (i = 0; i < fs->nr_callsites; i++)
         n += fs->callsites[i].n;
-    if (!(v = calloc(n ? n : 1, sizeof *v)))
+    if (n == 0)
+        return 0;
+    if (!(v = malloc(n * sizeof *v)))
         return (size_t)-1;
     for (i = 0; i < fs->nr_callsites; i++)
         for (j = 0; j < fs->callsites[i].n; j++)
