@@ -1053,14 +1053,28 @@ static uint32_t parse_dec(const char *s, const char *end)
 }
 
 /* Next frame of *p (advanced past it and its " @ "); 0 at the end. */
+/* The first " @ " of s (NULL if none); *end: it, or the end of s. One
+ * scan for '@' (strstr and strlen were two). */
+static const char *frame_sep(const char *s, const char **end)
+{
+    const char *q = s;
+
+    while (*(q = strchrnul(q, '@'))) {
+        if (q > s && q[-1] == ' ' && q[1] == ' ')
+            return *end = q - 1;
+        q++;
+    }
+    *end = q;
+    return NULL;
+}
+
 static int next_frame(const char **p, ctx_frame_view *f)
 {
     const char *s = *p, *sep, *end, *colon, *dot;
 
     if (!*s)
         return 0;
-    sep = strstr(s, " @ ");
-    end = sep ? sep : s + strlen(s);
+    sep = frame_sep(s, &end);
     colon = memchr(s, ':', (size_t)(end - s));
     f->name = s;
     f->len = (size_t)((colon ? colon : end) - s);
