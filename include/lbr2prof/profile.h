@@ -76,6 +76,14 @@ const lp_body_rec *lp_fs_body_find(const lp_fsamples *fs, lp_loc loc);
 /* Records with count 0 for the locations of locs[0..n) (sorted, distinct)
  * fs has none for; the others are left as they are. -1 on no memory. */
 int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n);
+/* Each location of v[0..n) (sorted by location, distinct) gets a record
+ * whose count is at least the item's: created with it, or raised to it
+ * (lp_fs_body then a max per item, in one merge). -1 on no memory. */
+typedef struct lp_loc_count {
+    lp_loc loc;
+    uint64_t count;
+} lp_loc_count;
+int lp_fs_body_max(lp_fsamples *fs, const lp_loc_count *v, size_t n);
 uint64_t lp_body_count(const lp_body_rec *b);
 lp_loc lp_body_loc(const lp_body_rec *b);
 /* The i-th body record of fs in location order (i < lp_fs_nr_body). */
@@ -171,7 +179,8 @@ enum {
 int lp_fs_merge_weighted(lp_fsamples *dst, const lp_fsamples *src,
                          uint64_t weight, unsigned *status);
 
-/* Sorted views, for writers and tests. Arrays are malloc'ed; free() them.
+/* Sorted views, for writers and tests. Arrays are malloc'ed (NULL when
+ * there is nothing to view); free() them (body views: lp_body_views_free).
  * Return the element count, or (size_t)-1 on allocation failure. */
 typedef struct lp_target_view {
     const char *name;

@@ -314,6 +314,10 @@ void cs_insts_free(cs_insts *t);
 cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err);
 /* First instruction index with address >= a. */
 size_t cs_itab_lower(const cs_itab *x, uint64_t a);
+/* ... in [lo, hi) (hi if none) */
+size_t cs_itab_lower_in(const cs_itab *x, size_t lo, size_t hi, uint64_t a);
+/* The first run holding an instruction at or after a (nruns if none). */
+size_t cs_itab_run_at(const cs_itab *x, uint64_t a);
 /* The run holding instruction index i. */
 size_t cs_itab_run_of(const cs_itab *x, size_t i);
 /* The run of the instruction starting exactly at a, or NULL. */

@@ -16,6 +16,7 @@
 
 #include "context/cs_internal.h"
 #include "util/cpus.h"
+#include "util/grow.h"
 
 void lp_cs_opts_default(lp_cs_opts *o)
 {
@@ -41,6 +42,15 @@ void lp_cs_opts_default(lp_cs_opts *o)
     o->compress_recursion = o->max_context_depth = -1;
 }
 
+/* A context's body updates (location, count x duplication factor), kept
+ * until its pieces are walked and then applied to the profile at once,
+ * sorted: one merge instead of a binary search and an insertion per
+ * run (~12 runs a context). */
+typedef struct cs_bacc {
+    lp_loc_count *v;
+    size_t n, cap;
+} cs_bacc;
+
 typedef struct gen {
     cs_trie *t;
     lp_binary *bin;
@@ -56,6 +66,8 @@ typedef struct gen {
     bool disc_set;              /* the last raw discriminator decoded */
     uint32_t disc, disc_base;   /* (a context's runs mostly repeat one) */
     uint64_t disc_dup;
+    cs_bacc *acc;               /* the context's body updates */
+    struct cs_cmemo *callees;   /* callee names by branch target */
 } gen;
 
 static void bin_lock(gen *g)
@@ -112,19 +124,24 @@ static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
     return 0;
 }
 
-static uint64_t sat_mul(uint64_t a, uint64_t b)
+/* a * b + c, saturating (no division: ~10^6 calls on a large profile) */
+static inline uint64_t sat_mul_add(uint64_t a, uint64_t b, uint64_t c)
 {
-    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+    uint64_t m, r;
+
+    if (__builtin_mul_overflow(a, b, &m) || __builtin_add_overflow(m, c, &r))
+        return UINT64_MAX;
+    return r;
 }
 
 /* updateBodySamplesforFunctionProfile + addTotalSamples for `ninst`
- * instructions at one leaf location (raw discriminator in loc) */
-static int body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count,
-                    uint64_t ninst)
+ * instructions at one leaf location (raw discriminator in loc); inlined
+ * into the walk of a piece's runs (~10^6 calls on a large profile, much
+ * of their cost was the call itself) */
+static inline __attribute__((always_inline)) int
+body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count, uint64_t ninst)
 {
-    lp_loc key;
-    uint64_t c;
-    lp_body_rec *b;
+    cs_bacc *a = g->acc;
 
     if (!g->disc_set || g->disc != loc.disc) {
         g->disc_set = true;
@@ -132,15 +149,10 @@ static int body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count,
         g->disc_base = lp_disc_base(loc.disc, g->fs);
         g->disc_dup = lp_disc_dup_factor(loc.disc, g->fs);
     }
-    key = (lp_loc){loc.line, g->disc_base};
-    c = count * g->disc_dup;
-    b = lp_fs_body(fs, key);
-
-    if (!b)
+    if (a->n == a->cap && lp_grow_array(&a->v, &a->cap, a->n + 1, sizeof *a->v, 64))
         return cs_oom(g->err);
-    if (lp_body_count(b) <= c)
-        lp_body_set_count(b, c);
-    fs->total = lp_sat_add(fs->total, sat_mul(count, ninst));
+    a->v[a->n++] = (lp_loc_count){{loc.line, g->disc_base}, count * g->disc_dup};
+    fs->total = sat_mul_add(count, ninst, fs->total);
     return 0;
 }
 
@@ -150,17 +162,25 @@ static int piece_in_range(gen *g, lp_fsamples *fs, const lp_func_range *fr,
                           uint64_t *addr, uint64_t end, uint64_t count)
 {
     cs_itab *x = cs_insts_table(g->it, fr, g->err);
-    size_t lo, hi, r;
+    size_t r, a, b;
 
     if (!x)
         return -1;
-    lo = cs_itab_lower(x, *addr);
-    hi = end >= fr->end - 1 ? x->n : cs_itab_lower(x, end + 1);
-    for (r = lo < hi ? cs_itab_run_of(x, lo) : x->nruns; r < x->nruns && x->runs[r].lo < hi; r++) {
+    /* the instructions at or after *addr and at or before end (every
+     * instruction of fr is before its end), run by run: searched only
+     * inside the first and the last run */
+    for (r = cs_itab_run_at(x, *addr); r < x->nruns; r++) {
         const cs_irun *run = &x->runs[r];
-        size_t a = run->lo > lo ? run->lo : lo, b = run->hi < hi ? run->hi : hi;
+        a = x->addr[run->lo] >= *addr ? run->lo
+                                      : cs_itab_lower_in(x, run->lo, run->hi, *addr);
+        if (x->addr[a] > end)
+            break;
+        b = x->addr[run->hi - 1] <= end ? run->hi
+                                        : cs_itab_lower_in(x, a, run->hi, end + 1);
         if (run->has && body_run(g, fs, run->loc, count, b - a))
             return -1;
+        if (b < run->hi)
+            break;
     }
     if (end < fr->end)
         return 1;
@@ -210,6 +230,60 @@ static int body_piece(gen *g, lp_fsamples *fs, const lp_addr_pair_count *r)
     return k < 0 ? -1 : 0;
 }
 
+/* a location as one number in location order (line, then discriminator) */
+static inline uint64_t loc_key(lp_loc l)
+{
+    return (uint64_t)l.line << 32 | l.disc;
+}
+
+static int loc_count_cmp(const void *x, const void *y)
+{
+    uint64_t a = loc_key(((const lp_loc_count *)x)->loc),
+             b = loc_key(((const lp_loc_count *)y)->loc);
+
+    return a < b ? -1 : a > b;
+}
+
+/* v[0..n) by location: an insertion sort (a context's runs mostly come in
+ * line order), qsort once one has moved too far */
+static void loc_count_sort(lp_loc_count *v, size_t n)
+{
+    size_t i, j, moved = 0;
+    lp_loc_count x;
+
+    for (i = 1; i < n; i++) {
+        if (loc_key(v[i - 1].loc) <= loc_key(v[i].loc))
+            continue;
+        x = v[i];
+        for (j = i; j > 0 && loc_key(v[j - 1].loc) > loc_key(x.loc); j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+        if ((moved += i - j) > 4 * n) {
+            qsort(v, n, sizeof *v, loc_count_cmp);
+            return;
+        }
+    }
+}
+
+/* The context's body updates into fs: each location's maximum (what a
+ * record updated run by run keeps), in location order. */
+static int body_apply(gen *g, lp_fsamples *fs)
+{
+    cs_bacc *a = g->acc;
+    size_t i, k = 0;
+
+    loc_count_sort(a->v, a->n);
+    for (i = 0; i < a->n; i++) {
+        if (k && loc_key(a->v[k - 1].loc) == loc_key(a->v[i].loc)) {
+            if (a->v[k - 1].count < a->v[i].count)
+                a->v[k - 1].count = a->v[i].count;
+        } else
+            a->v[k++] = a->v[i];
+    }
+    a->n = 0;
+    return lp_fs_body_max(fs, a->v, k) ? cs_oom(g->err) : 0;
+}
+
 /* populateBodySamplesForFunction */
 static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
 {
@@ -220,21 +294,40 @@ static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
 
     if ((nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d)) < 0)
         return cs_oom(g->err);
+    g->acc->n = 0;
     for (i = 0; i < nd && rc == 0; i++)
         if (d[i].count)
             rc = body_piece(g, fs, &d[i]);
     free(d);
-    return rc;
+    return rc ? rc : body_apply(g, fs);
+}
+
+/* getCalleeNameForAddress of branch targets, direct-mapped by address
+ * (a large profile looks up ~300k targets, most of them many times;
+ * each lookup is a binary search of the function ranges) */
+#define CMEMO_SLOTS 4096
+typedef struct cs_cmemo {
+    uint64_t addr;              /* + 1: 0 is an empty slot */
+    const lp_binary *bin;
+    const char *name;
+} cs_cmemo;
+
+static const char *callee_name(gen *g, const lp_binary *bin, uint64_t addr)
+{
+    cs_cmemo *m = &g->callees[(addr ^ addr >> 12) % CMEMO_SLOTS];
+
+    if (m->addr != addr + 1 || m->bin != bin)
+        *m = (cs_cmemo){addr + 1, bin, lp_binary_callee_name(bin, addr)};
+    return m->name;
 }
 
 /* populateBoundarySamplesForFunction for one branch */
 static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 {
     const char *callee =
-        !LP_CTX_IS_XBIN(br->b) ? lp_binary_callee_name(g->bin, br->b)
+        !LP_CTX_IS_XBIN(br->b) ? callee_name(g, g->bin, br->b)
         : LP_CTX_XBIN_BIN(br->b) < g->nbins && g->bins[LP_CTX_XBIN_BIN(br->b)]
-            ? lp_binary_callee_name(g->bins[LP_CTX_XBIN_BIN(br->b)],
-                                    LP_CTX_XBIN_VADDR(br->b))
+            ? callee_name(g, g->bins[LP_CTX_XBIN_BIN(br->b)], LP_CTX_XBIN_VADDR(br->b))
             : NULL;
     const cs_name *cn;
     lp_loc site = {0, 0}, leaf;
@@ -309,6 +402,11 @@ typedef struct genth {
     pthread_mutex_t *lock;      /* the binaries' lazy caches while two
                                    threads generate, or NULL */
     lp_error *err;
+    cs_bacc acc;                /* a context's body updates */
+    cs_cmemo *callees;          /* callee names by branch target */
+    const lp_func_range *last;  /* the last function range found, in */
+    int last_bin;               /* binary last_bin (contexts come sorted:
+                                   the next one mostly starts there) */
 } genth;
 
 static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
@@ -317,8 +415,9 @@ static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
 {
     *th = (genth){t, bins, nbins, calloc(nbins ? nbins : 1, sizeof *th->its),
                   calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
-                  {0}, funcs, lock, err};
-    return th->its && th->memo ? 0 : cs_oom(err);
+                  {0}, funcs, lock, err, {0},
+                  calloc(CMEMO_SLOTS, sizeof *th->callees), NULL, -1};
+    return th->its && th->memo && th->callees ? 0 : cs_oom(err);
 }
 
 static void genth_free(genth *th)
@@ -329,6 +428,8 @@ static void genth_free(genth *th)
         cs_insts_free(th->its[k]);
     free(th->its);
     free(th->memo);
+    free(th->acc.v);
+    free(th->callees);
     cs_pathmemo_free(&th->pm);
 }
 
@@ -336,9 +437,11 @@ static void genth_free(genth *th)
 static int add_entry(genth *th, const lp_ctx_entry *e)
 {
     gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, false,
-             th->err, NULL, th->memo, th->lock};
+             th->err, th->last_bin == e->bin ? th->last : NULL, th->memo,
+             th->lock, false, 0, 0, 0, &th->acc, th->callees};
     cs_node *node = cs_root(th->t);
     cs_prof *p;
+    int rc;
 
     if (th->funcs)
         cs_funcs_add_entry(th->funcs, th->bins, th->nbins, e);
@@ -355,7 +458,10 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
         if (body(&g, &p->fs, e->counters))
             return -1;
     }
-    return boundary(&g, node, e->counters);
+    rc = boundary(&g, node, e->counters);
+    th->last = g.last;
+    th->last_bin = e->bin;
+    return rc;
 }
 
 /* Entry i of cc generated: freed now, counters, frames and all, when

@@ -12,6 +12,9 @@
 
 #include "context/cs_internal.h"
 
+#define RECENT 256
+#define RECENT_SLOT(fr) (((uintptr_t)(fr) / sizeof(lp_func_range)) % RECENT)
+
 struct cs_insts {
     lp_binary *bin;
     pthread_mutex_t *lock;      /* the binary's, when shared; or NULL */
@@ -19,6 +22,8 @@ struct cs_insts {
     cs_itab *last;              /* the last table asked for: a context's
                                    pieces and branches mostly stay in one
                                    function range */
+    cs_itab *recent[RECENT];    /* tables by their range's address,
+                                   direct-mapped, in front of the hash */
 };
 
 cs_insts *cs_insts_new(lp_binary *bin, pthread_mutex_t *lock)
@@ -107,9 +112,11 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
 
     if (t->last && t->last->fr == fr)
         return t->last;
+    if ((x = t->recent[RECENT_SLOT(fr)]) && x->fr == fr)
+        return t->last = x;
     HASH_FIND_PTR(t->tabs, &fr, x);
     if (x)
-        return t->last = x;
+        return t->last = t->recent[RECENT_SLOT(fr)] = x;
     if (!(x = calloc(1, sizeof *x)))
         return cs_oom(err), NULL;
     x->fr = fr;
@@ -125,17 +132,36 @@ cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
         return NULL;
     }
     HASH_ADD_PTR(t->tabs, fr, x);
-    return t->last = x;
+    return t->last = t->recent[RECENT_SLOT(fr)] = x;
 }
 
-/* first index with addr >= a */
-size_t cs_itab_lower(const cs_itab *x, uint64_t a)
+/* first index in [lo, hi) with addr >= a (hi if none) */
+size_t cs_itab_lower_in(const cs_itab *x, size_t lo, size_t hi, uint64_t a)
 {
-    size_t lo = 0, hi = x->n, mid;
+    size_t mid;
 
     while (lo < hi) {
         mid = lo + (hi - lo) / 2;
         if (x->addr[mid] < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t cs_itab_lower(const cs_itab *x, uint64_t a)
+{
+    return cs_itab_lower_in(x, 0, x->n, a);
+}
+
+size_t cs_itab_run_at(const cs_itab *x, uint64_t a)
+{
+    size_t lo = 0, hi = x->nruns, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (x->addr[x->runs[mid].hi - 1] < a)
             lo = mid + 1;
         else
             hi = mid;

@@ -403,6 +403,7 @@ void cs_trie_free(cs_trie *t)
     free_kid_arrays(&t->root);
     for (p = t->profs; p; p = pn) {
         pn = p->next;
+        p->fs.name = p->fs.context = NULL;  /* in p's block (cs_prof_new) */
         lp_fs_clear(&p->fs);
         free(p);
     }
@@ -473,14 +474,18 @@ void cs_trie_adopt(cs_trie *t, cs_trie *w)
 
 /* ---- profiles and paths ------------------------------------------------------- */
 
+/* A profile and its name in one block (the name is read, never freed
+ * nor replaced, while the trie owns the profile; the profiles moved out
+ * of it take their contents, not their names): one allocation and one
+ * free less per profile (84k on a large profile). */
 cs_prof *cs_prof_new(cs_trie *t, const char *name)
 {
-    cs_prof *p = calloc(1, sizeof *p);
+    size_t len = strlen(name) + 1;
+    cs_prof *p = calloc(1, sizeof *p + len);
 
-    if (!p || lp_fs_init(&p->fs, name)) {
-        free(p);
+    if (!p)
         return NULL;
-    }
+    p->fs.name = p->fs.context = memcpy(p + 1, name, len);
     p->next = t->profs;
     if (!t->profs)
         t->profs_last = p;

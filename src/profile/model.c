@@ -34,12 +34,21 @@ struct lp_target {              /* one call target of a body record */
     uint64_t count;
 };
 
+/* A record's call targets: t[0 .. nt) of capacity ct, each name its own
+ * allocation; or, for a record's first target, ct == 0 and nt == 1: one
+ * block holding t[0] and its name right after it (most call sites have
+ * one target: one allocation and one free instead of two). */
 struct lp_body_rec {
     lp_loc loc;
     uint64_t count;
     struct lp_target *t;        /* by name */
     uint32_t nt, ct;
 };
+
+static bool targets_inline(const lp_body_rec *b)
+{
+    return b->ct == 0 && b->nt == 1;
+}
 
 struct lp_callsite {
     lp_loc loc;
@@ -154,7 +163,7 @@ static void free_record(lp_body_rec *b)
 {
     uint32_t i;
 
-    for (i = 0; i < b->nt; i++)
+    for (i = 0; i < b->nt && !targets_inline(b); i++)
         free(b->t[i].name);
     free(b->t);
 }
@@ -308,21 +317,25 @@ lp_body_rec *lp_fs_body(lp_fsamples *fs, lp_loc loc)
     return &fs->body[i];
 }
 
-/* Records for the locations of the sorted, distinct locs[0..n) that fs
- * lacks, in one merge from the back: a probe node's zero records each
- * cost a binary search and a memmove of the tail one by one (sqlite-probe:
- * 320 K memmoves, 60 M instructions of generation). */
-int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n)
+/* Records for the locations of the sorted, distinct items' locs (each
+ * item: an lp_loc first, `stride` bytes apart) that fs lacks, in one
+ * merge from the back (count 0): a record added one by one costs a
+ * binary search and a memmove of the tail (sqlite-probe: 320 K memmoves,
+ * 60 M instructions of generation). -1 on no memory. */
+static int body_insert_missing(lp_fsamples *fs, const void *items, size_t stride,
+                               size_t n)
 {
+    const unsigned char *it = items;
     uint32_t i = 0, miss = 0, w;
     size_t j;
     void *v = fs->body;
     int c;
 
+#define ITEM_LOC(k) (*(const lp_loc *)(it + (k) * stride))
     for (j = 0; j < n; j++) {
-        while (i < fs->nr_body && loc_cmp(fs->body[i].loc, locs[j]) < 0)
+        while (i < fs->nr_body && loc_cmp(fs->body[i].loc, ITEM_LOC(j)) < 0)
             i++;
-        miss += i == fs->nr_body || loc_cmp(fs->body[i].loc, locs[j]) != 0;
+        miss += i == fs->nr_body || loc_cmp(fs->body[i].loc, ITEM_LOC(j)) != 0;
     }
     if (!miss)
         return 0;
@@ -336,12 +349,47 @@ int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n)
     w = fs->nr_body + miss;
     fs->nr_body = w;
     while (j > 0 && w > i) {
-        c = i ? loc_cmp(fs->body[i - 1].loc, locs[j - 1]) : -1;
+        c = i ? loc_cmp(fs->body[i - 1].loc, ITEM_LOC(j - 1)) : -1;
         if (c >= 0)
             fs->body[--w] = fs->body[--i];
         else
-            fs->body[--w] = (lp_body_rec){locs[j - 1], 0, NULL, 0, 0};
+            fs->body[--w] = (lp_body_rec){ITEM_LOC(j - 1), 0, NULL, 0, 0};
         j -= c <= 0;
+    }
+#undef ITEM_LOC
+    return 0;
+}
+
+int lp_fs_body_ensure(lp_fsamples *fs, const lp_loc *locs, size_t n)
+{
+    return body_insert_missing(fs, locs, sizeof *locs, n);
+}
+
+int lp_fs_body_max(lp_fsamples *fs, const lp_loc_count *v, size_t n)
+{
+    uint32_t i = 0;
+    size_t j;
+    lp_body_rec *nv;
+
+    if (!fs->nr_body && n) {    /* a new profile: its body at once */
+        if (n > fs->body_cap) {
+            if (n > UINT32_MAX || !(nv = realloc(fs->body, n * sizeof *nv)))
+                return -1;
+            fs->body = nv;
+            fs->body_cap = (uint32_t)n;
+        }
+        for (j = 0; j < n; j++)
+            fs->body[j] = (lp_body_rec){v[j].loc, v[j].count, NULL, 0, 0};
+        fs->nr_body = (uint32_t)n;
+        return 0;
+    }
+    if (body_insert_missing(fs, v, sizeof *v, n))
+        return -1;
+    for (j = 0; j < n; j++) {   /* every location is in fs now */
+        while (loc_cmp(fs->body[i].loc, v[j].loc) < 0)
+            i++;
+        if (fs->body[i].count < v[j].count)
+            fs->body[i].count = v[j].count;
     }
     return 0;
 }
@@ -371,16 +419,42 @@ static uint32_t target_lower(const lp_body_rec *b, const char *s, int *found)
     return i;
 }
 
+/* A record's first target, in one block with its name (see lp_body_rec) */
+static struct lp_target *target_first(lp_body_rec *b, const char *callee)
+{
+    size_t len = strlen(callee) + 1;
+    struct lp_target *t = malloc(sizeof *t + len);
+
+    if (!t)
+        return NULL;
+    memcpy(t + 1, callee, len);
+    *t = (struct lp_target){(char *)(t + 1), 0};
+    b->t = t;
+    b->nt = 1;
+    b->ct = 0;
+    return t;
+}
+
 /* The call target `callee` of b, added with count 0 if absent; NULL on
  * no memory. */
 static struct lp_target *target_slot(lp_body_rec *b, const char *callee)
 {
     int found;
     uint32_t i = target_lower(b, callee, &found);
-    void *v = b->t;
+    void *v;
     char *name;
 
+    if (!found && !b->t)
+        return target_first(b, callee);
     if (!found) {
+        /* a second target: the first one's name gets its own block */
+        if (targets_inline(b)) {
+            if (!(name = strdup(b->t[0].name)))
+                return NULL;
+            b->t[0].name = name;
+            b->ct = 1;          /* a plain array of one from now */
+        }
+        v = b->t;
         if (reserve(&v, &b->ct, b->nt, sizeof *b->t) || !(name = strdup(callee)))
             return NULL;
         b->t = v;
@@ -503,20 +577,23 @@ static int target_cmp(const void *a, const void *b)
 }
 
 /* The views of all records share one block of targets, owned by v[0]. */
+/* The records' views and their targets' in one block (the writers ask
+ * for the views of every profile: ~10^5 on a large CS profile); none
+ * for an empty body. */
 size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
 {
     size_t n = fs->nr_body, nt = 0, i, j, o = 0;
-    lp_body_view *v = calloc(n ? n : 1, sizeof *v);
+    lp_body_view *v;
     lp_target_view *t;
 
-    if (!v)
-        return (size_t)-1;
+    *out = NULL;
+    if (n == 0)
+        return 0;
     for (i = 0; i < n; i++)
         nt += fs->body[i].nt;
-    if (!(t = calloc(nt + 1, sizeof *t))) {
-        free(v);
+    if (!(v = malloc(n * sizeof *v + nt * sizeof *t)))
         return (size_t)-1;
-    }
+    t = (lp_target_view *)(void *)(v + n);
     for (i = 0; i < n; i++) {
         const lp_body_rec *b = &fs->body[i];
         v[i].loc = b->loc;
@@ -529,8 +606,6 @@ size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
             qsort(t + o, b->nt, sizeof *t, target_cmp);
         o += b->nt;
     }
-    if (n == 0)
-        v[0].targets = t;
     *out = v;
     return n;
 }
@@ -538,10 +613,7 @@ size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
 void lp_body_views_free(lp_body_view *v, size_t n)
 {
     (void)n;
-    if (!v)
-        return;
-    free(v[0].targets);
-    free(v);
+    free(v);    /* the targets' views are in the same block */
 }
 
 size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out)
@@ -549,9 +621,12 @@ size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out)
     size_t n = 0, k = 0, i, j;
     lp_callee_view *v;
 
+    *out = NULL;
     for (i = 0; i < fs->nr_callsites; i++)
         n += fs->callsites[i].n;
-    if (!(v = calloc(n ? n : 1, sizeof *v)))
+    if (n == 0)
+        return 0;
+    if (!(v = malloc(n * sizeof *v)))
         return (size_t)-1;
     for (i = 0; i < fs->nr_callsites; i++)
         for (j = 0; j < fs->callsites[i].n; j++)
@@ -755,7 +830,15 @@ void lp_fs_drop_callees(lp_fsamples *fs, lp_name_pred pred)
 /* LLVM SaturatingMultiplyAdd: acc + x * w, saturating (flagged) */
 static uint64_t mul_add(uint64_t acc, uint64_t x, uint64_t w, unsigned *st)
 {
-    unsigned __int128 r = (unsigned __int128)x * w + acc;
+    unsigned __int128 r;
+
+    if (w == 1) {   /* lp_fs_merge's, the pre-inliner's ~10^6 records */
+        if (acc + x >= acc)
+            return acc + x;
+        *st |= LP_MERGE_OVERFLOW;
+        return UINT64_MAX;
+    }
+    r = (unsigned __int128)x * w + acc;
 
     if (r > UINT64_MAX) {
         *st |= LP_MERGE_OVERFLOW;
@@ -892,9 +975,15 @@ uint64_t lp_fs_remove_call(lp_fsamples *fs, lp_loc loc, const char *callee)
     k = target_lower(b, callee, &found);
     if (found) {
         n = b->t[k].count;
-        free(b->t[k].name);
-        memmove(&b->t[k], &b->t[k + 1], (b->nt - k - 1) * sizeof *b->t);
-        b->nt--;
+        if (targets_inline(b)) {
+            free(b->t);
+            b->t = NULL;
+            b->nt = 0;
+        } else {
+            free(b->t[k].name);
+            memmove(&b->t[k], &b->t[k + 1], (b->nt - k - 1) * sizeof *b->t);
+            b->nt--;
+        }
     }
     if (n > b->count)
         n = b->count;
@@ -964,14 +1053,28 @@ static uint32_t parse_dec(const char *s, const char *end)
 }
 
 /* Next frame of *p (advanced past it and its " @ "); 0 at the end. */
+/* The first " @ " of s (NULL if none); *end: it, or the end of s. One
+ * scan for '@' (strstr and strlen were two). */
+static const char *frame_sep(const char *s, const char **end)
+{
+    const char *q = s;
+
+    while (*(q = strchrnul(q, '@'))) {
+        if (q > s && q[-1] == ' ' && q[1] == ' ')
+            return *end = q - 1;
+        q++;
+    }
+    *end = q;
+    return NULL;
+}
+
 static int next_frame(const char **p, ctx_frame_view *f)
 {
     const char *s = *p, *sep, *end, *colon, *dot;
 
     if (!*s)
         return 0;
-    sep = strstr(s, " @ ");
-    end = sep ? sep : s + strlen(s);
+    sep = frame_sep(s, &end);
     colon = memchr(s, ':', (size_t)(end - s));
     f->name = s;
     f->len = (size_t)((colon ? colon : end) - s);

@@ -96,6 +96,72 @@ static void test_body_ensure(void **state)
     lp_profile_free(p);
 }
 
+/* lp_fs_body_max: into an empty body (taken as is) and into one with
+ * records (created with the item's count or raised to it, never
+ * lowered; targets kept). */
+static void test_body_max(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs = lp_profile_get(p, "foo", NULL);
+    static const lp_loc_count first[] = {{{1, 0}, 5}, {{2, 3}, 0}, {{4, 0}, 9}};
+    static const lp_loc_count more[] = {{{0, 0}, 1}, {{1, 0}, 3}, {{2, 3}, 6},
+                                        {{3, 0}, 2}, {{4, 0}, 10}};
+    static const uint64_t want[] = {1, 5, 6, 2, 10};
+    size_t i;
+    (void)state;
+
+    assert_int_equal(lp_fs_body_max(fs, first, 3), 0);
+    assert_int_equal(lp_fs_nr_body(fs), 3);
+    assert_true(lp_body_count(lp_fs_body_find(fs, L(2, 3))) == 0);
+    assert_int_equal(lp_body_add_target(lp_fs_body(fs, L(4, 0)), "g", 4), 0);
+    assert_int_equal(lp_fs_body_max(fs, more, 5), 0);
+    assert_int_equal(lp_fs_nr_body(fs), 5);
+    for (i = 0; i < 5; i++) {
+        assert_int_equal(lp_body_loc(lp_fs_body_at(fs, i)).line, more[i].loc.line);
+        assert_true(lp_body_count(lp_fs_body_at(fs, i)) == want[i]);
+    }
+    assert_true(lp_fs_target_count(fs, L(4, 0), "g") == 4);
+    lp_profile_free(p);
+}
+
+/* A record's first call target lives in one block with its name; a
+ * second one moves it to a plain array; removing the only one empties
+ * the record's targets, which can take new ones again (leaks and frees
+ * checked under the sanitizer build). */
+static void test_first_target(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs = lp_profile_get(p, "foo", NULL);
+    lp_body_rec *b = lp_fs_body(fs, L(1, 0));
+    char name[64];
+    (void)state;
+
+    memset(name, 'x', sizeof name - 1);
+    name[sizeof name - 1] = 0;      /* longer than a target slot */
+    assert_int_equal(lp_body_add_target(b, name, 3), 0);
+    assert_int_equal(lp_body_add_target(b, name, 2), 0);
+    assert_true(lp_fs_target_count(fs, L(1, 0), name) == 5);
+    lp_body_add(b, 10);
+    assert_true(lp_fs_remove_call(fs, L(1, 0), name) == 5);
+    assert_true(lp_fs_target_count(fs, L(1, 0), name) == 0);
+    b = lp_fs_body(fs, L(1, 0));
+    assert_true(lp_body_count(b) == 5);
+    assert_int_equal(lp_body_add_target(b, "b", 1), 0);
+    assert_int_equal(lp_body_add_target(b, name, 7), 0);
+    assert_int_equal(lp_body_add_target(b, "a", 2), 0);
+    assert_true(lp_fs_target_count(fs, L(1, 0), name) == 7);
+    assert_true(lp_fs_target_count(fs, L(1, 0), "a") == 2);
+    assert_true(lp_fs_target_count(fs, L(1, 0), "b") == 1);
+    assert_true(lp_body_target_sum(b) == 10);
+    /* a merge copies targets into a fresh record and an existing one */
+    lp_fsamples *g = lp_profile_get(p, "bar", NULL);
+    assert_int_equal(lp_body_add_target(lp_fs_body(g, L(1, 0)), "a", 1), 0);
+    assert_int_equal(lp_fs_merge(g, fs), 0);
+    assert_true(lp_fs_target_count(g, L(1, 0), "a") == 3);
+    assert_true(lp_fs_target_count(g, L(1, 0), name) == 7);
+    lp_profile_free(p);
+}
+
 static void test_top_level_order(void **state)
 {
     lp_profile *p = lp_profile_new();
@@ -321,6 +387,8 @@ int main(void)
         cmocka_unit_test(test_saturating_add),
         cmocka_unit_test(test_body_and_targets_sorted),
         cmocka_unit_test(test_body_ensure),
+        cmocka_unit_test(test_body_max),
+        cmocka_unit_test(test_first_target),
         cmocka_unit_test(test_top_level_order),
         cmocka_unit_test(test_cs_top_level_order),
         cmocka_unit_test(test_fixups),
