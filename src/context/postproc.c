@@ -37,7 +37,9 @@ static const char *last_frames(const char *ctx, uint32_t k)
  * only) is merged into c->merged under its last c->depth frames (when
  * merging) and dropped. Called by the trie's conversion (trie.c) for
  * each context before it gets its printed key in the profile map: the
- * cold ones, most of them, never do. */
+ * cold ones, most of them, never do. Returns 1 for a cold context, which
+ * the caller drops (fs's owner frees it: a trie profile's name is in
+ * its own block), 0 for a hot one, -1 on error. */
 int cs_cold_take(cs_cold *c, const char *ctx, bool is_base, lp_fsamples *fs)
 {
     lp_fsamples *m;
@@ -49,7 +51,6 @@ int cs_cold_take(cs_cold *c, const char *ctx, bool is_base, lp_fsamples *fs)
         if (!m || lp_fs_merge(m, fs))
             return -1;
     }
-    lp_fs_clear(fs);
     return 1;
 }
 

@@ -395,6 +395,14 @@ cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first)
     return i < n->nkids ? n->kids[i].n : NULL;
 }
 
+/* A trie profile's contents freed; its name is in its block
+ * (cs_prof_new) and goes with it. */
+static void prof_clear(cs_prof *p)
+{
+    p->fs.name = p->fs.context = NULL;
+    lp_fs_clear(&p->fs);
+}
+
 void cs_trie_free(cs_trie *t)
 {
     cs_name *nm, *nt;
@@ -403,8 +411,7 @@ void cs_trie_free(cs_trie *t)
     free_kid_arrays(&t->root);
     for (p = t->profs; p; p = pn) {
         pn = p->next;
-        p->fs.name = p->fs.context = NULL;  /* in p's block (cs_prof_new) */
-        lp_fs_clear(&p->fs);
+        prof_clear(p);
         free(p);
     }
     pool_free(&t->node_pool);
@@ -649,6 +656,7 @@ static int emit(cs_node *n, key_stack *ks, lp_profile *p, cs_cold *cold)
         if (rc < 0)
             return -1;
         rc = 0;
+        prof_clear(n->prof);
         n->prof->node = NULL;
         n->prof = NULL;
     }
