@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/arena.h"
 #include "util/grow.h"
 
 typedef struct agg_cslot {
@@ -50,23 +51,9 @@ typedef struct pend_ent {
     uint64_t repeat;
     uint64_t calls;             /* lp_lbr_agg_*_sample calls (leaf-external
                                    warning: counted per call) */
-    pend *p;                    /* in the store, or its own block (own) */
+    pend *p;                    /* in the aggregator's arena */
     uint32_t pos;               /* its slot in the index */
-    bool own;
 } pend_ent;
-
-/* Where the waiting stacks live: carved in order from 1 MiB blocks that
- * are kept and refilled after each flush (a malloc and a free per
- * waiting sample - ~90 k on sqlite-line, with the page faults of the
- * memory freed between the flushes - were 6% of the main thread); a
- * stack larger than a sixteenth of a block gets its own allocation. */
-#define PEND_BLOCK (1u << 20)
-
-typedef struct pend_store {
-    uint8_t **blk;
-    size_t nblk, cap;           /* blocks allocated, slots for them */
-    size_t cur, used;           /* filling blk[cur], up to byte `used` */
-} pend_store;
 
 typedef struct pend_slot {      /* idx 0: empty */
     uint32_t idx, tag;          /* v[idx - 1]; tag: id.hi's low bits */
@@ -106,7 +93,11 @@ struct lp_lbr_agg {
     lp_counters *pairs;
     uint64_t nr_samples;
     pend_tab pending;
-    pend_store store;
+    /* the waiting stacks, in an arena reset and refilled after each
+     * flush (a malloc and a free per waiting sample - ~90 k on
+     * sqlite-line, with the page faults of the memory freed between the
+     * flushes - were 6% of the main thread) */
+    lp_arena store;
     size_t pending_bytes;
     lp_branch_entry *brs;       /* count_pending's scratch */
     size_t brs_cap;
@@ -170,40 +161,11 @@ static void drop_pending(lp_lbr_agg *a)
 
     /* slot by slot: a flush comes before every address-map change, and
      * the index keeps the size of the largest batch of samples */
-    for (i = 0; i < t->n; i++) {
-        if (t->v[i].own)
-            free(t->v[i].p);
+    for (i = 0; i < t->n; i++)
         t->slot[t->v[i].pos] = (pend_slot){0, 0};
-    }
     t->n = 0;
-    a->store.cur = a->store.used = 0;
+    lp_arena_reset(&a->store);
     a->pending_bytes = 0;
-}
-
-static void store_free(pend_store *s)
-{
-    for (size_t i = 0; i < s->nblk; i++)
-        free(s->blk[i]);
-    free(s->blk);
-    *s = (pend_store){0};
-}
-
-/* Room for len bytes (a multiple of 8) in the store, or NULL. */
-static pend *store_take(pend_store *s, size_t len)
-{
-    if (s->nblk && s->used + len > PEND_BLOCK) {
-        s->cur++;
-        s->used = 0;
-    }
-    if (s->cur == s->nblk) {
-        if (lp_grow_array(&s->blk, &s->cap, s->nblk + 1, sizeof *s->blk, 16) ||
-            !(s->blk[s->nblk] = malloc(PEND_BLOCK)))
-            return NULL;
-        s->nblk++;
-    }
-    pend *p = (pend *)(s->blk[s->cur] + s->used);
-    s->used += len;
-    return p;
 }
 
 void lp_lbr_agg_free(lp_lbr_agg *a)
@@ -212,7 +174,7 @@ void lp_lbr_agg_free(lp_lbr_agg *a)
         return;
     lp_counters_free(a->pairs);
     drop_pending(a);
-    store_free(&a->store);
+    lp_arena_free(&a->store);
     free(a->brs);
     free(a->kept);
     free(a->pending.v);
@@ -519,9 +481,7 @@ static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
 
     if (a->pending_bytes + len > PEND_MAX_BYTES && lp_lbr_agg_flush(a, err))
         return -1;
-    bool own = len > PEND_BLOCK / 16;
-
-    if (pend_reserve(t) || !(e = own ? malloc(len) : store_take(&a->store, len)))
+    if (pend_reserve(t) || !(e = lp_arena_alloc(&a->store, len)))
         return lp_error_set(err, LP_ENOMEM, "LBR aggregation: out of memory");
     e->leaf = leaf;
     e->n = n;
@@ -529,7 +489,7 @@ static int pend_add(lp_lbr_agg *a, const pend_id *id, uint64_t leaf,
         e->br[2 * i] = br[i].from;
         e->br[2 * i + 1] = br[i].to;
     }
-    t->v[t->n] = (pend_ent){*id, repeat, calls, e, 0, own};
+    t->v[t->n] = (pend_ent){*id, repeat, calls, e, 0};
     pend_place(t, t->n++);
     a->pending_bytes += len + sizeof(pend_ent);
     return 0;
@@ -698,7 +658,7 @@ lp_counters *lp_lbr_agg_finish(lp_lbr_agg *a, lp_error *err)
 {
     if (lp_lbr_agg_flush(a, err))
         return NULL;
-    store_free(&a->store);      /* generation's memory may take its place */
+    lp_arena_free(&a->store);  /* generation's memory may take its place */
     warn_leaf_external(a);
     if (warn_invalid_ranges(a, err))
         return NULL;

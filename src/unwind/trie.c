@@ -377,7 +377,7 @@ static void piece_sigs(lp_unwinder *u, uw_piece *p, size_t n)
 static uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
                                 uint64_t end, lp_error *err)
 {
-    uw_arena *arena = u->owner ? &u->owner->cache_arena : &u->cache_arena;
+    lp_arena *arena = u->owner ? &u->owner->cache_arena : &u->cache_arena;
     uint64_t p = end, e = end, prev;
     const lp_frame *fp = NULL, *fq;
     size_t n = 0, np = 0, nq;
@@ -414,7 +414,7 @@ static uw_split *split_unlocked(lp_unwinder *u, uint64_t target,
     if (v)
         u->pieces[n++] = (uw_piece){p, p, e};
     piece_sigs(u, u->pieces, n);
-    if (!(s = uw_arena_alloc(arena, sizeof *s + n * sizeof(uw_piece))))
+    if (!(s = lp_arena_alloc(arena, sizeof *s + n * sizeof(uw_piece))))
         goto oom;
     memset(s, 0, sizeof *s);
     s->npieces = (uint32_t)n;

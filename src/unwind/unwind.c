@@ -33,41 +33,6 @@ void lp_unwind_opts_default(lp_unwind_opts *o)
 
 /* ---- small containers ------------------------------------------------------ */
 
-#define UW_CHUNK (1u << 20)
-
-void *uw_arena_alloc(uw_arena *a, size_t n)
-{
-    uw_chunk *c = a->head;
-    void *p;
-
-    n = (n + 7) & ~(size_t)7;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > UW_CHUNK ? n : UW_CHUNK;
-        if (!(c = malloc(sizeof *c + cap)))
-            return NULL;
-        c->next = a->head;
-        c->used = 0;
-        c->cap = cap;
-        a->head = c;
-    }
-    p = c->data + c->used;
-    c->used += n;
-    a->bytes += n;
-    return p;
-}
-
-void uw_arena_free(uw_arena *a)
-{
-    uw_chunk *c = a->head, *n;
-
-    for (; c; c = n) {
-        n = c->next;
-        free(c);
-    }
-    a->head = NULL;
-    a->bytes = 0;
-}
-
 int uw_grow_slow(void **v, size_t *cap, size_t n, size_t elem)
 {
     size_t bytes = *cap * elem;
@@ -295,7 +260,7 @@ static int add_map(lp_unwinder *u, const lp_mmap_event *m)
     char *p;
 
     if (uw_grow((void **)&u->maps, &u->maps_cap, u->nmaps + 1, sizeof *u->maps) ||
-        !(p = uw_arena_alloc(&u->cache_arena, n)))
+        !(p = lp_arena_alloc(&u->cache_arena, n)))
         return -1;
     memcpy(p, m->filename, n);
     u->maps[u->nmaps++] = (uw_mmap){m->pid, m->start, m->start + m->len,
@@ -443,7 +408,7 @@ void uw_free_own(lp_unwinder *u)
     free(u->ctxc.sigs);
     free(u->ctxc.ids);
     free(u->ctxc.stk_fr);
-    uw_arena_free(&u->cache_arena);
+    lp_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);
     free(u->pairs.s);
     FREE_TABLE(u->notes_repaired, uw_note);

@@ -23,6 +23,7 @@
 
 #include "lbr2prof/fpunwind.h"
 #include "lbr2prof/unwind.h"
+#include "util/arena.h"
 #include "util/cpus.h"
 
 #define UW_EXT ((uint64_t)LP_EXTERNAL_ADDR)
@@ -63,22 +64,6 @@ static inline uint64_t uw_va(uint64_t a)
     uint64_t v = a & UW_VA_MASK;
     return v >> (UW_BIN_SHIFT - 1) ? v | ~UW_VA_MASK : v;
 }
-
-/* ---- arena: many small allocations freed together ------------------- */
-
-typedef struct uw_chunk {
-    struct uw_chunk *next;
-    size_t used, cap;
-    unsigned char data[];
-} uw_chunk;
-
-typedef struct uw_arena {
-    uw_chunk *head;
-    size_t bytes;               /* payload handed out */
-} uw_arena;
-
-void *uw_arena_alloc(uw_arena *a, size_t n);
-void uw_arena_free(uw_arena *a);
 
 /* Grow a malloc'ed vector of *cap elements of elem bytes to hold n
  * elements (doubling, from 64). 0 or -1. The check is inline: callers
@@ -442,7 +427,7 @@ struct lp_unwinder {
                                    so that a range is cut once */
     uw_ctxcache ctxc;
     lp_ctx_entry **root_entries;/* the empty context, per binary */
-    uw_arena cache_arena;
+    lp_arena cache_arena;
     /* results and warning material */
     lp_ctxcount *cc;
     uw_set64 *invalid_ret;      /* InvalidReturnAddresses */

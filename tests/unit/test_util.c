@@ -20,6 +20,7 @@
 #include "lbr2prof/error.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/phases.h"
+#include "util/arena.h"
 #include "util/pages.h"
 #include "util/sort.h"
 #include "util/zalloc.h"
@@ -357,6 +358,38 @@ static void test_pages_release_keeps_written(void **state)
     unlink(path);
 }
 
+/* The arena: 8-aligned pieces that do not overlap, a chunk of its own for
+ * a request larger than a chunk, and after a reset the same memory again
+ * (the flat aggregator refills it after each flush). */
+static void test_arena_alloc_reset_free(void **state)
+{
+    lp_arena a = {0};
+    unsigned char *p, *q, *big, *again;
+
+    (void)state;
+    assert_non_null(p = lp_arena_alloc(&a, 3));
+    assert_non_null(q = lp_arena_alloc(&a, 16));
+    assert_int_equal((uintptr_t)p % 8, 0);
+    assert_ptr_equal(q, p + 8);
+    memset(p, 0xab, 3);
+    memset(q, 0xcd, 16);
+    assert_int_equal(p[2], 0xab);
+    assert_int_equal(a.bytes, 24);
+    assert_non_null(big = lp_arena_alloc(&a, LP_ARENA_CHUNK + 1));
+    assert_true(big + LP_ARENA_CHUNK < p || big > q + 16);
+    memset(big, 1, LP_ARENA_CHUNK + 1);
+    assert_int_equal(q[15], 0xcd);
+    lp_arena_reset(&a);
+    assert_int_equal(a.bytes, 0);
+    assert_null(a.head);
+    assert_non_null(again = lp_arena_alloc(&a, 8));
+    assert_ptr_equal(again, p);     /* the kept chunk, refilled */
+    assert_null(a.spare);           /* the oversized one was freed */
+    lp_arena_free(&a);
+    assert_null(a.head);
+    assert_int_equal(a.bytes, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_phases_read_when_due),
         cmocka_unit_test(test_pages_release_clean_file_pages),
         cmocka_unit_test(test_pages_release_keeps_written),
+        cmocka_unit_test(test_arena_alloc_reset_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
