@@ -77,12 +77,27 @@ lp_counters *lp_counters_new(void)
     return calloc(1, sizeof(lp_counters));
 }
 
+size_t lp_counters_bytes(void)
+{
+    return sizeof(lp_counters);
+}
+
+lp_counters *lp_counters_init(void *mem)
+{
+    return memset(mem, 0, sizeof(lp_counters));
+}
+
+void lp_counters_fini(lp_counters *c)
+{
+    free(c->v[RANGES]);
+    free(c->v[BRANCHES]);
+}
+
 void lp_counters_free(lp_counters *c)
 {
     if (!c)
         return;
-    free(c->v[RANGES]);
-    free(c->v[BRANCHES]);
+    lp_counters_fini(c);
     free(c);
 }
 
