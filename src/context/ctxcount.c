@@ -630,9 +630,10 @@ static void merge_prefetch(const lp_ctxcount *dst, const lp_ctxcount *src,
 }
 
 /* lp_ctxcount_merge; with `defer`, an entry dst has stays in src
- * instead, its first ones in order, remembering dst's entry (into). */
+ * instead, its first ones in order, remembering dst's entry (into), and
+ * counted in *ready (NULL: not). */
 static int merge_into(lp_ctxcount *dst, lp_ctxcount *src, bool defer,
-                      lp_error *err)
+                      size_t *ready, lp_error *err)
 {
     size_t i, k = 0;
     ctx_ent *c, *d;
@@ -652,6 +653,8 @@ static int merge_into(lp_ctxcount *dst, lp_ctxcount *src, bool defer,
             c->into = d;
             src->v[i] = NULL;
             src->v[k++] = c;    /* k <= i */
+            if (ready)          /* c is the other thread's from here */
+                __atomic_store_n(ready, k, __ATOMIC_RELEASE);
             continue;
         }
         if (d) {
@@ -688,13 +691,19 @@ oom:
 
 int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
 {
-    return merge_into(dst, src, false, err);
+    return merge_into(dst, src, false, NULL, err);
 }
 
 int lp_ctxcount_merge_defer(lp_ctxcount *dst, lp_ctxcount *src,
                             lp_error *err)
 {
-    return merge_into(dst, src, true, err);
+    return merge_into(dst, src, true, NULL, err);
+}
+
+int lp_ctxcount_merge_defer_ready(lp_ctxcount *dst, lp_ctxcount *src,
+                                  size_t *ready, lp_error *err)
+{
+    return merge_into(dst, src, true, ready, err);
 }
 
 int lp_ctxcount_merge_deferred(lp_ctxcount *src, size_t from, size_t to)

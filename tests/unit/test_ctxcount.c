@@ -321,7 +321,13 @@ static void test_merge_deferred(void **state)
         fill_pair(a, b, &err);
         fill_pair(c, d, &err);
         assert_int_equal(lp_ctxcount_merge(a, b, &err), 0);
-        assert_int_equal(lp_ctxcount_merge_defer(c, d, &err), 0);
+        if (borrow) {           /* counting them as it goes */
+            size_t ready = 99;
+            assert_int_equal(lp_ctxcount_merge_defer_ready(c, d, &ready, &err), 0);
+            assert_int_equal(ready, lp_ctxcount_size(d));
+        } else {
+            assert_int_equal(lp_ctxcount_merge_defer(c, d, &err), 0);
+        }
         assert_int_equal(n = lp_ctxcount_size(d), 10);  /* 10..19 in both */
         assert_int_equal(lp_ctxcount_merge_deferred(d, n / 2, n), 0);
         assert_int_equal(lp_ctxcount_merge_deferred(d, 0, n / 2), 0);
