@@ -119,6 +119,12 @@ int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err);
  * it. 0, or -1 on OOM (err set; src then only takes _clear / _free). */
 int lp_ctxcount_merge_defer(lp_ctxcount *dst, lp_ctxcount *src,
                             lp_error *err);
+/* lp_ctxcount_merge_defer, counting the entries deferred so far in
+ * *ready (atomic stores, release) as it goes: those below *ready may be
+ * passed to lp_ctxcount_merge_deferred by another thread meanwhile (the
+ * merge does not touch them again, nor the counters of dst's entries). */
+int lp_ctxcount_merge_defer_ready(lp_ctxcount *dst, lp_ctxcount *src,
+                                  size_t *ready, lp_error *err);
 /* src's deferred entries [from, to): counts added to dst's entries, then
  * freed. 0, or -1 on OOM (each entry freed in any case). */
 int lp_ctxcount_merge_deferred(lp_ctxcount *src, size_t from, size_t to);

@@ -43,6 +43,13 @@ typedef struct lp_addr_pair_count {
 
 lp_counters *lp_counters_new(void);
 void lp_counters_free(lp_counters *c);
+/* Counters inside another allocation (a context entry: one block less for
+ * each of ~10^5 contexts): lp_counters_bytes() bytes at mem, 8-byte
+ * aligned, made empty; their tables freed by lp_counters_fini, which
+ * leaves the memory itself to its owner. */
+size_t lp_counters_bytes(void);
+lp_counters *lp_counters_init(void *mem);
+void lp_counters_fini(lp_counters *c);
 int lp_counters_add_range(lp_counters *c, uint64_t start, uint64_t end,
                           uint64_t n);
 int lp_counters_add_branch(lp_counters *c, uint64_t src, uint64_t dst,

@@ -12,31 +12,38 @@
 #include "lbr2prof/ctxcount.h"
 #include "util/hash.h"
 
-typedef struct ctx_ent {     /* one allocation: this, the frames
-                                (e.frames), the hash key (4-byte bin,
-                                then the printed key and its NUL), the
-                                frames' names */
+typedef struct ctx_ent {     /* one allocation: this, its counters
+                                (e.counters), then (at ent_tail) the
+                                frames (e.frames) or call-site addresses
+                                (e.addrs), the hash key if it has one
+                                (hkey_of: 4-byte bin, then the printed
+                                key and its NUL), the frames' names
+                                unless borrowed. A frame context of a
+                                borrowing table has no hash key: it is
+                                keyed by its frames (names compared as
+                                strings, the leaf's location ignored:
+                                what the printed key keeps), with no key
+                                printed until asked for (e.key then
+                                malloc'ed, NULL before) - the printed
+                                keys were a quarter of the unwinder's
+                                peak memory. No pointer of its own to the
+                                frames, the hash key or the counters'
+                                block: 8 bytes each of the ~40 K entries
+                                at the flush's end, and the counters' own
+                                block (32 bytes) */
     lp_ctx_entry e;
-    char *hkey;                 /* NULL: a frame context of a borrowing
-                                   table, keyed by its frames (names
-                                   compared as strings, the leaf's
-                                   location ignored: what the printed key
-                                   keeps), with no key printed until
-                                   asked for (e.key then malloc'ed, NULL
-                                   before) - the printed keys were a
-                                   quarter of the unwinder's peak memory;
-                                   no pointer of its own to the frames or
-                                   that key either: 16 bytes of each of
-                                   the ~40 K entries at the flush's end */
     union {
-        size_t hlen;            /* hkey != NULL: its length */
-        uint64_t fh;            /* hkey == NULL: its frames' hash (its
+        size_t hlen;            /* with a hash key: its length */
+        uint64_t fh;            /* without: its frames' hash (its
                                    slot's; a merge moves it without
                                    hashing the names again) */
         struct ctx_ent *into;   /* deferred by a merge: the destination
                                    table's entry its counts go to */
     };
 } ctx_ent;
+
+/* key_home is 8-byte aligned: hkey_of's test */
+_Static_assert(sizeof(ctx_ent) % 8 == 0, "ctx_ent: 8-byte multiple");
 
 /* Open addressing on the key's hash (the full hash kept in the slot, so a
  * probe rarely touches an entry that does not match), at most 3/4 full
@@ -49,6 +56,18 @@ typedef struct ctx_slot {
     ctx_ent *c;                 /* NULL: empty */
 } ctx_slot;
 
+/* A name's hash, cached by the name's address: a borrowing table's names
+ * stay where they are, unchanged (lp_ctxcount_borrow_names), and a
+ * program has a few thousand of them. A new context hashed every name of
+ * its frames (a strlen and an XXH3 each: ~600 of the ~1,350
+ * instructions a new context cost on bench (c)). */
+typedef struct name_hash {
+    const char *name;           /* NULL: empty */
+    uint64_t h;
+} name_hash;
+
+#define NAME_HASH_BITS 11
+
 struct lp_ctxcount {
     ctx_slot *slots;
     size_t mask;
@@ -58,6 +77,9 @@ struct lp_ctxcount {
     size_t kcap;
     size_t *lens;               /* scratch: the frames' name lengths */
     size_t lcap;
+    name_hash *nh;              /* a borrowing table's names' hashes by
+                                   address (NAME_HASHES, made on first
+                                   use) */
     bool borrow;                /* names kept by pointer, not copied */
 };
 
@@ -66,10 +88,53 @@ lp_ctxcount *lp_ctxcount_new(void)
     return calloc(1, sizeof(lp_ctxcount));
 }
 
+/* The counters' room after the entry, 8-byte aligned. */
+static size_t counters_room(void)
+{
+    return (lp_counters_bytes() + 7) & ~(size_t)7;
+}
+
+/* A zeroed entry with its counters and `extra` bytes after them (at
+ * ent_tail): the counters in the entry's block, not one of their own - a
+ * calloc and a free less per context, that free on a generation thread,
+ * into an unwinding thread's heap (under its lock). */
+static ctx_ent *ent_alloc(size_t extra)
+{
+    ctx_ent *c = calloc(1, sizeof *c + counters_room() + extra);
+
+    if (c)
+        c->e.counters = lp_counters_init(c + 1);
+    return c;
+}
+
+static char *ent_tail(const ctx_ent *c)
+{
+    return (char *)(uintptr_t)(c + 1) + counters_room();
+}
+
+/* Where c's hash key is when it has one: after its frames or addresses
+ * (8-byte aligned). */
+static char *key_home(const ctx_ent *c)
+{
+    return ent_tail(c) + (c->e.addrs ? c->e.naddrs * sizeof *c->e.addrs
+                                     : c->e.nframes * sizeof *c->e.frames);
+}
+
+/* c's hash key, or NULL: a frame context of a borrowing table. With a
+ * hash key, e.key is in it (after the bin); without, e.key is NULL or a
+ * block of its own, which never starts 4 bytes after an 8-byte boundary
+ * as that would. */
+static char *hkey_of(const ctx_ent *c)
+{
+    char *k = key_home(c);
+
+    return c->e.key == k + sizeof(int) ? k : NULL;
+}
+
 static void ent_free(ctx_ent *c)
 {
-    lp_counters_free(c->e.counters);
-    if (!c->hkey)
+    lp_counters_fini(c->e.counters);
+    if (!hkey_of(c))
         free((char *)c->e.key);     /* printed when listed, or NULL */
     free(c);
 }
@@ -99,6 +164,7 @@ void lp_ctxcount_clear(lp_ctxcount *cc)
     free(cc->slots);
     free(cc->kbuf);
     free(cc->lens);
+    free(cc->nh);
     memset(cc, 0, sizeof *cc);
     cc->borrow = borrow;
 }
@@ -287,15 +353,31 @@ static ctx_slot *slot_of(const lp_ctxcount *cc, uint64_t h, const char *k,
 
     for (;; i = (i + 1) & cc->mask) {
         s = &cc->slots[i];
-        if (!s->c || (s->h == h && s->c->hkey && s->c->hlen == len &&
-                      memcmp(s->c->hkey, k, len) == 0))
+        if (!s->c || (s->h == h && s->c->hlen == len && hkey_of(s->c) &&
+                      memcmp(hkey_of(s->c), k, len) == 0))
             return s;
     }
 }
 
+/* The hash of name's bytes, through the cache nh (NULL: none). */
+static uint64_t name_hash_of(name_hash *nh, const char *name)
+{
+    name_hash *e;
+
+    if (!nh)
+        return XXH3_64bits(name, strlen(name));
+    e = &nh[((uintptr_t)name * 0x9e3779b97f4a7c15ull) >> (64 - NAME_HASH_BITS)];
+    if (e->name != name)
+        *e = (name_hash){name, XXH3_64bits(name, strlen(name))};
+    return e->h;
+}
+
 /* A frame context's hash: its binary, its names' bytes, its call sites
- * (not the leaf's location: the printed key has none). */
-static uint64_t frames_hash(int bin, const lp_ctx_frame *f, size_t n)
+ * (not the leaf's location: the printed key has none); nh: the names'
+ * hashes cached (NULL: none). The same with or without, in any table:
+ * merges look an entry up in another table by it. */
+static uint64_t frames_hash(name_hash *nh, int bin, const lp_ctx_frame *f,
+                            size_t n)
 {
     uint64_t h = (uint64_t)(uint32_t)bin * 0x9e3779b97f4a7c15ull + n;
     size_t i;
@@ -303,9 +385,11 @@ static uint64_t frames_hash(int bin, const lp_ctx_frame *f, size_t n)
     for (i = 0; i < n; i++) {
         if (i + 1 < n)
             h ^= ((uint64_t)f[i].loc.line << 32 | f[i].loc.disc) * 0xc2b2ae3d27d4eb4full;
-        h = XXH3_64bits_withSeed(f[i].func, strlen(f[i].func), h);
+        h = (h ^ name_hash_of(nh, f[i].func)) * 0xd6e8feb86659fd93ull;
+        h ^= h >> 32;
     }
-    return h;
+    h *= 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
 }
 
 static bool same_frames(const ctx_ent *c, int bin, const lp_ctx_frame *f,
@@ -314,7 +398,7 @@ static bool same_frames(const ctx_ent *c, int bin, const lp_ctx_frame *f,
     const lp_ctx_frame *g = c->e.frames;
     size_t i;
 
-    if (c->hkey || c->e.bin != bin || c->e.nframes != n)
+    if (c->e.bin != bin || c->e.nframes != n || hkey_of(c))
         return false;
     for (i = 0; i < n; i++) {
         if (g[i].func != f[i].func && strcmp(g[i].func, f[i].func) != 0)
@@ -406,7 +490,7 @@ lp_ctx_entry *lp_ctxcount_find(const lp_ctxcount *cc, int bin,
         size_t n;
         char *buf;
         if (lp_ctx_parse_key(key, &f, &n, &buf) == 0) {
-            c = frame_slot(cc, frames_hash(bin, f, n), bin, f, n)->c;
+            c = frame_slot(cc, frames_hash(NULL, bin, f, n), bin, f, n)->c;
             free(f);
             free(buf);
         }
@@ -423,21 +507,21 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
     size_t names = 0, i, o;
     lp_ctx_frame *f;
     ctx_ent *c;
-    char *p;
+    char *p, *k;
     int bin;
 
     for (i = 0; i < n && !borrow; i++)
         names += lens[i] + 1;
-    c = calloc(1, sizeof *c + n * sizeof *frames + hlen + 1 + names);
+    c = ent_alloc(n * sizeof *frames + hlen + 1 + names);
     if (!c)
         return NULL;
     memcpy(&bin, hkey, sizeof bin);
-    f = (lp_ctx_frame *)(c + 1);
-    c->hkey = (char *)(f + n);
-    memcpy(c->hkey, hkey, hlen);
-    c->hkey[hlen] = 0;
+    f = (lp_ctx_frame *)ent_tail(c);
+    k = (char *)(f + n);
+    memcpy(k, hkey, hlen);
+    k[hlen] = 0;
     c->hlen = hlen;
-    p = c->hkey + c->hlen + 1;
+    p = k + hlen + 1;
     for (i = 0; i < n; i++) {
         if (borrow) {
             f[i] = frames[i];
@@ -448,7 +532,7 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
         f[i] = (lp_ctx_frame){p, frames[i].loc};
         p += o;
     }
-    c->e.key = c->hkey + sizeof bin;
+    c->e.key = k + sizeof bin;
     c->e.frames = f;
     c->e.nframes = n;
     c->e.bin = bin;
@@ -458,29 +542,29 @@ static ctx_ent *make_ent(const char *hkey, size_t hlen,
 /* A frame context of a borrowing table: the entry and its frames. */
 static ctx_ent *make_framed(int bin, const lp_ctx_frame *frames, size_t n)
 {
-    ctx_ent *c = calloc(1, sizeof *c + n * sizeof *frames);
+    ctx_ent *c = ent_alloc(n * sizeof *frames);
 
     if (!c)
         return NULL;
-    memcpy(c + 1, frames, n * sizeof *frames);
-    c->e.frames = (const lp_ctx_frame *)(c + 1);
+    if (n)
+        memcpy(ent_tail(c), frames, n * sizeof *frames);
+    c->e.frames = (const lp_ctx_frame *)ent_tail(c);
     c->e.nframes = n;
     c->e.bin = bin;
     return c;
 }
 
-/* c, new in cc under hash h (NULL: it could not be made): its counters,
- * its slot, its place in the order. */
+/* c, new in cc under hash h (NULL: it could not be made): its slot, its
+ * place in the order. */
 static lp_ctx_entry *insert(lp_ctxcount *cc, uint64_t h, ctx_ent *c,
                             bool was_leaf_inlined, lp_error *err)
 {
-    if (!c || !(c->e.counters = lp_counters_new())) {
-        free(c);
+    if (!c) {
         lp_error_set(err, LP_ENOMEM, "context table: out of memory");
         return NULL;
     }
     c->e.was_leaf_inlined = was_leaf_inlined;
-    if (!c->hkey)
+    if (!hkey_of(c))
         c->fh = h;
     *free_slot(cc, h) = (ctx_slot){h, c};
     cc->v[cc->n++] = c;
@@ -491,9 +575,13 @@ static lp_ctx_entry *get_by_frames(lp_ctxcount *cc, int bin,
                                    const lp_ctx_frame *frames, size_t n,
                                    bool was_leaf_inlined, lp_error *err)
 {
-    uint64_t h = frames_hash(bin, frames, n);
-    ctx_ent *c = cc->slots ? frame_slot(cc, h, bin, frames, n)->c : NULL;
+    uint64_t h;
+    ctx_ent *c;
 
+    if (!cc->nh)                /* without it, hashed as they come */
+        cc->nh = calloc((size_t)1 << NAME_HASH_BITS, sizeof *cc->nh);
+    h = frames_hash(cc->nh, bin, frames, n);
+    c = cc->slots ? frame_slot(cc, h, bin, frames, n)->c : NULL;
     if (c)
         return &c->e;
     return insert(cc, h, reserve(cc) ? NULL : make_framed(bin, frames, n),
@@ -537,31 +625,36 @@ static void merge_prefetch(const lp_ctxcount *dst, const lp_ctxcount *src,
 
     if (i + 2 * MERGE_AHEAD < src->n)
         __builtin_prefetch(src->v[i + 2 * MERGE_AHEAD]);
-    if (i + MERGE_AHEAD < src->n && !(c = src->v[i + MERGE_AHEAD])->hkey)
+    if (i + MERGE_AHEAD < src->n && !hkey_of(c = src->v[i + MERGE_AHEAD]))
         __builtin_prefetch(&dst->slots[c->fh & dst->mask]);
 }
 
 /* lp_ctxcount_merge; with `defer`, an entry dst has stays in src
- * instead, its first ones in order, remembering dst's entry (into). */
+ * instead, its first ones in order, remembering dst's entry (into), and
+ * counted in *ready (NULL: not). */
 static int merge_into(lp_ctxcount *dst, lp_ctxcount *src, bool defer,
-                      lp_error *err)
+                      size_t *ready, lp_error *err)
 {
     size_t i, k = 0;
     ctx_ent *c, *d;
     ctx_slot *s;
     uint64_t h;
+    char *hk;
 
     for (i = 0; i < src->n; i++) {
         merge_prefetch(dst, src, i);
         c = src->v[i];
-        h = c->hkey ? lp_hash_bytes(c->hkey, c->hlen) : c->fh;
+        hk = hkey_of(c);
+        h = hk ? lp_hash_bytes(hk, c->hlen) : c->fh;
         d = !dst->slots ? NULL
-            : c->hkey   ? lookup(dst, c->hkey, c->hlen, h)
+            : hk        ? lookup(dst, hk, c->hlen, h)
                         : frame_slot(dst, h, c->e.bin, c->e.frames, c->e.nframes)->c;
         if (d && defer) {
             c->into = d;
             src->v[i] = NULL;
             src->v[k++] = c;    /* k <= i */
+            if (ready)          /* c is the other thread's from here */
+                __atomic_store_n(ready, k, __ATOMIC_RELEASE);
             continue;
         }
         if (d) {
@@ -598,13 +691,19 @@ oom:
 
 int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err)
 {
-    return merge_into(dst, src, false, err);
+    return merge_into(dst, src, false, NULL, err);
 }
 
 int lp_ctxcount_merge_defer(lp_ctxcount *dst, lp_ctxcount *src,
                             lp_error *err)
 {
-    return merge_into(dst, src, true, err);
+    return merge_into(dst, src, true, NULL, err);
+}
+
+int lp_ctxcount_merge_defer_ready(lp_ctxcount *dst, lp_ctxcount *src,
+                                  size_t *ready, lp_error *err)
+{
+    return merge_into(dst, src, true, ready, err);
 }
 
 int lp_ctxcount_merge_deferred(lp_ctxcount *src, size_t from, size_t to)
@@ -673,6 +772,7 @@ lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
     size_t room = sizeof bin + 22 * n + 1, len;
     uint64_t h;
     ctx_ent *c;
+    char *k;
 
     if (room > cc->kcap) {
         char *k = realloc(cc->kbuf, room * 2);
@@ -686,23 +786,18 @@ lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
     h = lp_hash_bytes(cc->kbuf, len);
     if ((c = lookup(cc, cc->kbuf, len, h)))
         return &c->e;
-    if (reserve(cc) ||
-        !(c = calloc(1, sizeof *c + n * sizeof *addrs + len + 1)))
+    if (reserve(cc) || !(c = ent_alloc(n * sizeof *addrs + len + 1)))
         goto oom;
-    c->e.addrs = (const uint64_t *)(c + 1);
+    c->e.addrs = (const uint64_t *)ent_tail(c);
     if (n)
-        memcpy((uint64_t *)(c + 1), addrs, n * sizeof *addrs);
+        memcpy(ent_tail(c), addrs, n * sizeof *addrs);
     c->e.naddrs = n;
-    c->hkey = (char *)((uint64_t *)(c + 1) + n);
-    memcpy(c->hkey, cc->kbuf, len);
+    k = key_home(c);
+    memcpy(k, cc->kbuf, len);
     c->hlen = len;
-    c->e.key = c->hkey + sizeof bin;
+    c->e.key = k + sizeof bin;
     c->e.bin = bin;
-    if (!(c->e.counters = lp_counters_new())) {
-        free(c);
-        goto oom;
-    }
-    *slot_of(cc, h, c->hkey, len) = (ctx_slot){h, c};
+    *slot_of(cc, h, k, len) = (ctx_slot){h, c};
     cc->v[cc->n++] = c;
     return &c->e;
 oom:
@@ -736,7 +831,7 @@ static int print_keys(const lp_ctxcount *cc)
             return -1;
         /* lp_ctx_key allocates for the longest numbers: twice the key */
         t = realloc(k, strlen(k) + 1);
-        c->e.key = t ? t : k;   /* freed with c (no hkey) */
+        c->e.key = t ? t : k;   /* freed with c (no hash key) */
     }
     return 0;
 }

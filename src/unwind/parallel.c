@@ -15,8 +15,10 @@
  * by this thread: their contexts are its own. Owns the split, the worker
  * and the merge; not the unwinding (trie.c, collect.c).
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lbr2prof/phases.h"
 #include "unwind/uw_internal.h"
@@ -127,21 +129,57 @@ static int merge_notes(uw_note **into, uw_note *from)
     return 0;
 }
 
-/* Below this many contexts of both parts, one thread adds their counts:
- * a thread costs tens of us. */
-#define UW_PAR_MERGE_MIN 2048
+/* Below this many contexts of the worker (about a quarter of them are
+ * both parts'), one thread adds the counts: a thread costs tens of us. */
+#define UW_PAR_MERGE_MIN 8192
 
-typedef struct dmerge {         /* deferred counts added on a thread */
+/* The deferred entries are claimed this many at a time. */
+#define UW_MERGE_CHUNK 64
+
+typedef struct dmerge {         /* deferred counts, added on two threads */
     lp_ctxcount *src;
-    size_t from, to;
-    int rc;
+    size_t ready;               /* entries deferred so far (atomic) */
+    bool done;                  /* no more will be (atomic) */
+    size_t next;                /* the first one not claimed (atomic) */
+    int rc;                     /* the helper's */
 } dmerge;
+
+/* Claims deferred entries, a chunk at a time, and adds their counts
+ * until none is left; while the merge still defers, waits for a whole
+ * chunk. 0 or -1 (OOM). */
+static int add_deferred(dmerge *d)
+{
+    size_t from, to, ready, waits = 0;
+    bool done;
+    int rc = 0;
+
+    for (;;) {
+        done = __atomic_load_n(&d->done, __ATOMIC_ACQUIRE);
+        ready = __atomic_load_n(&d->ready, __ATOMIC_ACQUIRE);
+        from = __atomic_load_n(&d->next, __ATOMIC_RELAXED);
+        if (from >= ready && done)
+            return rc;
+        if (!done && from + UW_MERGE_CHUNK > ready) {
+            /* the merge defers faster than they are added, unless the
+             * parts have few contexts in common: then sleep */
+            if (waits++ < 64)
+                sched_yield();
+            else
+                nanosleep(&(struct timespec){0, 50000}, NULL);
+            continue;
+        }
+        to = from + UW_MERGE_CHUNK < ready ? from + UW_MERGE_CHUNK : ready;
+        if (__atomic_compare_exchange_n(&d->next, &from, to, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            rc |= lp_ctxcount_merge_deferred(d->src, from, to);
+    }
+}
 
 static void *dmerge_main(void *arg)
 {
     dmerge *d = arg;
 
-    d->rc = lp_ctxcount_merge_deferred(d->src, d->from, d->to);
+    d->rc = add_deferred(d);
     return NULL;
 }
 
@@ -149,21 +187,21 @@ static void *dmerge_main(void *arg)
  * contexts both parts made added on two threads: the merge runs after
  * both parts, and those additions (each a counters table grown and
  * merged, the worker's entry freed) were ~60% of it (bench (c): 12 K
- * contexts of 48 K). */
+ * contexts of 48 K). The helper starts on them as soon as the merge
+ * defers them, while this thread moves the others (it was idle for
+ * that part, ~half of the merge's time); then both share the rest. */
 static int merge_contexts(lp_unwinder *u, lp_unwinder *w, lp_error *err)
 {
+    dmerge d = {w->cc, 0, false, 0, 0};
     pthread_t th;
-    dmerge d;
-    size_t n;
     bool two;
     int rc;
 
-    if (lp_ctxcount_merge_defer(u->cc, w->cc, err))
-        return -1;
-    n = lp_ctxcount_size(w->cc);
-    d = (dmerge){w->cc, n / 2, n, 0};
-    two = n >= UW_PAR_MERGE_MIN && pthread_create(&th, NULL, dmerge_main, &d) == 0;
-    rc = lp_ctxcount_merge_deferred(w->cc, 0, two ? n / 2 : n);
+    two = lp_ctxcount_size(w->cc) >= UW_PAR_MERGE_MIN &&
+          pthread_create(&th, NULL, dmerge_main, &d) == 0;
+    rc = lp_ctxcount_merge_defer_ready(u->cc, w->cc, &d.ready, err);
+    __atomic_store_n(&d.done, true, __ATOMIC_RELEASE);
+    rc |= add_deferred(&d);
     if (two) {
         pthread_join(th, NULL);
         rc |= d.rc;

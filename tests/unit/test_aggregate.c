@@ -465,6 +465,37 @@ static void test_counters_every_size(void **state)
     }
 }
 
+/* Counters inside another block (lp_counters_init on dirty memory: made
+ * empty), grown past the linear tables, then emptied by fini and init
+ * again in the same memory. */
+static void test_counters_in_place(void **state)
+{
+    void *mem = malloc(lp_counters_bytes() + 8);
+    const lp_addr_pair_count *v;
+    lp_counters *c;
+    int round;
+    uint64_t i;
+
+    (void)state;
+    assert_non_null(mem);
+    memset(mem, 0xa5, lp_counters_bytes() + 8);
+    for (round = 0; round < 2; round++) {
+        assert_ptr_equal(c = lp_counters_init(mem), mem);
+        assert_int_equal(lp_counters_ranges_view(c, &v), 0);
+        assert_int_equal(lp_counters_branches_view(c, &v), 0);
+        for (i = 0; i < 20; i++)
+            assert_int_equal(lp_counters_add_range(c, 20 - i, 40, i), 0);
+        assert_int_equal(lp_counters_add_branch(c, 1, 2, 3), 0);
+        assert_int_equal(lp_counters_ranges_view(c, &v), 20);
+        assert_int_equal(v[0].a, 1);
+        assert_int_equal(v[0].count, 19);
+        assert_int_equal(lp_counters_branches_view(c, &v), 1);
+        lp_counters_fini(c);
+    }
+    assert_int_equal(((unsigned char *)mem)[lp_counters_bytes()], 0xa5);
+    free(mem);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_generate_example_a),
         cmocka_unit_test(test_generate_probes),
         cmocka_unit_test(test_counters_every_size),
+        cmocka_unit_test(test_counters_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -321,7 +321,13 @@ static void test_merge_deferred(void **state)
         fill_pair(a, b, &err);
         fill_pair(c, d, &err);
         assert_int_equal(lp_ctxcount_merge(a, b, &err), 0);
-        assert_int_equal(lp_ctxcount_merge_defer(c, d, &err), 0);
+        if (borrow) {           /* counting them as it goes */
+            size_t ready = 99;
+            assert_int_equal(lp_ctxcount_merge_defer_ready(c, d, &ready, &err), 0);
+            assert_int_equal(ready, lp_ctxcount_size(d));
+        } else {
+            assert_int_equal(lp_ctxcount_merge_defer(c, d, &err), 0);
+        }
         assert_int_equal(n = lp_ctxcount_size(d), 10);  /* 10..19 in both */
         assert_int_equal(lp_ctxcount_merge_deferred(d, n / 2, n), 0);
         assert_int_equal(lp_ctxcount_merge_deferred(d, 0, n / 2), 0);
@@ -334,10 +340,56 @@ static void test_merge_deferred(void **state)
     }
 }
 
+/* A borrowing table's three kinds of entries - the empty context (a
+ * hash key in its block), a frame context before and after its key is
+ * printed (a block of its own) - found, listed, merged and freed: the
+ * counters live in the entries' blocks, freed with them. */
+static void test_entry_kinds(void **state)
+{
+    static const lp_ctx_frame f[] = {{"main", {3, 0}}, {"leaf", {0, 0}}};
+    lp_ctxcount *a = lp_ctxcount_new(), *b = lp_ctxcount_new();
+    lp_ctx_entry *e0, *e1, **v;
+    lp_error err;
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < 2; i++) {
+        lp_ctxcount *t = i ? b : a;
+        lp_ctxcount_borrow_names(t);
+        assert_non_null(e0 = lp_ctxcount_get(t, 0, NULL, 0, false, &err));
+        assert_non_null(e1 = lp_ctxcount_get(t, 0, f, 2, false, &err));
+        assert_string_equal(e0->key, "");
+        assert_null(e1->key);
+        assert_int_equal(lp_counters_add_range(e0->counters, 1, 2, 1 + i), 0);
+        assert_int_equal(lp_counters_add_range(e1->counters, 5, 6, 10 + i), 0);
+        assert_ptr_equal(lp_ctxcount_find(t, 0, ""), e0);
+        assert_ptr_equal(lp_ctxcount_find(t, 0, "main:3 @ leaf"), e1);
+    }
+    assert_int_equal(lp_ctxcount_all(b, &v), 2);   /* b's keys printed */
+    assert_string_equal(v[1]->key, "main:3 @ leaf");
+    free(v);
+    assert_int_equal(lp_ctxcount_merge_defer(a, b, &err), 0);
+    assert_int_equal(lp_ctxcount_size(b), 2);
+    assert_int_equal(lp_ctxcount_merge_deferred(b, 0, 2), 0);
+    lp_ctxcount_clear(b);
+    assert_int_equal(lp_ctxcount_all(a, &v), 2);
+    for (i = 0; i < 2; i++) {
+        const lp_addr_pair_count *r;
+        assert_int_equal(lp_counters_ranges_view(v[i]->counters, &r), 1);
+        assert_int_equal(r[0].count, i ? 21 : 3);
+    }
+    free(v);
+    lp_ctxcount_release(a, 1);     /* a printed key, freed with its entry */
+    lp_ctxcount_release(a, 0);
+    lp_ctxcount_free(a);
+    lp_ctxcount_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_format),
+        cmocka_unit_test(test_entry_kinds),
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_table_and_raw),
         cmocka_unit_test(test_clear),
