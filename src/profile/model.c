@@ -904,10 +904,16 @@ static inline uint64_t loc_key(const lp_loc *l)
     return (uint64_t)l->line << 32 | l->disc;
 }
 
+static inline bool loc_eq(const lp_loc *a, const lp_loc *b)
+{
+    return a->line == b->line && a->disc == b->disc;
+}
+
 /* src's records merged into dst's, in one pass in src's order while dst
  * has every location src has (most of the pre-inliner's ~80k merges add
- * none); at the first one it lacks, body_union makes room for the rest
- * and the pass goes on. -1 on no memory. */
+ * none; and the next record of dst is mostly the one: tried first); at
+ * the first one it lacks, body_union makes room for the rest and the
+ * pass goes on. -1 on no memory. */
 static int body_merge(lp_fsamples *dst, const lp_fsamples *src, uint64_t w,
                       unsigned *st)
 {
@@ -916,16 +922,18 @@ static int body_merge(lp_fsamples *dst, const lp_fsamples *src, uint64_t w,
     uint32_t i, j = 0, n = dst->nr_body, ns = src->nr_body;
     uint64_t k;
 
-    for (i = 0; i < ns; i++) {
-        k = loc_key(&sb[i].loc);
-        while (j < n && loc_key(&db[j].loc) < k)
-            j++;
-        if (j == n || loc_key(&db[j].loc) != k) {
-            if (body_union(dst, src))
-                return -1;
-            db = dst->body;
-            n = dst->nr_body;
-            j = body_lower(dst, sb[i].loc);
+    for (i = 0; i < ns; i++, j++) {
+        if (j >= n || !loc_eq(&db[j].loc, &sb[i].loc)) {
+            k = loc_key(&sb[i].loc);
+            while (j < n && loc_key(&db[j].loc) < k)
+                j++;
+            if (j == n || loc_key(&db[j].loc) != k) {
+                if (body_union(dst, src))
+                    return -1;
+                db = dst->body;
+                n = dst->nr_body;
+                j = body_lower(dst, sb[i].loc);
+            }
         }
         if (merge_record(&db[j], &sb[i], w, st))
             return -1;
