@@ -207,12 +207,19 @@ static int add_function(lp_summary *s, count_vec *cv, loc_tab *t, uint32_t id,
     fcount *f;
     int rc = 0;
 
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
+        if (i + 8 < n)
+            __builtin_prefetch(v[i + 8]);
         records += lp_fs_nr_body(v[i]);
+    }
     if (loc_reserve(t, records))
         return -1;
     t->nused = 0;
     for (i = 0; i < n; i++) {
+        /* the bodies are scattered over the heap: ask for the next ones
+         * while this one is summed (the walk waited on memory) */
+        if (i + 2 < n && v[i + 2]->nr_body)
+            __builtin_prefetch(lp_fs_body_at(v[i + 2], 0));
         *head = lp_sat_add(*head, v[i]->head);
         nb = lp_fs_nr_body(v[i]);
         for (j = 0; j < nb; j++) {
@@ -267,10 +274,13 @@ int lp_summary_by_group(lp_fsamples *const *v, size_t n, const uint32_t *group,
     int rc = 0;
 
     *s = (lp_summary){0};
-    for (g = 0; g < n; g++)
+    for (g = 0; g < n; g++) {
+        if (g + 8 < n)
+            __builtin_prefetch(v[g + 8]);
         if (lp_fs_nr_callsites(v[g]))
             return lp_error_set(err, LP_EUNSUPP, "profile summary: nested "
                                 "profiles in a flattened summary");
+    }
     if (!(o = by_group(v, n, group, ngroups, &start)))
         return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
     for (g = 0; g < ngroups && rc == 0; g++) {
