@@ -1067,6 +1067,19 @@ size_t lp_fs_nr_callsites(const lp_fsamples *fs)
     return fs->nr_callsites;
 }
 
+void lp_fs_body_totals(const lp_fsamples *fs, uint64_t *samples,
+                       uint64_t *records)
+{
+    uint32_t i, j;
+
+    *records += fs->nr_body;
+    for (i = 0; i < fs->nr_body; i++)
+        *samples += fs->body[i].count;
+    for (i = 0; i < fs->nr_callsites; i++)
+        for (j = 0; j < fs->callsites[i].n; j++)
+            lp_fs_body_totals(fs->callsites[i].v[j], samples, records);
+}
+
 uint64_t lp_fs_head_estimate(const lp_fsamples *fs, int cs)
 {
     uint64_t n = 0;
