@@ -107,6 +107,10 @@ uint64_t lp_fs_target_count(const lp_fsamples *fs, lp_loc loc,
 /* Number of body records / call sites of fs itself. */
 size_t lp_fs_nr_body(const lp_fsamples *fs);
 size_t lp_fs_nr_callsites(const lp_fsamples *fs);
+/* The body counts of fs and of its inlinees, all levels, added to
+ * *samples (wrapping) and their number to *records (no view made). */
+void lp_fs_body_totals(const lp_fsamples *fs, uint64_t *samples,
+                       uint64_t *records);
 
 /* ---- standalone profiles and moves (CS generation) ---------------------- */
 

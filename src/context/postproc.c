@@ -285,8 +285,12 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         rc = cs_oom(err);
     if (rc == 0) {
         /* what is left of the trie (its nodes, the profiles merged away
-         * and the emptied ones) is freed beside the rest */
-        cs_trie_free_later(t, p);
+         * and the emptied ones) is freed beside the rest, or left to the
+         * kernel when the process exits after writing */
+        if (o->exiting)
+            cs_trie_init(t);
+        else
+            cs_trie_free_later(t, p);
         if (!direct && cold.merged && cold.thr &&
             cold_merge_back(p, &cold, o->trim_cold_profile))
             rc = cs_oom(err);

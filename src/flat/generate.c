@@ -410,79 +410,43 @@ static int ambiguous(const char *name)
            strncmp(name, "__tls_init", 10) == 0;
 }
 
-static void body_and_size(const lp_fsamples *fs, uint64_t *samples,
-                          uint64_t *size, int *oom_flag)
-{
-    lp_body_view *b;
-    lp_callee_view *c;
-    size_t nb = lp_fs_sorted_body(fs, &b), nc, i;
-
-    if (nb == (size_t)-1) {
-        *oom_flag = 1;
-        return;
-    }
-    *size += nb;
-    for (i = 0; i < nb; i++)
-        *samples += b[i].count;
-    lp_body_views_free(b, nb);
-    if ((nc = lp_fs_sorted_callees(fs, &c)) == (size_t)-1) {
-        *oom_flag = 1;
-        return;
-    }
-    for (i = 0; i < nc; i++)
-        body_and_size(c[i].fs, samples, size, oom_flag);
-    free(c);
-}
-
-typedef struct dens {
-    double d;
-    uint64_t samples;
-} dens;
-
-static int dens_cmp(const void *x, const void *y)
-{
-    const dens *a = x, *b = y;
-
-    if (a->d != b->d)
-        return a->d > b->d ? -1 : 1;
-    return a->samples < b->samples ? -1 : a->samples > b->samples;
-}
-
 /* calculateDensity + showDensitySuggestion */
 int lp_flat_density(const lp_profile *p, const lp_flat_opts *o, lp_error *err)
 {
     lp_fsamples **v;
     size_t n = lp_profile_all(p, &v), i, m = 0;
-    uint64_t total = 0, acc = 0, s, sz;
-    double result = 0;
-    dens *dl;
-    int bad = 0;
+    uint64_t total = 0, acc = 0, s, sz, k;
+    double result = 0, d;
+    lp_radix_item *dl, *r;
 
-    if (n == (size_t)-1 || !(dl = calloc(n ? n : 1, sizeof *dl))) {
+    if (n == (size_t)-1 || !(dl = malloc((n ? 2 * n : 1) * sizeof *dl))) {
         if (n != (size_t)-1)
             free(v);
         return oom(err);
     }
     for (i = 0; i < n; i++) {
         s = sz = 0;
-        body_and_size(v[i], &s, &sz, &bad);
+        lp_fs_body_totals(v[i], &s, &sz);
         if (sz == 0)
             continue;
-        dl[m++] = (dens){(double)s / sz, s};
+        d = (double)s / sz;
+        memcpy(&k, &d, sizeof k);
+        dl[m++] = (lp_radix_item){~k, s};
         total += s;
     }
     free(v);
-    /* ties keep the hash order in LLVM too; (d, samples) is a total order
-     * on what can be observed (only the last density taken is used) */
-    qsort(dl, m, sizeof *dl, dens_cmp);
+    /* by density descending: a non-negative double's bits order as its
+     * value. Equal densities in any order (LLVM: the hash's) give the
+     * same result: the one taken last only depends on what each density
+     * adds up to. */
+    r = lp_radix_sort(dl, dl + n, m);
     for (i = 0; i < m && acc < total * ((float)o->density_cutoff_hot) / 1000000;
          i++) {
-        acc += dl[i].samples;
-        result = dl[i].d;
+        acc += r[i].val;
+        k = ~r[i].key;
+        memcpy(&result, &k, sizeof result);
     }
     free(dl);
-    if (bad)
-        return oom(err);
     if (result == 0.0)
         lp_warnf(o->warn, o->warn_ctx, "The output profile is empty or the "
                  "--profile-density-cutoff-hot option is set too low. Please "

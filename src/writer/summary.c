@@ -11,6 +11,7 @@
 #include <uthash.h>
 
 #include "lbr2prof/profile.h"
+#include "util/job.h"
 
 static const uint32_t default_cutoffs[LP_NR_CUTOFFS] = {
     10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000,
@@ -207,12 +208,19 @@ static int add_function(lp_summary *s, count_vec *cv, loc_tab *t, uint32_t id,
     fcount *f;
     int rc = 0;
 
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
+        if (i + 8 < n)
+            __builtin_prefetch(v[i + 8]);
         records += lp_fs_nr_body(v[i]);
+    }
     if (loc_reserve(t, records))
         return -1;
     t->nused = 0;
     for (i = 0; i < n; i++) {
+        /* the bodies are scattered over the heap: ask for the next ones
+         * while this one is summed (the walk waited on memory) */
+        if (i + 2 < n && v[i + 2]->nr_body)
+            __builtin_prefetch(lp_fs_body_at(v[i + 2], 0));
         *head = lp_sat_add(*head, v[i]->head);
         nb = lp_fs_nr_body(v[i]);
         for (j = 0; j < nb; j++) {
@@ -256,40 +264,104 @@ static lp_fsamples **by_group(lp_fsamples *const *v, size_t n,
     return o;
 }
 
+/* One thread's part of a grouped summary: groups [g0, g1) of o (group
+ * g: o[start[g] .. start[g + 1])) summed into s and cv. */
+typedef struct sum_part {
+    lp_fsamples **o;
+    const size_t *start;
+    size_t g0, g1;
+    lp_summary s;
+    count_vec cv;
+    int rc;
+    lp_job job;
+} sum_part;
+
+static void *sum_groups(void *arg)
+{
+    sum_part *p = arg;
+    loc_tab t = {0};
+    uint64_t head;
+    size_t g;
+
+    for (g = p->g0; g < p->g1 && p->rc == 0; g++) {
+        if (p->start[g] == p->start[g + 1])
+            continue;
+        head = 0;
+        p->rc = add_function(&p->s, &p->cv, &t, (uint32_t)g, p->o + p->start[g],
+                             p->start[g + 1] - p->start[g], &head);
+        p->s.num_functions++;
+        if (head > p->s.max_function_count)
+            p->s.max_function_count = head;
+    }
+    free(t.v);
+    free(t.used);
+    return NULL;
+}
+
+/* b's sums added to a's: totals saturate and the counts are a multiset,
+ * so any split of the groups adds up to the one-thread summary. */
+static int sum_merge(sum_part *a, const sum_part *b)
+{
+    const fcount *v = b->cv.v;
+    size_t i;
+
+    a->s.total_count = lp_sat_add(a->s.total_count, b->s.total_count);
+    if (b->s.max_count > a->s.max_count)
+        a->s.max_count = b->s.max_count;
+    if (b->s.max_function_count > a->s.max_function_count)
+        a->s.max_function_count = b->s.max_function_count;
+    a->s.num_counts += b->s.num_counts;
+    a->s.num_functions += b->s.num_functions;
+    for (i = 0; v && i <= b->cv.mask; i++)
+        if (v[i].id && fsum_add(&a->cv, 0, v[i].loc, v[i].count))
+            return -1;
+    return 0;
+}
+
+/* Profiles from which the groups are summed on two threads (a large CS
+ * profile's context-less summary: waited for by the pre-inliner, and
+ * with the flat CS options by the whole post-processing) */
+#define SUM_SPLIT_MIN 16384
+
 int lp_summary_by_group(lp_fsamples *const *v, size_t n, const uint32_t *group,
                         size_t ngroups, lp_summary *s, lp_error *err)
 {
+    sum_part a = {0}, b = {0};
+    size_t *start = NULL, g, mid;
     lp_fsamples **o;
-    count_vec cv = {0};
-    loc_tab t = {0};
-    size_t *start = NULL, g;
-    uint64_t head;
-    int rc = 0;
+    int rc;
 
     *s = (lp_summary){0};
-    for (g = 0; g < n; g++)
+    for (g = 0; g < n; g++) {
+        if (g + 8 < n)
+            __builtin_prefetch(v[g + 8]);
         if (lp_fs_nr_callsites(v[g]))
             return lp_error_set(err, LP_EUNSUPP, "profile summary: nested "
                                 "profiles in a flattened summary");
+    }
     if (!(o = by_group(v, n, group, ngroups, &start)))
         return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
-    for (g = 0; g < ngroups && rc == 0; g++) {
-        if (start[g] == start[g + 1])
-            continue;
-        head = 0;
-        rc = add_function(s, &cv, &t, (uint32_t)g, o + start[g],
-                          start[g + 1] - start[g], &head);
-        s->num_functions++;
-        if (head > s->max_function_count)
-            s->max_function_count = head;
+    /* the second half of the profiles (whole groups) on a second thread */
+    for (mid = 0; n >= SUM_SPLIT_MIN && mid < ngroups && start[mid] < n / 2; mid++)
+        ;
+    if (n < SUM_SPLIT_MIN)
+        mid = ngroups;
+    a = (sum_part){o, start, 0, mid};
+    b = (sum_part){o, start, mid, ngroups};
+    if (mid < ngroups)
+        lp_job_start(&b.job, sum_groups, &b);
+    sum_groups(&a);
+    if (mid < ngroups)
+        lp_job_wait(&b.job);
+    rc = a.rc || b.rc ? -1 : sum_merge(&a, &b);
+    if (rc == 0) {
+        detailed(&a.s, &a.cv);
+        *s = a.s;
     }
-    if (rc == 0)
-        detailed(s, &cv);
     free(o);
     free(start);
-    free(t.v);
-    free(t.used);
-    free(cv.v);
+    free(a.cv.v);
+    free(b.cv.v);
     if (rc)
         return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
     return 0;

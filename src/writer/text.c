@@ -32,7 +32,17 @@ static void flush(tout *o)
     o->n = 0;
 }
 
-static void put_mem(tout *o, const char *s, size_t n)
+/* Room for n more bytes (n <= sizeof o->b) at the buffer's end. Numbers,
+ * indents and punctuation are written there in place: through a memcpy
+ * per piece they were ~40% of writing a flat CS profile's text. */
+static inline char *room(tout *o, size_t n)
+{
+    if (n > sizeof o->b - o->n)
+        flush(o);
+    return o->b + o->n;
+}
+
+static inline void put_mem(tout *o, const char *s, size_t n)
 {
     if (n > sizeof o->b - o->n) {
         flush(o);
@@ -45,38 +55,41 @@ static void put_mem(tout *o, const char *s, size_t n)
     o->n += n;
 }
 
-static void put_c(tout *o, char c)
+static inline void put_c(tout *o, char c)
 {
-    if (o->n == sizeof o->b)
-        flush(o);
-    o->b[o->n++] = c;
+    *room(o, 1) = c;
+    o->n++;
 }
 
-static void put_u64(tout *o, uint64_t v)
+static inline void put_u64(tout *o, uint64_t v)
 {
-    char b[20];
-    size_t n = 0;
+    char *p = room(o, 20);
+    size_t n = 1, i;
+    uint64_t x;
 
-    do {
-        b[sizeof b - ++n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put_mem(o, b + sizeof b - n, n);
+    for (x = v; x >= 10; x /= 10)
+        n++;
+    for (i = n; i > 0; v /= 10)
+        p[--i] = (char)('0' + v % 10);
+    o->n += n;
 }
 
-static void put_str(tout *o, const char *s)
+static inline void put_str(tout *o, const char *s)
 {
     put_mem(o, s, strlen(s));
 }
 
-static void put_indent(tout *o, int n)   /* printf("%*s", n, "") */
+static inline void put_indent(tout *o, int n)   /* printf("%*s", n, "") */
 {
-    static const char sp[] = "                                ";
-    int k;
+    char *p;
+    int k, i;
 
-    for (; n > 0; n -= k) {
-        k = n < (int)sizeof sp - 1 ? n : (int)sizeof sp - 1;
-        put_mem(o, sp, (size_t)k);
+    for (; n > 0; n -= k) {     /* mostly a few spaces: no memset call */
+        k = n < 256 ? n : 256;
+        p = room(o, (size_t)k);
+        for (i = 0; i < k; i++)
+            p[i] = ' ';
+        o->n += (size_t)k;
     }
 }
 

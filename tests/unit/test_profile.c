@@ -219,7 +219,12 @@ static void test_cs_top_level_order(void **state)
         }
         if (!lp_profile_find(p, ctx))
             made++;
-        lp_profile_get(p, ctx, NULL)->total = i % 50 == 0 ? 100 + i : 1 + (i % 3 == 0);
+        /* totals differing in their low, middle and high bytes (the
+         * sort goes by the bytes that differ), many of them tied */
+        lp_profile_get(p, ctx, NULL)->total =
+            i % 97 == 0 ? ((uint64_t)1 << 40) + i % 3
+            : i % 101 == 0 ? UINT64_MAX
+            : i % 50 == 0 ? 100 + i : 1 + (i % 3 == 0);
     }
     n = lp_profile_sorted(p, &v);
     assert_int_equal(n, made);

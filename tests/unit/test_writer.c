@@ -182,6 +182,43 @@ static void test_summary_by_function(void **state)
     lp_profile_free(p);
 }
 
+/* A summary of enough profiles to be summed on two threads (whole
+ * groups each): the parts' counts and totals must add up. 20000 profiles
+ * of 100 functions; function g's location 1 sums to 200, its location
+ * 2 + g to 200 g. */
+static void test_summary_by_group_split(void **state)
+{
+    enum { N = 20000, F = 100 };
+    lp_fsamples *fs = calloc(N, sizeof *fs), **v = calloc(N, sizeof *v);
+    uint32_t *group = calloc(N, sizeof *group);
+    lp_summary s;
+    lp_error e = {0};
+    size_t i;
+    (void)state;
+
+    assert_true(fs && v && group);
+    for (i = 0; i < N; i++) {
+        assert_int_equal(lp_fs_init(&fs[i], "f"), 0);
+        fs[i].head = 1;
+        lp_body_add(lp_fs_body(&fs[i], (lp_loc){1, 0}), 1);
+        lp_body_add(lp_fs_body(&fs[i], (lp_loc){2 + (uint32_t)(i % F), 0}), i % F);
+        v[i] = &fs[i];
+        group[i] = (uint32_t)(i % F);
+    }
+    assert_int_equal(lp_summary_by_group(v, N, group, F, &s, &e), 0);
+    assert_true(s.num_functions == F && s.num_counts == 2 * F);
+    assert_true(s.total_count == 200 * F + 200 * (F * (F - 1) / 2));
+    assert_true(s.max_count == 200 * (F - 1) && s.max_function_count == 200);
+    /* 1%: the largest count alone; 99.9999%: down to the zero count */
+    assert_true(s.entries[0].min_count == 200 * (F - 1) && s.entries[0].num_counts == 1);
+    assert_true(s.entries[15].min_count == 200 && s.entries[15].num_counts == 2 * F - 1);
+    for (i = 0; i < N; i++)
+        lp_fs_clear(&fs[i]);
+    free(fs);
+    free(v);
+    free(group);
+}
+
 static uint64_t le64(const uint8_t *p)
 {
     uint64_t v = 0;
@@ -483,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_text_format),
         cmocka_unit_test(test_summary_cutoffs),
         cmocka_unit_test(test_summary_by_function),
+        cmocka_unit_test(test_summary_by_group_split),
         cmocka_unit_test(test_extbinary_layout),
         cmocka_unit_test(test_legacy_binary),
         cmocka_unit_test(test_text_round_trip),
