@@ -43,6 +43,9 @@ typedef struct lp_addr_pair_count {
 
 lp_counters *lp_counters_new(void);
 void lp_counters_free(lp_counters *c);
+/* The same with each of c's blocks given to drop(block, arg) instead of
+ * free() (a caller that frees them on another thread). */
+void lp_counters_free_with(lp_counters *c, void (*drop)(void *, void *), void *arg);
 int lp_counters_add_range(lp_counters *c, uint64_t start, uint64_t end,
                           uint64_t n);
 int lp_counters_add_branch(lp_counters *c, uint64_t src, uint64_t dst,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/heaphome.h"
 #include "util/sort.h"
 
 /* A table of at most SMALL pairs is the pairs alone, found by a linear
@@ -77,13 +78,20 @@ lp_counters *lp_counters_new(void)
     return calloc(1, sizeof(lp_counters));
 }
 
-void lp_counters_free(lp_counters *c)
+void lp_counters_free_with(lp_counters *c, void (*drop)(void *, void *), void *arg)
 {
     if (!c)
         return;
-    free(c->v[RANGES]);
-    free(c->v[BRANCHES]);
-    free(c);
+    if (c->v[RANGES])
+        drop(c->v[RANGES], arg);
+    if (c->v[BRANCHES])
+        drop(c->v[BRANCHES], arg);
+    drop(c, arg);
+}
+
+void lp_counters_free(lp_counters *c)
+{
+    lp_counters_free_with(c, lp_free_drop, NULL);
 }
 
 static uint32_t hash_pair(uint64_t a, uint64_t b)
