@@ -235,6 +235,18 @@ int lp_flat_postprocess(lp_profile *p, const lp_flat_opts *o, lp_error *err);
  * (free it); returns the number of pieces, -1 on no memory. */
 long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
                              lp_addr_pair_count **out);
+/* The same into buffers kept by a caller that cuts one range set after
+ * another (the CS generators: one per context, no malloc each): *out
+ * points into s, valid until its next use. Zeroed to start. */
+typedef struct lp_dj_scratch {
+    void *ev;                   /* the ranges' begin and end events */
+    size_t evcap;
+    lp_addr_pair_count *v;      /* the pieces */
+    size_t cap;
+} lp_dj_scratch;
+long lp_flat_disjoint_ranges_in(const lp_addr_pair_count *r, size_t n,
+                                lp_dj_scratch *s, const lp_addr_pair_count **out);
+void lp_dj_scratch_free(lp_dj_scratch *s);
 /* filterAmbiguousProfile: drop __cxx_global_var_init* and __tls_init*
  * profiles and inlinees. */
 void lp_flat_filter_ambiguous(lp_profile *p);

@@ -69,6 +69,7 @@ typedef struct gen {
     uint64_t disc_dup;
     cs_bacc *acc;               /* the context's body updates */
     struct cs_cmemo *callees;   /* callee names by branch target */
+    lp_dj_scratch *dj;          /* the context's disjoint ranges */
 } gen;
 
 static void bin_lock(gen *g)
@@ -288,18 +289,16 @@ static int body_apply(gen *g, lp_fsamples *fs)
 /* populateBodySamplesForFunction */
 static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
 {
-    const lp_addr_pair_count *r = NULL;
-    lp_addr_pair_count *d = NULL;
+    const lp_addr_pair_count *r = NULL, *d;
     long nr = lp_counters_ranges_view(c, &r), nd, i;
     int rc = 0;
 
-    if ((nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d)) < 0)
+    if ((nd = lp_flat_disjoint_ranges_in(r, (size_t)nr, g->dj, &d)) < 0)
         return cs_oom(g->err);
     g->acc->n = 0;
     for (i = 0; i < nd && rc == 0; i++)
         if (d[i].count)
             rc = body_piece(g, fs, &d[i]);
-    free(d);
     return rc ? rc : body_apply(g, fs);
 }
 
@@ -404,6 +403,7 @@ typedef struct genth {
                                    threads generate, or NULL */
     lp_error *err;
     cs_bacc acc;                /* a context's body updates */
+    lp_dj_scratch dj;           /* a context's disjoint ranges */
     cs_cmemo *callees;          /* callee names by branch target */
     const lp_func_range *last;  /* the last function range found, in */
     int last_bin;               /* binary last_bin (contexts come sorted:
@@ -419,7 +419,7 @@ static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
 {
     *th = (genth){t, bins, nbins, calloc(nbins ? nbins : 1, sizeof *th->its),
                   calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
-                  {0}, funcs, lock, err, {0},
+                  {0}, funcs, lock, err, {0}, {0},
                   calloc(CMEMO_SLOTS, sizeof *th->callees), NULL, -1, NULL, 0};
     return th->its && th->memo && th->callees ? 0 : cs_oom(err);
 }
@@ -433,6 +433,7 @@ static void genth_free(genth *th)
     free(th->its);
     free(th->memo);
     free(th->acc.v);
+    lp_dj_scratch_free(&th->dj);
     free(th->callees);
     cs_pathmemo_free(&th->pm);
 }
@@ -442,7 +443,7 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
 {
     gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, false,
              th->err, th->last_bin == e->bin ? th->last : NULL, th->memo,
-             th->lock, false, 0, 0, 0, &th->acc, th->callees};
+             th->lock, false, 0, 0, 0, &th->acc, th->callees, &th->dj};
     cs_node *node = cs_root(th->t);
     cs_prof *p;
     int rc;
