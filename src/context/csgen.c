@@ -58,6 +58,7 @@ typedef struct gen {
     lp_binary *const *bins;     /* all of them (branch targets in others) */
     size_t nbins;
     cs_insts *it;               /* the binary's instruction tables */
+    cs_icache *ic;              /* ... this thread's recent ones */
     bool fs;                    /* flow-sensitive discriminators */
     lp_error *err;
     const lp_func_range *last;  /* the last function range found */
@@ -106,7 +107,7 @@ static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
     size_t n = 0;
 
     if (fr) {
-        if (!(x = cs_insts_table(g->it, fr, g->err)))
+        if (!(x = cs_insts_table(g->it, g->ic, fr, g->err)))
             return -1;
         if ((run = cs_itab_leaf(x, addr))) {
             *loc = run->loc;
@@ -163,7 +164,7 @@ body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count, uint64_t ninst)
 static int piece_in_range(gen *g, lp_fsamples *fs, const lp_func_range *fr,
                           uint64_t *addr, uint64_t end, uint64_t count)
 {
-    cs_itab *x = cs_insts_table(g->it, fr, g->err);
+    cs_itab *x = cs_insts_table(g->it, g->ic, fr, g->err);
     size_t r, a, b;
 
     if (!x)
@@ -395,7 +396,10 @@ typedef struct genth {
     cs_trie *t;
     lp_binary *const *bins;
     size_t nbins;
-    cs_insts **its;             /* per binary, built on first use */
+    cs_insts **its;             /* per binary, made on first use (or
+                                   before two threads share them) */
+    bool its_own;               /* its is this thread's (else shared) */
+    cs_icache *ic;              /* this thread's recent tables */
     cs_pmemo *memo;             /* interned names by address */
     cs_pathmemo pm;             /* the last context's path */
     cs_funcs *funcs;            /* the profiled functions, or NULL */
@@ -413,24 +417,30 @@ typedef struct genth {
     int who;                    /* this thread in frees: 0 main, 1 worker */
 } genth;
 
+/* its: the instruction tables shared with another thread, or NULL */
 static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
-                      size_t nbins, cs_funcs *funcs, pthread_mutex_t *lock,
-                      lp_error *err)
+                      size_t nbins, cs_insts **its, cs_funcs *funcs,
+                      pthread_mutex_t *lock, lp_error *err)
 {
-    *th = (genth){t, bins, nbins, calloc(nbins ? nbins : 1, sizeof *th->its),
-                  calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
-                  {0}, funcs, lock, err, {0}, {0},
-                  calloc(CMEMO_SLOTS, sizeof *th->callees), NULL, -1, NULL, 0};
-    return th->its && th->memo && th->callees ? 0 : cs_oom(err);
+    *th = (genth){.t = t, .bins = bins, .nbins = nbins,
+                  .its = its ? its : calloc(nbins ? nbins : 1, sizeof *th->its),
+                  .its_own = !its, .ic = calloc(1, sizeof *th->ic),
+                  .memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
+                  .funcs = funcs, .lock = lock, .err = err,
+                  .callees = calloc(CMEMO_SLOTS, sizeof *th->callees),
+                  .last_bin = -1};
+    return th->its && th->ic && th->memo && th->callees ? 0 : cs_oom(err);
 }
 
 static void genth_free(genth *th)
 {
     size_t k;
 
-    for (k = 0; th->its && k < th->nbins; k++)
+    for (k = 0; th->its_own && th->its && k < th->nbins; k++)
         cs_insts_free(th->its[k]);
-    free(th->its);
+    if (th->its_own)
+        free(th->its);
+    free(th->ic);
     free(th->memo);
     free(th->acc.v);
     lp_dj_scratch_free(&th->dj);
@@ -441,7 +451,7 @@ static void genth_free(genth *th)
 /* An entry's body and boundary samples (its binary checked) */
 static int add_entry(genth *th, const lp_ctx_entry *e)
 {
-    gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, false,
+    gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, NULL, false,
              th->err, th->last_bin == e->bin ? th->last : NULL, th->memo,
              th->lock, false, 0, 0, 0, &th->acc, th->callees, &th->dj};
     cs_node *node = cs_root(th->t);
@@ -454,6 +464,7 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
     if (!th->its[e->bin] && !(th->its[e->bin] = cs_insts_new(g.bin, th->lock)))
         return cs_oom(th->err);
     g.it = th->its[e->bin];
+    g.ic = th->ic;
     if (e->nframes) {
         if (!(node = cs_path(th->t, e->frames, e->nframes, th->memo, &th->pm)) ||
             !(p = cs_prof_get(th->t, node)))
@@ -821,10 +832,11 @@ static bool worker_spawn(worker *w, split *s)
     return pthread_create(&w->id, NULL, worker_run, w) == 0;
 }
 
-/* A worker started on s (its profiled functions collected if funcs),
- * or NULL: the calling thread takes every group. */
+/* A worker started on s (its profiled functions collected if funcs,
+ * the instruction tables its shared), or NULL: the calling thread takes
+ * every group. */
 static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
-                            size_t nbins, bool funcs)
+                            size_t nbins, cs_insts **its, bool funcs)
 {
     worker *w = calloc(1, sizeof *w);
 
@@ -833,7 +845,7 @@ static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
     cs_trie_init(&w->t);
     w->t.of = t;
     w->s = s;
-    if (genth_init(&w->th, &w->t, bins, nbins, funcs ? cs_funcs_new() : NULL,
+    if (genth_init(&w->th, &w->t, bins, nbins, its, funcs ? cs_funcs_new() : NULL,
                    &s->bins_lock, &w->err) == 0 && (w->th.funcs || !funcs) &&
         worker_spawn(w, s))
         return w;
@@ -915,7 +927,10 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
         frees_init(&s.frees);
         th->frees = &s.frees;
     }
-    w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->funcs != NULL);
+    for (i = 0; i < th->nbins && rc == 0; i++)    /* shared from now */
+        if (th->bins[i] && !th->its[i] && !(th->its[i] = cs_insts_new(th->bins[i], th->lock)))
+            rc = cs_oom(th->err);
+    w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->its, th->funcs != NULL);
     if (rc == 0)
         rc = take_groups(&s, th);
     if (worker_end(w, t, th->funcs, rc ? NULL : th->err) && rc == 0)
@@ -945,7 +960,7 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_entries(cc, &v), i;
     genth th;
-    int rc = n < 0 ? cs_oom(err) : genth_init(&th, t, bins, nbins, funcs, NULL, err);
+    int rc = n < 0 ? cs_oom(err) : genth_init(&th, t, bins, nbins, NULL, funcs, NULL, err);
 
     for (i = 0; i < n && rc == 0; i++)
         if (!bin_ok(v[i], bins, nbins))
