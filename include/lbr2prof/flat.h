@@ -61,6 +61,11 @@ long lp_counters_ranges_view(const lp_counters *c,
                              const lp_addr_pair_count **out);
 long lp_counters_branches_view(const lp_counters *c,
                                const lp_addr_pair_count **out);
+/* The same pairs in no particular order, never sorted here: for a
+ * consumer whose result does not depend on their order (the CS
+ * generator's bodies and branches, the profiled functions). */
+long lp_counters_ranges_any(const lp_counters *c, const lp_addr_pair_count **out);
+long lp_counters_branches_any(const lp_counters *c, const lp_addr_pair_count **out);
 
 /* ---- LBR aggregation (PerfScriptReader, LBR-only) ---------------------- */
 

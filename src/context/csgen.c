@@ -291,7 +291,7 @@ static int body_apply(gen *g, lp_fsamples *fs)
 static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
 {
     const lp_addr_pair_count *r = NULL, *d;
-    long nr = lp_counters_ranges_view(c, &r), nd, i;
+    long nr = lp_counters_ranges_any(c, &r), nd, i;    /* cut in order */
     int rc = 0;
 
     if ((nd = lp_flat_disjoint_ranges_in(r, (size_t)nr, g->dj, &d)) < 0)
@@ -361,7 +361,7 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 static int boundary(gen *g, cs_node *node, const lp_counters *c)
 {
     const lp_addr_pair_count *br = NULL;
-    long n = lp_counters_branches_view(c, &br), i;
+    long n = lp_counters_branches_any(c, &br), i;  /* sums: any order */
     int rc = 0;
 
     for (i = 0; i < n && rc == 0; i++)

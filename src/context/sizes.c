@@ -111,10 +111,10 @@ void cs_funcs_add_entry(cs_funcs *s, lp_binary *const *bins, size_t nbins,
     }
     if (!b)
         return;
-    m = lp_counters_ranges_view(e->counters, &r);
+    m = lp_counters_ranges_any(e->counters, &r);       /* a set: any order */
     for (k = 0; k < m; k++)
         add_addr(s, b, e->bin, r[k].a);
-    m = lp_counters_branches_view(e->counters, &r);
+    m = lp_counters_branches_any(e->counters, &r);
     for (k = 0; k < m; k++) {
         add_addr(s, b, e->bin, r[k].a);
         add_addr(s, b, e->bin, r[k].b);

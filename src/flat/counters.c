@@ -254,11 +254,12 @@ static long sorted(pair_tab t, lp_addr_pair_count **out)
     return (long)n;
 }
 
+static long any(pair_tab t, const lp_addr_pair_count **out);
+
 static long view(pair_tab t, const lp_addr_pair_count **out)
 {
     sort_in_place(t);
-    *out = *t.pv;
-    return (long)count_of(t);
+    return any(t, out);
 }
 
 long lp_counters_ranges_view(const lp_counters *c,
@@ -271,6 +272,22 @@ long lp_counters_branches_view(const lp_counters *c,
                                const lp_addr_pair_count **out)
 {
     return view(tab_of(c, BRANCHES), out);
+}
+
+static long any(pair_tab t, const lp_addr_pair_count **out)
+{
+    *out = *t.pv;
+    return (long)count_of(t);
+}
+
+long lp_counters_ranges_any(const lp_counters *c, const lp_addr_pair_count **out)
+{
+    return any(tab_of(c, RANGES), out);
+}
+
+long lp_counters_branches_any(const lp_counters *c, const lp_addr_pair_count **out)
+{
+    return any(tab_of(c, BRANCHES), out);
 }
 
 long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out)
