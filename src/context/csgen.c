@@ -585,9 +585,9 @@ static void update_kids(cs_node *n, bool top, bool update_total)
  * thread whose arena holds it (util/heaphome.h): at once when it is the
  * releasing thread, else put in that thread's box, which it drains
  * before each entry (memory comes back about as soon as before: the
- * peak does not move; a full box is not waited for). Whenever a home is unknown (another allocator,
- * arenas shared) the block is freed at once, as before; a wrong guess
- * only costs a lock. */
+ * peak does not move; a full box is not waited for). Whenever a home
+ * is unknown (another allocator, arenas shared) the block is freed at
+ * once, as before; a wrong guess only costs a lock. */
 typedef struct cs_frees {
     lp_heapinfo heap;
     int home[2];                /* main's and the worker's heap home
@@ -928,7 +928,8 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
         th->frees = &s.frees;
     }
     for (i = 0; i < th->nbins && rc == 0; i++)    /* shared from now */
-        if (th->bins[i] && !th->its[i] && !(th->its[i] = cs_insts_new(th->bins[i], th->lock)))
+        if (th->bins[i] && !th->its[i] &&
+            !(th->its[i] = cs_insts_new(th->bins[i], th->lock)))
             rc = cs_oom(th->err);
     w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->its, th->funcs != NULL);
     if (rc == 0)
@@ -960,7 +961,8 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_entries(cc, &v), i;
     genth th;
-    int rc = n < 0 ? cs_oom(err) : genth_init(&th, t, bins, nbins, NULL, funcs, NULL, err);
+    int rc = n < 0 ? cs_oom(err)
+                   : genth_init(&th, t, bins, nbins, NULL, funcs, NULL, err);
 
     for (i = 0; i < n && rc == 0; i++)
         if (!bin_ok(v[i], bins, nbins))
