@@ -148,6 +148,10 @@ long lp_ctxcount_entries(const lp_ctxcount *cc, lp_ctx_entry ***out);
  * consumer done with it; from then on cc only takes _release, _clear
  * and _free. */
 void lp_ctxcount_release(lp_ctxcount *cc, size_t i);
+/* The same with each of the entry's blocks given to drop(block, arg)
+ * instead of free() (see lp_counters_fini_with). */
+void lp_ctxcount_release_with(lp_ctxcount *cc, size_t i,
+                              void (*drop)(void *, void *), void *arg);
 
 /* The printed key of a context: frames joined by " @ ", each
  * "func:line[.disc]" except the leaf, which is "func". malloc'ed; NULL on

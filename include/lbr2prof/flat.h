@@ -50,6 +50,9 @@ void lp_counters_free(lp_counters *c);
 size_t lp_counters_bytes(void);
 lp_counters *lp_counters_init(void *mem);
 void lp_counters_fini(lp_counters *c);
+/* lp_counters_fini with each of c's tables given to drop(block, arg)
+ * instead of free() (a caller that frees them on another thread). */
+void lp_counters_fini_with(lp_counters *c, void (*drop)(void *, void *), void *arg);
 int lp_counters_add_range(lp_counters *c, uint64_t start, uint64_t end,
                           uint64_t n);
 int lp_counters_add_branch(lp_counters *c, uint64_t src, uint64_t dst,
@@ -65,6 +68,11 @@ long lp_counters_ranges_view(const lp_counters *c,
                              const lp_addr_pair_count **out);
 long lp_counters_branches_view(const lp_counters *c,
                                const lp_addr_pair_count **out);
+/* The same pairs in no particular order, never sorted here: for a
+ * consumer whose result does not depend on their order (the CS
+ * generator's bodies and branches, the profiled functions). */
+long lp_counters_ranges_any(const lp_counters *c, const lp_addr_pair_count **out);
+long lp_counters_branches_any(const lp_counters *c, const lp_addr_pair_count **out);
 
 /* ---- LBR aggregation (PerfScriptReader, LBR-only) ---------------------- */
 
@@ -239,6 +247,18 @@ int lp_flat_postprocess(lp_profile *p, const lp_flat_opts *o, lp_error *err);
  * (free it); returns the number of pieces, -1 on no memory. */
 long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
                              lp_addr_pair_count **out);
+/* The same into buffers kept by a caller that cuts one range set after
+ * another (the CS generators: one per context, no malloc each): *out
+ * points into s, valid until its next use. Zeroed to start. */
+typedef struct lp_dj_scratch {
+    void *ev;                   /* the ranges' begin and end events */
+    size_t evcap;
+    lp_addr_pair_count *v;      /* the pieces */
+    size_t cap;
+} lp_dj_scratch;
+long lp_flat_disjoint_ranges_in(const lp_addr_pair_count *r, size_t n,
+                                lp_dj_scratch *s, const lp_addr_pair_count **out);
+void lp_dj_scratch_free(lp_dj_scratch *s);
 /* filterAmbiguousProfile: drop __cxx_global_var_init* and __tls_init*
  * profiles and inlinees. */
 void lp_flat_filter_ambiguous(lp_profile *p);

@@ -306,12 +306,26 @@ typedef struct cs_itab {        /* one function range's instructions */
 
 typedef struct cs_insts cs_insts;   /* the tables of one binary */
 
-/* lock: held while a table is built (the binary's lazy caches are shared
- * with another thread), or NULL. The tables themselves are one thread's. */
+/* One thread's recent tables (of any binary), in front of the shared
+ * set: no lock while a context's tables are found there. Zeroed to
+ * start; owns nothing. */
+#define CS_ICACHE_SLOTS 1024
+typedef struct cs_icache {
+    cs_itab *last;              /* the last table asked for: a context's
+                                   pieces and branches mostly stay in one
+                                   function range */
+    cs_itab *recent[CS_ICACHE_SLOTS];   /* by range address, direct-mapped */
+} cs_icache;
+
+/* lock: held while the set is searched (a thread's cache missed) or a
+ * table is built (the binary's lazy caches are shared with another
+ * thread), when threads share the tables; or NULL. */
 cs_insts *cs_insts_new(lp_binary *bin, pthread_mutex_t *lock);
 void cs_insts_free(cs_insts *t);
-/* The table of a function range, built on first use. NULL on error. */
-cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err);
+/* The table of a function range, built on first use, through the calling
+ * thread's cache c. NULL on error. */
+cs_itab *cs_insts_table(cs_insts *t, cs_icache *c, const lp_func_range *fr,
+                        lp_error *err);
 /* First instruction index with address >= a. */
 size_t cs_itab_lower(const cs_itab *x, uint64_t a);
 /* ... in [lo, hi) (hi if none) */

@@ -17,6 +17,7 @@
 #include "context/cs_internal.h"
 #include "util/cpus.h"
 #include "util/grow.h"
+#include "util/heaphome.h"
 
 void lp_cs_opts_default(lp_cs_opts *o)
 {
@@ -57,6 +58,7 @@ typedef struct gen {
     lp_binary *const *bins;     /* all of them (branch targets in others) */
     size_t nbins;
     cs_insts *it;               /* the binary's instruction tables */
+    cs_icache *ic;              /* ... this thread's recent ones */
     bool fs;                    /* flow-sensitive discriminators */
     lp_error *err;
     const lp_func_range *last;  /* the last function range found */
@@ -68,6 +70,7 @@ typedef struct gen {
     uint64_t disc_dup;
     cs_bacc *acc;               /* the context's body updates */
     struct cs_cmemo *callees;   /* callee names by branch target */
+    lp_dj_scratch *dj;          /* the context's disjoint ranges */
 } gen;
 
 static void bin_lock(gen *g)
@@ -104,7 +107,7 @@ static int leaf_loc(gen *g, uint64_t addr, lp_loc *loc, bool *has)
     size_t n = 0;
 
     if (fr) {
-        if (!(x = cs_insts_table(g->it, fr, g->err)))
+        if (!(x = cs_insts_table(g->it, g->ic, fr, g->err)))
             return -1;
         if ((run = cs_itab_leaf(x, addr))) {
             *loc = run->loc;
@@ -161,7 +164,7 @@ body_run(gen *g, lp_fsamples *fs, lp_loc loc, uint64_t count, uint64_t ninst)
 static int piece_in_range(gen *g, lp_fsamples *fs, const lp_func_range *fr,
                           uint64_t *addr, uint64_t end, uint64_t count)
 {
-    cs_itab *x = cs_insts_table(g->it, fr, g->err);
+    cs_itab *x = cs_insts_table(g->it, g->ic, fr, g->err);
     size_t r, a, b;
 
     if (!x)
@@ -287,18 +290,16 @@ static int body_apply(gen *g, lp_fsamples *fs)
 /* populateBodySamplesForFunction */
 static int body(gen *g, lp_fsamples *fs, const lp_counters *c)
 {
-    const lp_addr_pair_count *r = NULL;
-    lp_addr_pair_count *d = NULL;
-    long nr = lp_counters_ranges_view(c, &r), nd, i;
+    const lp_addr_pair_count *r = NULL, *d;
+    long nr = lp_counters_ranges_any(c, &r), nd, i;    /* cut in order */
     int rc = 0;
 
-    if ((nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d)) < 0)
+    if ((nd = lp_flat_disjoint_ranges_in(r, (size_t)nr, g->dj, &d)) < 0)
         return cs_oom(g->err);
     g->acc->n = 0;
     for (i = 0; i < nd && rc == 0; i++)
         if (d[i].count)
             rc = body_piece(g, fs, &d[i]);
-    free(d);
     return rc ? rc : body_apply(g, fs);
 }
 
@@ -360,7 +361,7 @@ static int boundary_one(gen *g, cs_node *node, const lp_addr_pair_count *br)
 static int boundary(gen *g, cs_node *node, const lp_counters *c)
 {
     const lp_addr_pair_count *br = NULL;
-    long n = lp_counters_branches_view(c, &br), i;
+    long n = lp_counters_branches_any(c, &br), i;  /* sums: any order */
     int rc = 0;
 
     for (i = 0; i < n && rc == 0; i++)
@@ -395,7 +396,10 @@ typedef struct genth {
     cs_trie *t;
     lp_binary *const *bins;
     size_t nbins;
-    cs_insts **its;             /* per binary, built on first use */
+    cs_insts **its;             /* per binary, made on first use (or
+                                   before two threads share them) */
+    bool its_own;               /* its is this thread's (else shared) */
+    cs_icache *ic;              /* this thread's recent tables */
     cs_pmemo *memo;             /* interned names by address */
     cs_pathmemo pm;             /* the last context's path */
     cs_funcs *funcs;            /* the profiled functions, or NULL */
@@ -403,32 +407,43 @@ typedef struct genth {
                                    threads generate, or NULL */
     lp_error *err;
     cs_bacc acc;                /* a context's body updates */
+    lp_dj_scratch dj;           /* a context's disjoint ranges */
     cs_cmemo *callees;          /* callee names by branch target */
     const lp_func_range *last;  /* the last function range found, in */
     int last_bin;               /* binary last_bin (contexts come sorted:
                                    the next one mostly starts there) */
+    struct cs_frees *frees;     /* consumed entries' blocks, by the thread
+                                   that frees them; or NULL: freed here */
+    int who;                    /* this thread in frees: 0 main, 1 worker */
 } genth;
 
+/* its: the instruction tables shared with another thread, or NULL */
 static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
-                      size_t nbins, cs_funcs *funcs, pthread_mutex_t *lock,
-                      lp_error *err)
+                      size_t nbins, cs_insts **its, cs_funcs *funcs,
+                      pthread_mutex_t *lock, lp_error *err)
 {
-    *th = (genth){t, bins, nbins, calloc(nbins ? nbins : 1, sizeof *th->its),
-                  calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
-                  {0}, funcs, lock, err, {0},
-                  calloc(CMEMO_SLOTS, sizeof *th->callees), NULL, -1};
-    return th->its && th->memo && th->callees ? 0 : cs_oom(err);
+    *th = (genth){.t = t, .bins = bins, .nbins = nbins,
+                  .its = its ? its : calloc(nbins ? nbins : 1, sizeof *th->its),
+                  .its_own = !its, .ic = calloc(1, sizeof *th->ic),
+                  .memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
+                  .funcs = funcs, .lock = lock, .err = err,
+                  .callees = calloc(CMEMO_SLOTS, sizeof *th->callees),
+                  .last_bin = -1};
+    return th->its && th->ic && th->memo && th->callees ? 0 : cs_oom(err);
 }
 
 static void genth_free(genth *th)
 {
     size_t k;
 
-    for (k = 0; th->its && k < th->nbins; k++)
+    for (k = 0; th->its_own && th->its && k < th->nbins; k++)
         cs_insts_free(th->its[k]);
-    free(th->its);
+    if (th->its_own)
+        free(th->its);
+    free(th->ic);
     free(th->memo);
     free(th->acc.v);
+    lp_dj_scratch_free(&th->dj);
     free(th->callees);
     cs_pathmemo_free(&th->pm);
 }
@@ -436,9 +451,9 @@ static void genth_free(genth *th)
 /* An entry's body and boundary samples (its binary checked) */
 static int add_entry(genth *th, const lp_ctx_entry *e)
 {
-    gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, false,
+    gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, NULL, false,
              th->err, th->last_bin == e->bin ? th->last : NULL, th->memo,
-             th->lock, false, 0, 0, 0, &th->acc, th->callees};
+             th->lock, false, 0, 0, 0, &th->acc, th->callees, &th->dj};
     cs_node *node = cs_root(th->t);
     cs_prof *p;
     int rc;
@@ -449,6 +464,7 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
     if (!th->its[e->bin] && !(th->its[e->bin] = cs_insts_new(g.bin, th->lock)))
         return cs_oom(th->err);
     g.it = th->its[e->bin];
+    g.ic = th->ic;
     if (e->nframes) {
         if (!(node = cs_path(th->t, e->frames, e->nframes, th->memo, &th->pm)) ||
             !(p = cs_prof_get(th->t, node)))
@@ -560,6 +576,65 @@ static void update_kids(cs_node *n, bool top, bool update_total)
  * the same. */
 #define SPLIT_MAX_EXPAND 256     /* groups split at most */
 
+/* The consumed entries were made by the unwinding threads, so under
+ * glibc they live in two arenas: the main one and the unwinding
+ * worker's, which the generation worker gets again (glibc hands a new
+ * thread the arena of a finished one). A thread that frees a block of
+ * the other's arena locks it while the other mallocs there (profiles,
+ * bodies, nodes): both wait on futexes. So each block is freed by the
+ * thread whose arena holds it (util/heaphome.h): at once when it is the
+ * releasing thread, else put in that thread's box, which it drains
+ * before each entry (memory comes back about as soon as before: the
+ * peak does not move; a full box is not waited for). Whenever a home
+ * is unknown (another allocator, arenas shared) the block is freed at
+ * once, as before; a wrong guess only costs a lock. */
+typedef struct cs_frees {
+    lp_heapinfo heap;
+    int home[2];                /* main's and the worker's heap home
+                                   (atomic: the worker's is set by the
+                                   worker; LP_HOME_ANY until known) */
+    lp_freebox box[2];          /* by home: blocks for its thread */
+} cs_frees;
+
+static void frees_init(cs_frees *f)
+{
+    lp_heapinfo_get(&f->heap);
+    f->home[0] = lp_heap_home_self(&f->heap);
+    f->home[1] = LP_HOME_ANY;
+    f->box[0] = f->box[1] = (lp_freebox){0};
+}
+
+/* drop callback of lp_ctxcount_release_with: arg the releasing genth */
+static void frees_drop(void *p, void *arg)
+{
+    const genth *th = arg;
+    cs_frees *f = th->frees;
+    int h = lp_heap_home(&f->heap, p),
+        other = __atomic_load_n(&f->home[!th->who], __ATOMIC_RELAXED);
+
+    if (h == LP_HOME_ANY || h == f->home[th->who] || h != other ||
+        !lp_freebox_put(&f->box[h], p))
+        free(p);
+}
+
+/* The blocks handed to this thread so far, freed. */
+static void frees_take(genth *th)
+{
+    int h = th->frees ? th->frees->home[th->who] : LP_HOME_ANY;
+
+    if (h != LP_HOME_ANY)
+        lp_freebox_drain(&th->frees->box[h]);
+}
+
+/* Entry i generated by th (see entry_done). */
+static void group_entry_done(genth *th, lp_ctxcount *cc, size_t i)
+{
+    if (cc && th->frees)
+        lp_ctxcount_release_with(cc, i, frees_drop, th);
+    else
+        entry_done(cc, i);
+}
+
 typedef struct split {
     lp_ctx_entry *const *v;
     size_t n;
@@ -576,6 +651,7 @@ typedef struct split {
     size_t next;                /* by_size's next group to take (atomic) */
     int failed;                 /* a thread failed: stop (atomic) */
     pthread_mutex_t bins_lock, names_lock;
+    cs_frees frees;
 } split;
 
 /* Count the entries of each group node in its serial (zeroed first);
@@ -712,8 +788,9 @@ static int take_groups(split *s, genth *th)
            (k = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED)) < s->ngroups) {
         g = s->by_size[k];
         for (j = s->start[g]; j < s->start[g + 1] && rc == 0; j++) {
+            frees_take(th);
             rc = add_entry(th, s->v[s->order[j]]);
-            entry_done(s->consume, s->order[j]);
+            group_entry_done(th, s->consume, s->order[j]);
         }
         nd = s->group[g];
         for (j = 0; j < nd->nkids && rc == 0; j++)
@@ -739,14 +816,27 @@ static void *worker_run(void *arg)
 {
     worker *w = arg;
 
+    if (w->th.frees)
+        __atomic_store_n(&w->th.frees->home[1], lp_heap_home_self(&w->th.frees->heap),
+                         __ATOMIC_RELAXED);
     w->rc = take_groups(w->s, &w->th);
+    frees_take(&w->th);
     return NULL;
 }
 
-/* A worker started on s (its profiled functions collected if funcs),
- * or NULL: the calling thread takes every group. */
+/* The worker's thread started (true), its frees routed like the main's. */
+static bool worker_spawn(worker *w, split *s)
+{
+    w->th.frees = s->consume ? &s->frees : NULL;
+    w->th.who = 1;
+    return pthread_create(&w->id, NULL, worker_run, w) == 0;
+}
+
+/* A worker started on s (its profiled functions collected if funcs,
+ * the instruction tables its shared), or NULL: the calling thread takes
+ * every group. */
 static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
-                            size_t nbins, bool funcs)
+                            size_t nbins, cs_insts **its, bool funcs)
 {
     worker *w = calloc(1, sizeof *w);
 
@@ -755,9 +845,9 @@ static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
     cs_trie_init(&w->t);
     w->t.of = t;
     w->s = s;
-    if (genth_init(&w->th, &w->t, bins, nbins, funcs ? cs_funcs_new() : NULL,
+    if (genth_init(&w->th, &w->t, bins, nbins, its, funcs ? cs_funcs_new() : NULL,
                    &s->bins_lock, &w->err) == 0 && (w->th.funcs || !funcs) &&
-        pthread_create(&w->id, NULL, worker_run, w) == 0)
+        worker_spawn(w, s))
         return w;
     cs_funcs_free(w->th.funcs);
     genth_free(&w->th);
@@ -833,11 +923,24 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
             rc = add_entry(th, v[i]);
             entry_done(consume, i);
         }
-    w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->funcs != NULL);
+    if (consume) {
+        frees_init(&s.frees);
+        th->frees = &s.frees;
+    }
+    for (i = 0; i < th->nbins && rc == 0; i++)    /* shared from now */
+        if (th->bins[i] && !th->its[i] &&
+            !(th->its[i] = cs_insts_new(th->bins[i], th->lock)))
+            rc = cs_oom(th->err);
+    w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->its, th->funcs != NULL);
     if (rc == 0)
         rc = take_groups(&s, th);
     if (worker_end(w, t, th->funcs, rc ? NULL : th->err) && rc == 0)
         rc = -1;
+    if (consume) {              /* whatever was handed over late */
+        lp_freebox_drain(&s.frees.box[0]);
+        lp_freebox_drain(&s.frees.box[1]);
+        th->frees = NULL;
+    }
     th->lock = NULL;
     t->names_lock = NULL;
     if (rc == 0)    /* the levels down to the groups' nodes */
@@ -858,7 +961,8 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_entries(cc, &v), i;
     genth th;
-    int rc = n < 0 ? cs_oom(err) : genth_init(&th, t, bins, nbins, funcs, NULL, err);
+    int rc = n < 0 ? cs_oom(err)
+                   : genth_init(&th, t, bins, nbins, NULL, funcs, NULL, err);
 
     for (i = 0; i < n && rc == 0; i++)
         if (!bin_ok(v[i], bins, nbins))

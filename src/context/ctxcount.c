@@ -11,6 +11,7 @@
 
 #include "lbr2prof/ctxcount.h"
 #include "util/hash.h"
+#include "util/heaphome.h"
 
 typedef struct ctx_ent {     /* one allocation: this, its counters
                                 (e.counters), then (at ent_tail) the
@@ -131,12 +132,19 @@ static char *hkey_of(const ctx_ent *c)
     return c->e.key == k + sizeof(int) ? k : NULL;
 }
 
+/* c's blocks given to drop(block, arg): its counters' tables, its printed
+ * key if it has one of its own, the entry (with its counters) last. */
+static void ent_free_with(ctx_ent *c, void (*drop)(void *, void *), void *arg)
+{
+    lp_counters_fini_with(c->e.counters, drop, arg);
+    if (!hkey_of(c) && c->e.key)
+        drop((char *)c->e.key, arg);    /* printed when listed, or NULL */
+    drop(c, arg);
+}
+
 static void ent_free(ctx_ent *c)
 {
-    lp_counters_fini(c->e.counters);
-    if (!hkey_of(c))
-        free((char *)c->e.key);     /* printed when listed, or NULL */
-    free(c);
+    ent_free_with(c, lp_free_drop, NULL);
 }
 
 void lp_ctxcount_free(lp_ctxcount *cc)
@@ -847,12 +855,18 @@ long lp_ctxcount_entries(const lp_ctxcount *cc, lp_ctx_entry ***out)
     return (long)n;
 }
 
-void lp_ctxcount_release(lp_ctxcount *cc, size_t i)
+void lp_ctxcount_release_with(lp_ctxcount *cc, size_t i,
+                              void (*drop)(void *, void *), void *arg)
 {
     if (i < cc->n && cc->v[i]) {
-        ent_free(cc->v[i]);
+        ent_free_with(cc->v[i], drop, arg);
         cc->v[i] = NULL;
     }
+}
+
+void lp_ctxcount_release(lp_ctxcount *cc, size_t i)
+{
+    lp_ctxcount_release_with(cc, i, lp_free_drop, NULL);
 }
 
 long lp_ctxcount_all(const lp_ctxcount *cc, lp_ctx_entry ***out)

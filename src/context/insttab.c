@@ -4,26 +4,24 @@
  * location (line offset, raw discriminator): what the CS generator needs
  * from every instruction of a range piece (llvm-profgen walks them one by
  * one; the result only depends on the runs: one body update per run, the
- * total grows by count x instructions). Owns these per-range tables; the
- * symbolization itself is the binary loader's.
+ * total grows by count x instructions). Owns these per-range tables,
+ * shared by the generation threads (each built once, by whichever thread
+ * needs it first), and each thread's cache of them; the symbolization
+ * itself is the binary loader's.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "context/cs_internal.h"
 
-#define RECENT 256
-#define RECENT_SLOT(fr) (((uintptr_t)(fr) / sizeof(lp_func_range)) % RECENT)
+#define RECENT_SLOT(fr) (((uintptr_t)(fr) / sizeof(lp_func_range)) % CS_ICACHE_SLOTS)
 
 struct cs_insts {
     lp_binary *bin;
-    pthread_mutex_t *lock;      /* the binary's, when shared; or NULL */
+    pthread_mutex_t *lock;      /* the binary's, when shared; or NULL:
+                                   held to search or grow tabs (a table,
+                                   once built, never changes) */
     cs_itab *tabs;
-    cs_itab *last;              /* the last table asked for: a context's
-                                   pieces and branches mostly stay in one
-                                   function range */
-    cs_itab *recent[RECENT];    /* tables by their range's address,
-                                   direct-mapped, in front of the hash */
 };
 
 cs_insts *cs_insts_new(lp_binary *bin, pthread_mutex_t *lock)
@@ -105,34 +103,45 @@ static int build(cs_insts *t, cs_itab *x, lp_error *err)
     return k < 0 ? -1 : 0;
 }
 
-cs_itab *cs_insts_table(cs_insts *t, const lp_func_range *fr, lp_error *err)
+/* The table of fr from t's set, built and added if absent (t's lock
+ * held when shared). */
+static cs_itab *find_or_build(cs_insts *t, const lp_func_range *fr, lp_error *err)
 {
     cs_itab *x;
-    int rc;
 
-    if (t->last && t->last->fr == fr)
-        return t->last;
-    if ((x = t->recent[RECENT_SLOT(fr)]) && x->fr == fr)
-        return t->last = x;
     HASH_FIND_PTR(t->tabs, &fr, x);
     if (x)
-        return t->last = t->recent[RECENT_SLOT(fr)] = x;
+        return x;
     if (!(x = calloc(1, sizeof *x)))
         return cs_oom(err), NULL;
     x->fr = fr;
-    if (t->lock)
-        pthread_mutex_lock(t->lock);
-    rc = build(t, x, err);
-    if (t->lock)
-        pthread_mutex_unlock(t->lock);
-    if (rc) {
+    if (build(t, x, err)) {
         free(x->addr);
         free(x->runs);
         free(x);
         return NULL;
     }
     HASH_ADD_PTR(t->tabs, fr, x);
-    return t->last = t->recent[RECENT_SLOT(fr)] = x;
+    return x;
+}
+
+cs_itab *cs_insts_table(cs_insts *t, cs_icache *c, const lp_func_range *fr,
+                        lp_error *err)
+{
+    cs_itab *x;
+
+    if (c->last && c->last->fr == fr)
+        return c->last;
+    if ((x = c->recent[RECENT_SLOT(fr)]) && x->fr == fr)
+        return c->last = x;
+    if (t->lock)
+        pthread_mutex_lock(t->lock);
+    x = find_or_build(t, fr, err);
+    if (t->lock)
+        pthread_mutex_unlock(t->lock);
+    if (x)
+        c->last = c->recent[RECENT_SLOT(fr)] = x;
+    return x;
 }
 
 /* first index in [lo, hi) with addr >= a (hi if none) */

@@ -62,6 +62,7 @@ typedef struct pgen {
     size_t cf_cap;
     pcount *pc;                 /* probe counts scratch */
     size_t npc, pc_cap;
+    lp_dj_scratch dj;           /* the context's disjoint ranges */
     pcount *pc_tmp;             /* ... and its sort's */
     size_t pc_tmp_cap;
     lp_loc *zl;                 /* zero_fill's locations scratch */
@@ -513,14 +514,13 @@ static int probe_is_code(pgen *g, uint32_t id, uint64_t addr)
  * context's disjoint ranges, with the counts summed per probe. */
 static int count_probes(pgen *g)
 {
-    const lp_addr_pair_count *r;
-    lp_addr_pair_count *d = NULL;
+    const lp_addr_pair_count *r, *d;
     long nr = lp_counters_ranges_view(g->e->counters, &r), nd, i;
     const uint32_t *ids;
     size_t k, n, j;
 
     g->npc = 0;
-    if ((nd = lp_flat_disjoint_ranges(r, (size_t)nr, &d)) < 0)
+    if ((nd = lp_flat_disjoint_ranges_in(r, (size_t)nr, &g->dj, &d)) < 0)
         return cs_oom(g->err);
     for (i = 0; i < nd; i++) {
         n = lp_probes_in(g->pr, d[i].a, d[i].b, &ids);
@@ -530,14 +530,11 @@ static int count_probes(pgen *g)
             if (code == 0)
                 continue;
             if (code < 0 ||
-                grow((void **)&g->pc, &g->pc_cap, g->npc + 1, sizeof *g->pc)) {
-                free(d);
+                grow((void **)&g->pc, &g->pc_cap, g->npc + 1, sizeof *g->pc))
                 return cs_oom(g->err);
-            }
             g->pc[g->npc++] = (pcount){ids[k], p->node, d[i].count};
         }
     }
-    free(d);
     if (g->npc > 1 && pc_sort(g))   /* g->pc is NULL while nothing was counted */
         return cs_oom(g->err);
     for (i = 0, j = 0; (size_t)i < g->npc; i++) {   /* one count per probe */
@@ -806,6 +803,7 @@ static void pgen_free(pgen *g)
     free(g->calls);
     free(g->cf);
     free(g->pc);
+    lp_dj_scratch_free(&g->dj);
     free(g->pc_tmp);
     free(g->zl);
     free(g->zmark);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lbr2prof/flat.h"
+#include "util/heaphome.h"
 #include "util/sort.h"
 
 /* A table of at most SMALL pairs is the pairs alone, found by a linear
@@ -87,10 +88,17 @@ lp_counters *lp_counters_init(void *mem)
     return memset(mem, 0, sizeof(lp_counters));
 }
 
+void lp_counters_fini_with(lp_counters *c, void (*drop)(void *, void *), void *arg)
+{
+    if (c->v[RANGES])
+        drop(c->v[RANGES], arg);
+    if (c->v[BRANCHES])
+        drop(c->v[BRANCHES], arg);
+}
+
 void lp_counters_fini(lp_counters *c)
 {
-    free(c->v[RANGES]);
-    free(c->v[BRANCHES]);
+    lp_counters_fini_with(c, lp_free_drop, NULL);
 }
 
 void lp_counters_free(lp_counters *c)
@@ -284,11 +292,12 @@ static long sorted(pair_tab t, lp_addr_pair_count **out)
     return (long)n;
 }
 
+static long any(pair_tab t, const lp_addr_pair_count **out);
+
 static long view(pair_tab t, const lp_addr_pair_count **out)
 {
     sort_in_place(t);
-    *out = *t.pv;
-    return (long)count_of(t);
+    return any(t, out);
 }
 
 long lp_counters_ranges_view(const lp_counters *c,
@@ -301,6 +310,22 @@ long lp_counters_branches_view(const lp_counters *c,
                                const lp_addr_pair_count **out)
 {
     return view(tab_of(c, BRANCHES), out);
+}
+
+static long any(pair_tab t, const lp_addr_pair_count **out)
+{
+    *out = *t.pv;
+    return (long)count_of(t);
+}
+
+long lp_counters_ranges_any(const lp_counters *c, const lp_addr_pair_count **out)
+{
+    return any(tab_of(c, RANGES), out);
+}
+
+long lp_counters_branches_any(const lp_counters *c, const lp_addr_pair_count **out)
+{
+    return any(tab_of(c, BRANCHES), out);
 }
 
 long lp_counters_ranges(const lp_counters *c, lp_addr_pair_count **out)

@@ -128,24 +128,38 @@ static int pair_cmp(const void *x, const void *y)
     return p->b < q->b ? -1 : p->b > q->b;
 }
 
-long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
-                             lp_addr_pair_count **out)
+/* room for n items of `size` bytes in *v (capacity *cap), kept if there
+ * is: the contents are not kept */
+static int dj_room(void **v, size_t *cap, size_t n, size_t size)
 {
-    bevent ebuf[64], *e = 2 * n <= 64 ? ebuf : malloc(2 * n * sizeof *e);
-    djvec d = {0};
+    void *nv;
+
+    if (n <= *cap)
+        return 0;
+    n = n < 64 ? 64 : n;
+    if (!(nv = malloc(n * size)))
+        return -1;
+    free(*v);
+    *v = nv;
+    *cap = n;
+    return 0;
+}
+
+long lp_flat_disjoint_ranges_in(const lp_addr_pair_count *r, size_t n,
+                                lp_dj_scratch *s, const lp_addr_pair_count **out)
+{
+    djvec d;
+    bevent *e;
     size_t i, k = 0;
     int rc;
 
-    if (!e)
-        return -1;
     /* each address of an event ends at most two ranges: room for all of
      * them, so dj_set never reallocates */
-    if (!(d.v = malloc((n ? 4 * n : 1) * sizeof *d.v))) {
-        if (e != ebuf)
-            free(e);
+    if (dj_room(&s->ev, &s->evcap, 2 * n, sizeof *e) ||
+        dj_room((void **)&s->v, &s->cap, n ? 4 * n : 1, sizeof *s->v))
         return -1;
-    }
-    d.cap = n ? 4 * n : 1;
+    e = s->ev;
+    d = (djvec){s->v, 0, s->cap};
     for (i = 0; i < n; i++) {
         if (r[i].a > r[i].b)
             continue; /* not a range; LLVM asserts */
@@ -154,16 +168,34 @@ long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
     }
     lp_sort(e, k, sizeof *e, bevent_cmp);
     rc = sweep(e, k, &d);
-    if (e != ebuf)
-        free(e);
+    s->v = d.v;                 /* (the same) */
+    s->cap = d.cap;
     if (rc == 0 && d.n > 1)
         lp_sort(d.v, d.n, sizeof *d.v, pair_cmp);
-    if (rc) {
-        free(d.v);
-        return -1;
-    }
     *out = d.v;
-    return (long)d.n;
+    return rc ? -1 : (long)d.n;
+}
+
+void lp_dj_scratch_free(lp_dj_scratch *s)
+{
+    free(s->ev);
+    free(s->v);
+    *s = (lp_dj_scratch){0};
+}
+
+long lp_flat_disjoint_ranges(const lp_addr_pair_count *r, size_t n,
+                             lp_addr_pair_count **out)
+{
+    lp_dj_scratch s = {0};
+    const lp_addr_pair_count *v;
+    long nd = lp_flat_disjoint_ranges_in(r, n, &s, &v);
+
+    free(s.ev);
+    if (nd < 0)
+        free(s.v);
+    else
+        *out = s.v;
+    return nd;
 }
 
 typedef struct rvec {           /* ranges to cut */

@@ -2,8 +2,8 @@
  * test_aggregate.c - unit tests for src/flat on llvm-profgen's noprobe
  * test binary: LBR aggregation (ranges, branches, external addresses,
  * bogus ranges and their warnings, mmap base, hybrid samples with a
- * prolog leaf), the unsymbolized profile format and profile generation
- * (Example A of the llvm-profgen reference).
+ * prolog leaf), the unsymbolized profile format, profile generation
+ * (Example A of the llvm-profgen reference) and the disjoint ranges.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -496,6 +496,44 @@ static void test_counters_in_place(void **state)
     free(mem);
 }
 
+/* findDisjointRanges: overlapping ranges cut where any begins or ends,
+ * each piece with the counts over it (a zero range kept as a zero piece,
+ * a > b skipped), sorted; the same into a reused scratch, whose earlier
+ * result does not leak into a smaller next one. */
+static void test_disjoint_ranges_scratch(void **state)
+{
+    static const lp_addr_pair_count r[] = {
+        {0x30, 0x3f, 0}, {0x10, 0x1f, 5}, {0x18, 0x27, 2}, {0x50, 0x40, 9}};
+    static const lp_addr_pair_count want[] = {
+        {0x10, 0x17, 5}, {0x18, 0x1f, 7}, {0x20, 0x27, 2}, {0x30, 0x3f, 0}};
+    lp_addr_pair_count *d = NULL, big[200];
+    const lp_addr_pair_count *v;
+    lp_dj_scratch s = {0};
+    long n, i;
+
+    (void)state;
+    assert_int_equal(n = lp_flat_disjoint_ranges(r, 4, &d), 4);
+    for (i = 0; i < n; i++) {
+        assert_int_equal(d[i].a, want[i].a);
+        assert_int_equal(d[i].b, want[i].b);
+        assert_int_equal(d[i].count, want[i].count);
+    }
+    free(d);
+    for (i = 0; i < 200; i++)   /* more than the scratch's first room */
+        big[i] = (lp_addr_pair_count){(uint64_t)i * 16, (uint64_t)i * 16 + 7, 1};
+    assert_int_equal(lp_flat_disjoint_ranges_in(big, 200, &s, &v), 200);
+    assert_int_equal(v[199].a, 199 * 16);
+    assert_int_equal(lp_flat_disjoint_ranges_in(r, 4, &s, &v), 4);
+    for (i = 0; i < 4; i++) {
+        assert_int_equal(v[i].a, want[i].a);
+        assert_int_equal(v[i].b, want[i].b);
+        assert_int_equal(v[i].count, want[i].count);
+    }
+    assert_int_equal(lp_flat_disjoint_ranges_in(r, 0, &s, &v), 0);
+    lp_dj_scratch_free(&s);
+    assert_null(s.v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_generate_probes),
         cmocka_unit_test(test_counters_every_size),
         cmocka_unit_test(test_counters_in_place),
+        cmocka_unit_test(test_disjoint_ranges_scratch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /*
  * test_util.c - unit tests for src/util: error formatting, atomic output
- * the small-array sort, the written-zero allocation and the release of
- * mapped files' pages.
+ * the small-array sort, the written-zero allocation, the release of
+ * mapped files' pages, and the blocks' heap homes and free boxes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/phases.h"
 #include "util/arena.h"
+#include "util/heaphome.h"
 #include "util/pages.h"
 #include "util/sort.h"
 #include "util/zalloc.h"
@@ -390,6 +392,91 @@ static void test_arena_alloc_reset_free(void **state)
     assert_int_equal(a.bytes, 0);
 }
 
+static void *thread_blocks(void *arg)
+{
+    void **out = arg;
+    const lp_heapinfo *h = out[0];
+
+    out[1] = malloc(4096);      /* from this thread's arena */
+    out[2] = (void *)(intptr_t)lp_heap_home_self(h);
+    return NULL;
+}
+
+/* Heap homes: under glibc (this build, unless a sanitizer's or a
+ * preloaded malloc replaces it) the main thread's blocks are in the main
+ * arena and a new thread's in another; a mapped block and every block of
+ * another allocator are anyone's. */
+static void test_heaphome_homes(void **state)
+{
+    lp_heapinfo h;
+    void *out[3], *mine = malloc(4096), *big = malloc(64u << 20);
+    pthread_t t;
+
+    (void)state;
+    lp_heapinfo_get(&h);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    if (!getenv("LD_PRELOAD"))  /* (a sanitizer's malloc is not glibc's) */
+        assert_true(h.glibc);
+#endif
+    out[0] = &h;
+    assert_int_equal(pthread_create(&t, NULL, thread_blocks, out), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(lp_heap_home(&h, NULL), LP_HOME_ANY);
+    assert_int_equal(lp_heap_home(&h, big), LP_HOME_ANY);
+    if (h.glibc) {
+        assert_int_equal(lp_heap_home(&h, mine), LP_HOME_MAIN);
+        assert_int_equal(lp_heap_home_self(&h), LP_HOME_MAIN);
+        assert_int_equal(lp_heap_home(&h, out[1]), LP_HOME_OTHER);
+        assert_int_equal((intptr_t)out[2], LP_HOME_OTHER);
+    } else {
+        assert_int_equal(lp_heap_home(&h, mine), LP_HOME_ANY);
+        assert_int_equal(lp_heap_home(&h, out[1]), LP_HOME_ANY);
+        assert_int_equal((intptr_t)out[2], LP_HOME_ANY);
+    }
+    free(out[1]);
+    free(mine);
+    free(big);
+}
+
+#define BOX_BLOCKS (LP_FREEBOX_MAX / 2)
+
+static void *thread_put(void *arg)
+{
+    void *p;
+    int i;
+
+    for (i = 0; i < BOX_BLOCKS; i++)
+        if (!lp_freebox_put(arg, p = malloc(16 + i % 200)))
+            free(p);
+    return NULL;
+}
+
+/* A free box filled by two threads at once holds every block once (the
+ * stack through their first words), takes no more once full, and a drain
+ * empties it. */
+static void test_freebox_put_drain(void **state)
+{
+    lp_freebox b = {0};
+    pthread_t t;
+    size_t n = 0;
+    void *p;
+
+    (void)state;
+    lp_freebox_drain(&b);       /* empty: nothing to do */
+    assert_int_equal(pthread_create(&t, NULL, thread_put, &b), 0);
+    thread_put(&b);
+    pthread_join(t, NULL);
+    for (p = b.head; p; p = *(void **)p)
+        n++;
+    assert_int_equal(n, 2 * BOX_BLOCKS);
+    assert_false(lp_freebox_put(&b, &n));    /* full: not taken */
+    lp_freebox_drain(&b);
+    assert_null(b.head);
+    assert_int_equal(b.n, 0);
+    assert_true(lp_freebox_put(&b, p = malloc(8)));
+    lp_freebox_drain(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +492,8 @@ int main(void)
         cmocka_unit_test(test_pages_release_clean_file_pages),
         cmocka_unit_test(test_pages_release_keeps_written),
         cmocka_unit_test(test_arena_alloc_reset_free),
+        cmocka_unit_test(test_heaphome_homes),
+        cmocka_unit_test(test_freebox_put_drain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
