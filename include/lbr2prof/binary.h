@@ -212,6 +212,12 @@ long lp_binary_ref_candidates(lp_binary *b, uint64_t target,
                               const lp_xref **refs, lp_error *err);
 int lp_binary_ref_check(lp_binary *b, uint64_t site, uint64_t target,
                         lp_error *err);
+/* Whether an indirect call or jump may enter the function entry `entry`:
+ * 1 when some code, data, relocation or the dynamic symbol table holds its
+ * address (byte patterns: a superset of the real holders, so 0 is a proof
+ * that no indirect branch of this binary's own reaches it), 0 otherwise,
+ * -1 on error (x86-64 only). The set is built at the first call. */
+int lp_binary_addr_taken(lp_binary *b, uint64_t entry, lp_error *err);
 
 /* Convenience predicates (false when addr is not an instruction start or
  * on error). is_uncond_branch is llvm-profgen's UncondBranchAddrSet: calls,

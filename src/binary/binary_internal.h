@@ -241,6 +241,8 @@ typedef struct lp_str {
 
 typedef struct lp_xref_index lp_xref_index; /* xref.c */
 void lp_xref_free(lp_xref_index *x);
+typedef struct lp_taken_index lp_taken_index; /* addrtaken.c */
+void lp_taken_free(lp_taken_index *t);
 
 struct lp_binary {
     char *path;
@@ -274,6 +276,7 @@ struct lp_binary {
     lp_code_region *regions;    /* sorted, disjoint */
     size_t nregions;
     lp_xref_index *xrefs;       /* direct references, built on first use */
+    lp_taken_index *taken;      /* entries whose address is held, likewise */
     size_t last_region;         /* the region found last (lookups repeat) */
     size_t last_inst;           /* the instruction found last in it (walks
                                    go to the one after or before) */

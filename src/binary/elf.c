@@ -466,6 +466,7 @@ void lp_binary_close(lp_binary *b)
         return;
     lp_bin_free_dwarf(b);
     lp_xref_free(b->xrefs);
+    lp_taken_free(b->taken);
     lp_bin_free_regions(b);
     lp_decoder_close(&b->dec);
     lp_str *s, *tmp;

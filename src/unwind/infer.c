@@ -73,13 +73,12 @@ static int static_tails_into(lp_unwinder *u, size_t k, const lp_function *f,
     return 0;
 }
 
-/* The direct jumps (tail calls) from f's code to other functions'
- * entries into the graph: what the frame below a hole called may have
- * tail-called the function the hole's frame runs. */
-static int jumps_of(lp_unwinder *u, size_t k, const lp_function *f,
-                    lp_error *err)
+/* fn(ctx, instruction) for every instruction of f's code, in order, until
+ * fn returns nonzero (returned). 0, or -1 (err). */
+static int each_inst(lp_unwinder *u, size_t k, const lp_function *f,
+                     int (*fn)(void *ctx, const lp_inst *in), void *ctx,
+                     lp_error *err)
 {
-    const lp_func_range *t;
     uint64_t a, next;
     lp_inst in;
     size_t i;
@@ -89,18 +88,46 @@ static int jumps_of(lp_unwinder *u, size_t k, const lp_function *f,
         for (a = f->ranges[i]->start; a < f->ranges[i]->end; a = next) {
             if ((r = lp_binary_inst(u->bins[k], a, &in, err)) < 0)
                 return -1;
-            if (r == 1 && !in.indirect && in.target &&
-                (in.kind == LP_INST_UNCOND_BR || in.kind == LP_INST_COND_BR) &&
-                (t = lp_binary_func_range(u->bins[k], in.target)) &&
-                t->is_entry && t->start == in.target && t->func != f &&
-                lp_tailcall_add_tail(u->tcs[k], a, f, t->func, err))
-                return -1;
+            if (r == 1 && (r = fn(ctx, &in)) != 0)
+                return r;
             if ((r = lp_binary_next_inst(u->bins[k], a, &next, err)) < 0)
                 return -1;
             if (r == 0)
                 break;
         }
     return 0;
+}
+
+typedef struct jumps_ctx {
+    lp_unwinder *u;
+    size_t k;
+    const lp_function *f;
+    lp_error *err;
+} jumps_ctx;
+
+static int add_jump(void *ctx, const lp_inst *in)
+{
+    jumps_ctx *c = ctx;
+    const lp_func_range *t;
+
+    if (!in->indirect && in->target &&
+        (in->kind == LP_INST_UNCOND_BR || in->kind == LP_INST_COND_BR) &&
+        (t = lp_binary_func_range(c->u->bins[c->k], in->target)) &&
+        t->is_entry && t->start == in->target && t->func != c->f &&
+        lp_tailcall_add_tail(c->u->tcs[c->k], in->addr, c->f, t->func, c->err))
+        return -1;
+    return 0;
+}
+
+/* The direct jumps (tail calls) from f's code to other functions'
+ * entries into the graph: what the frame below a hole called may have
+ * tail-called the function the hole's frame runs. */
+static int jumps_of(lp_unwinder *u, size_t k, const lp_function *f,
+                    lp_error *err)
+{
+    jumps_ctx c = {u, k, f, err};
+
+    return each_inst(u, k, f, add_jump, &c, err);
 }
 
 /* The functions f reaches by tail calls (forward) or that reach f
@@ -251,6 +278,8 @@ typedef struct search {
     const lp_function *bf;      /* what the frame below called, or NULL */
     uint64_t found;             /* 0: none yet */
     bool ambiguous;
+    bool indirect;              /* an indirect call may enter the closure */
+    lp_error *err;
 } search;
 
 /* One candidate call site into the closure's function at `entry` (a
@@ -283,6 +312,31 @@ static int candidate(search *q, uint64_t site, uint64_t entry, bool sampled,
     return 0;
 }
 
+/* Whether an indirect call or jump may enter f: its address is held
+ * (lp_binary_addr_taken) or the LBR shows an indirect call into it. Then
+ * the calls known are not all of f's callers: any indirect call may be one
+ * (of this binary or, the address passed on, of another). 1, 0, or -1
+ * (err). */
+static int indirectly_entered(search *q, const lp_function *f,
+                              const uint64_t *sites, long n, lp_error *err)
+{
+    lp_inst in;
+    size_t i;
+    long j;
+    int r;
+
+    for (i = 0; i < f->nranges; i++)
+        if (f->ranges[i]->is_entry &&
+            (r = lp_binary_addr_taken(q->u->bins[q->k], f->ranges[i]->start,
+                                      err)) != 0)
+            return r;
+    for (j = 0; j < n; j++)
+        if (lp_binary_inst(q->u->bins[q->k], sites[j], &in, NULL) != 1 ||
+            in.indirect)
+            return 1;
+    return 0;
+}
+
 /* Every candidate into one function of the closure. */
 static int candidates_into(search *q, const lp_function *f, lp_error *err)
 {
@@ -290,9 +344,16 @@ static int candidates_into(search *q, const lp_function *f, lp_error *err)
     const lp_xref *x;
     size_t i;
     long n, j;
+    int r;
 
     if ((n = lp_tailcall_call_sites(q->u->tcs[q->k], f, &sites)) < 0)
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    if ((r = indirectly_entered(q, f, sites, n, err)) < 0)
+        return -1;
+    if (r) {                    /* from anywhere when nothing is below */
+        q->indirect = true;
+        q->ambiguous = !q->bf;
+    }
     for (j = 0; j < n && !q->ambiguous; j++)
         if (candidate(q, sites[j], 0, true, err))
             return -1;
@@ -310,11 +371,38 @@ static int candidates_into(search *q, const lp_function *f, lp_error *err)
     return 0;
 }
 
+static int indirect_candidate(void *ctx, const lp_inst *in)
+{
+    search *q = ctx;
+
+    if (in->kind != LP_INST_CALL || !in->indirect)
+        return 0;
+    if (candidate(q, in->addr, 0, true, q->err))
+        return -1;
+    return q->ambiguous;        /* 1: stop, nothing more to learn */
+}
+
+/* The indirect calls of bf and the functions it reaches by tail calls as
+ * candidates: when an indirect call may enter the closure, the hole's
+ * call (made in one of them) may be any of those. 0, or -1 (err). */
+static int indirect_candidates(search *q, lp_error *err)
+{
+    lp_unwinder *u = q->u;
+    size_t c;
+
+    if (tail_closure(u, q->k, q->bf, true, err))
+        return -1;
+    for (c = 0; c < u->nclosure && !q->ambiguous; c++)
+        if (each_inst(u, q->k, u->closure[c], indirect_candidate, q, err) < 0)
+            return -1;
+    return 0;
+}
+
 /* The one call site above `bf` that leads to `callee`, or 0. */
 static int find_site(lp_unwinder *u, size_t k, const lp_function *bf,
                      const lp_function *callee, uint64_t *site, lp_error *err)
 {
-    search q = {u, k, bf, 0, false};
+    search q = {u, k, bf, 0, false, false, err};
     size_t i;
 
     *site = 0;
@@ -323,6 +411,8 @@ static int find_site(lp_unwinder *u, size_t k, const lp_function *bf,
     for (i = 0; i < u->nclosure && !q.ambiguous; i++)
         if (candidates_into(&q, u->closure[i], err))
             return -1;
+    if (q.indirect && !q.ambiguous && indirect_candidates(&q, err))
+        return -1;
     if (!q.ambiguous)
         *site = q.found;
     return 0;

@@ -1780,6 +1780,58 @@ static void test_refs_to(void **state)
     lp_binary_close(b);
 }
 
+/* lp_binary_addr_taken on one program built `cflags`: f is only called
+ * directly (not taken), g's address is loaded by a RIP-relative lea, h's
+ * is in data (a relocation in a PIE, the plain value otherwise). Each
+ * apart from the others: no operand of one can name another's entry. */
+static void addr_taken_case(const char *cflags)
+{
+    static const char src[] =
+        ".text\n"
+        ".globl _start\n.type _start,@function\n_start: call f\n lea g(%%rip),%%rax\n ret\n.size _start,.-_start\n"
+        ".p2align 5\n.type f,@function\nf: nop\n ret\n.size f,.-f\n"
+        ".p2align 5\n.type g,@function\ng: nop\n ret\n.size g,.-g\n"
+        ".p2align 5\n.type h,@function\nh: nop\n ret\n.size h,.-h\n"
+        ".data\n.quad h\n";
+    lp_binary_opts o = {0};
+    lp_error err = {0};
+    uint64_t f, g, h;
+    lp_binary *b;
+    char *nm;
+
+    assert_int_equal(sh("printf '%s' > %s/taken.s && clang-19 -nostdlib %s "
+                        "-Wl,--build-id=none %s/taken.s -o %s/taken",
+                        src, scratch, cflags, scratch, scratch), 0);
+    nm = run("nm %s/taken | awk '$3==\"f\"||$3==\"g\"||$3==\"h\"{print $1}' | tr '\\n' ' '", scratch);
+    assert_non_null(nm);
+    assert_int_equal(sscanf(nm, "%" SCNx64 " %" SCNx64 " %" SCNx64, &f, &g, &h), 3);
+    free(nm);
+    o.symtab_functions = 1;
+    snprintf(scratch + strlen(scratch), 16, "/taken");
+    b = lp_binary_open(scratch, &o, &err);
+    scratch[strlen(scratch) - 6] = 0;
+    assert_non_null(b);
+    assert_int_equal(lp_binary_addr_taken(b, f, &err), 0);
+    assert_int_equal(lp_binary_addr_taken(b, g, &err), 1);
+    assert_int_equal(lp_binary_addr_taken(b, h, &err), 1);
+    assert_int_equal(lp_binary_addr_taken(b, g + 1, &err), 0); /* no entry */
+    lp_binary_close(b);
+}
+
+/* The functions an indirect call may enter (the frame repair infers no
+ * caller of theirs), in a static and in a position-independent program
+ * (ld's and lld's). */
+static void test_addr_taken(void **state)
+{
+    (void)state;
+    if (!have_tool("clang-19"))
+        skip();
+    addr_taken_case("-static");
+    addr_taken_case("-pie");
+    if (have_tool("ld.lld"))    /* lld leaves the relocated word 0 */
+        addr_taken_case("-pie -fuse-ld=lld");
+}
+
 /* LP_SYMTAB_LLVM22 (llvm-profgen 22's loadSymbolsFromSymtab): symbols in
  * .symtab order, canonical names (".cold", ".llvm.N", ".isra.N" cut;
  * "k.cold.1" kept), a second part of f joining f, an alias of f marking it
@@ -1884,6 +1936,7 @@ int main(void)
         cmocka_unit_test(test_fs_discriminator_detected),
         cmocka_unit_test(test_die_walk),
         cmocka_unit_test(test_refs_to),
+        cmocka_unit_test(test_addr_taken),
         cmocka_unit_test(test_symtab_functions_llvm22),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

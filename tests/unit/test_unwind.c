@@ -413,6 +413,35 @@ static void test_t001_4a_unpaired_external(void **state)
     free(got);
 }
 
+/* T001-4a on held, foo's twin whose address is in data: the only call
+ * to held the LBR shows and the only direct call to it are caller2's at
+ * 0x401230, but an indirect call may have entered it too (SQLite's
+ * pcache1Destroy: one direct call in pcache1Create, the others through
+ * the methods table). Nothing is inferred: held's code is kept in a
+ * context truncated at its unknown caller. */
+static void test_t001_4a_no_inference_into_address_taken(void **state)
+{
+    smp s = t001_1;
+    lp_unwind_stats st;
+    char *got;
+
+    NEED_FIXTURE();
+    memset(s.br, 0, sizeof s.br);
+    s.br[0][0] = 0x401084, s.br[0][1] = 0x401088;
+    s.br[1][0] = EXT + 0x230, s.br[1][1] = 0x401080;
+    s.br[2][0] = 0x401278, s.br[2][1] = 0x401280;
+    s.br[3][0] = 0x401230, s.br[3][1] = 0x401260;
+    got = run(&s, 1, REPAIR, &st);
+    expect(got, "[]\n  0\n  1\n  1->401080:1\n"
+                "[bar]\n  1\n  401080-401084:1\n  1\n  401084->401088:1\n"
+                "[caller2]\n  0\n  1\n  401230->401260:1\n"
+                "[held]\n  0\n  1\n  401278->401280:1\n");
+    assert_int_equal(st.inferred, 0);
+    assert_int_equal(st.lost, 1);
+    assert_int_equal(st.lost_records, 2);
+    free(got);
+}
+
 /* T001-4b: qux "returns" to 0x401054, which follows no call: llvm-profgen
  * 19 switches to a frame at address 0 (PR #211381 added a guard later);
  * its collection treats it as the root and pops one frame too many, so the
@@ -1673,6 +1702,7 @@ int main(void)
         cmocka_unit_test(test_t001_2_callback_returns),
         cmocka_unit_test(test_t001_3_sample_in_external),
         cmocka_unit_test(test_t001_4a_unpaired_external),
+        cmocka_unit_test(test_t001_4a_no_inference_into_address_taken),
         cmocka_unit_test(test_t001_4b_return_to_no_call),
         cmocka_unit_test(test_t001_4c_prolog_leaf),
         cmocka_unit_test(test_t001_5_depth_and_recursion),
