@@ -30,7 +30,8 @@ static void walk(lp_binary *b)
         sink += lp_binary_in_prolog_epilog(b, a);
         const lp_func_range *r = lp_binary_func_range(b, a);
         if (r)
-            sink += r->end + (lp_binary_callee_name(b, r->start) != NULL);
+            sink += r->end + (lp_binary_callee_name(b, r->start) != NULL) +
+                    (uint64_t)lp_binary_addr_taken(b, r->start, &err);
     } while (++steps < 20000 && lp_binary_next_inst(b, a, &a, &err) == 1);
 }
 
