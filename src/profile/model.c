@@ -210,6 +210,33 @@ void lp_fs_clear(lp_fsamples *fs)
 
 /* ---- profile ------------------------------------------------------------ */
 
+/* A top-level entry and its key (and its name when not the key) in one
+ * block: a flat CS profile makes ~10^5 of them, and the two strdup's
+ * beside the entry's calloc were two thirds of lp_profile_get's cost.
+ * Only lp_profile_free and lp_profile_remove free an entry (nobody
+ * renames one or lp_fs_clear's it). */
+static struct lp_top *top_new(const char *context, size_t len,
+                              const char *name)
+{
+    size_t nl = name && strcmp(name, context) ? strlen(name) + 1 : 0;
+    struct lp_top *t = malloc(sizeof *t + len + 1 + nl);
+
+    if (!t)
+        return NULL;
+    memset(t, 0, sizeof *t);
+    t->fs.context = memcpy(t + 1, context, len + 1);
+    t->fs.name = nl ? memcpy(t->fs.context + len + 1, name, nl)
+                    : t->fs.context;
+    return t;
+}
+
+static void top_free(struct lp_top *t)
+{
+    t->fs.name = t->fs.context = NULL;  /* in t's block */
+    fs_clear(&t->fs);
+    free(t);
+}
+
 lp_profile *lp_profile_new(void)
 {
     return calloc(1, sizeof(lp_profile));
@@ -224,8 +251,7 @@ void lp_profile_free(lp_profile *p)
     head = p->funcs;
     HASH_ITER(hh, head, t, tmp) {
         HASH_DEL(head, t);
-        fs_clear(&t->fs);
-        free(t);
+        top_free(t);
     }
     if (p->pending)
         p->pending(p->pending_arg);
@@ -251,16 +277,8 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
     HASH_FIND_BYHASHVALUE(hh, head, context, len, h, t);
     if (t)
         return &t->fs;
-    t = calloc(1, sizeof *t);
-    if (!t)
+    if (!(t = top_new(context, len, name)))
         return NULL;
-    t->fs.name = strdup(name ? name : context);
-    t->fs.context = name ? strdup(context) : t->fs.name;
-    if (!t->fs.name || !t->fs.context) {
-        fs_clear(&t->fs);
-        free(t);
-        return NULL;
-    }
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, head, t->fs.context, len, h, t);
     p->funcs = head;
     p->nr_funcs++;
@@ -277,8 +295,7 @@ void lp_profile_remove(lp_profile *p, const char *context)
     HASH_DEL(head, t);
     p->funcs = head;
     p->nr_funcs--;
-    fs_clear(&t->fs);
-    free(t);
+    top_free(t);
 }
 
 /* ---- body records and call sites ------------------------------------------ */
