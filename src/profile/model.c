@@ -279,6 +279,7 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
         return &t->fs;
     if (!(t = top_new(context, len, name)))
         return NULL;
+    p->ordered = 0;
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, head, t->fs.context, len, h, t);
     p->funcs = head;
     p->nr_funcs++;
@@ -779,15 +780,40 @@ static int sort_cs(lp_fsamples **v, size_t n)
     return rc;
 }
 
+/* v by the entries' fs.order, then stably by total (descending): the
+ * order of sort_cs without a context compared. 1 if done, 0 if an order
+ * is missing or repeated (sort_cs then), -1 on no memory. */
+static int sort_ordered(lp_fsamples **v, size_t n)
+{
+    lp_radix_item *a = malloc((n ? 2 * n : 1) * sizeof *a), *r;
+    size_t i;
+    int ok = 1;
+
+    if (!a)
+        return -1;
+    for (i = 0; i < n; i++)
+        a[i] = (lp_radix_item){v[i]->order, (uintptr_t)v[i]};
+    r = lp_radix_sort(a, a + n, n);
+    for (i = 0; i < n && ok; i++)
+        ok = r[i].key && (i == 0 || r[i].key > r[i - 1].key);
+    for (i = 0; i < n && ok; i++)
+        v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+    free(a);
+    return ok ? (sort_by_total(v, n) ? -1 : 1) : 0;
+}
+
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 {
     size_t n = lp_profile_all(p, out);
+    int rc = 0;
 
     if (n == (size_t)-1)
         return n;
+    if (p->is_cs && p->ordered)
+        rc = sort_ordered(*out, n);
     if (!p->is_cs)
         qsort(*out, n, sizeof **out, top_cmp);
-    else if (sort_cs(*out, n)) {
+    else if (rc < 0 || (rc == 0 && sort_cs(*out, n))) {
         free(*out);
         *out = NULL;
         return (size_t)-1;
@@ -1012,6 +1038,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->total = src->total;
     dst->head = src->head;
     dst->attrs = src->attrs;
+    dst->order = src->order;
     dst->checksum = src->checksum;
     dst->body = src->body;
     dst->nr_body = src->nr_body;
@@ -1020,7 +1047,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->nr_callsites = src->nr_callsites;
     dst->callsite_cap = src->callsite_cap;
     src->total = src->head = 0;
-    src->attrs = 0;
+    src->attrs = src->order = 0;
     src->checksum = 0;
     src->body = NULL;
     src->callsites = NULL;
