@@ -212,6 +212,12 @@ typedef struct lp_callee_view {
 } lp_callee_view;
 
 size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out);
+/* One record's call targets in the views' order (count desc, then name)
+ * into out, which has room for lp_body_nr_targets(b); returns their
+ * number (no allocation: for writers that walk the records with
+ * lp_fs_body_at). */
+size_t lp_body_nr_targets(const lp_body_rec *b);
+size_t lp_body_sorted_targets(const lp_body_rec *b, lp_target_view *out);
 void lp_body_views_free(lp_body_view *v, size_t n);
 size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out);
 /* Top-level profiles by total desc, then context (llvm sortFuncProfiles;

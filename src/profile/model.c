@@ -629,6 +629,22 @@ size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
     return n;
 }
 
+size_t lp_body_nr_targets(const lp_body_rec *b)
+{
+    return b->nt;
+}
+
+size_t lp_body_sorted_targets(const lp_body_rec *b, lp_target_view *out)
+{
+    uint32_t j;
+
+    for (j = 0; j < b->nt; j++)
+        out[j] = (lp_target_view){b->t[j].name, b->t[j].count};
+    if (b->nt > 1)      /* stable like qsort: the views' order */
+        lp_sort(out, b->nt, sizeof *out, target_cmp);
+    return b->nt;
+}
+
 void lp_body_views_free(lp_body_view *v, size_t n)
 {
     (void)n;
