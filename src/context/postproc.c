@@ -422,6 +422,11 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         p->is_preinlined = 1;
     }
     lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
+    /* the trie is final: its ranks while the summary is made (the walk
+     * writes the nodes' serials and the profiles' fs.order, which the
+     * summary does not read) */
+    if (rc == 0 && *ranked && (*ranked = rank_trie(t)) < 0)
+        rc = cs_oom(err);
     /* waited for on every path: the thread reads the trie */
     s = cs_summary_wait(&sj, rc ? NULL : err);
     if (rc == 0 && !s)
@@ -434,8 +439,6 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cold = NULL;
     if (cold)
         cold->thr = hot;
-    if (rc == 0 && *ranked && (*ranked = rank_trie(t)) < 0)
-        rc = cs_oom(err);
     if (rc == 0 && !direct && cs_trie_to_profile_hot(t, p, cold))
         rc = cs_oom(err);
     cs_funcs_free(own);
