@@ -36,6 +36,10 @@ struct lp_fsamples {
     char *context;          /* top-level key (== name for flat profiles) */
     uint64_t total, head;
     uint32_t attrs;         /* !Attributes bitmask (CS) */
+    uint32_t order;         /* top-level CS profile: its context's rank in
+                             * LLVM's SampleContext order, 1-based (see
+                             * lp_profile.ordered; 0: none). Moved by
+                             * lp_fs_move, kept by merges. */
     uint64_t checksum;      /* !CFGChecksum (probe-based profiles; 0: none) */
     lp_body_rec *body;      /* records sorted by loc (model.c's) */
     lp_callsite *callsites; /* call sites sorted by loc (model.c's) */
@@ -52,6 +56,12 @@ typedef struct lp_profile {
                              * carry CFG checksums (text !CFGChecksum,
                              * extbinary FuncMetadata "probe" flag) */
     int is_fs;              /* FS discriminators (extbinary summary flag) */
+    int ordered;            /* CS: every entry's fs.order is set, distinct,
+                             * in lp_context_cmp's order of the contexts
+                             * (set by whoever made the profile from a
+                             * context trie; lp_profile_get clears it when
+                             * it adds an entry): lp_profile_sorted then
+                             * compares no context */
     void (*pending)(void *);/* run by lp_profile_free (NULL: nothing): what
                              * made the profile frees its own data on a
                              * thread meanwhile, waited for there */
@@ -202,6 +212,12 @@ typedef struct lp_callee_view {
 } lp_callee_view;
 
 size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out);
+/* One record's call targets in the views' order (count desc, then name)
+ * into out, which has room for lp_body_nr_targets(b); returns their
+ * number (no allocation: for writers that walk the records with
+ * lp_fs_body_at). */
+size_t lp_body_nr_targets(const lp_body_rec *b);
+size_t lp_body_sorted_targets(const lp_body_rec *b, lp_target_view *out);
 void lp_body_views_free(lp_body_view *v, size_t n);
 size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out);
 /* Top-level profiles by total desc, then context (llvm sortFuncProfiles;

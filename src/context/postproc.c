@@ -14,6 +14,8 @@
 
 #include "context/cs_internal.h"
 #include "lbr2prof/phases.h"
+#include "util/grow.h"
+#include "util/sort.h"
 
 /* ---- cold context trimming and merging ---------------------------------------- */
 
@@ -199,6 +201,178 @@ static int nest(lp_profile *p, bool merged_base)
     return rc;
 }
 
+/* ---- the flat CS profile's order ------------------------------------------------ */
+
+/* LLVM writes a CS profile's contexts by total, then in SampleContext
+ * order: frame by frame the function (FunctionId order), then the call
+ * site; a context before its extensions. Over the trie that is a preorder
+ * walk, each node before its children and the children by call site,
+ * then function. The walk numbers every node (its serial: the pre-
+ * inliner's, which is done by then) and gives each node's profile the
+ * even rank 2 * serial in fs.order, which the conversion moves into the
+ * profile map: no context is printed, parsed or compared to sort the
+ * profile (the printed contexts' sort was ~200 M instructions on 84k
+ * contexts). */
+typedef struct rank_walk {
+    cs_node **buf;              /* the children being walked, per level */
+    size_t n, cap;
+    uint64_t next;              /* serials given so far */
+} rank_walk;
+
+/* (call site, function) of a child against (loc, name) */
+static int site_cmp(const cs_node *c, lp_loc loc, const char *name)
+{
+    if (c->callsite.line != loc.line)
+        return c->callsite.line < loc.line ? -1 : 1;
+    if (c->callsite.disc != loc.disc)
+        return c->callsite.disc < loc.disc ? -1 : 1;
+    return lp_name_cmp(c->func->s, name);
+}
+
+static int kid_cmp(const void *a, const void *b)
+{
+    const cs_node *y = *(cs_node *const *)b;
+
+    return site_cmp(*(cs_node *const *)a, y->callsite, y->func->s);
+}
+
+static int rank_kids(cs_node *n, rank_walk *w)
+{
+    size_t base = w->n, i;
+    cs_node *c;
+
+    if (lp_grow_array(&w->buf, &w->cap, base + n->nkids, sizeof *w->buf, 256))
+        return -1;
+    for (i = 0; i < n->nkids; i++)
+        w->buf[base + i] = n->kids[i].n;
+    w->n = base + n->nkids;
+    lp_sort(w->buf + base, n->nkids, sizeof *w->buf, kid_cmp);
+    for (i = 0; i < n->nkids; i++) {
+        c = w->buf[base + i];
+        c->serial = ++w->next;
+        if (c->prof)
+            c->prof->fs.order = (uint32_t)(2 * c->serial);
+        if (rank_kids(c, w))
+            return -1;
+    }
+    w->n = base;
+    return 0;
+}
+
+/* Number t's nodes; the number of nodes, 0 when there are too many for
+ * 32-bit ranks (the profile is then sorted by its printed contexts), or
+ * -1 on no memory. */
+static int64_t rank_trie(cs_trie *t)
+{
+    rank_walk w = {0};
+    int rc = rank_kids(&t->root, &w);
+
+    free(w.buf);
+    if (rc)
+        return -1;
+    return w.next < UINT32_MAX / 2 - 1 ? (int64_t)w.next : 0;
+}
+
+/* The serial after n's subtree (nodes of the trie: nr). */
+static uint64_t subtree_end(const cs_node *n, uint64_t nr)
+{
+    const cs_node *x = n, *m;
+    uint32_t i;
+
+    if (!n->func)
+        return nr + 1;
+    while (x->nkids) {
+        for (m = x->kids[0].n, i = 1; i < x->nkids; i++)
+            if (x->kids[i].n->serial > m->serial)
+                m = x->kids[i].n;
+        x = m;
+    }
+    return x->serial + 1;
+}
+
+/* The rank of a context no trie node's profile gave its entry (a cold
+ * context merged under its last frames): its node's if the trie has the
+ * path, else the odd rank just before the first node that follows it
+ * (contexts of one odd rank: in lp_context_cmp's order). 0: no memory. */
+static uint64_t rank_of(const cs_node *root, const char *ctx, uint64_t nr)
+{
+    size_t n = lp_context_split(ctx, NULL, 0), i;
+    lp_context_frame *f = malloc((n ? n : 1) * sizeof *f);
+    char *name = malloc(strlen(ctx) + 1);
+    const cs_node *cur = root, *next, *after, *c;
+    lp_loc in = {0, 0};
+    uint64_t r = 0;
+    uint32_t k;
+    int d;
+
+    if (!f || !name)
+        goto out;
+    lp_context_split(ctx, f, n);
+    for (i = 0; i < n; i++) {
+        memcpy(name, f[i].name, f[i].len);
+        name[f[i].len] = 0;
+        for (next = after = NULL, k = 0; k < cur->nkids; k++) {
+            c = cur->kids[k].n;
+            if ((d = site_cmp(c, in, name)) == 0)
+                next = c;
+            else if (d > 0 && (!after || c->serial < after->serial))
+                after = c;
+        }
+        if (!next) {
+            r = 2 * (after ? after->serial : subtree_end(cur, nr)) - 1;
+            goto out;
+        }
+        cur = next;
+        in = f[i].loc;
+    }
+    r = 2 * cur->serial;
+out:
+    free(f);
+    free(name);
+    return r;
+}
+
+static int ctx_ptr_cmp(const void *a, const void *b)
+{
+    return lp_context_cmp((*(lp_fsamples *const *)a)->context,
+                          (*(lp_fsamples *const *)b)->context);
+}
+
+/* Every entry of p its final order: the ranks (the trie's, or rank_of's)
+ * made distinct and dense (1..n); p->ordered set. -1 on no memory. */
+static int rank_entries(lp_profile *p, const cs_trie *t, uint64_t nr)
+{
+    lp_fsamples **v = NULL, **w;
+    lp_radix_item *a = NULL, *r;
+    size_t n = lp_profile_all(p, &v), i, j;
+    int rc = -1;
+
+    if (n == (size_t)-1 || !(a = malloc((n ? 2 * n : 1) * sizeof *a)))
+        goto out;
+    for (i = 0; i < n; i++) {
+        a[i] = (lp_radix_item){v[i]->order, (uintptr_t)v[i]};
+        if (!a[i].key && !(a[i].key = rank_of(&t->root, v[i]->context, nr)))
+            goto out;
+    }
+    r = lp_radix_sort(a, a + n, n);
+    for (i = 0; i < n; i++)
+        v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+    for (i = 0; i < n; i = j) {     /* odd ranks can repeat */
+        for (j = i + 1; j < n && r[j].key == r[i].key; j++)
+            ;
+        if (j - i > 1)
+            qsort(v + i, j - i, sizeof *v, ctx_ptr_cmp);
+    }
+    for (i = 0, w = v; i < n; i++)
+        w[i]->order = (uint32_t)(i + 1);
+    p->ordered = 1;
+    rc = 0;
+out:
+    free(a);
+    free(v);
+    return rc;
+}
+
 /* ---- the whole post-processing ---------------------------------------------------- */
 
 static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
@@ -216,12 +390,14 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
 }
 
 /* Summary, thresholds, pre-inliner; the trie back to p (unless direct:
- * then the trie is left for nest_trie). The summary is computed on a
- * second thread while the context sizes and the pre-inliner's call graph
- * are built. */
+ * then the trie is left for nest_trie), its nodes numbered first if
+ * *ranked (a flat CS profile: *ranked becomes the number of nodes, 0 if
+ * not numbered). The summary is computed on a second thread while the
+ * context sizes and the pre-inliner's call graph are built. */
 static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       cs_funcs *funcs, const lp_cs_opts *o, lp_profile *p,
-                      cs_cold *cold, bool direct, lp_error *err)
+                      cs_cold *cold, bool direct, int64_t *ranked,
+                      lp_error *err)
 {
     uint64_t hot = 0;
     cs_funcs *own = NULL;
@@ -246,6 +422,11 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         p->is_preinlined = 1;
     }
     lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
+    /* the trie is final: its ranks while the summary is made (the walk
+     * writes the nodes' serials and the profiles' fs.order, which the
+     * summary does not read) */
+    if (rc == 0 && *ranked && (*ranked = rank_trie(t)) < 0)
+        rc = cs_oom(err);
     /* waited for on every path: the thread reads the trie */
     s = cs_summary_wait(&sj, rc ? NULL : err);
     if (rc == 0 && !s)
@@ -271,17 +452,25 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
 {
     bool merge = o->merge_cold_context != 0, direct;
     cs_cold cold, *cp;
+    int64_t ranked;
     int rc = 0;
 
     if (o->preinliner && o->merge_cold_context < 0)
         merge = false;
     /* nothing between the trie and the nesting: nest the trie itself */
     direct = o->gen_nested && !merge && !o->trim_cold_profile;
+    ranked = !o->gen_nested;    /* the profile stays flat: keep its order */
     if (cold_setup(&cold, o, merge, &cp))
         return cs_oom(err);
-    if (trie_stage(t, bins, nbins, funcs, o, p, direct ? NULL : cp, direct, err))
+    if (trie_stage(t, bins, nbins, funcs, o, p, direct ? NULL : cp, direct,
+                   &ranked, err))
         rc = -1;
     else if (direct && nest_trie(t, p, o->merged_base_profiles))
+        rc = cs_oom(err);
+    if (rc == 0 && !direct && cold.merged && cold.thr &&
+        cold_merge_back(p, &cold, o->trim_cold_profile))
+        rc = cs_oom(err);
+    if (rc == 0 && ranked > 0 && rank_entries(p, t, (uint64_t)ranked))
         rc = cs_oom(err);
     if (rc == 0) {
         /* what is left of the trie (its nodes, the profiles merged away
@@ -291,11 +480,7 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
             cs_trie_init(t);
         else
             cs_trie_free_later(t, p);
-        if (!direct && cold.merged && cold.thr &&
-            cold_merge_back(p, &cold, o->trim_cold_profile))
-            rc = cs_oom(err);
-        if (rc == 0 && !direct && o->gen_nested &&
-            nest(p, o->merged_base_profiles))
+        if (!direct && o->gen_nested && nest(p, o->merged_base_profiles))
             rc = cs_oom(err);
     }
     lp_profile_free(cold.merged);

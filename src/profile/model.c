@@ -1,26 +1,17 @@
 /*
  * model.c - the in-memory sample profile (LLVM FunctionSamples): creation,
  * lookup, counting, sorted views and the count fix-ups LLVM applies before
- * writing. Owns the hash tables (uthash); not file formats (src/writer/)
+ * writing. Owns the top-level table; not file formats (src/writer/)
  * nor how counts are derived from LBR data (src/flat/).
  */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "lbr2prof/profile.h"
 #include "util/grow.h"
 #include "util/hash.h"
 #include "util/sort.h"
-
-/* The top-level table (the only uthash table here) hashes with XXH3: a
- * flat CS profile's keys are whole contexts (84k of ~80 bytes on a large
- * profile), where uthash's byte-at-a-time hash was the cost. Iteration is
- * in insertion order either way. */
-#undef HASH_FUNCTION
-#define HASH_FUNCTION(keyptr, keylen, hashv) \
-    ((hashv) = (unsigned)lp_hash_bytes((keyptr), (keylen)))
 
 /* ---- data structures ------------------------------------------------ */
 
@@ -59,8 +50,30 @@ struct lp_callsite {
 
 struct lp_top {                 /* a top-level profile, keyed by fs.context */
     lp_fsamples fs;
-    UT_hash_handle hh;
+    uint64_t h;                 /* the key's hash (XXH3) */
+    size_t len;                 /* the key's length */
+    size_t at;                  /* its index in the table's v */
 };
+
+/* The top-level entries (lp_profile.funcs): an open-addressing table of
+ * hashes and entries (linear probing, at most half full), and the
+ * entries in insertion order, which every iteration follows (NULL: an
+ * entry removed). A flat CS profile has ~10^5 entries: uthash's chains
+ * and its list took a cache miss per entry passed, the post-processing
+ * walks and looks up every entry several times, and those misses were
+ * ~45% of its time. The hashes in the slots leave the entries alone
+ * until a hash matches. */
+typedef struct top_slot {
+    uint64_t h;
+    struct lp_top *t;           /* NULL: empty */
+} top_slot;
+
+typedef struct top_table {
+    top_slot *slot;
+    size_t mask;                /* slots - 1 */
+    struct lp_top **v;
+    size_t nv, cap, dead;       /* dead: NULLs in v */
+} top_table;
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -210,6 +223,33 @@ void lp_fs_clear(lp_fsamples *fs)
 
 /* ---- profile ------------------------------------------------------------ */
 
+/* A top-level entry and its key (and its name when not the key) in one
+ * block: a flat CS profile makes ~10^5 of them, and the two strdup's
+ * beside the entry's calloc were two thirds of lp_profile_get's cost.
+ * Only lp_profile_free and lp_profile_remove free an entry (nobody
+ * renames one or lp_fs_clear's it). */
+static struct lp_top *top_new(const char *context, size_t len,
+                              const char *name)
+{
+    size_t nl = name && strcmp(name, context) ? strlen(name) + 1 : 0;
+    struct lp_top *t = malloc(sizeof *t + len + 1 + nl);
+
+    if (!t)
+        return NULL;
+    memset(t, 0, sizeof *t);
+    t->fs.context = memcpy(t + 1, context, len + 1);
+    t->fs.name = nl ? memcpy(t->fs.context + len + 1, name, nl)
+                    : t->fs.context;
+    return t;
+}
+
+static void top_free(struct lp_top *t)
+{
+    t->fs.name = t->fs.context = NULL;  /* in t's block */
+    fs_clear(&t->fs);
+    free(t);
+}
+
 lp_profile *lp_profile_new(void)
 {
     return calloc(1, sizeof(lp_profile));
@@ -217,68 +257,166 @@ lp_profile *lp_profile_new(void)
 
 void lp_profile_free(lp_profile *p)
 {
-    struct lp_top *head, *t, *tmp;
+    top_table *tt;
+    size_t i;
 
     if (!p)
         return;
-    head = p->funcs;
-    HASH_ITER(hh, head, t, tmp) {
-        HASH_DEL(head, t);
-        fs_clear(&t->fs);
-        free(t);
+    if ((tt = p->funcs)) {
+        for (i = 0; i < tt->nv; i++)
+            if (tt->v[i])
+                top_free(tt->v[i]);
+        free(tt->slot);
+        free(tt->v);
+        free(tt);
     }
     if (p->pending)
         p->pending(p->pending_arg);
     free(p);
 }
 
+/* The slot of key (hash h, length len): its entry's, or the empty one
+ * where it would go. */
+static top_slot *top_slot_of(const top_table *tt, const char *key, size_t len,
+                             uint64_t h)
+{
+    size_t i = (size_t)h & tt->mask;
+    top_slot *s;
+
+    for (;; i = (i + 1) & tt->mask) {
+        s = &tt->slot[i];
+        if (!s->t || (s->h == h && s->t->len == len &&
+                      memcmp(s->t->fs.context, key, len) == 0))
+            return s;
+    }
+}
+
+static const struct lp_top *top_find(const lp_profile *p, const char *key,
+                                     size_t len, uint64_t h)
+{
+    const top_table *tt = p->funcs;
+
+    return tt ? top_slot_of(tt, key, len, h)->t : NULL;
+}
+
+/* Room for one more entry: slots at most half full, a place in v. */
+static int top_reserve(lp_profile *p)
+{
+    top_table *tt = p->funcs;
+    top_slot *ns, *os;
+    size_t n, i, j, omask;
+
+    if (!tt && !(tt = p->funcs = calloc(1, sizeof *tt)))
+        return -1;
+    if (lp_grow_array(&tt->v, &tt->cap, tt->nv + 1, sizeof *tt->v, 64))
+        return -1;
+    if (tt->slot && 2 * (p->nr_funcs + 1) <= tt->mask + 1)
+        return 0;
+    n = tt->slot ? 2 * (tt->mask + 1) : 64;
+    if (!(ns = calloc(n, sizeof *ns)))
+        return -1;
+    os = tt->slot;
+    omask = tt->mask;
+    tt->slot = ns;
+    tt->mask = n - 1;
+    for (i = 0; os && i <= omask; i++) {
+        if (!os[i].t)
+            continue;
+        for (j = (size_t)os[i].h & tt->mask; ns[j].t; j = (j + 1) & tt->mask)
+            ;
+        ns[j] = os[i];
+    }
+    free(os);
+    return 0;
+}
+
 lp_fsamples *lp_profile_find(const lp_profile *p, const char *context)
 {
-    struct lp_top *head = p->funcs, *t;
+    size_t len = strlen(context);
+    const struct lp_top *t = top_find(p, context, len,
+                                      lp_hash_bytes(context, len));
 
-    HASH_FIND_STR(head, context, t);
-    return t ? &t->fs : NULL;
+    return t ? (lp_fsamples *)&t->fs : NULL;
 }
 
 lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
                             const char *name)
 {
-    struct lp_top *head = p->funcs, *t;
     size_t len = strlen(context);
-    unsigned h;
+    uint64_t h = lp_hash_bytes(context, len);
+    const struct lp_top *f = top_find(p, context, len, h);
+    struct lp_top *t;
+    top_table *tt;
+    top_slot *s;
 
-    HASH_VALUE(context, len, h);
-    HASH_FIND_BYHASHVALUE(hh, head, context, len, h, t);
-    if (t)
-        return &t->fs;
-    t = calloc(1, sizeof *t);
-    if (!t)
+    if (f)
+        return (lp_fsamples *)&f->fs;
+    if (top_reserve(p) || !(t = top_new(context, len, name)))
         return NULL;
-    t->fs.name = strdup(name ? name : context);
-    t->fs.context = name ? strdup(context) : t->fs.name;
-    if (!t->fs.name || !t->fs.context) {
-        fs_clear(&t->fs);
-        free(t);
-        return NULL;
-    }
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, head, t->fs.context, len, h, t);
-    p->funcs = head;
+    tt = p->funcs;
+    t->h = h;
+    t->len = len;
+    t->at = tt->nv;
+    tt->v[tt->nv++] = t;
+    s = top_slot_of(tt, context, len, h);
+    s->h = h;
+    s->t = t;
+    p->ordered = 0;
     p->nr_funcs++;
     return &t->fs;
 }
 
+/* Drop v's NULLs (entries keep their order). */
+static void top_compact(top_table *tt)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < tt->nv; i++)
+        if (tt->v[i]) {
+            tt->v[i]->at = k;
+            tt->v[k++] = tt->v[i];
+        }
+    tt->nv = k;
+    tt->dead = 0;
+}
+
+/* Empty slot s, moving back the entries after it that probed past it. */
+static void slot_delete(top_table *tt, top_slot *s)
+{
+    size_t i = (size_t)(s - tt->slot), j = i, home;
+
+    for (;;) {
+        tt->slot[i].t = NULL;
+        for (;;) {
+            j = (j + 1) & tt->mask;
+            if (!tt->slot[j].t)
+                return;
+            home = (size_t)tt->slot[j].h & tt->mask;
+            /* j's entry stays unless its home is cyclically outside (i, j] */
+            if (i <= j ? (home <= i || home > j) : (home <= i && home > j))
+                break;
+        }
+        tt->slot[i] = tt->slot[j];
+        i = j;
+    }
+}
+
 void lp_profile_remove(lp_profile *p, const char *context)
 {
-    struct lp_top *head = p->funcs, *t;
+    top_table *tt = p->funcs;
+    size_t len = strlen(context);
+    top_slot *s;
+    struct lp_top *t;
 
-    HASH_FIND_STR(head, context, t);
-    if (!t)
+    if (!tt || !(t = (s = top_slot_of(tt, context, len,
+                                      lp_hash_bytes(context, len)))->t))
         return;
-    HASH_DEL(head, t);
-    p->funcs = head;
+    slot_delete(tt, s);
+    tt->v[t->at] = NULL;
+    if (++tt->dead > tt->nv / 2)
+        top_compact(tt);
     p->nr_funcs--;
-    fs_clear(&t->fs);
-    free(t);
+    top_free(t);
 }
 
 /* ---- body records and call sites ------------------------------------------ */
@@ -611,6 +749,22 @@ size_t lp_fs_sorted_body(const lp_fsamples *fs, lp_body_view **out)
     return n;
 }
 
+size_t lp_body_nr_targets(const lp_body_rec *b)
+{
+    return b->nt;
+}
+
+size_t lp_body_sorted_targets(const lp_body_rec *b, lp_target_view *out)
+{
+    uint32_t j;
+
+    for (j = 0; j < b->nt; j++)
+        out[j] = (lp_target_view){b->t[j].name, b->t[j].count};
+    if (b->nt > 1)      /* stable like qsort: the views' order */
+        lp_sort(out, b->nt, sizeof *out, target_cmp);
+    return b->nt;
+}
+
 void lp_body_views_free(lp_body_view *v, size_t n)
 {
     (void)n;
@@ -648,14 +802,15 @@ static int top_cmp(const void *a, const void *b)
 
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
 {
-    const struct lp_top *t;
-    size_t i = 0;
-    lp_fsamples **v = calloc(p->nr_funcs ? p->nr_funcs : 1, sizeof *v);
+    const top_table *tt = p->funcs;
+    size_t i = 0, k;
+    lp_fsamples **v = malloc((p->nr_funcs ? p->nr_funcs : 1) * sizeof *v);
 
     if (!v)
         return (size_t)-1;
-    for (t = p->funcs; t; t = t->hh.next)
-        v[i++] = (lp_fsamples *)&t->fs;
+    for (k = 0; tt && k < tt->nv; k++)
+        if (tt->v[k])
+            v[i++] = &tt->v[k]->fs;
     *out = v;
     return i;
 }
@@ -762,15 +917,40 @@ static int sort_cs(lp_fsamples **v, size_t n)
     return rc;
 }
 
+/* v by the entries' fs.order, then stably by total (descending): the
+ * order of sort_cs without a context compared. 1 if done, 0 if an order
+ * is missing or repeated (sort_cs then), -1 on no memory. */
+static int sort_ordered(lp_fsamples **v, size_t n)
+{
+    lp_radix_item *a = malloc((n ? 2 * n : 1) * sizeof *a), *r;
+    size_t i;
+    int ok = 1;
+
+    if (!a)
+        return -1;
+    for (i = 0; i < n; i++)
+        a[i] = (lp_radix_item){v[i]->order, (uintptr_t)v[i]};
+    r = lp_radix_sort(a, a + n, n);
+    for (i = 0; i < n && ok; i++)
+        ok = r[i].key && (i == 0 || r[i].key > r[i - 1].key);
+    for (i = 0; i < n && ok; i++)
+        v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+    free(a);
+    return ok ? (sort_by_total(v, n) ? -1 : 1) : 0;
+}
+
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 {
     size_t n = lp_profile_all(p, out);
+    int rc = 0;
 
     if (n == (size_t)-1)
         return n;
+    if (p->is_cs && p->ordered)
+        rc = sort_ordered(*out, n);
     if (!p->is_cs)
         qsort(*out, n, sizeof **out, top_cmp);
-    else if (sort_cs(*out, n)) {
+    else if (rc < 0 || (rc == 0 && sort_cs(*out, n))) {
         free(*out);
         *out = NULL;
         return (size_t)-1;
@@ -995,6 +1175,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->total = src->total;
     dst->head = src->head;
     dst->attrs = src->attrs;
+    dst->order = src->order;
     dst->checksum = src->checksum;
     dst->body = src->body;
     dst->nr_body = src->nr_body;
@@ -1003,7 +1184,7 @@ void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)
     dst->nr_callsites = src->nr_callsites;
     dst->callsite_cap = src->callsite_cap;
     src->total = src->head = 0;
-    src->attrs = 0;
+    src->attrs = src->order = 0;
     src->checksum = 0;
     src->body = NULL;
     src->callsites = NULL;

@@ -353,6 +353,80 @@ static void test_context_order(void **state)
     assert_true(lp_context_cmp("main:1 @ foo:1 @ x", "main:1 @ foo") > 0);
 }
 
+/* A flat CS profile sorted by the trie's ranks (lp_profile.ordered) comes
+ * out in the order of the printed contexts' sort: random contexts with
+ * few totals (many ties), names whose hash order is not their string
+ * order (an MD5 name among them), call sites at 0.0, and cold contexts
+ * merged under their leaf functions, which the trie mostly lacks at
+ * its root (ranks between nodes, several at one place). */
+static void rank_order(uint32_t depth)
+{
+    static const char *names[] = {"main", "a", "b", "a.b", "zeta", "_Z3foov",
+                                  "12345", "c"};
+    static const uint64_t totals[] = {1, 2, 3, 5, 8, 100};
+    lp_profile *p = lp_profile_new();
+    lp_fsamples **v1, **v2, *fs;
+    uint64_t x = 88172645463325252ull;
+    char key[256];
+    size_t n1, n2, i, len;
+    int d, k;
+    lp_cs_opts o;
+
+    for (i = 0; i < 600; i++) {
+        len = 0;
+        for (d = 0, k = 1 + (int)(x % 4); d < k; d++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            len += (size_t)sprintf(key + len, "%s%s", d ? " @ " : "",
+                                   names[d == 0 ? x % 2 : x % 8]);
+            if (d + 1 < k)
+                len += (size_t)sprintf(key + len, ":%u", (unsigned)(x >> 8) % 4);
+            if (d + 1 < k && (x >> 16) % 3 == 0)
+                len += (size_t)sprintf(key + len, ".%u", (unsigned)(x >> 20) % 3);
+        }
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        assert_non_null(fs = lp_profile_get(p, key, strrchr(key, '@') ?
+                                            strrchr(key, '@') + 2 : key));
+        if (!fs->total) {
+            fs->total = totals[x % 6];
+            lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), fs->total);
+        }
+    }
+    p->is_cs = 1;
+    lp_cs_opts_default(&o);
+    o.preinliner = false;
+    o.gen_nested = false;
+    o.hot_count = 4;
+    o.max_cold_context_depth = depth;
+    o.density_threshold = 0;
+    assert_int_equal(lp_cs_postprocess(NULL, 0, NULL, &o, p, NULL), 0);
+    assert_int_equal(p->ordered, 1);
+    n1 = lp_profile_sorted(p, &v1);
+    p->ordered = 0;     /* the printed contexts' sort */
+    n2 = lp_profile_sorted(p, &v2);
+    assert_true(n1 > 100);
+    assert_int_equal(n1, n2);
+    for (i = 0; i < n1; i++)
+        assert_string_equal(v1[i]->context, v2[i]->context);
+    /* the ranks alone are the contexts' order, whatever the totals */
+    for (i = 0; i < n1; i++) {
+        assert_in_range(v1[i]->order, 1, n1);
+        v2[v1[i]->order - 1] = v1[i];
+    }
+    for (i = 1; i < n1; i++)
+        assert_true(lp_context_cmp(v2[i - 1]->context, v2[i]->context) < 0);
+    free(v1);
+    free(v2);
+    lp_profile_free(p);
+}
+
+static void test_rank_order(void **state)
+{
+    (void)state;
+    rank_order(1);
+    rank_order(2);      /* merged under two frames: ranks below the root */
+    rank_order(3);
+}
+
 static size_t write_ext(const lp_profile *p, uint8_t **buf)
 {
     lp_write_opts wo = {LP_PROF_EXTBINARY, 0, 0, NULL, 0};
@@ -798,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_update_total),
         cmocka_unit_test(test_raw_reader),
         cmocka_unit_test(test_context_order),
+        cmocka_unit_test(test_rank_order),
         cmocka_unit_test(test_extbinary_flags),
         cmocka_unit_test(test_bad_binary_index),
         cmocka_unit_test(test_intern_memo),

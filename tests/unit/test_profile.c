@@ -238,6 +238,56 @@ static void test_cs_top_level_order(void **state)
     lp_profile_free(p);
 }
 
+/* The top-level table: 3000 keys (the slots grow several times), a third
+ * removed (linear probing's backward shift must keep every other key
+ * findable), removed keys added again at the end; iteration follows
+ * insertion order, without the removed ones. */
+static void test_top_table(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples **v, *fs;
+    char key[32];
+    size_t n, i, k;
+    (void)state;
+
+    for (i = 0; i < 3000; i++) {
+        snprintf(key, sizeof key, "f%zu", i);
+        assert_non_null(fs = lp_profile_get(p, key, i % 2 ? "g" : NULL));
+        fs->total = i;
+        assert_ptr_equal(lp_profile_get(p, key, NULL), fs);
+    }
+    for (i = 0; i < 3000; i += 3) {
+        snprintf(key, sizeof key, "f%zu", i);
+        lp_profile_remove(p, key);
+    }
+    assert_int_equal(p->nr_funcs, 2000);
+    for (i = 0; i < 3000; i++) {
+        snprintf(key, sizeof key, "f%zu", i);
+        fs = lp_profile_find(p, key);
+        if (i % 3 == 0) {
+            assert_null(fs);
+            continue;
+        }
+        assert_non_null(fs);
+        assert_int_equal(fs->total, i);
+        assert_string_equal(fs->name, i % 2 ? "g" : key);
+    }
+    for (i = 0; i < 30; i += 3) {       /* back, at the end */
+        snprintf(key, sizeof key, "f%zu", i);
+        assert_non_null(fs = lp_profile_get(p, key, NULL));
+        fs->total = 5000 + i;
+    }
+    n = lp_profile_all(p, &v);
+    assert_int_equal(n, 2010);
+    for (i = 0, k = 0; i < 3000; i++)
+        if (i % 3)
+            assert_int_equal(v[k++]->total, i);
+    for (i = 0; i < 30; i += 3)
+        assert_int_equal(v[k++]->total, 5000 + i);
+    free(v);
+    lp_profile_free(p);
+}
+
 static void test_fixups(void **state)
 {
     lp_profile *p = lp_profile_new();
@@ -396,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_first_target),
         cmocka_unit_test(test_top_level_order),
         cmocka_unit_test(test_cs_top_level_order),
+        cmocka_unit_test(test_top_table),
         cmocka_unit_test(test_fixups),
         cmocka_unit_test(test_drop_callees),
         cmocka_unit_test(test_merge_bodies),

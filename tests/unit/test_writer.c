@@ -110,6 +110,45 @@ static void test_text_format(void **state)
     lp_profile_free(p);
 }
 
+/* A profile large enough for the text writer's two threads (from 8192
+ * profiles, batches of 1024 alternately formatted by the caller and by a
+ * helper into memory): the text is the one-thread text, every batch in
+ * its place (totals descending, each profile whole). */
+static void test_text_two_threads(void **state)
+{
+    enum { N = 20000 };
+    lp_profile *p = lp_profile_new();
+    char name[16], *want = malloc(N * 64), *got;
+    lp_fsamples *fs;
+    lp_body_rec *b;
+    size_t len, o = 0;
+    int i;
+    (void)state;
+
+    assert_non_null(want);
+    for (i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "f%05d", i);
+        assert_non_null(fs = lp_profile_get(p, name, NULL));
+        fs->total = (uint64_t)i + 1;
+        assert_non_null(b = lp_fs_body(fs, (lp_loc){1, (uint32_t)i % 3}));
+        lp_body_add(b, (uint64_t)i);
+        if (i % 5 == 0)
+            assert_int_equal(lp_body_add_target(b, "g", 7), 0);
+    }
+    for (i = N - 1; i >= 0; i--) {
+        o += (size_t)sprintf(want + o, "f%05d:%d:0\n 1", i, i + 1);
+        if (i % 3)
+            o += (size_t)sprintf(want + o, ".%d", i % 3);
+        o += (size_t)sprintf(want + o, ": %d%s\n", i, i % 5 ? "" : " g:7");
+    }
+    got = write_to_string(p, LP_PROF_TEXT, 0, &len);
+    assert_int_equal(len, o);
+    assert_memory_equal(got, want, o);
+    free(got);
+    free(want);
+    lp_profile_free(p);
+}
+
 static void test_summary_cutoffs(void **state)
 {
     lp_profile *p = small_profile();
@@ -518,6 +557,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_md5_vectors),
         cmocka_unit_test(test_text_format),
+        cmocka_unit_test(test_text_two_threads),
         cmocka_unit_test(test_summary_cutoffs),
         cmocka_unit_test(test_summary_by_function),
         cmocka_unit_test(test_summary_by_group_split),
