@@ -551,6 +551,33 @@ static void um_rehash(um_state *s, const uint64_t *keys, size_t nb)
     }
 }
 
+#define UM_FIRST 13            /* um_buckets[0] */
+
+/* uw_umap_order of at most UM_FIRST keys: one table of UM_FIRST buckets,
+ * never rehashed. A key goes to the front of its bucket's run of nodes
+ * when the bucket has one (_M_insert_bucket_begin), else its bucket's run
+ * starts at the list's head: the runs come in the reverse order of their
+ * buckets' first keys, each run's keys in reverse order. Most trie nodes
+ * have a few children: the emulation (rehash, then insert, the key's
+ * bucket computed three times) was ~300 instructions a node with two or
+ * more children, 37 M on bench (c). */
+static void umap_order_small(const uint64_t *keys, size_t m, int32_t *order)
+{
+    int8_t last[UM_FIRST], prev[UM_FIRST], j;   /* -1: none */
+    uint8_t b[UM_FIRST];
+    size_t i, k = 0;
+
+    memset(last, -1, sizeof last);
+    for (i = 0; i < m; i++) {   /* each bucket's keys, newest first */
+        b[i] = (uint8_t)(keys[i] % UM_FIRST);
+        prev[i] = last[b[i]];
+        last[b[i]] = (int8_t)i;
+    }
+    for (i = m; i-- > 0;)
+        for (j = prev[i] < 0 ? last[b[i]] : -1; j >= 0; j = prev[j])
+            order[k++] = j;     /* i starts its bucket: that bucket's run */
+}
+
 /* The iteration order of m distinct keys inserted in the given order into
  * an empty std::unordered_map<uint64_t, ...>: order[] gets positions.
  * Returns -1 on OOM; 1 if m is beyond the emulated sizes (order left as
@@ -562,6 +589,11 @@ int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
     size_t i, g = 0, nb = 0, last = sizeof um_buckets / sizeof *um_buckets;
     int32_t p;
 
+    _Static_assert(UM_FIRST == 13, "um_buckets[0]");
+    if (m <= UM_FIRST) {
+        umap_order_small(keys, m, order);
+        return 0;
+    }
     for (i = 0; i < last && !nb; i++)     /* the table's size at the end */
         if (um_buckets[i] >= m)
             nb = um_buckets[i];
