@@ -518,11 +518,12 @@ void uw_summary(const lp_unwinder *u, uint64_t num, uint64_t total,
 int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n);
 /* uw_map: the value of (k1, k2), 0 if absent; insert a key known to be
  * absent (v != 0); add n to a key's value (created if n != 0); every
- * entry sorted by (k1, k2) (malloc'ed, m->count of them). */
+ * entry, sorted by (k1, k2) or in slot order (malloc'ed, m->count of
+ * them). */
 uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2);
 int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v);
 int uw_map_add(uw_map *m, uint64_t k1, uint64_t k2, uint64_t n);
-uw_slot3 *uw_map_sorted(const uw_map *m);
+uw_slot3 *uw_map_list(const uw_map *m, bool sort);
 /* Every entry of src added to dst. 0 or -1. */
 int uw_map_add_all(uw_map *dst, const uw_map *src);
 int uw_set_add(uw_set64 **set, uint64_t v);

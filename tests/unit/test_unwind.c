@@ -253,11 +253,18 @@ static void test_map_narrow(void **state)
     assert_int_equal(uw_map_get(&all, 9, 9), 1);
     assert_int_equal(uw_map_add_all(&all, &m), 0);
     assert_int_equal(all.count, 3002);
-    assert_non_null(v = uw_map_sorted(&all));
+    assert_non_null(v = uw_map_list(&all, true));
     assert_int_equal(v[0].k1, 1);
     assert_int_equal(v[0].k2, (uint64_t)1 << 40);
     assert_int_equal(v[1].k1, 9);
     assert_int_equal(v[2].k1, 0x1000);
+    free(v);
+    /* unsorted: every entry once, with its value */
+    assert_non_null(v = uw_map_list(&all, false));
+    for (i = 0; i < all.count; i++) {
+        assert_int_equal(uw_map_get(&all, v[i].k1, v[i].k2), v[i].v);
+        assert_true(i == 0 || v[i].k1 != v[i - 1].k1 || v[i].k2 != v[i - 1].k2);
+    }
     free(v);
     free(m.s);
     free(w.s);
