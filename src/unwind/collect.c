@@ -67,6 +67,13 @@ compress(void *base, size_t size, size_t n, int k,
         end = i;
         bound = 0;
         while (right + len < sz) {
+            if (end == (size_t)right + 1 && !eq(AT(right), AT(right + len))) {
+                /* the common step, as below: no match, nothing to move */
+                bound = right + 1;
+                end += (size_t)len;
+                right += len;
+                continue;
+            }
             left = right;
             while (left >= bound && eq(AT(left), AT(left + len)))
                 left--;
