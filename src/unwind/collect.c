@@ -295,23 +295,71 @@ static int stack_frames(lp_unwinder *u, size_t at, size_t n, lp_error *err)
     return rc;
 }
 
-/* One address's frames onto u->frames[*nf..]; -1 on OOM. */
-static int put_frames(lp_unwinder *u, uint64_t addr, const lp_frame *fr,
-                      size_t k, size_t *nf, lp_error *err)
+/* One address's k frames as a context has them, into out. */
+static void convert_frames(const lp_unwinder *u, uint64_t addr,
+                           const lp_frame *fr, size_t k, lp_ctx_frame *out)
 {
     lp_binary *b = uw_bin(u, addr);
     bool fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
     size_t j;
 
+    for (j = 0; j < k; j++) {
+        out[j].func = fr[j].func;
+        out[j].loc.line = fr[j].line_offset;
+        out[j].loc.disc = lp_disc_base(fr[j].discriminator, fs);
+    }
+}
+
+/* One address's frames onto u->frames[*nf..]; -1 on OOM. */
+static int put_frames(lp_unwinder *u, uint64_t addr, const lp_frame *fr,
+                      size_t k, size_t *nf, lp_error *err)
+{
     if (uw_grow((void **)&u->frames, &u->frames_cap, *nf + k + 1,
                 sizeof *u->frames))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    for (j = 0; j < k; j++) {
-        u->frames[*nf].func = fr[j].func;
-        u->frames[*nf].loc.line = fr[j].line_offset;
-        u->frames[(*nf)++].loc.disc = lp_disc_base(fr[j].discriminator, fs);
-    }
+    convert_frames(u, addr, fr, k, u->frames + *nf);
+    *nf += k;
     return 0;
+}
+
+/* The frames of the callers u->stk[0..n-1) of a stack from the sample's
+ * root (n > 0), their stk_fr known, onto u->frames[0..*nf): copied from
+ * u->ctxc.cf, where each position's are converted once while it holds
+ * its address (a sample's contexts share their callers: converting them
+ * again for each new context - the binary, the base discriminators - was
+ * ~20% of its instructions on bench (c)). 1: an address has no frames,
+ * *wli then what expand's loop would have left in it; -1 on OOM. */
+static int base_callers(lp_unwinder *u, size_t n, size_t *nf, bool *wli,
+                        lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    size_t i, start, fe;
+
+    if (uw_grow((void **)&c->cf_pos, &c->cf_pos_cap, n, sizeof *c->cf_pos))
+        goto oom;
+    for (i = c->cf_n; i + 1 < n; i++, c->cf_n = i) {
+        const uw_sig *g = &c->stk_fr[i];
+        start = i ? c->cf_pos[i - 1].end : 0;
+        fe = i ? c->cf_pos[i - 1].first_empty : SIZE_MAX;
+        if (uw_grow((void **)&c->cf, &c->cf_cap, start + g->k, sizeof *c->cf))
+            goto oom;
+        convert_frames(u, u->stk[i], g->f, g->k, c->cf + start);
+        c->cf_pos[i] = (uw_cfpos){start + g->k,
+                                  fe == SIZE_MAX && g->k == 0 ? i : fe};
+    }
+    *nf = n < 2 ? 0 : c->cf_pos[n - 2].end;
+    if (n >= 2 && (fe = c->cf_pos[n - 2].first_empty) != SIZE_MAX) {
+        *wli = fe > 0 && c->stk_fr[fe - 1].k > 1;
+        return 1;
+    }
+    if (uw_grow((void **)&u->frames, &u->frames_cap, *nf + 1, sizeof *u->frames))
+        goto oom;
+    if (*nf)
+        memcpy(u->frames, c->cf, *nf * sizeof *c->cf);
+    *wli = n >= 2 && c->stk_fr[n - 2].k > 1;    /* as the loop leaves it */
+    return 0;
+oom:
+    return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
 }
 
 /* getExpandedContext of the stack a[0..n) (a within u->stk) into
@@ -334,7 +382,14 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, uint64_t sig,
     *wli = false;
     if (stack_frames(u, at, sig ? n - 1 : n, err))
         return -1;
-    for (i = 0; i < n; i++) {
+    i = 0;
+    if (at == 0) {              /* from the root: the callers converted */
+        int rc = base_callers(u, n, &nf, wli, err);
+        if (rc)
+            return rc < 0 ? -1 : 0;
+        i = n - 1;
+    }
+    for (; i < n; i++) {
         const uw_sig *g = i + 1 == n && sig ? &u->ctxc.sigs[sig - 1] : &sf[i];
         fr = g->f;
         k = g->k;
@@ -756,6 +811,8 @@ static int push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
 
     u->stk[at] = addr;
     u->ctxc.stk_fr[at].k = UINT32_MAX;
+    if (u->ctxc.cf_n > at)      /* its converted frames, and those above */
+        u->ctxc.cf_n = at;
     u->ctxc.ids[at] = UINT64_MAX;
     if (callers && parent != UINT64_MAX &&
         !(u->ctxc.ids[at] = prefix_id(u, parent, addr, w->err)))
@@ -872,6 +929,7 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
     for (i = 0; i < u->nnodes; i++)
         if (order_children(u, (int32_t)i))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    u->ctxc.cf_n = 0;           /* a new stack */
     if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk) ||
         uw_grow((void **)&u->ctxc.ids, &u->ctxc.ids_cap, u->nnodes + 1,
                 sizeof *u->ctxc.ids) ||

@@ -409,6 +409,8 @@ void uw_free_own(lp_unwinder *u)
     free(u->ctxc.sigs);
     free(u->ctxc.ids);
     free(u->ctxc.stk_fr);
+    free(u->ctxc.cf);
+    free(u->ctxc.cf_pos);
     lp_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);
     free(u->pairs.s);

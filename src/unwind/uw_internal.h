@@ -266,6 +266,13 @@ typedef struct uw_ctxmemo {
     lp_ctx_entry *e;            /* NULL: empty */
 } uw_ctxmemo;
 
+typedef struct uw_cfpos {      /* a position of uw_ctxcache.cf */
+    size_t end;                 /* its frames' end in cf */
+    size_t first_empty;         /* the first position at or below it
+                                   whose address has no frames, or
+                                   SIZE_MAX */
+} uw_cfpos;
+
 typedef struct uw_ctxcache {
     uw_ctxmemo memo[1 << UW_CTXMEMO_BITS];
     uw_map pfx;                 /* (parent prefix, address) -> prefix id */
@@ -282,6 +289,12 @@ typedef struct uw_ctxcache {
                                    frames, once a context needed them
                                    (k == UINT32_MAX: not yet) */
     size_t stk_fr_cap;
+    lp_ctx_frame *cf;           /* the frames of u->stk[0..cf_n) as a
+                                   context has them, one position after
+                                   the other (collect.c's base_callers) */
+    size_t cf_cap, cf_n;
+    uw_cfpos *cf_pos;           /* per position below cf_n */
+    size_t cf_pos_cap;
 } uw_ctxcache;
 
 /* The intake of a sample whose text block was seen before (dup_id), done
