@@ -802,8 +802,10 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost,
 }
 
 /* A frame at addr onto s; with `callers`, the prefix id its children's
- * contexts need. */
-static int push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
+ * contexts need. Inlined: once per trie node (834 K on bench (c)), its
+ * call was a fifth of its cost. */
+static inline __attribute__((always_inline)) int
+push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
 {
     lp_unwinder *u = w->u;
     size_t at = s->base + s->n++;
