@@ -747,8 +747,8 @@ typedef struct walk {
 
 /* collectSamplesFromFrame; `lost`: the frame is above a hole, its context
  * is not known and its records are dropped */
-static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost,
-                         bool pushed)
+static inline __attribute__((always_inline)) int
+collect_frame(walk *w, int32_t node, const fstack *s, bool lost, bool pushed)
 {
     lp_unwinder *u = w->u;
     uint64_t callers = s->n < 2 ? 0 : u->ctxc.ids[s->base + s->n - 2];
