@@ -48,7 +48,8 @@ static int oom(lp_error *err)
 
 /* ---- nodes and records -------------------------------------------------- */
 
-static int32_t new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
+static inline __attribute__((always_inline)) int32_t
+new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
 {
     uw_node *n;
 
@@ -163,7 +164,8 @@ static void reveal(lp_unwinder *u, int32_t h, uint64_t addr)
 
 #define UW_KIDS_MIN_BITS 8
 
-static struct uw_kid *kid_find(const lp_unwinder *u, int32_t p, uint64_t addr)
+static inline __attribute__((always_inline)) struct uw_kid *
+kid_find(const lp_unwinder *u, int32_t p, uint64_t addr)
 {
     size_t mask = ((size_t)1 << u->kids_bits) - 1, i;
     struct uw_kid *e;
@@ -241,8 +243,8 @@ static int32_t child(lp_unwinder *u, int32_t p, uint64_t addr)
     return c;
 }
 
-static int record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b,
-                  bool branch)
+static inline __attribute__((always_inline)) int
+record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b, bool branch)
 {
     uw_rec *r;
     int32_t i;
