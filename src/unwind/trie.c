@@ -216,7 +216,8 @@ static void kids_reset(lp_unwinder *u)
 }
 
 /* getOrCreateChildFrame */
-static int32_t child(lp_unwinder *u, int32_t p, uint64_t addr)
+static inline __attribute__((always_inline)) int32_t
+child(lp_unwinder *u, int32_t p, uint64_t addr)
 {
     struct uw_kid *e = NULL;
     int32_t c;
@@ -269,7 +270,8 @@ record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b, bool branch)
 
 /* switchToFrame: the leaf becomes its sibling at addr (the same frame at
  * another address: its link to the parent is as certain as before). */
-static int switch_to(lp_unwinder *u, uw_state *st, uint64_t addr)
+static inline __attribute__((always_inline)) int
+switch_to(lp_unwinder *u, uw_state *st, uint64_t addr)
 {
     uint8_t proven = u->nodes[st->leaf].flags & UW_NF_PROVEN;
     int32_t c;
