@@ -679,30 +679,29 @@ static bool nonlocal_landing(lp_unwinder *u, const uw_lbr *e)
 
 /* ---- one sample ----------------------------------------------------------------- */
 
-static bool is_call_state(lp_unwinder *u, const uw_lbr *e)
+/* The entry's kind as llvm-profgen's isCallState / isReturnState see it:
+ * UW_AI_CALL, UW_AI_RET or neither; the source's facts looked up once
+ * for both questions (a lookup per LBR entry less). */
+static unsigned entry_kind(lp_unwinder *u, const uw_lbr *e)
 {
     if (e->src == UW_EXT)
-        return uw_callsite(u, e->dst) == 0;
-    return uw_addr(u, e->src)->flags & UW_AI_CALL;
-}
-
-static bool is_return_state(lp_unwinder *u, const uw_lbr *e)
-{
-    if (e->src == UW_EXT)
-        return uw_callsite(u, e->dst) != 0;
-    return uw_addr(u, e->src)->flags & UW_AI_RET;
+        return uw_callsite(u, e->dst) == 0 ? UW_AI_CALL : UW_AI_RET;
+    return uw_addr(u, e->src)->flags & (UW_AI_CALL | UW_AI_RET);
 }
 
 static int step(lp_unwinder *u, uw_state *st, const uw_lbr *e)
 {
+    unsigned kind;
+
     if (nonlocal_landing(u, e)) {
         *st->flags |= UW_SF_NONLOCAL;
         st->ip = UW_EXT;
         return lose(u, st, UW_EXT, UW_LOST_LANDING, e->dst);
     }
-    if (!st->invalid && is_call_state(u, e))
+    kind = st->invalid ? 0 : entry_kind(u, e);
+    if (kind & UW_AI_CALL)
         return unwind_call(u, st, e->src);
-    if (!st->invalid && is_return_state(u, e))
+    if (kind & UW_AI_RET)
         return unwind_return(u, st, e);
     if (!st->invalid) {
         st->ip = e->src;
