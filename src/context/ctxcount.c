@@ -12,6 +12,7 @@
 #include "lbr2prof/ctxcount.h"
 #include "util/hash.h"
 #include "util/heaphome.h"
+#include "util/zalloc.h"
 
 typedef struct ctx_ent {     /* one allocation: this, its counters
                                 (e.counters), then (at ent_tail) the
@@ -98,10 +99,13 @@ static size_t counters_room(void)
 /* A zeroed entry with its counters and `extra` bytes after them (at
  * ent_tail): the counters in the entry's block, not one of their own - a
  * calloc and a free less per context, that free on a generation thread,
- * into an unwinding thread's heap (under its lock). */
+ * into an unwinding thread's heap (under its lock). malloc and memset,
+ * not calloc: glibc's calloc skips the per-thread cache and takes the
+ * arena's bins every time (~210 instructions a context on bench (c), 97 K
+ * of them; half that now). */
 static ctx_ent *ent_alloc(size_t extra)
 {
-    ctx_ent *c = calloc(1, sizeof *c + counters_room() + extra);
+    ctx_ent *c = lp_zalloc_written(sizeof *c + counters_room() + extra);
 
     if (c)
         c->e.counters = lp_counters_init(c + 1);
@@ -469,7 +473,10 @@ static int reserve(lp_ctxcount *cc)
     }
     if (cc->slots && (cc->n + 1) * 4 <= (cc->mask + 1) * 3)
         return 0;
-    if (!(ns = calloc(nb, sizeof *ns)))
+    /* zeroed by writing: the probes read the slots before any is written
+     * (calloc's fresh pages: a copy-on-write fault and a TLB shoot-down
+     * on the other core per page, 3.5% of bench (c)'s CPU) */
+    if (!(ns = lp_zalloc_written(nb * sizeof *ns)))
         return -1;
     cc->slots = ns;
     cc->mask = nb - 1;
@@ -587,7 +594,7 @@ static lp_ctx_entry *get_by_frames(lp_ctxcount *cc, int bin,
     ctx_ent *c;
 
     if (!cc->nh)                /* without it, hashed as they come */
-        cc->nh = calloc((size_t)1 << NAME_HASH_BITS, sizeof *cc->nh);
+        cc->nh = lp_zalloc_written(((size_t)1 << NAME_HASH_BITS) * sizeof *cc->nh);
     h = frames_hash(cc->nh, bin, frames, n);
     c = cc->slots ? frame_slot(cc, h, bin, frames, n)->c : NULL;
     if (c)

@@ -67,6 +67,13 @@ compress(void *base, size_t size, size_t n, int k,
         end = i;
         bound = 0;
         while (right + len < sz) {
+            if (end == (size_t)right + 1 && !eq(AT(right), AT(right + len))) {
+                /* the common step, as below: no match, nothing to move */
+                bound = right + 1;
+                end += (size_t)len;
+                right += len;
+                continue;
+            }
             left = right;
             while (left >= bound && eq(AT(left), AT(left + len)))
                 left--;
@@ -288,23 +295,71 @@ static int stack_frames(lp_unwinder *u, size_t at, size_t n, lp_error *err)
     return rc;
 }
 
-/* One address's frames onto u->frames[*nf..]; -1 on OOM. */
-static int put_frames(lp_unwinder *u, uint64_t addr, const lp_frame *fr,
-                      size_t k, size_t *nf, lp_error *err)
+/* One address's k frames as a context has them, into out. */
+static void convert_frames(const lp_unwinder *u, uint64_t addr,
+                           const lp_frame *fr, size_t k, lp_ctx_frame *out)
 {
     lp_binary *b = uw_bin(u, addr);
     bool fs = b == u->bin ? u->fs_disc : lp_binary_fs_discriminator(b);
     size_t j;
 
+    for (j = 0; j < k; j++) {
+        out[j].func = fr[j].func;
+        out[j].loc.line = fr[j].line_offset;
+        out[j].loc.disc = lp_disc_base(fr[j].discriminator, fs);
+    }
+}
+
+/* One address's frames onto u->frames[*nf..]; -1 on OOM. */
+static int put_frames(lp_unwinder *u, uint64_t addr, const lp_frame *fr,
+                      size_t k, size_t *nf, lp_error *err)
+{
     if (uw_grow((void **)&u->frames, &u->frames_cap, *nf + k + 1,
                 sizeof *u->frames))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
-    for (j = 0; j < k; j++) {
-        u->frames[*nf].func = fr[j].func;
-        u->frames[*nf].loc.line = fr[j].line_offset;
-        u->frames[(*nf)++].loc.disc = lp_disc_base(fr[j].discriminator, fs);
-    }
+    convert_frames(u, addr, fr, k, u->frames + *nf);
+    *nf += k;
     return 0;
+}
+
+/* The frames of the callers u->stk[0..n-1) of a stack from the sample's
+ * root (n > 0), their stk_fr known, onto u->frames[0..*nf): copied from
+ * u->ctxc.cf, where each position's are converted once while it holds
+ * its address (a sample's contexts share their callers: converting them
+ * again for each new context - the binary, the base discriminators - was
+ * ~20% of its instructions on bench (c)). 1: an address has no frames,
+ * *wli then what expand's loop would have left in it; -1 on OOM. */
+static int base_callers(lp_unwinder *u, size_t n, size_t *nf, bool *wli,
+                        lp_error *err)
+{
+    uw_ctxcache *c = &u->ctxc;
+    size_t i, start, fe;
+
+    if (uw_grow((void **)&c->cf_pos, &c->cf_pos_cap, n, sizeof *c->cf_pos))
+        goto oom;
+    for (i = c->cf_n; i + 1 < n; i++, c->cf_n = i) {
+        const uw_sig *g = &c->stk_fr[i];
+        start = i ? c->cf_pos[i - 1].end : 0;
+        fe = i ? c->cf_pos[i - 1].first_empty : SIZE_MAX;
+        if (uw_grow((void **)&c->cf, &c->cf_cap, start + g->k, sizeof *c->cf))
+            goto oom;
+        convert_frames(u, u->stk[i], g->f, g->k, c->cf + start);
+        c->cf_pos[i] = (uw_cfpos){start + g->k,
+                                  fe == SIZE_MAX && g->k == 0 ? i : fe};
+    }
+    *nf = n < 2 ? 0 : c->cf_pos[n - 2].end;
+    if (n >= 2 && (fe = c->cf_pos[n - 2].first_empty) != SIZE_MAX) {
+        *wli = fe > 0 && c->stk_fr[fe - 1].k > 1;
+        return 1;
+    }
+    if (uw_grow((void **)&u->frames, &u->frames_cap, *nf + 1, sizeof *u->frames))
+        goto oom;
+    if (*nf)
+        memcpy(u->frames, c->cf, *nf * sizeof *c->cf);
+    *wli = n >= 2 && c->stk_fr[n - 2].k > 1;    /* as the loop leaves it */
+    return 0;
+oom:
+    return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
 }
 
 /* getExpandedContext of the stack a[0..n) (a within u->stk) into
@@ -327,7 +382,14 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, uint64_t sig,
     *wli = false;
     if (stack_frames(u, at, sig ? n - 1 : n, err))
         return -1;
-    for (i = 0; i < n; i++) {
+    i = 0;
+    if (at == 0) {              /* from the root: the callers converted */
+        int rc = base_callers(u, n, &nf, wli, err);
+        if (rc)
+            return rc < 0 ? -1 : 0;
+        i = n - 1;
+    }
+    for (; i < n; i++) {
         const uw_sig *g = i + 1 == n && sig ? &u->ctxc.sigs[sig - 1] : &sf[i];
         fr = g->f;
         k = g->k;
@@ -551,6 +613,33 @@ static void um_rehash(um_state *s, const uint64_t *keys, size_t nb)
     }
 }
 
+#define UM_FIRST 13            /* um_buckets[0] */
+
+/* uw_umap_order of at most UM_FIRST keys: one table of UM_FIRST buckets,
+ * never rehashed. A key goes to the front of its bucket's run of nodes
+ * when the bucket has one (_M_insert_bucket_begin), else its bucket's run
+ * starts at the list's head: the runs come in the reverse order of their
+ * buckets' first keys, each run's keys in reverse order. Most trie nodes
+ * have a few children: the emulation (rehash, then insert, the key's
+ * bucket computed three times) was ~300 instructions a node with two or
+ * more children, 37 M on bench (c). */
+static void umap_order_small(const uint64_t *keys, size_t m, int32_t *order)
+{
+    int8_t last[UM_FIRST], prev[UM_FIRST], j;   /* -1: none */
+    uint8_t b[UM_FIRST];
+    size_t i, k = 0;
+
+    memset(last, -1, sizeof last);
+    for (i = 0; i < m; i++) {   /* each bucket's keys, newest first */
+        b[i] = (uint8_t)(keys[i] % UM_FIRST);
+        prev[i] = last[b[i]];
+        last[b[i]] = (int8_t)i;
+    }
+    for (i = m; i-- > 0;)
+        for (j = prev[i] < 0 ? last[b[i]] : -1; j >= 0; j = prev[j])
+            order[k++] = j;     /* i starts its bucket: that bucket's run */
+}
+
 /* The iteration order of m distinct keys inserted in the given order into
  * an empty std::unordered_map<uint64_t, ...>: order[] gets positions.
  * Returns -1 on OOM; 1 if m is beyond the emulated sizes (order left as
@@ -562,6 +651,11 @@ int uw_umap_order(const uint64_t *keys, size_t m, int32_t *order)
     size_t i, g = 0, nb = 0, last = sizeof um_buckets / sizeof *um_buckets;
     int32_t p;
 
+    _Static_assert(UM_FIRST == 13, "um_buckets[0]");
+    if (m <= UM_FIRST) {
+        umap_order_small(keys, m, order);
+        return 0;
+    }
     for (i = 0; i < last && !nb; i++)     /* the table's size at the end */
         if (um_buckets[i] >= m)
             nb = um_buckets[i];
@@ -653,8 +747,8 @@ typedef struct walk {
 
 /* collectSamplesFromFrame; `lost`: the frame is above a hole, its context
  * is not known and its records are dropped */
-static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost,
-                         bool pushed)
+static inline __attribute__((always_inline)) int
+collect_frame(walk *w, int32_t node, const fstack *s, bool lost, bool pushed)
 {
     lp_unwinder *u = w->u;
     uint64_t callers = s->n < 2 ? 0 : u->ctxc.ids[s->base + s->n - 2];
@@ -708,8 +802,10 @@ static int collect_frame(walk *w, int32_t node, const fstack *s, bool lost,
 }
 
 /* A frame at addr onto s; with `callers`, the prefix id its children's
- * contexts need. */
-static int push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
+ * contexts need. Inlined: once per trie node (834 K on bench (c)), its
+ * call was a fifth of its cost. */
+static inline __attribute__((always_inline)) int
+push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
 {
     lp_unwinder *u = w->u;
     size_t at = s->base + s->n++;
@@ -717,6 +813,8 @@ static int push_frame(walk *w, fstack *s, uint64_t addr, bool callers)
 
     u->stk[at] = addr;
     u->ctxc.stk_fr[at].k = UINT32_MAX;
+    if (u->ctxc.cf_n > at)      /* its converted frames, and those above */
+        u->ctxc.cf_n = at;
     u->ctxc.ids[at] = UINT64_MAX;
     if (callers && parent != UINT64_MAX &&
         !(u->ctxc.ids[at] = prefix_id(u, parent, addr, w->err)))
@@ -833,6 +931,7 @@ int uw_collect(lp_unwinder *u, uint64_t repeat, lp_error *err)
     for (i = 0; i < u->nnodes; i++)
         if (order_children(u, (int32_t)i))
             return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    u->ctxc.cf_n = 0;           /* a new stack */
     if (uw_grow((void **)&u->stk, &u->stk_cap, u->nnodes + 1, sizeof *u->stk) ||
         uw_grow((void **)&u->ctxc.ids, &u->ctxc.ids_cap, u->nnodes + 1,
                 sizeof *u->ctxc.ids) ||

@@ -48,7 +48,8 @@ static int oom(lp_error *err)
 
 /* ---- nodes and records -------------------------------------------------- */
 
-static int32_t new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
+static inline __attribute__((always_inline)) int32_t
+new_node(lp_unwinder *u, uint64_t addr, int32_t parent)
 {
     uw_node *n;
 
@@ -163,7 +164,8 @@ static void reveal(lp_unwinder *u, int32_t h, uint64_t addr)
 
 #define UW_KIDS_MIN_BITS 8
 
-static struct uw_kid *kid_find(const lp_unwinder *u, int32_t p, uint64_t addr)
+static inline __attribute__((always_inline)) struct uw_kid *
+kid_find(const lp_unwinder *u, int32_t p, uint64_t addr)
 {
     size_t mask = ((size_t)1 << u->kids_bits) - 1, i;
     struct uw_kid *e;
@@ -214,7 +216,8 @@ static void kids_reset(lp_unwinder *u)
 }
 
 /* getOrCreateChildFrame */
-static int32_t child(lp_unwinder *u, int32_t p, uint64_t addr)
+static inline __attribute__((always_inline)) int32_t
+child(lp_unwinder *u, int32_t p, uint64_t addr)
 {
     struct uw_kid *e = NULL;
     int32_t c;
@@ -241,8 +244,8 @@ static int32_t child(lp_unwinder *u, int32_t p, uint64_t addr)
     return c;
 }
 
-static int record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b,
-                  bool branch)
+static inline __attribute__((always_inline)) int
+record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b, bool branch)
 {
     uw_rec *r;
     int32_t i;
@@ -267,7 +270,8 @@ static int record(lp_unwinder *u, int32_t node, uint64_t a, uint64_t b,
 
 /* switchToFrame: the leaf becomes its sibling at addr (the same frame at
  * another address: its link to the parent is as certain as before). */
-static int switch_to(lp_unwinder *u, uw_state *st, uint64_t addr)
+static inline __attribute__((always_inline)) int
+switch_to(lp_unwinder *u, uw_state *st, uint64_t addr)
 {
     uint8_t proven = u->nodes[st->leaf].flags & UW_NF_PROVEN;
     int32_t c;
@@ -675,30 +679,29 @@ static bool nonlocal_landing(lp_unwinder *u, const uw_lbr *e)
 
 /* ---- one sample ----------------------------------------------------------------- */
 
-static bool is_call_state(lp_unwinder *u, const uw_lbr *e)
+/* The entry's kind as llvm-profgen's isCallState / isReturnState see it:
+ * UW_AI_CALL, UW_AI_RET or neither; the source's facts looked up once
+ * for both questions (a lookup per LBR entry less). */
+static unsigned entry_kind(lp_unwinder *u, const uw_lbr *e)
 {
     if (e->src == UW_EXT)
-        return uw_callsite(u, e->dst) == 0;
-    return uw_addr(u, e->src)->flags & UW_AI_CALL;
-}
-
-static bool is_return_state(lp_unwinder *u, const uw_lbr *e)
-{
-    if (e->src == UW_EXT)
-        return uw_callsite(u, e->dst) != 0;
-    return uw_addr(u, e->src)->flags & UW_AI_RET;
+        return uw_callsite(u, e->dst) == 0 ? UW_AI_CALL : UW_AI_RET;
+    return uw_addr(u, e->src)->flags & (UW_AI_CALL | UW_AI_RET);
 }
 
 static int step(lp_unwinder *u, uw_state *st, const uw_lbr *e)
 {
+    unsigned kind;
+
     if (nonlocal_landing(u, e)) {
         *st->flags |= UW_SF_NONLOCAL;
         st->ip = UW_EXT;
         return lose(u, st, UW_EXT, UW_LOST_LANDING, e->dst);
     }
-    if (!st->invalid && is_call_state(u, e))
+    kind = st->invalid ? 0 : entry_kind(u, e);
+    if (kind & UW_AI_CALL)
         return unwind_call(u, st, e->src);
-    if (!st->invalid && is_return_state(u, e))
+    if (kind & UW_AI_RET)
         return unwind_return(u, st, e);
     if (!st->invalid) {
         st->ip = e->src;

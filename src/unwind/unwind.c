@@ -198,7 +198,7 @@ static int slot_cmp(const void *x, const void *y)
     return a->k2 < b->k2 ? -1 : a->k2 > b->k2;
 }
 
-uw_slot3 *uw_map_sorted(const uw_map *m)
+uw_slot3 *uw_map_list(const uw_map *m, bool sort)
 {
     uw_slot3 *v = malloc((m->count ? m->count : 1) * sizeof *v);
     size_t i, k = 0;
@@ -210,7 +210,8 @@ uw_slot3 *uw_map_sorted(const uw_map *m)
         if (e.v)
             v[k++] = e;
     }
-    qsort(v, k, sizeof *v, slot_cmp);
+    if (sort)
+        qsort(v, k, sizeof *v, slot_cmp);
     return v;
 }
 
@@ -408,6 +409,8 @@ void uw_free_own(lp_unwinder *u)
     free(u->ctxc.sigs);
     free(u->ctxc.ids);
     free(u->ctxc.stk_fr);
+    free(u->ctxc.cf);
+    free(u->ctxc.cf_pos);
     lp_arena_free(&u->cache_arena);
     FREE_TABLE(u->invalid_ret, uw_set64);
     free(u->pairs.s);

@@ -266,6 +266,13 @@ typedef struct uw_ctxmemo {
     lp_ctx_entry *e;            /* NULL: empty */
 } uw_ctxmemo;
 
+typedef struct uw_cfpos {      /* a position of uw_ctxcache.cf */
+    size_t end;                 /* its frames' end in cf */
+    size_t first_empty;         /* the first position at or below it
+                                   whose address has no frames, or
+                                   SIZE_MAX */
+} uw_cfpos;
+
 typedef struct uw_ctxcache {
     uw_ctxmemo memo[1 << UW_CTXMEMO_BITS];
     uw_map pfx;                 /* (parent prefix, address) -> prefix id */
@@ -282,6 +289,12 @@ typedef struct uw_ctxcache {
                                    frames, once a context needed them
                                    (k == UINT32_MAX: not yet) */
     size_t stk_fr_cap;
+    lp_ctx_frame *cf;           /* the frames of u->stk[0..cf_n) as a
+                                   context has them, one position after
+                                   the other (collect.c's base_callers) */
+    size_t cf_cap, cf_n;
+    uw_cfpos *cf_pos;           /* per position below cf_n */
+    size_t cf_pos_cap;
 } uw_ctxcache;
 
 /* The intake of a sample whose text block was seen before (dup_id), done
@@ -518,11 +531,12 @@ void uw_summary(const lp_unwinder *u, uint64_t num, uint64_t total,
 int uw_note_add(uw_note **set, uint64_t a, uint64_t b, uint64_t n);
 /* uw_map: the value of (k1, k2), 0 if absent; insert a key known to be
  * absent (v != 0); add n to a key's value (created if n != 0); every
- * entry sorted by (k1, k2) (malloc'ed, m->count of them). */
+ * entry, sorted by (k1, k2) or in slot order (malloc'ed, m->count of
+ * them). */
 uint64_t uw_map_get(const uw_map *m, uint64_t k1, uint64_t k2);
 int uw_map_put(uw_map *m, uint64_t k1, uint64_t k2, uint64_t v);
 int uw_map_add(uw_map *m, uint64_t k1, uint64_t k2, uint64_t n);
-uw_slot3 *uw_map_sorted(const uw_map *m);
+uw_slot3 *uw_map_list(const uw_map *m, bool sort);
 /* Every entry of src added to dst. 0 or -1. */
 int uw_map_add_all(uw_map *dst, const uw_map *src);
 int uw_set_add(uw_set64 **set, uint64_t v);
