@@ -448,8 +448,9 @@ static void genth_free(genth *th)
     cs_pathmemo_free(&th->pm);
 }
 
-/* An entry's body and boundary samples (its binary checked) */
-static int add_entry(genth *th, const lp_ctx_entry *e)
+/* An entry's body and boundary samples (its binary checked); its
+ * profiled functions too unless `funcs_done` */
+static int add_entry(genth *th, const lp_ctx_entry *e, bool funcs_done)
 {
     gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, NULL, false,
              th->err, th->last_bin == e->bin ? th->last : NULL, th->memo,
@@ -458,7 +459,7 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
     cs_prof *p;
     int rc;
 
-    if (th->funcs)
+    if (th->funcs && !funcs_done)
         cs_funcs_add_entry(th->funcs, th->bins, th->nbins, e);
     g.fs = lp_binary_fs_discriminator(g.bin);
     if (!th->its[e->bin] && !(th->its[e->bin] = cs_insts_new(g.bin, th->lock)))
@@ -573,8 +574,20 @@ static void update_kids(cs_node *n, bool top, bool update_total)
  * D are inferred and updated. Nothing depends on who took which group:
  * nodes are kept in key order, and every profile's values are sums,
  * maxima and sorted insertions, which any order of the entries gives
- * the same. */
+ * the same. The worker starts before the groups are planned (a walk of
+ * every entry's first frames, ~10 ms on one thread for 84k contexts)
+ * and meanwhile collects the profiled functions of the entries from
+ * the first on (a set: any thread, any order), which the groups then
+ * skip for those. */
 #define SPLIT_MAX_EXPAND 256     /* groups split at most */
+
+enum {
+    STAGE_PLAN,                 /* the worker collects functions */
+    STAGE_STOP,                 /* ... asked to stop */
+    STAGE_STOPPED,              /* ... stopped (funcs_upto set) */
+    STAGE_GO,                   /* the groups are ready: take them */
+    STAGE_END                   /* no groups for the worker: return */
+};
 
 /* The consumed entries were made by the unwinding threads, so under
  * glibc they live in two arenas: the main one and the unwinding
@@ -643,6 +656,11 @@ typedef struct split {
     cs_node **gnode;            /* per entry: its group's node (NULL:
                                    shallow) */
     unsigned *gdepth;           /* ... and that node's depth */
+    const lp_ctx_frame **fr;    /* per entry: its frames and their */
+    unsigned *nfr;              /* number, copied out of the entries
+                                   (scattered over the heap: every
+                                   expansion read them, each a cache
+                                   miss) */
     cs_node **group;            /* per group: its node */
     size_t *order;              /* the deep entries, grouped */
     size_t *start;              /* group g: order[start[g] .. start[g + 1]) */
@@ -650,6 +668,15 @@ typedef struct split {
     size_t ngroups;
     size_t next;                /* by_size's next group to take (atomic) */
     int failed;                 /* a thread failed: stop (atomic) */
+    /* The worker starts while this thread plans the groups and collects
+     * the profiled functions of the entries from the first on, until
+     * asked to stop (before any entry is freed): then the functions of
+     * entries [0, funcs_upto) are in its set, and the groups' entries
+     * skip that step. Then it waits for the groups (or for the end). */
+    int stage;                  /* under stage_lock: a STAGE_ */
+    size_t funcs_upto;          /* set by the worker when it stops */
+    pthread_mutex_t stage_lock;
+    pthread_cond_t stage_cond;
     pthread_mutex_t bins_lock, names_lock;
     cs_frees frees;
 } split;
@@ -673,24 +700,31 @@ static void group_sizes(split *s, cs_node **big, size_t *nbig)
         }
 }
 
+/* Entries ahead whose frames an expansion asks the memory for */
+#define EXPAND_AHEAD 8
+
 /* Split group x into its children's groups: its entries one frame
  * deeper, those that end at x shallow. -1: no memory. */
 static int expand(split *s, genth *th, cs_node *x, size_t *shallow)
 {
-    size_t i;
+    size_t i, j;
     unsigned d;
 
     if (x)
         x->serial = 0;  /* not a group's any more */
     for (i = 0; i < s->n; i++) {
+        j = i + EXPAND_AHEAD;
+        if (j < s->n && s->gnode[j] == x && s->gdepth[j] < s->nfr[j]) {
+            __builtin_prefetch(s->fr[j]);
+            __builtin_prefetch(s->fr[j] + s->gdepth[j]);
+        }
         if (s->gnode[i] != x)
             continue;
         d = ++s->gdepth[i];
-        if (s->v[i]->nframes < d) {
+        if (s->nfr[i] < d) {
             s->gnode[i] = NULL;
             ++*shallow;
-        } else if (!(s->gnode[i] = cs_path(th->t, s->v[i]->frames, d, th->memo,
-                                           &th->pm)))
+        } else if (!(s->gnode[i] = cs_path(th->t, s->fr[i], d, th->memo, &th->pm)))
             return -1;
     }
     return 0;
@@ -749,8 +783,12 @@ static int plan(split *s, genth *th)
 
     s->ngroups = 0;
     for (k = 0; k < s->n && rc == 0; k++) {
+        if (k + 16 < s->n)
+            __builtin_prefetch(s->v[k + 16]);
         s->gnode[k] = NULL;
         s->gdepth[k] = 0;
+        s->fr[k] = s->v[k]->frames;
+        s->nfr[k] = (unsigned)s->v[k]->nframes;
     }
     if (rc == 0)
         rc = expand(s, th, NULL, &shallow);    /* the root's group */
@@ -789,7 +827,7 @@ static int take_groups(split *s, genth *th)
         g = s->by_size[k];
         for (j = s->start[g]; j < s->start[g + 1] && rc == 0; j++) {
             frees_take(th);
-            rc = add_entry(th, s->v[s->order[j]]);
+            rc = add_entry(th, s->v[s->order[j]], s->order[j] < s->funcs_upto);
             group_entry_done(th, s->consume, s->order[j]);
         }
         nd = s->group[g];
@@ -803,6 +841,39 @@ static int take_groups(split *s, genth *th)
     return rc;
 }
 
+/* The stage set (by either thread) and the other told. */
+static void stage_set(split *s, int stage)
+{
+    pthread_mutex_lock(&s->stage_lock);
+    __atomic_store_n(&s->stage, stage, __ATOMIC_RELAXED);  /* polled */
+    pthread_cond_broadcast(&s->stage_cond);
+    pthread_mutex_unlock(&s->stage_lock);
+}
+
+/* Wait until the stage is at least `stage`; the stage then. */
+static int stage_wait(split *s, int stage)
+{
+    int now;
+
+    pthread_mutex_lock(&s->stage_lock);
+    while (s->stage < stage)
+        pthread_cond_wait(&s->stage_cond, &s->stage_lock);
+    now = s->stage;
+    pthread_mutex_unlock(&s->stage_lock);
+    return now;
+}
+
+/* The calling thread's: the worker asked to stop collecting functions
+ * and waited for (no entry may be freed before: it reads them), when
+ * there is a worker. */
+static void stage_stop(split *s, bool worker)
+{
+    if (!worker)
+        return;
+    stage_set(s, STAGE_STOP);
+    stage_wait(s, STAGE_STOPPED);
+}
+
 typedef struct worker {
     split *s;
     genth th;
@@ -812,10 +883,36 @@ typedef struct worker {
     pthread_t id;
 } worker;
 
+/* The worker's profiled functions of the entries from the first on,
+ * until the calling thread asks it to stop; then the groups. */
+static void worker_funcs(worker *w)
+{
+    split *s = w->s;
+    size_t i = 0;
+
+    for (; w->th.funcs && i < s->n; i++) {
+        if (i % 16 == 0 && __atomic_load_n(&s->stage, __ATOMIC_RELAXED) != STAGE_PLAN)
+            break;
+        if (i + 4 < s->n)
+            __builtin_prefetch(s->v[i + 4]->counters);
+        cs_funcs_add_entry(w->th.funcs, w->th.bins, w->th.nbins, s->v[i]);
+    }
+    pthread_mutex_lock(&s->stage_lock);
+    while (s->stage == STAGE_PLAN)  /* all collected: wait for the ask */
+        pthread_cond_wait(&s->stage_cond, &s->stage_lock);
+    s->funcs_upto = i;
+    __atomic_store_n(&s->stage, STAGE_STOPPED, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&s->stage_cond);
+    pthread_mutex_unlock(&s->stage_lock);
+}
+
 static void *worker_run(void *arg)
 {
     worker *w = arg;
 
+    worker_funcs(w);
+    if (stage_wait(w->s, STAGE_GO) != STAGE_GO)
+        return NULL;
     if (w->th.frees)
         __atomic_store_n(&w->th.frees->home[1], lp_heap_home_self(&w->th.frees->heap),
                          __ATOMIC_RELAXED);
@@ -834,7 +931,8 @@ static bool worker_spawn(worker *w, split *s)
 
 /* A worker started on s (its profiled functions collected if funcs,
  * the instruction tables its shared), or NULL: the calling thread takes
- * every group. */
+ * every group. It collects functions until stage_stop, then waits for
+ * STAGE_GO or STAGE_END; its tables are made before STAGE_GO. */
 static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
                             size_t nbins, cs_insts **its, bool funcs)
 {
@@ -879,11 +977,15 @@ static void split_free(split *s)
 {
     free(s->gnode);
     free(s->gdepth);
+    free(s->fr);
+    free(s->nfr);
     free(s->group);
     free(s->order);
     free(s->start);
     free(s->by_size);
     pthread_mutex_destroy(&s->bins_lock);
+    pthread_mutex_destroy(&s->stage_lock);
+    pthread_cond_destroy(&s->stage_cond);
     pthread_mutex_destroy(&s->names_lock);
 }
 
@@ -894,24 +996,34 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
                           size_t n, lp_ctxcount *consume, const lp_cs_opts *o)
 {
     size_t min = o->parallel_min ? o->parallel_min : 4096, i;
-    split s = {v, n, consume, o->update_total_samples, NULL, NULL, NULL, NULL,
-               NULL, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER,
-               PTHREAD_MUTEX_INITIALIZER};
-    worker *w;
+    split s = {.v = v, .n = n, .consume = consume,
+               .update_total = o->update_total_samples,
+               .stage_lock = PTHREAD_MUTEX_INITIALIZER,
+               .stage_cond = PTHREAD_COND_INITIALIZER,
+               .bins_lock = PTHREAD_MUTEX_INITIALIZER,
+               .names_lock = PTHREAD_MUTEX_INITIALIZER};
+    worker *w = NULL;
     int rc = 0;
 
     if (n < min || min == SIZE_MAX || lp_cpus() < 2)
         return 0;
     if (!(s.gnode = malloc(n * sizeof *s.gnode)) ||
         !(s.gdepth = malloc(n * sizeof *s.gdepth)) ||
+        !(s.fr = malloc(n * sizeof *s.fr)) || !(s.nfr = malloc(n * sizeof *s.nfr)) ||
         !(s.group = malloc(n * sizeof *s.group)) ||
         !(s.order = malloc(n * sizeof *s.order)) ||
         !(s.start = malloc((n + 1) * sizeof *s.start)) ||
         !(s.by_size = malloc(n * sizeof *s.by_size)))
         rc = cs_oom(th->err);
+    if (rc == 0)    /* its instruction tables are made before it takes groups */
+        w = worker_start(&s, t, th->bins, th->nbins, th->its, th->funcs != NULL);
     if (rc == 0)
         rc = plan(&s, th);
+    stage_stop(&s, w != NULL);
     if (rc || s.ngroups < 2) {
+        stage_set(&s, STAGE_END);
+        if (worker_end(w, t, th->funcs, NULL) && rc == 0)
+            rc = cs_oom(th->err);
         serials_clear(&s);
         split_free(&s);
         return rc ? -1 : 0;
@@ -920,7 +1032,7 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     t->names_lock = &s.names_lock;
     for (i = 0; i < n && rc == 0; i++)  /* the shallow entries */
         if (!s.gnode[i]) {
-            rc = add_entry(th, v[i]);
+            rc = add_entry(th, v[i], i < s.funcs_upto);
             entry_done(consume, i);
         }
     if (consume) {
@@ -931,7 +1043,7 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
         if (th->bins[i] && !th->its[i] &&
             !(th->its[i] = cs_insts_new(th->bins[i], th->lock)))
             rc = cs_oom(th->err);
-    w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->its, th->funcs != NULL);
+    stage_set(&s, rc ? STAGE_END : STAGE_GO);
     if (rc == 0)
         rc = take_groups(&s, th);
     if (worker_end(w, t, th->funcs, rc ? NULL : th->err) && rc == 0)
@@ -964,15 +1076,18 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     int rc = n < 0 ? cs_oom(err)
                    : genth_init(&th, t, bins, nbins, NULL, funcs, NULL, err);
 
-    for (i = 0; i < n && rc == 0; i++)
+    for (i = 0; i < n && rc == 0; i++) {
+        if (i + 16 < n)     /* scattered over the heap */
+            __builtin_prefetch(v[i + 16]);
         if (!bin_ok(v[i], bins, nbins))
             rc = bad_binary(v[i], nbins, err);
+    }
     if (rc == 0 && (rc = generate_split(t, &th, v, (size_t)n,
                                         consume ? cc : NULL, o)) == 1)
         rc = 0;
     else if (rc == 0) {
         for (i = 0; i < n && rc == 0; i++) {
-            rc = add_entry(&th, v[i]);
+            rc = add_entry(&th, v[i], false);
             entry_done(consume ? cc : NULL, (size_t)i);
         }
         if (rc == 0)
