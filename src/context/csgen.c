@@ -18,6 +18,7 @@
 #include "util/cpus.h"
 #include "util/grow.h"
 #include "util/heaphome.h"
+#include "util/zalloc.h"
 
 void lp_cs_opts_default(lp_cs_opts *o)
 {
@@ -424,10 +425,13 @@ static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
 {
     *th = (genth){.t = t, .bins = bins, .nbins = nbins,
                   .its = its ? its : calloc(nbins ? nbins : 1, sizeof *th->its),
-                  .its_own = !its, .ic = calloc(1, sizeof *th->ic),
-                  .memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
+                  .its_own = !its,
+                  /* the memos are probed first: zeroed by writing */
+                  .ic = lp_zalloc_written(sizeof *th->ic),
+                  .memo = lp_zalloc_written(((size_t)1 << CS_PMEMO_BITS) *
+                                            sizeof *th->memo),
                   .funcs = funcs, .lock = lock, .err = err,
-                  .callees = calloc(CMEMO_SLOTS, sizeof *th->callees),
+                  .callees = lp_zalloc_written(CMEMO_SLOTS * sizeof *th->callees),
                   .last_bin = -1};
     return th->its && th->ic && th->memo && th->callees ? 0 : cs_oom(err);
 }

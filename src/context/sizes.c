@@ -23,6 +23,7 @@
 #include "context/cs_internal.h"
 #include "util/cpus.h"
 #include "util/grow.h"
+#include "util/zalloc.h"
 
 typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
     const lp_function *f;
@@ -307,7 +308,7 @@ static int sort_by_name(const func_ent *a, const func_ent *b)
 
 cs_funcs *cs_funcs_new(void)
 {
-    func_set *s = calloc(1, sizeof *s);
+    func_set *s = lp_zalloc_written(sizeof *s);    /* its memos: probed first */
 
     if (s)
         s->last_bin = -1;

@@ -12,6 +12,7 @@
 
 #include "lbr2prof/profile.h"
 #include "util/job.h"
+#include "util/zalloc.h"
 
 static const uint32_t default_cutoffs[LP_NR_CUTOFFS] = {
     10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000,
@@ -57,7 +58,7 @@ static inline int fsum_add(fsum_tab *t, uint32_t id, lp_loc loc, uint64_t count)
     if ((t->n + 1) * 4 > (t->mask + 1) * 3) {   /* at most 3/4 full */
         fsum_tab g = {0};
         size_t i, n = t->v ? (t->mask + 1) * 2 : 4096;
-        if (!(g.v = calloc(n, sizeof *g.v)))
+        if (!(g.v = lp_zalloc_written(n * sizeof *g.v)))  /* probed first */
             return -1;
         g.mask = n - 1;
         g.n = t->n;
@@ -192,7 +193,7 @@ static int loc_reserve(loc_tab *t, size_t n)
     if (want <= size)
         return 0;
     free(t->v);
-    if (!(t->v = calloc(want, sizeof *t->v)) ||
+    if (!(t->v = lp_zalloc_written(want * sizeof *t->v)) ||   /* probed first */
         !(u = realloc(t->used, want * sizeof *t->used)))
         return -1;
     t->used = u;
