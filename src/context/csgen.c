@@ -410,6 +410,8 @@ typedef struct genth {
     cs_bacc acc;                /* a context's body updates */
     lp_dj_scratch dj;           /* a context's disjoint ranges */
     cs_cmemo *callees;          /* callee names by branch target */
+    lp_sumacc *sum;             /* the summary of the final profiles
+                                   (t->want_summary), or NULL */
     const lp_func_range *last;  /* the last function range found, in */
     int last_bin;               /* binary last_bin (contexts come sorted:
                                    the next one mostly starts there) */
@@ -432,7 +434,9 @@ static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
                                             sizeof *th->memo),
                   .funcs = funcs, .lock = lock, .err = err,
                   .callees = lp_zalloc_written(CMEMO_SLOTS * sizeof *th->callees),
+                  .sum = (t->of ? t->of : t)->want_summary ? lp_sumacc_new() : NULL,
                   .last_bin = -1};
+    /* no accumulator (no memory): the summary is computed later */
     return th->its && th->ic && th->memo && th->callees ? 0 : cs_oom(err);
 }
 
@@ -450,6 +454,7 @@ static void genth_free(genth *th)
     lp_dj_scratch_free(&th->dj);
     free(th->callees);
     cs_pathmemo_free(&th->pm);
+    lp_sumacc_free(th->sum);
 }
 
 /* An entry's body and boundary samples (its binary checked); its
@@ -535,8 +540,9 @@ static int infer(genth *th, cs_node *n, bool top)
     return infer_one(th, n);
 }
 
-/* updateFunctionSamples of one node */
-static void update_one(cs_node *n, bool update_total)
+/* updateFunctionSamples of one node; the profile is final then: into
+ * the summary (sum, or NULL), while in cache */
+static void update_one(cs_node *n, bool update_total, lp_sumacc *sum)
 {
     if (!n->prof)
         return;
@@ -544,22 +550,25 @@ static void update_one(cs_node *n, bool update_total)
         lp_fs_update_total_samples(&n->prof->fs);
     lp_fs_update_callsite_samples(&n->prof->fs);
     lp_fs_shrink(&n->prof->fs);
+    if (sum)
+        lp_sumacc_add(sum, n->func, &n->prof->fs);  /* fails: spoiled */
 }
 
 /* ... on the nodes below n (`top` as for infer), each with the call
  * graph's weight of the edge from its parent (its parent's call targets
  * and its own profile are final then, and in cache) */
-static void update_kids(cs_node *n, bool top, bool update_total)
+static void update_kids(cs_node *n, bool top, bool update_total,
+                        lp_sumacc *sum)
 {
     cs_node *c;
     uint32_t i;
 
     for (i = 0; i < n->nkids; i++) {
         c = n->kids[i].n;
-        update_one(c, update_total);
+        update_one(c, update_total, sum);
         c->weight = cs_edge_weight(n, c);
         if (!(top && c->serial))
-            update_kids(c, top, update_total);
+            update_kids(c, top, update_total, sum);
     }
 }
 
@@ -838,7 +847,7 @@ static int take_groups(split *s, genth *th)
         for (j = 0; j < nd->nkids && rc == 0; j++)
             rc = infer(th, nd->kids[j].n, false);
         if (rc == 0)
-            update_kids(nd, false, s->update_total);
+            update_kids(nd, false, s->update_total, th->sum);
     }
     if (rc)
         __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
@@ -958,7 +967,8 @@ static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
 }
 
 /* Wait for the worker, adopt its trie and functions; its error if any. */
-static int worker_end(worker *w, cs_trie *t, cs_funcs *funcs, lp_error *err)
+static int worker_end(worker *w, cs_trie *t, cs_funcs *funcs, lp_sumacc **sum,
+                      lp_error *err)
 {
     int rc;
 
@@ -972,6 +982,14 @@ static int worker_end(worker *w, cs_trie *t, cs_funcs *funcs, lp_error *err)
         rc = cs_oom(err);
     else if (!funcs)
         cs_funcs_free(w->th.funcs);
+    if (*sum && w->th.sum) {    /* spoiled on no memory: computed later */
+        lp_sumacc_merge(*sum, w->th.sum);
+    } else {                    /* one had no memory for it */
+        lp_sumacc_free(*sum);
+        lp_sumacc_free(w->th.sum);
+        *sum = NULL;
+    }
+    w->th.sum = NULL;
     genth_free(&w->th);
     free(w);
     return rc;
@@ -1026,7 +1044,7 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     stage_stop(&s, w != NULL);
     if (rc || s.ngroups < 2) {
         stage_set(&s, STAGE_END);
-        if (worker_end(w, t, th->funcs, NULL) && rc == 0)
+        if (worker_end(w, t, th->funcs, &th->sum, NULL) && rc == 0)
             rc = cs_oom(th->err);
         serials_clear(&s);
         split_free(&s);
@@ -1050,7 +1068,7 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     stage_set(&s, rc ? STAGE_END : STAGE_GO);
     if (rc == 0)
         rc = take_groups(&s, th);
-    if (worker_end(w, t, th->funcs, rc ? NULL : th->err) && rc == 0)
+    if (worker_end(w, t, th->funcs, &th->sum, rc ? NULL : th->err) && rc == 0)
         rc = -1;
     if (consume) {              /* whatever was handed over late */
         lp_freebox_drain(&s.frees.box[0]);
@@ -1062,8 +1080,8 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     if (rc == 0)    /* the levels down to the groups' nodes */
         rc = infer(th, &t->root, true);
     if (rc == 0) {
-        update_one(&t->root, o->update_total_samples);
-        update_kids(&t->root, true, o->update_total_samples);
+        update_one(&t->root, o->update_total_samples, th->sum);
+        update_kids(&t->root, true, o->update_total_samples, th->sum);
     }
     serials_clear(&s);
     split_free(&s);
@@ -1097,12 +1115,16 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
         if (rc == 0)
             rc = infer(&th, &t->root, false);
         if (rc == 0) {
-            update_one(&t->root, o->update_total_samples);
-            update_kids(&t->root, false, o->update_total_samples);
+            update_one(&t->root, o->update_total_samples, th.sum);
+            update_kids(&t->root, false, o->update_total_samples, th.sum);
         }
     }
     if (rc == 0 && funcs && cs_funcs_merge(funcs, NULL))
         rc = cs_oom(err);
+    if (rc == 0 && n >= 0 && th.sum) {    /* else cs_trie_summary's thread */
+        t->has_summary = lp_sumacc_finish(th.sum, &t->summary, NULL) == 0;
+        th.sum = NULL;  /* freed */
+    }
     if (n >= 0)
         genth_free(&th);
     free(v);
@@ -1157,6 +1179,7 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
     int rc = 0;
 
     cs_trie_init(&t);
+    t.want_summary = true;      /* post-processing starts with it */
     /* the profiled functions, while the counters are there (line-based:
      * collected by generation, entry by entry) */
     if (o->preinliner && o->use_context_cost &&
