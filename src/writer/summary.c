@@ -376,114 +376,82 @@ typedef struct gcount {         /* a function's count at a location */
     uint64_t count;
 } gcount;
 
-typedef struct ghead {          /* a function's head samples */
-    const void *g;              /* NULL: empty slot */
-    uint64_t head;
-} ghead;
+typedef struct gtab {           /* open addressing on (g, loc), summing */
+    gcount *v;
+    size_t mask, n, limit;      /* limit: n that grows it (3/4 full) */
+} gtab;
 
 struct lp_sumacc {
-    gcount *c;                  /* open addressing on (g, loc) */
-    size_t cmask, cn, climit;   /* climit: cn that grows it */
-    ghead *h;                   /* ... on g */
-    size_t hmask, hn;
+    gtab c;                     /* body counts by (function, location) */
+    gtab h;                     /* head samples by function (location 0) */
     int bad;                    /* no memory, or inlinees */
 };
 
-static inline size_t gc_hash(const void *g, lp_loc loc)
+static inline gcount *gt_slot(gcount *v, size_t mask, const void *g, lp_loc loc)
 {
     uint64_t h = ((uint64_t)(uintptr_t)g ^ ((uint64_t)loc.line << 32 | loc.disc)) *
                  0x9e3779b97f4a7c15ull;
+    size_t i;
 
     h ^= (uint64_t)loc.disc * 0xc2b2ae3d27d4eb4full;
-    return (size_t)(h ^ (h >> 29));
-}
-
-static inline gcount *gc_slot(gcount *v, size_t mask, const void *g, lp_loc loc)
-{
-    size_t i = gc_hash(g, loc) & mask;
-
+    i = (size_t)(h ^ (h >> 29)) & mask;
     while (v[i].g && (v[i].g != g || v[i].loc.line != loc.line ||
                       v[i].loc.disc != loc.disc))
         i = (i + 1) & mask;
     return &v[i];
 }
 
-static ghead *gh_slot(ghead *v, size_t mask, const void *g)
+/* The table grown (twice the slots, or the first `first`). */
+static int gt_grow(gtab *t, size_t first)
 {
-    size_t i = (size_t)(((uint64_t)(uintptr_t)g * 0x9e3779b97f4a7c15ull) >> 17) & mask;
-
-    while (v[i].g && v[i].g != g)
-        i = (i + 1) & mask;
-    return &v[i];
-}
-
-/* The (g, loc) table grown (twice the slots, or the first ones). */
-static int gc_grow(lp_sumacc *a)
-{
-    size_t n = a->c ? (a->cmask + 1) * 2 : 16384, i;
+    size_t n = t->v ? (t->mask + 1) * 2 : first, i;
     gcount *v;
 
     if (!(v = lp_zalloc_written(n * sizeof *v)))   /* probed first */
         return -1;
-    for (i = 0; a->c && i <= a->cmask; i++)
-        if (a->c[i].g)
-            *gc_slot(v, n - 1, a->c[i].g, a->c[i].loc) = a->c[i];
-    free(a->c);
-    a->c = v;
-    a->cmask = n - 1;
-    a->climit = n / 4 * 3;      /* at most 3/4 full */
+    for (i = 0; t->v && i <= t->mask; i++)
+        if (t->v[i].g)
+            *gt_slot(v, n - 1, t->v[i].g, t->v[i].loc) = t->v[i];
+    free(t->v);
+    t->v = v;
+    t->mask = n - 1;
+    t->limit = n / 4 * 3;
     return 0;
 }
 
-static int gh_room(lp_sumacc *a)
-{
-    size_t n = a->h ? (a->hmask + 1) * 2 : 1024, i;
-    ghead *v;
-
-    if ((a->hn + 1) * 4 <= (a->hmask + 1) * 3 && a->h)
-        return 0;
-    if (!(v = lp_zalloc_written(n * sizeof *v)))
-        return -1;
-    for (i = 0; a->h && i <= a->hmask; i++)
-        if (a->h[i].g)
-            *gh_slot(v, n - 1, a->h[i].g) = a->h[i];
-    free(a->h);
-    a->h = v;
-    a->hmask = n - 1;
-    return 0;
-}
-
-/* (inlined: ~700k calls on bench (c), one per body record) */
-static inline int gc_add(lp_sumacc *a, const void *g, lp_loc loc, uint64_t count)
+/* count added to (g, loc)'s sum, saturating (inlined: ~700k calls on
+ * bench (c), one per body record) */
+static inline int gt_add(gtab *t, size_t first, const void *g, lp_loc loc,
+                         uint64_t count)
 {
     gcount *c;
 
-    if (a->cn >= a->climit && gc_grow(a))
+    if (t->n >= t->limit && gt_grow(t, first))
         return -1;
-    c = gc_slot(a->c, a->cmask, g, loc);
+    c = gt_slot(t->v, t->mask, g, loc);
     if (!c->g) {
         *c = (gcount){g, loc, 0};
-        a->cn++;
+        t->n++;
     }
     if (__builtin_add_overflow(c->count, count, &c->count))
         c->count = UINT64_MAX;  /* saturates, as lp_sat_add */
     return 0;
 }
 
-static int gh_add(lp_sumacc *a, const void *g, uint64_t head)
+/* Every slot of src added to dst. */
+static int gt_merge(gtab *dst, size_t first, const gtab *src)
 {
-    ghead *h;
+    size_t i;
 
-    if (gh_room(a))
-        return -1;
-    h = gh_slot(a->h, a->hmask, g);
-    if (!h->g) {
-        *h = (ghead){g, 0};
-        a->hn++;
-    }
-    h->head = lp_sat_add(h->head, head);
+    for (i = 0; src->v && i <= src->mask; i++)
+        if (src->v[i].g && gt_add(dst, first, src->v[i].g, src->v[i].loc,
+                                  src->v[i].count))
+            return -1;
     return 0;
 }
+
+#define GT_COUNTS 16384         /* first slots: bench (c) has 9,444 counts */
+#define GT_HEADS 1024           /* ... and 773 functions */
 
 lp_sumacc *lp_sumacc_new(void)
 {
@@ -494,8 +462,8 @@ void lp_sumacc_free(lp_sumacc *a)
 {
     if (!a)
         return;
-    free(a->c);
-    free(a->h);
+    free(a->c.v);
+    free(a->h.v);
     free(a);
 }
 
@@ -504,36 +472,22 @@ int lp_sumacc_add(lp_sumacc *a, const void *group, const lp_fsamples *fs)
     size_t nb = lp_fs_nr_body(fs), i;
     const lp_body_rec *r;
 
-    if (a->bad)
-        return -1;
-    if (lp_fs_nr_callsites(fs) || gh_add(a, group, fs->head)) {
+    if (!a->bad && (lp_fs_nr_callsites(fs) ||
+                    gt_add(&a->h, GT_HEADS, group, (lp_loc){0, 0}, fs->head)))
         a->bad = 1;
-        return -1;
-    }
-    for (i = 0; i < nb; i++) {
+    for (i = 0; i < nb && !a->bad; i++) {
         r = lp_fs_body_at(fs, i);
-        if (gc_add(a, group, lp_body_loc(r), lp_body_count(r))) {
+        if (gt_add(&a->c, GT_COUNTS, group, lp_body_loc(r), lp_body_count(r)))
             a->bad = 1;
-            return -1;
-        }
     }
-    return 0;
+    return a->bad ? -1 : 0;
 }
 
 int lp_sumacc_merge(lp_sumacc *dst, lp_sumacc *src)
 {
-    size_t i;
-
-    if (!src)
-        return dst->bad ? -1 : 0;
-    if (src->bad)
+    if (src && (src->bad || gt_merge(&dst->c, GT_COUNTS, &src->c) ||
+                gt_merge(&dst->h, GT_HEADS, &src->h)))
         dst->bad = 1;
-    for (i = 0; !dst->bad && src->c && i <= src->cmask; i++)
-        if (src->c[i].g && gc_add(dst, src->c[i].g, src->c[i].loc, src->c[i].count))
-            dst->bad = 1;
-    for (i = 0; !dst->bad && src->h && i <= src->hmask; i++)
-        if (src->h[i].g && gh_add(dst, src->h[i].g, src->h[i].head))
-            dst->bad = 1;
     lp_sumacc_free(src);
     return dst->bad ? -1 : 0;
 }
@@ -545,15 +499,15 @@ int lp_sumacc_finish(lp_sumacc *a, lp_summary *s, lp_error *err)
     int rc = a->bad ? -1 : 0;
 
     *s = (lp_summary){0};
-    for (i = 0; rc == 0 && a->h && i <= a->hmask; i++)
-        if (a->h[i].g) {
+    for (i = 0; rc == 0 && a->h.v && i <= a->h.mask; i++)
+        if (a->h.v[i].g) {
             s->num_functions++;
-            if (a->h[i].head > s->max_function_count)
-                s->max_function_count = a->h[i].head;
+            if (a->h.v[i].count > s->max_function_count)
+                s->max_function_count = a->h.v[i].count;
         }
-    for (i = 0; rc == 0 && a->c && i <= a->cmask; i++)
-        if (a->c[i].g)
-            rc = add_count(s, &cv, a->c[i].count);
+    for (i = 0; rc == 0 && a->c.v && i <= a->c.mask; i++)
+        if (a->c.v[i].g)
+            rc = add_count(s, &cv, a->c.v[i].count);
     if (rc == 0)
         detailed(s, &cv);
     free(cv.v);
