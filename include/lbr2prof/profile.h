@@ -294,6 +294,21 @@ int lp_summary_by_function(lp_fsamples *const *v, size_t n, lp_summary *s,
  * group[i] < ngroups (one number per distinct name). */
 int lp_summary_by_group(lp_fsamples *const *v, size_t n, const uint32_t *group,
                         size_t ngroups, lp_summary *s, lp_error *err);
+/* The same summary accumulated profile by profile, while they are made:
+ * `group` is any pointer naming the profile's function (one per distinct
+ * name). Profiles may come in any order, on several threads (one
+ * accumulator each, merged at the end): the sums saturate and the counts
+ * are a multiset, so the result is lp_summary_by_group's. */
+typedef struct lp_sumacc lp_sumacc;
+lp_sumacc *lp_sumacc_new(void);
+/* fs's head and body counts added (not kept). -1: no memory, or fs has
+ * inlinees (unsupported, as above); the accumulator is spoiled then. */
+int lp_sumacc_add(lp_sumacc *a, const void *group, const lp_fsamples *fs);
+/* src's sums added to dst's; src freed. -1 on no memory (dst spoiled). */
+int lp_sumacc_merge(lp_sumacc *dst, lp_sumacc *src);
+/* The summary (-1 with err set if the accumulator is spoiled); a freed. */
+int lp_sumacc_finish(lp_sumacc *a, lp_summary *s, lp_error *err);
+void lp_sumacc_free(lp_sumacc *a);
 /* Count at or above which the cutoff `cutoff` (e.g. 990000) is reached. */
 uint64_t lp_summary_count_for_cutoff(const lp_summary *s, uint32_t cutoff);
 

@@ -108,6 +108,11 @@ typedef struct cs_trie {
                                    names; NULL: a trie of its own */
     pthread_mutex_t *names_lock;/* taken by cs_intern while a worker's
                                    trie interns into this table, or NULL */
+    bool want_summary;          /* generation: accumulate the summary of
+                                   the profiles as they are final */
+    bool has_summary;           /* ... done: `summary` is cs_trie_summary's
+                                   (until cs_summary_start takes it) */
+    lp_summary summary;
 } cs_trie;
 
 void cs_trie_init(cs_trie *t);
@@ -240,7 +245,8 @@ int cs_trie_summary(cs_trie *t, lp_summary *s, lp_error *err);
  * and the pre-inliner's first steps (populateFuncToCtxtMap, the call
  * graph's edges), which only read the profiles' samples, and waited for
  * once its thresholds are needed. With one CPU (or no thread) the wait
- * computes it. */
+ * computes it. A summary generation accumulated (t->has_summary) is
+ * taken instead: no thread. */
 typedef struct cs_summary_job {
     cs_trie *t;
     lp_summary s;

@@ -18,6 +18,7 @@
 #include "util/cpus.h"
 #include "util/grow.h"
 #include "util/heaphome.h"
+#include "util/zalloc.h"
 
 void lp_cs_opts_default(lp_cs_opts *o)
 {
@@ -409,6 +410,8 @@ typedef struct genth {
     cs_bacc acc;                /* a context's body updates */
     lp_dj_scratch dj;           /* a context's disjoint ranges */
     cs_cmemo *callees;          /* callee names by branch target */
+    lp_sumacc *sum;             /* the summary of the final profiles
+                                   (t->want_summary), or NULL */
     const lp_func_range *last;  /* the last function range found, in */
     int last_bin;               /* binary last_bin (contexts come sorted:
                                    the next one mostly starts there) */
@@ -424,11 +427,16 @@ static int genth_init(genth *th, cs_trie *t, lp_binary *const *bins,
 {
     *th = (genth){.t = t, .bins = bins, .nbins = nbins,
                   .its = its ? its : calloc(nbins ? nbins : 1, sizeof *th->its),
-                  .its_own = !its, .ic = calloc(1, sizeof *th->ic),
-                  .memo = calloc((size_t)1 << CS_PMEMO_BITS, sizeof *th->memo),
+                  .its_own = !its,
+                  /* the memos are probed first: zeroed by writing */
+                  .ic = lp_zalloc_written(sizeof *th->ic),
+                  .memo = lp_zalloc_written(((size_t)1 << CS_PMEMO_BITS) *
+                                            sizeof *th->memo),
                   .funcs = funcs, .lock = lock, .err = err,
-                  .callees = calloc(CMEMO_SLOTS, sizeof *th->callees),
+                  .callees = lp_zalloc_written(CMEMO_SLOTS * sizeof *th->callees),
+                  .sum = (t->of ? t->of : t)->want_summary ? lp_sumacc_new() : NULL,
                   .last_bin = -1};
+    /* no accumulator (no memory): the summary is computed later */
     return th->its && th->ic && th->memo && th->callees ? 0 : cs_oom(err);
 }
 
@@ -446,10 +454,12 @@ static void genth_free(genth *th)
     lp_dj_scratch_free(&th->dj);
     free(th->callees);
     cs_pathmemo_free(&th->pm);
+    lp_sumacc_free(th->sum);
 }
 
-/* An entry's body and boundary samples (its binary checked) */
-static int add_entry(genth *th, const lp_ctx_entry *e)
+/* An entry's body and boundary samples (its binary checked); its
+ * profiled functions too unless `funcs_done` */
+static int add_entry(genth *th, const lp_ctx_entry *e, bool funcs_done)
 {
     gen g = {th->t, th->bins[e->bin], th->bins, th->nbins, NULL, NULL, false,
              th->err, th->last_bin == e->bin ? th->last : NULL, th->memo,
@@ -458,7 +468,7 @@ static int add_entry(genth *th, const lp_ctx_entry *e)
     cs_prof *p;
     int rc;
 
-    if (th->funcs)
+    if (th->funcs && !funcs_done)
         cs_funcs_add_entry(th->funcs, th->bins, th->nbins, e);
     g.fs = lp_binary_fs_discriminator(g.bin);
     if (!th->its[e->bin] && !(th->its[e->bin] = cs_insts_new(g.bin, th->lock)))
@@ -530,8 +540,9 @@ static int infer(genth *th, cs_node *n, bool top)
     return infer_one(th, n);
 }
 
-/* updateFunctionSamples of one node */
-static void update_one(cs_node *n, bool update_total)
+/* updateFunctionSamples of one node; the profile is final then: into
+ * the summary (sum, or NULL), while in cache */
+static void update_one(cs_node *n, bool update_total, lp_sumacc *sum)
 {
     if (!n->prof)
         return;
@@ -539,22 +550,25 @@ static void update_one(cs_node *n, bool update_total)
         lp_fs_update_total_samples(&n->prof->fs);
     lp_fs_update_callsite_samples(&n->prof->fs);
     lp_fs_shrink(&n->prof->fs);
+    if (sum)
+        lp_sumacc_add(sum, n->func, &n->prof->fs);  /* fails: spoiled */
 }
 
 /* ... on the nodes below n (`top` as for infer), each with the call
  * graph's weight of the edge from its parent (its parent's call targets
  * and its own profile are final then, and in cache) */
-static void update_kids(cs_node *n, bool top, bool update_total)
+static void update_kids(cs_node *n, bool top, bool update_total,
+                        lp_sumacc *sum)
 {
     cs_node *c;
     uint32_t i;
 
     for (i = 0; i < n->nkids; i++) {
         c = n->kids[i].n;
-        update_one(c, update_total);
+        update_one(c, update_total, sum);
         c->weight = cs_edge_weight(n, c);
         if (!(top && c->serial))
-            update_kids(c, top, update_total);
+            update_kids(c, top, update_total, sum);
     }
 }
 
@@ -573,8 +587,20 @@ static void update_kids(cs_node *n, bool top, bool update_total)
  * D are inferred and updated. Nothing depends on who took which group:
  * nodes are kept in key order, and every profile's values are sums,
  * maxima and sorted insertions, which any order of the entries gives
- * the same. */
+ * the same. The worker starts before the groups are planned (a walk of
+ * every entry's first frames, ~10 ms on one thread for 84k contexts)
+ * and meanwhile collects the profiled functions of the entries from
+ * the first on (a set: any thread, any order), which the groups then
+ * skip for those. */
 #define SPLIT_MAX_EXPAND 256     /* groups split at most */
+
+enum {
+    STAGE_PLAN,                 /* the worker collects functions */
+    STAGE_STOP,                 /* ... asked to stop */
+    STAGE_STOPPED,              /* ... stopped (funcs_upto set) */
+    STAGE_GO,                   /* the groups are ready: take them */
+    STAGE_END                   /* no groups for the worker: return */
+};
 
 /* The consumed entries were made by the unwinding threads, so under
  * glibc they live in two arenas: the main one and the unwinding
@@ -643,6 +669,11 @@ typedef struct split {
     cs_node **gnode;            /* per entry: its group's node (NULL:
                                    shallow) */
     unsigned *gdepth;           /* ... and that node's depth */
+    const lp_ctx_frame **fr;    /* per entry: its frames and their */
+    unsigned *nfr;              /* number, copied out of the entries
+                                   (scattered over the heap: every
+                                   expansion read them, each a cache
+                                   miss) */
     cs_node **group;            /* per group: its node */
     size_t *order;              /* the deep entries, grouped */
     size_t *start;              /* group g: order[start[g] .. start[g + 1]) */
@@ -650,6 +681,15 @@ typedef struct split {
     size_t ngroups;
     size_t next;                /* by_size's next group to take (atomic) */
     int failed;                 /* a thread failed: stop (atomic) */
+    /* The worker starts while this thread plans the groups and collects
+     * the profiled functions of the entries from the first on, until
+     * asked to stop (before any entry is freed): then the functions of
+     * entries [0, funcs_upto) are in its set, and the groups' entries
+     * skip that step. Then it waits for the groups (or for the end). */
+    int stage;                  /* under stage_lock: a STAGE_ */
+    size_t funcs_upto;          /* set by the worker when it stops */
+    pthread_mutex_t stage_lock;
+    pthread_cond_t stage_cond;
     pthread_mutex_t bins_lock, names_lock;
     cs_frees frees;
 } split;
@@ -673,24 +713,31 @@ static void group_sizes(split *s, cs_node **big, size_t *nbig)
         }
 }
 
+/* Entries ahead whose frames an expansion asks the memory for */
+#define EXPAND_AHEAD 8
+
 /* Split group x into its children's groups: its entries one frame
  * deeper, those that end at x shallow. -1: no memory. */
 static int expand(split *s, genth *th, cs_node *x, size_t *shallow)
 {
-    size_t i;
+    size_t i, j;
     unsigned d;
 
     if (x)
         x->serial = 0;  /* not a group's any more */
     for (i = 0; i < s->n; i++) {
+        j = i + EXPAND_AHEAD;
+        if (j < s->n && s->gnode[j] == x && s->gdepth[j] < s->nfr[j]) {
+            __builtin_prefetch(s->fr[j]);
+            __builtin_prefetch(s->fr[j] + s->gdepth[j]);
+        }
         if (s->gnode[i] != x)
             continue;
         d = ++s->gdepth[i];
-        if (s->v[i]->nframes < d) {
+        if (s->nfr[i] < d) {
             s->gnode[i] = NULL;
             ++*shallow;
-        } else if (!(s->gnode[i] = cs_path(th->t, s->v[i]->frames, d, th->memo,
-                                           &th->pm)))
+        } else if (!(s->gnode[i] = cs_path(th->t, s->fr[i], d, th->memo, &th->pm)))
             return -1;
     }
     return 0;
@@ -749,8 +796,12 @@ static int plan(split *s, genth *th)
 
     s->ngroups = 0;
     for (k = 0; k < s->n && rc == 0; k++) {
+        if (k + 16 < s->n)
+            __builtin_prefetch(s->v[k + 16]);
         s->gnode[k] = NULL;
         s->gdepth[k] = 0;
+        s->fr[k] = s->v[k]->frames;
+        s->nfr[k] = (unsigned)s->v[k]->nframes;
     }
     if (rc == 0)
         rc = expand(s, th, NULL, &shallow);    /* the root's group */
@@ -789,18 +840,51 @@ static int take_groups(split *s, genth *th)
         g = s->by_size[k];
         for (j = s->start[g]; j < s->start[g + 1] && rc == 0; j++) {
             frees_take(th);
-            rc = add_entry(th, s->v[s->order[j]]);
+            rc = add_entry(th, s->v[s->order[j]], s->order[j] < s->funcs_upto);
             group_entry_done(th, s->consume, s->order[j]);
         }
         nd = s->group[g];
         for (j = 0; j < nd->nkids && rc == 0; j++)
             rc = infer(th, nd->kids[j].n, false);
         if (rc == 0)
-            update_kids(nd, false, s->update_total);
+            update_kids(nd, false, s->update_total, th->sum);
     }
     if (rc)
         __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
     return rc;
+}
+
+/* The stage set (by either thread) and the other told. */
+static void stage_set(split *s, int stage)
+{
+    pthread_mutex_lock(&s->stage_lock);
+    __atomic_store_n(&s->stage, stage, __ATOMIC_RELAXED);  /* polled */
+    pthread_cond_broadcast(&s->stage_cond);
+    pthread_mutex_unlock(&s->stage_lock);
+}
+
+/* Wait until the stage is at least `stage`; the stage then. */
+static int stage_wait(split *s, int stage)
+{
+    int now;
+
+    pthread_mutex_lock(&s->stage_lock);
+    while (s->stage < stage)
+        pthread_cond_wait(&s->stage_cond, &s->stage_lock);
+    now = s->stage;
+    pthread_mutex_unlock(&s->stage_lock);
+    return now;
+}
+
+/* The calling thread's: the worker asked to stop collecting functions
+ * and waited for (no entry may be freed before: it reads them), when
+ * there is a worker. */
+static void stage_stop(split *s, bool worker)
+{
+    if (!worker)
+        return;
+    stage_set(s, STAGE_STOP);
+    stage_wait(s, STAGE_STOPPED);
 }
 
 typedef struct worker {
@@ -812,10 +896,36 @@ typedef struct worker {
     pthread_t id;
 } worker;
 
+/* The worker's profiled functions of the entries from the first on,
+ * until the calling thread asks it to stop; then the groups. */
+static void worker_funcs(worker *w)
+{
+    split *s = w->s;
+    size_t i = 0;
+
+    for (; w->th.funcs && i < s->n; i++) {
+        if (i % 16 == 0 && __atomic_load_n(&s->stage, __ATOMIC_RELAXED) != STAGE_PLAN)
+            break;
+        if (i + 4 < s->n)
+            __builtin_prefetch(s->v[i + 4]->counters);
+        cs_funcs_add_entry(w->th.funcs, w->th.bins, w->th.nbins, s->v[i]);
+    }
+    pthread_mutex_lock(&s->stage_lock);
+    while (s->stage == STAGE_PLAN)  /* all collected: wait for the ask */
+        pthread_cond_wait(&s->stage_cond, &s->stage_lock);
+    s->funcs_upto = i;
+    __atomic_store_n(&s->stage, STAGE_STOPPED, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&s->stage_cond);
+    pthread_mutex_unlock(&s->stage_lock);
+}
+
 static void *worker_run(void *arg)
 {
     worker *w = arg;
 
+    worker_funcs(w);
+    if (stage_wait(w->s, STAGE_GO) != STAGE_GO)
+        return NULL;
     if (w->th.frees)
         __atomic_store_n(&w->th.frees->home[1], lp_heap_home_self(&w->th.frees->heap),
                          __ATOMIC_RELAXED);
@@ -834,7 +944,8 @@ static bool worker_spawn(worker *w, split *s)
 
 /* A worker started on s (its profiled functions collected if funcs,
  * the instruction tables its shared), or NULL: the calling thread takes
- * every group. */
+ * every group. It collects functions until stage_stop, then waits for
+ * STAGE_GO or STAGE_END; its tables are made before STAGE_GO. */
 static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
                             size_t nbins, cs_insts **its, bool funcs)
 {
@@ -856,7 +967,8 @@ static worker *worker_start(split *s, cs_trie *t, lp_binary *const *bins,
 }
 
 /* Wait for the worker, adopt its trie and functions; its error if any. */
-static int worker_end(worker *w, cs_trie *t, cs_funcs *funcs, lp_error *err)
+static int worker_end(worker *w, cs_trie *t, cs_funcs *funcs, lp_sumacc **sum,
+                      lp_error *err)
 {
     int rc;
 
@@ -870,6 +982,14 @@ static int worker_end(worker *w, cs_trie *t, cs_funcs *funcs, lp_error *err)
         rc = cs_oom(err);
     else if (!funcs)
         cs_funcs_free(w->th.funcs);
+    if (*sum && w->th.sum) {    /* spoiled on no memory: computed later */
+        lp_sumacc_merge(*sum, w->th.sum);
+    } else {                    /* one had no memory for it */
+        lp_sumacc_free(*sum);
+        lp_sumacc_free(w->th.sum);
+        *sum = NULL;
+    }
+    w->th.sum = NULL;
     genth_free(&w->th);
     free(w);
     return rc;
@@ -879,11 +999,15 @@ static void split_free(split *s)
 {
     free(s->gnode);
     free(s->gdepth);
+    free(s->fr);
+    free(s->nfr);
     free(s->group);
     free(s->order);
     free(s->start);
     free(s->by_size);
     pthread_mutex_destroy(&s->bins_lock);
+    pthread_mutex_destroy(&s->stage_lock);
+    pthread_cond_destroy(&s->stage_cond);
     pthread_mutex_destroy(&s->names_lock);
 }
 
@@ -894,24 +1018,34 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
                           size_t n, lp_ctxcount *consume, const lp_cs_opts *o)
 {
     size_t min = o->parallel_min ? o->parallel_min : 4096, i;
-    split s = {v, n, consume, o->update_total_samples, NULL, NULL, NULL, NULL,
-               NULL, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER,
-               PTHREAD_MUTEX_INITIALIZER};
-    worker *w;
+    split s = {.v = v, .n = n, .consume = consume,
+               .update_total = o->update_total_samples,
+               .stage_lock = PTHREAD_MUTEX_INITIALIZER,
+               .stage_cond = PTHREAD_COND_INITIALIZER,
+               .bins_lock = PTHREAD_MUTEX_INITIALIZER,
+               .names_lock = PTHREAD_MUTEX_INITIALIZER};
+    worker *w = NULL;
     int rc = 0;
 
     if (n < min || min == SIZE_MAX || lp_cpus() < 2)
         return 0;
     if (!(s.gnode = malloc(n * sizeof *s.gnode)) ||
         !(s.gdepth = malloc(n * sizeof *s.gdepth)) ||
+        !(s.fr = malloc(n * sizeof *s.fr)) || !(s.nfr = malloc(n * sizeof *s.nfr)) ||
         !(s.group = malloc(n * sizeof *s.group)) ||
         !(s.order = malloc(n * sizeof *s.order)) ||
         !(s.start = malloc((n + 1) * sizeof *s.start)) ||
         !(s.by_size = malloc(n * sizeof *s.by_size)))
         rc = cs_oom(th->err);
+    if (rc == 0)    /* its instruction tables are made before it takes groups */
+        w = worker_start(&s, t, th->bins, th->nbins, th->its, th->funcs != NULL);
     if (rc == 0)
         rc = plan(&s, th);
+    stage_stop(&s, w != NULL);
     if (rc || s.ngroups < 2) {
+        stage_set(&s, STAGE_END);
+        if (worker_end(w, t, th->funcs, &th->sum, NULL) && rc == 0)
+            rc = cs_oom(th->err);
         serials_clear(&s);
         split_free(&s);
         return rc ? -1 : 0;
@@ -920,7 +1054,7 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     t->names_lock = &s.names_lock;
     for (i = 0; i < n && rc == 0; i++)  /* the shallow entries */
         if (!s.gnode[i]) {
-            rc = add_entry(th, v[i]);
+            rc = add_entry(th, v[i], i < s.funcs_upto);
             entry_done(consume, i);
         }
     if (consume) {
@@ -931,10 +1065,10 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
         if (th->bins[i] && !th->its[i] &&
             !(th->its[i] = cs_insts_new(th->bins[i], th->lock)))
             rc = cs_oom(th->err);
-    w = rc ? NULL : worker_start(&s, t, th->bins, th->nbins, th->its, th->funcs != NULL);
+    stage_set(&s, rc ? STAGE_END : STAGE_GO);
     if (rc == 0)
         rc = take_groups(&s, th);
-    if (worker_end(w, t, th->funcs, rc ? NULL : th->err) && rc == 0)
+    if (worker_end(w, t, th->funcs, &th->sum, rc ? NULL : th->err) && rc == 0)
         rc = -1;
     if (consume) {              /* whatever was handed over late */
         lp_freebox_drain(&s.frees.box[0]);
@@ -946,8 +1080,8 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     if (rc == 0)    /* the levels down to the groups' nodes */
         rc = infer(th, &t->root, true);
     if (rc == 0) {
-        update_one(&t->root, o->update_total_samples);
-        update_kids(&t->root, true, o->update_total_samples);
+        update_one(&t->root, o->update_total_samples, th->sum);
+        update_kids(&t->root, true, o->update_total_samples, th->sum);
     }
     serials_clear(&s);
     split_free(&s);
@@ -964,26 +1098,33 @@ int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     int rc = n < 0 ? cs_oom(err)
                    : genth_init(&th, t, bins, nbins, NULL, funcs, NULL, err);
 
-    for (i = 0; i < n && rc == 0; i++)
+    for (i = 0; i < n && rc == 0; i++) {
+        if (i + 16 < n)     /* scattered over the heap */
+            __builtin_prefetch(v[i + 16]);
         if (!bin_ok(v[i], bins, nbins))
             rc = bad_binary(v[i], nbins, err);
+    }
     if (rc == 0 && (rc = generate_split(t, &th, v, (size_t)n,
                                         consume ? cc : NULL, o)) == 1)
         rc = 0;
     else if (rc == 0) {
         for (i = 0; i < n && rc == 0; i++) {
-            rc = add_entry(&th, v[i]);
+            rc = add_entry(&th, v[i], false);
             entry_done(consume ? cc : NULL, (size_t)i);
         }
         if (rc == 0)
             rc = infer(&th, &t->root, false);
         if (rc == 0) {
-            update_one(&t->root, o->update_total_samples);
-            update_kids(&t->root, false, o->update_total_samples);
+            update_one(&t->root, o->update_total_samples, th.sum);
+            update_kids(&t->root, false, o->update_total_samples, th.sum);
         }
     }
     if (rc == 0 && funcs && cs_funcs_merge(funcs, NULL))
         rc = cs_oom(err);
+    if (rc == 0 && n >= 0 && th.sum) {    /* else cs_trie_summary's thread */
+        t->has_summary = lp_sumacc_finish(th.sum, &t->summary, NULL) == 0;
+        th.sum = NULL;  /* freed */
+    }
     if (n >= 0)
         genth_free(&th);
     free(v);
@@ -1038,6 +1179,7 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
     int rc = 0;
 
     cs_trie_init(&t);
+    t.want_summary = true;      /* post-processing starts with it */
     /* the profiled functions, while the counters are there (line-based:
      * collected by generation, entry by entry) */
     if (o->preinliner && o->use_context_cost &&

@@ -23,6 +23,7 @@
 #include "context/cs_internal.h"
 #include "util/cpus.h"
 #include "util/grow.h"
+#include "util/zalloc.h"
 
 typedef struct func_ent {       /* a profiled function (ProfiledFunctions) */
     const lp_function *f;
@@ -307,7 +308,7 @@ static int sort_by_name(const func_ent *a, const func_ent *b)
 
 cs_funcs *cs_funcs_new(void)
 {
-    func_set *s = calloc(1, sizeof *s);
+    func_set *s = lp_zalloc_written(sizeof *s);    /* its memos: probed first */
 
     if (s)
         s->last_bin = -1;
@@ -526,7 +527,13 @@ struct size_job {
     char **held;
     size_t nheld, held_cap;
     bool held_oom;              /* a warning could not be held */
+    bool built;                 /* the trie is done (under done_lock; the
+                                   thread then gives the binaries' pages
+                                   back, not waited for) */
+    bool told;                  /* the held warnings given */
     bool joined;
+    pthread_mutex_t done_lock;
+    pthread_cond_t done_cond;
     int rc;
     lp_error err;
 };
@@ -550,6 +557,10 @@ static void *size_main(void *arg)
     size_job *j = arg;
 
     j->rc = sizes_build(&j->st, j->bins, j->s, &j->o, &j->lock, &j->err);
+    pthread_mutex_lock(&j->done_lock);
+    j->built = true;
+    pthread_cond_signal(&j->done_cond);
+    pthread_mutex_unlock(&j->done_lock);
     release_pages(j->bins, j->s);
     return NULL;
 }
@@ -572,8 +583,12 @@ pthread_mutex_t *cs_sizes_start(cs_funcs *s, lp_binary *const *bins,
         free(j);
         return NULL;
     }
+    pthread_mutex_init(&j->done_lock, NULL);
+    pthread_cond_init(&j->done_cond, NULL);
     if (pthread_create(&j->th, NULL, size_main, j)) {
         pthread_mutex_destroy(&j->lock);
+        pthread_mutex_destroy(&j->done_lock);
+        pthread_cond_destroy(&j->done_cond);
         free(j);
         return NULL;
     }
@@ -581,20 +596,33 @@ pthread_mutex_t *cs_sizes_start(cs_funcs *s, lp_binary *const *bins,
     return &j->lock;
 }
 
-/* Wait for the thread; its warnings to the caller's hook, in order. */
-static void job_join(size_job *j)
+/* Wait until the trie is built (the pages' release may go on); the
+ * thread's warnings to the caller's hook, in order, once. */
+static void job_built(size_job *j)
 {
     size_t i;
 
-    if (j->joined)
+    if (j->told)
         return;
-    pthread_join(j->th, NULL);
-    j->joined = true;
+    pthread_mutex_lock(&j->done_lock);
+    while (!j->built)
+        pthread_cond_wait(&j->done_cond, &j->done_lock);
+    pthread_mutex_unlock(&j->done_lock);
+    j->told = true;
     for (i = 0; i < j->nheld; i++)
         j->user->warn(j->user->warn_ctx, j->held[i]);
     if (j->held_oom && j->user->warn)
         j->user->warn(j->user->warn_ctx, "context sizes: some warnings were "
                       "lost (out of memory)");
+}
+
+/* Wait for the thread to end. */
+static void job_join(size_job *j)
+{
+    job_built(j);
+    if (!j->joined)
+        pthread_join(j->th, NULL);
+    j->joined = true;
 }
 
 static void job_free(size_job *j)
@@ -609,6 +637,8 @@ static void job_free(size_job *j)
     free(j->held);
     cs_trie_free(&j->st);
     pthread_mutex_destroy(&j->lock);
+    pthread_mutex_destroy(&j->done_lock);
+    pthread_cond_destroy(&j->done_cond);
     free(j);
 }
 
@@ -619,7 +649,7 @@ cs_trie *cs_sizes_get(cs_trie *own, lp_binary *const *bins, cs_funcs *s,
 
     if (!j)
         return cs_sizes_build(own, bins, s, o, err) ? NULL : own;
-    job_join(j);
+    job_built(j);
     if (j->rc) {
         *err = j->err;
         return NULL;

@@ -781,6 +781,12 @@ void cs_summary_start(cs_summary_job *j, cs_trie *t)
 {
     memset(j, 0, sizeof *j);
     j->t = t;
+    if (t->has_summary) {       /* accumulated by generation */
+        j->s = t->summary;
+        t->has_summary = false;
+        j->job.done = true;
+        return;
+    }
     lp_job_start(&j->job, summary_run, j);
 }
 

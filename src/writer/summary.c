@@ -12,6 +12,7 @@
 
 #include "lbr2prof/profile.h"
 #include "util/job.h"
+#include "util/zalloc.h"
 
 static const uint32_t default_cutoffs[LP_NR_CUTOFFS] = {
     10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000,
@@ -57,7 +58,7 @@ static inline int fsum_add(fsum_tab *t, uint32_t id, lp_loc loc, uint64_t count)
     if ((t->n + 1) * 4 > (t->mask + 1) * 3) {   /* at most 3/4 full */
         fsum_tab g = {0};
         size_t i, n = t->v ? (t->mask + 1) * 2 : 4096;
-        if (!(g.v = calloc(n, sizeof *g.v)))
+        if (!(g.v = lp_zalloc_written(n * sizeof *g.v)))  /* probed first */
             return -1;
         g.mask = n - 1;
         g.n = t->n;
@@ -192,7 +193,7 @@ static int loc_reserve(loc_tab *t, size_t n)
     if (want <= size)
         return 0;
     free(t->v);
-    if (!(t->v = calloc(want, sizeof *t->v)) ||
+    if (!(t->v = lp_zalloc_written(want * sizeof *t->v)) ||   /* probed first */
         !(u = realloc(t->used, want * sizeof *t->used)))
         return -1;
     t->used = u;
@@ -364,6 +365,156 @@ int lp_summary_by_group(lp_fsamples *const *v, size_t n, const uint32_t *group,
     free(b.cv.v);
     if (rc)
         return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory");
+    return 0;
+}
+
+/* ---- accumulated profile by profile --------------------------------------- */
+
+typedef struct gcount {         /* a function's count at a location */
+    const void *g;              /* the function; NULL: empty slot */
+    lp_loc loc;
+    uint64_t count;
+} gcount;
+
+typedef struct gtab {           /* open addressing on (g, loc), summing */
+    gcount *v;
+    size_t mask, n, limit;      /* limit: n that grows it (3/4 full) */
+} gtab;
+
+struct lp_sumacc {
+    gtab c;                     /* body counts by (function, location) */
+    gtab h;                     /* head samples by function (location 0) */
+    int bad;                    /* no memory, or inlinees */
+};
+
+static inline gcount *gt_slot(gcount *v, size_t mask, const void *g, lp_loc loc)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)g ^ ((uint64_t)loc.line << 32 | loc.disc)) *
+                 0x9e3779b97f4a7c15ull;
+    size_t i;
+
+    h ^= (uint64_t)loc.disc * 0xc2b2ae3d27d4eb4full;
+    i = (size_t)(h ^ (h >> 29)) & mask;
+    while (v[i].g && (v[i].g != g || v[i].loc.line != loc.line ||
+                      v[i].loc.disc != loc.disc))
+        i = (i + 1) & mask;
+    return &v[i];
+}
+
+/* The table grown (twice the slots, or the first `first`). */
+static int gt_grow(gtab *t, size_t first)
+{
+    size_t n = t->v ? (t->mask + 1) * 2 : first, i;
+    gcount *v;
+
+    if (!(v = lp_zalloc_written(n * sizeof *v)))   /* probed first */
+        return -1;
+    for (i = 0; t->v && i <= t->mask; i++)
+        if (t->v[i].g)
+            *gt_slot(v, n - 1, t->v[i].g, t->v[i].loc) = t->v[i];
+    free(t->v);
+    t->v = v;
+    t->mask = n - 1;
+    t->limit = n / 4 * 3;
+    return 0;
+}
+
+/* count added to (g, loc)'s sum, saturating (inlined: ~700k calls on
+ * bench (c), one per body record) */
+static inline int gt_add(gtab *t, size_t first, const void *g, lp_loc loc,
+                         uint64_t count)
+{
+    gcount *c;
+
+    if (t->n >= t->limit && gt_grow(t, first))
+        return -1;
+    c = gt_slot(t->v, t->mask, g, loc);
+    if (!c->g) {
+        *c = (gcount){g, loc, 0};
+        t->n++;
+    }
+    if (__builtin_add_overflow(c->count, count, &c->count))
+        c->count = UINT64_MAX;  /* saturates, as lp_sat_add */
+    return 0;
+}
+
+/* Every slot of src added to dst. */
+static int gt_merge(gtab *dst, size_t first, const gtab *src)
+{
+    size_t i;
+
+    for (i = 0; src->v && i <= src->mask; i++)
+        if (src->v[i].g && gt_add(dst, first, src->v[i].g, src->v[i].loc,
+                                  src->v[i].count))
+            return -1;
+    return 0;
+}
+
+#define GT_COUNTS 16384         /* first slots: bench (c) has 9,444 counts */
+#define GT_HEADS 1024           /* ... and 773 functions */
+
+lp_sumacc *lp_sumacc_new(void)
+{
+    return calloc(1, sizeof(lp_sumacc));
+}
+
+void lp_sumacc_free(lp_sumacc *a)
+{
+    if (!a)
+        return;
+    free(a->c.v);
+    free(a->h.v);
+    free(a);
+}
+
+int lp_sumacc_add(lp_sumacc *a, const void *group, const lp_fsamples *fs)
+{
+    size_t nb = lp_fs_nr_body(fs), i;
+    const lp_body_rec *r;
+
+    if (!a->bad && (lp_fs_nr_callsites(fs) ||
+                    gt_add(&a->h, GT_HEADS, group, (lp_loc){0, 0}, fs->head)))
+        a->bad = 1;
+    for (i = 0; i < nb && !a->bad; i++) {
+        r = lp_fs_body_at(fs, i);
+        if (gt_add(&a->c, GT_COUNTS, group, lp_body_loc(r), lp_body_count(r)))
+            a->bad = 1;
+    }
+    return a->bad ? -1 : 0;
+}
+
+int lp_sumacc_merge(lp_sumacc *dst, lp_sumacc *src)
+{
+    if (src && (src->bad || gt_merge(&dst->c, GT_COUNTS, &src->c) ||
+                gt_merge(&dst->h, GT_HEADS, &src->h)))
+        dst->bad = 1;
+    lp_sumacc_free(src);
+    return dst->bad ? -1 : 0;
+}
+
+int lp_sumacc_finish(lp_sumacc *a, lp_summary *s, lp_error *err)
+{
+    count_vec cv = {0};
+    size_t i;
+    int rc = a->bad ? -1 : 0;
+
+    *s = (lp_summary){0};
+    for (i = 0; rc == 0 && a->h.v && i <= a->h.mask; i++)
+        if (a->h.v[i].g) {
+            s->num_functions++;
+            if (a->h.v[i].count > s->max_function_count)
+                s->max_function_count = a->h.v[i].count;
+        }
+    for (i = 0; rc == 0 && a->c.v && i <= a->c.mask; i++)
+        if (a->c.v[i].g)
+            rc = add_count(s, &cv, a->c.v[i].count);
+    if (rc == 0)
+        detailed(s, &cv);
+    free(cv.v);
+    lp_sumacc_free(a);
+    if (rc)
+        return lp_error_set(err, LP_ENOMEM, "profile summary: out of memory "
+                            "or nested profiles");
     return 0;
 }
 

@@ -258,6 +258,52 @@ static void test_summary_by_group_split(void **state)
     free(group);
 }
 
+/* The summary accumulated profile by profile in two accumulators (two
+ * threads' parts, interleaved), merged, equals lp_summary_by_group's;
+ * a nested profile spoils it. */
+static void test_summary_accumulated(void **state)
+{
+    enum { N = 3000, F = 37 };
+    lp_fsamples *fs = calloc(N, sizeof *fs), **v = calloc(N, sizeof *v), nested;
+    uint32_t *group = calloc(N, sizeof *group);
+    static char names[F];       /* one address per function */
+    lp_sumacc *a = lp_sumacc_new(), *b = lp_sumacc_new(), *c = lp_sumacc_new();
+    lp_summary want, got;
+    lp_error e = {0};
+    size_t i, k;
+    (void)state;
+
+    assert_true(fs && v && group && a && b && c);
+    for (i = 0; i < N; i++) {
+        assert_int_equal(lp_fs_init(&fs[i], "f"), 0);
+        fs[i].head = i % 7;
+        for (k = 0; k < 1 + i % 5; k++)
+            lp_body_add(lp_fs_body(&fs[i], (lp_loc){(uint32_t)(k * 3 + i % 4),
+                                                    (uint32_t)(k & 1)}),
+                        (i * 2654435761u + k) % 1000);
+        v[i] = &fs[i];
+        group[i] = (uint32_t)(i * 7 % F);
+        assert_int_equal(lp_sumacc_add(i % 3 ? a : b, &names[group[i]], &fs[i]), 0);
+    }
+    assert_int_equal(lp_summary_by_group(v, N, group, F, &want, &e), 0);
+    assert_int_equal(lp_sumacc_merge(a, b), 0);
+    assert_int_equal(lp_sumacc_finish(a, &got, &e), 0);
+    assert_true(want.num_functions == F);
+    assert_memory_equal(&got, &want, sizeof got);
+    /* inlinees are not summed flat: an error, as by group */
+    assert_int_equal(lp_fs_init(&nested, "g"), 0);
+    assert_non_null(lp_fs_callee(&nested, (lp_loc){1, 0}, "h"));
+    assert_int_equal(lp_sumacc_add(c, &names[0], &nested), -1);
+    assert_int_equal(lp_sumacc_add(c, &names[0], &fs[0]), -1);
+    assert_int_equal(lp_sumacc_finish(c, &got, &e), -1);
+    lp_fs_clear(&nested);
+    for (i = 0; i < N; i++)
+        lp_fs_clear(&fs[i]);
+    free(fs);
+    free(v);
+    free(group);
+}
+
 static uint64_t le64(const uint8_t *p)
 {
     uint64_t v = 0;
@@ -561,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_summary_cutoffs),
         cmocka_unit_test(test_summary_by_function),
         cmocka_unit_test(test_summary_by_group_split),
+        cmocka_unit_test(test_summary_accumulated),
         cmocka_unit_test(test_extbinary_layout),
         cmocka_unit_test(test_legacy_binary),
         cmocka_unit_test(test_text_round_trip),
