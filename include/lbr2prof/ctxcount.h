@@ -77,6 +77,9 @@ typedef struct lp_ctx_entry {
     bool leaf_inlined_mixed;/* leaves both inlined and not gave this context
                                (the value above is then the first's; set by
                                the unwinder and the mergeable raw profile) */
+    uint64_t leaf_rank;     /* the unwinding order of the sample whose leaf
+                               gave was_leaf_inlined (lp_ctx_entry_leaf);
+                               UINT64_MAX: none yet, the creator's value */
     lp_counters *counters;  /* owned by the entry */
     const uint64_t *addrs;  /* address contexts: the call sites, root first
                                (LP_CTX_ADDR); NULL for frame contexts */
@@ -84,6 +87,12 @@ typedef struct lp_ctx_entry {
 } lp_ctx_entry;
 
 typedef struct lp_ctxcount lp_ctxcount;
+
+/* The leaf of a sample unwound `rank`-th gave e's context: inlined or
+ * not. The first sample's value is kept, as llvm-profgen keeps the key
+ * its unwinding inserted first, whatever order the samples come in here
+ * (recorded ahead, replayed, or on two threads); two values mark e mixed. */
+void lp_ctx_entry_leaf(lp_ctx_entry *e, bool inlined, uint64_t rank);
 
 lp_ctxcount *lp_ctxcount_new(void);
 void lp_ctxcount_free(lp_ctxcount *cc);
@@ -108,7 +117,9 @@ lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
  * until one is asked for (entry.key). Call it before the first entry. */
 void lp_ctxcount_borrow_names(lp_ctxcount *cc);
 /* Move every entry of src into dst in src's insertion order: an entry dst
- * has gets src's counts added (dst's was_leaf_inlined is kept), the others
+ * has gets src's counts added (and its leaf given to lp_ctx_entry_leaf
+ * when src's entry has a rank; else dst's was_leaf_inlined is kept, and
+ * src's mixed mark added), the others
  * are appended. src is left empty. 0, or -1 on OOM (err set). Both tables
  * must hold names that stay valid as long as dst (borrowed or not). */
 int lp_ctxcount_merge(lp_ctxcount *dst, lp_ctxcount *src, lp_error *err);

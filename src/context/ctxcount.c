@@ -579,6 +579,7 @@ static lp_ctx_entry *insert(lp_ctxcount *cc, uint64_t h, ctx_ent *c,
         return NULL;
     }
     c->e.was_leaf_inlined = was_leaf_inlined;
+    c->e.leaf_rank = UINT64_MAX;
     if (!hkey_of(c))
         c->fh = h;
     *free_slot(cc, h) = (ctx_slot){h, c};
@@ -620,9 +621,33 @@ lp_ctx_entry *lp_ctxcount_get(lp_ctxcount *cc, int bin,
                   was_leaf_inlined, err);
 }
 
+void lp_ctx_entry_leaf(lp_ctx_entry *e, bool inlined, uint64_t rank)
+{
+    if (e->leaf_rank == UINT64_MAX) {   /* the creator's value: provisional */
+        e->was_leaf_inlined = inlined;
+        e->leaf_rank = rank;
+        return;
+    }
+    if (e->was_leaf_inlined != inlined)
+        e->leaf_inlined_mixed = true;
+    if (rank < e->leaf_rank) {
+        e->was_leaf_inlined = inlined;
+        e->leaf_rank = rank;
+    }
+}
+
+/* src's entry c met dst's d: d's leaf as one table would have it */
+static void merge_leaf(lp_ctx_entry *d, const lp_ctx_entry *c)
+{
+    if (c->leaf_rank != UINT64_MAX)
+        lp_ctx_entry_leaf(d, c->was_leaf_inlined, c->leaf_rank);
+    d->leaf_inlined_mixed |= c->leaf_inlined_mixed;
+}
+
 /* Every entry of src, in its insertion order, into dst: an entry dst has
- * already gets src's counts (dst's was_leaf_inlined stays: dst's entry
- * came first), any other one moves over, appended to dst's order. Merging
+ * already gets src's counts (its leaf through merge_leaf: unranked,
+ * dst's was_leaf_inlined stays, dst's entry came first), any other one
+ * moves over, appended to dst's order. Merging
  * the tables of two runs over consecutive parts of a sequence of samples
  * gives the table of one run over the whole sequence. src is left empty. */
 /* How far ahead the merge asks for what it will read: dst's table is far
@@ -664,6 +689,8 @@ static int merge_into(lp_ctxcount *dst, lp_ctxcount *src, bool defer,
         d = !dst->slots ? NULL
             : hk        ? lookup(dst, hk, c->hlen, h)
                         : frame_slot(dst, h, c->e.bin, c->e.frames, c->e.nframes)->c;
+        if (d)
+            merge_leaf(&d->e, &c->e);
         if (d && defer) {
             c->into = d;
             src->v[i] = NULL;
@@ -812,6 +839,7 @@ lp_ctx_entry *lp_ctxcount_get_addrs(lp_ctxcount *cc, int bin,
     c->hlen = len;
     c->e.key = k + sizeof bin;
     c->e.bin = bin;
+    c->e.leaf_rank = UINT64_MAX;
     *slot_of(cc, h, k, len) = (ctx_slot){h, c};
     cc->v[cc->n++] = c;
     return &c->e;

@@ -410,21 +410,18 @@ static long expand(lp_unwinder *u, const uint64_t *a, size_t n, uint64_t sig,
 }
 
 /* The context of a[0..n) (n > 0, a within u->stk), under its leaf's
- * binary; `sig`: the leaf's signature, 0 not known. */
+ * binary; `sig`: the leaf's signature, 0 not known. *wli: whether the
+ * leaf was inlined (given to the entry by collect_frame). */
 static lp_ctx_entry *make_context(lp_unwinder *u, const uint64_t *a,
-                                  size_t n, uint64_t sig, lp_error *err)
+                                  size_t n, uint64_t sig, bool *wli,
+                                  lp_error *err)
 {
     long nf = 0;
-    bool wli = false;
-    lp_ctx_entry *e;
 
-    if ((nf = expand(u, a, n, sig, &wli, err)) < 0)
+    if ((nf = expand(u, a, n, sig, wli, err)) < 0)
         return NULL;
-    e = lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
-                        nf ? u->frames : NULL, (size_t)nf, wli, err);
-    if (e && e->was_leaf_inlined != wli)
-        e->leaf_inlined_mixed = true;   /* the first's value stays */
-    return e;
+    return lp_ctxcount_get(u->cc, (int)uw_bin_of(a[n - 1]),
+                           nf ? u->frames : NULL, (size_t)nf, *wli, err);
 }
 
 /* The leaf signature of trie node `node`'s address: kept on the node,
@@ -451,16 +448,18 @@ static uint64_t node_sig(lp_unwinder *u, int32_t node, lp_error *err)
 /* The context of the stack a[0..n); `callers` is the prefix id of
  * a[0..n-1) (0 for none, UINT64_MAX when unknown: no caching); `node`
  * the trie node at a[n-1] (-1: not known). The empty stack's is binary
- * `bin`'s. */
+ * `bin`'s. *wli: whether the leaf was inlined (kept with the entry in
+ * the caches: the map's values have it in their low bit). */
 static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
                                 uint64_t callers, int32_t node, size_t bin,
-                                lp_error *err)
+                                bool *wli, lp_error *err)
 {
     uw_ctxcache *c = &u->ctxc;
     uint64_t sig, v;
     lp_ctx_entry *e;
     uw_ctxmemo *m;
 
+    *wli = false;
     if (n == 0) {
         if (!u->root_entries[bin])
             u->root_entries[bin] = lp_ctxcount_get(u->cc, (int)bin, NULL, 0,
@@ -468,24 +467,38 @@ static lp_ctx_entry *context_of(lp_unwinder *u, const uint64_t *a, size_t n,
         return u->root_entries[bin];
     }
     if (callers == UINT64_MAX)
-        return make_context(u, a, n, 0, err);
+        return make_context(u, a, n, 0, wli, err);
     if (!(sig = node >= 0 ? node_sig(u, node, err) : uw_leaf_sig(u, a[n - 1], err)))
         return NULL;
     m = &c->memo[uw_mix(callers, sig) & ((1u << UW_CTXMEMO_BITS) - 1)];
-    if (m->e && m->callers == callers && m->sig == sig)
+    if (m->e && m->callers == callers && m->sig == sig) {
+        *wli = m->wli;
         return m->e;
+    }
     if ((v = uw_map_get(&c->ctx, callers, sig))) {
-        e = (lp_ctx_entry *)(uintptr_t)v;
+        e = (lp_ctx_entry *)(uintptr_t)(v & ~(uint64_t)1);
+        *wli = v & 1;
     } else {
-        if (!(e = make_context(u, a, n, sig, err)))
+        if (!(e = make_context(u, a, n, sig, wli, err)))
             return NULL;
-        if (uw_map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e)) {
+        if (uw_map_put(&c->ctx, callers, sig, (uint64_t)(uintptr_t)e | *wli)) {
             lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
             return NULL;
         }
     }
-    *m = (uw_ctxmemo){callers, sig, e};
+    *m = (uw_ctxmemo){callers, sig, e, *wli};
     return e;
+}
+
+/* A sample's leaf reached e, inlined or not: e keeps the one of the
+ * sample first in llvm-profgen's order (lp_ctx_entry_leaf), whose rank
+ * a recording ahead does not know yet (replayed at the flush). */
+static int leaf_to(lp_unwinder *u, lp_ctx_entry *e, bool wli)
+{
+    if (u->rec)
+        return uw_eff_add(u, UW_EFF_LEAF, e, wli, 0);
+    lp_ctx_entry_leaf(e, wli, u->rank);
+    return 0;
 }
 
 /* ---- address contexts (pseudo-probe binaries) ------------------------------------- */
@@ -754,7 +767,8 @@ collect_frame(walk *w, int32_t node, const fstack *s, bool lost, bool pushed)
     uint64_t callers = s->n < 2 ? 0 : u->ctxc.ids[s->base + s->n - 2];
     /* address contexts: the frames below the node's (its callers) */
     size_t na = pushed && s->n ? s->n - 1 : s->n;
-    lp_ctx_entry *e = NULL;
+    lp_ctx_entry *e = NULL, *prev;
+    bool wli;
     int32_t r;
     int rc = 0;
 
@@ -779,11 +793,14 @@ collect_frame(walk *w, int32_t node, const fstack *s, bool lost, bool pushed)
                                       na ? u->ctxc.ids[s->base + na - 1] : 0,
                                       bin, w->err)))
                 return -1;
-        } else if ((!e || s->n == 0) &&
-                   !(e = context_of(u, u->stk + s->base, s->n, callers,
-                                    pushed ? node : -1, uw_bin_of(x->b),
-                                    w->err))) {
-            return -1;
+        } else if (!e || s->n == 0) {
+            prev = e;
+            if (!(e = context_of(u, u->stk + s->base, s->n, callers,
+                                 pushed ? node : -1, uw_bin_of(x->b), &wli,
+                                 w->err)))
+                return -1;
+            if (e != prev && leaf_to(u, e, wli))
+                return lp_error_set(w->err, LP_ENOMEM, "unwinder: out of memory");
         }
         uint64_t b = !x->branch || uw_bin_of(x->b) == (size_t)e->bin
                          ? uw_va(x->b)

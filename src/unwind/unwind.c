@@ -710,7 +710,9 @@ int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err)
  * filled in order of first occurrence (ours: the uthash's order). The
  * order decides which sample creates a context first, whose leaf gives
  * the context its WasLeafInlined (ContextWasInlined) when two leaves, one
- * inlined and one not, have the same context. NULL on OOM; *n the count;
+ * inlined and one not, have the same context: each sample's place in it
+ * is set (pos), for samples unwound out of that order (recorded ahead
+ * and replayed first, or on two threads). NULL on OOM; *n the count;
  * *ins the samples in insertion order (the inference learns them in that
  * order), or NULL on OOM. */
 static uw_agg **flush_order(lp_unwinder *u, size_t *n, uw_agg ***ins)
@@ -734,6 +736,8 @@ static uw_agg **flush_order(lp_unwinder *u, size_t *n, uw_agg ***ins)
         memcpy(w, v, m * sizeof *v);
         rc = 0;
     }
+    for (i = 0; rc == 0 && i < m; i++)
+        w[i]->pos = (uint32_t)i;
     free(keys);
     free(order);
     if (rc) {
@@ -827,6 +831,9 @@ static int replay(lp_unwinder *u, const uw_replay *r, uint64_t n,
         case UW_EFF_NOTE_LOST:
             rc = uw_note_add(&u->notes_lost, x->a, x->b, n);
             break;
+        case UW_EFF_LEAF:
+            lp_ctx_entry_leaf(x->e, x->a != 0, u->rank);
+            break;
         default:
             rc = uw_note_add(&u->notes_contextless, x->a, x->b, n);
         }
@@ -839,6 +846,9 @@ int uw_flush_one(lp_unwinder *u, const uw_agg *g, lp_error *err)
 
     uw_decode(u, g, &ncs, &nlbr);
     u->st.distinct++;
+    /* recorded ahead or not, on either thread: the contexts' first leaf
+     * is the one of the lowest rank */
+    u->rank = uw_owner(u)->flushes << 32 | g->pos;
     if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
     return g->replay >= 0 ? replay(u, &u->replays[g->replay], g->repeat, err)
@@ -936,6 +946,7 @@ int uw_flush(lp_unwinder *u, lp_error *err)
     u->infer_pending = false;
     u->warmed = NULL;
     u->nreplays = u->neffs = 0;
+    u->flushes++;
     u->memo_gen++;              /* the memo's aggregated samples are gone */
     return rc ? -1 : 0;
 }

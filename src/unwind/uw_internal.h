@@ -144,6 +144,8 @@ typedef struct uw_agg {
     int32_t replay;             /* its recorded unwinding in u->replays, or -1 */
     uint32_t len;
     uint32_t hash;              /* lp_hash_bytes of the key, truncated */
+    uint32_t pos;               /* its place in the flush's unwinding order
+                                   (its rank's low half: uw_flush_one) */
     unsigned char key[];        /* varint-encoded call stack + LBR */
 } uw_agg;
 
@@ -154,7 +156,10 @@ typedef struct uw_agg {
  * unwinding, contexts, caches) is done then; what grows with the count
  * is recorded, and uw_flush replays it with the final count instead of
  * unwinding the sample again. The effects: */
-enum { UW_EFF_RANGE, UW_EFF_BRANCH, UW_EFF_NOTE_LOST, UW_EFF_NOTE_CTXLESS };
+enum { UW_EFF_RANGE, UW_EFF_BRANCH, UW_EFF_NOTE_LOST, UW_EFF_NOTE_CTXLESS,
+       UW_EFF_LEAF };           /* LEAF: a: the leaf was inlined, given
+                                   to lp_ctx_entry_leaf with the sample's
+                                   rank, known at the flush only */
 
 typedef struct uw_eff {
     lp_ctx_entry *e;            /* counters: their context; notes: NULL */
@@ -264,6 +269,7 @@ typedef struct uw_sig {         /* a leaf signature: the inline stack */
 typedef struct uw_ctxmemo {
     uint64_t callers, sig;
     lp_ctx_entry *e;            /* NULL: empty */
+    bool wli;                   /* its leaf was inlined */
 } uw_ctxmemo;
 
 typedef struct uw_cfpos {      /* a position of uw_ctxcache.cf */
@@ -411,6 +417,9 @@ struct lp_unwinder {
     uw_eff *effs;
     size_t neffs, effs_cap;
     bool replay_full;           /* UW_REPLAY_BYTES reached: no more recording */
+    uint64_t flushes;           /* flushes done */
+    uint64_t rank;              /* the sample being unwound's place in
+                                   llvm-profgen's order: flushes << 32 | pos */
     /* unwinding scratch */
     uw_node *nodes;
     size_t nnodes, nodes_cap;

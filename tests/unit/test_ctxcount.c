@@ -301,6 +301,48 @@ static void check_same(lp_ctxcount *x, lp_ctxcount *y)
     free(w);
 }
 
+/* lp_ctx_entry_leaf: the creator's value is provisional, the lowest rank's
+ * stays whatever order the ranks come in, two values mark the entry mixed;
+ * a merge gives dst the lower rank's leaf and src's mixed mark, and an
+ * unranked src entry leaves dst's value. */
+static void test_leaf_rank(void **state)
+{
+    lp_ctxcount *a = lp_ctxcount_new(), *b = lp_ctxcount_new();
+    lp_ctx_frame f1[] = {{"main", {1, 0}}, {"foo", {0, 0}}};
+    lp_ctx_frame f2[] = {{"bar", {0, 0}}};
+    lp_ctx_entry *e, *d;
+    lp_error err;
+    (void)state;
+
+    assert_non_null(e = lp_ctxcount_get(a, 0, f1, 2, true, &err));
+    assert_true(e->leaf_rank == UINT64_MAX);
+    lp_ctx_entry_leaf(e, false, 7);     /* the creator's value was provisional */
+    assert_false(e->was_leaf_inlined);
+    assert_false(e->leaf_inlined_mixed);
+    lp_ctx_entry_leaf(e, true, 9);      /* later: the value stays, mixed */
+    assert_false(e->was_leaf_inlined);
+    assert_true(e->leaf_inlined_mixed);
+    lp_ctx_entry_leaf(e, true, 3);      /* earlier: its value */
+    assert_true(e->was_leaf_inlined);
+    assert_true(e->leaf_rank == 3);
+    /* merge: b's lower rank wins, an unranked entry keeps dst's value */
+    assert_non_null(d = lp_ctxcount_get(a, 0, f2, 1, true, &err));
+    lp_ctx_entry_leaf(d, true, 5);
+    assert_non_null(e = lp_ctxcount_get(b, 0, f2, 1, false, &err));
+    lp_ctx_entry_leaf(e, false, 4);
+    assert_non_null(e = lp_ctxcount_get(b, 0, f1, 2, false, &err));
+    assert_int_equal(lp_ctxcount_merge(a, b, &err), 0);
+    assert_non_null(d = lp_ctxcount_find(a, 0, "bar"));
+    assert_false(d->was_leaf_inlined);
+    assert_true(d->leaf_rank == 4);
+    assert_true(d->leaf_inlined_mixed);
+    assert_non_null(d = lp_ctxcount_find(a, 0, "main:1 @ foo"));
+    assert_true(d->was_leaf_inlined);
+    assert_true(d->leaf_rank == 3);
+    lp_ctxcount_free(a);
+    lp_ctxcount_free(b);
+}
+
 static void test_merge_deferred(void **state)
 {
     lp_error err;
@@ -397,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_borrowed_names),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_merge_deferred),
+        cmocka_unit_test(test_leaf_rank),
         cmocka_unit_test(test_counters_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -942,6 +942,67 @@ static void test_warm_next_same(void **state)
     assert_true(notes >= 4);     /* counted notes were compared too */
 }
 
+/* Two distinct samples of recursion-compression-noprobe give the context
+ * [main:1 @ foo:3 @ fa:2 @ fb:2 @ fa] leaves of their own: A (the
+ * sample's two newest LBR entries) an inlined one, B (all but the newest)
+ * one not. llvm-profgen unwinds its AggregatedSamples (unordered_map) in
+ * the reverse order of these two insertions, and the context keeps the
+ * first unwound leaf: B's when A comes first in the trace (no
+ * ContextWasInlined, as llvm-profgen-22 writes it), A's the other way.
+ * Recorded ahead (lp_unwind_warm_next, in insertion order), the context
+ * was created by the first sample inserted and kept its leaf. */
+static void write_ab(const char *path, bool a_first)
+{
+    char line[4][2048], *lbr[16], *p;
+    FILE *in = fopen(IN "recursion-compression-noprobe.perfscript", "r");
+    FILE *out = fopen(path, "w");
+    int i, n = 0;
+
+    assert_non_null(in);
+    assert_non_null(out);
+    for (i = 0; i < 4; i++)
+        assert_non_null(fgets(line[i], sizeof line[i], in));
+    fclose(in);
+    for (p = strtok(line[3], " \n"); p && n < 16; p = strtok(NULL, " \n"))
+        lbr[n++] = p;
+    assert_int_equal(n, 16);
+    fprintf(out, "%s\n", line[0]);
+    for (i = 0; i < 2; i++) {
+        bool a = (i == 0) == a_first;
+        fprintf(out, "%s", line[2]);
+        for (int k = a ? 0 : 1; k < (a ? 2 : 16); k++)
+            fprintf(out, " %s ", lbr[k]);
+        fprintf(out, "\n\n");
+    }
+    fclose(out);
+}
+
+static void test_first_leaf_in_unwinding_order(void **state)
+{
+    char script[512], bin[256], *order, *raw, want[128];
+    size_t warmed = 0;
+    int a_first, warm;
+
+    (void)state;
+    snprintf(script, sizeof script, "%s/ab.perfscript", dir);
+    snprintf(bin, sizeof bin, IN "recursion-compression-noprobe.perfbin");
+    for (a_first = 0; a_first < 4; a_first++)      /* bit 1: two threads */
+        for (warm = 0; warm <= 8; warm += 8) {
+            write_ab(script, a_first & 1);
+            raw = run_script_par(script, bin, false, warm, 1, NULL, &warmed,
+                                 NULL, a_first & 2 ? 2 : SIZE_MAX, &order);
+            snprintf(want, sizeof want,
+                     "0 [main:1 @ foo:3 @ fa:2 @ fb:2 @ fa] %d\n", !(a_first & 1));
+            if (!strstr(order, want))
+                fail_msg("warm %d, A %s, threads %d: no '%s' in\n%s", warm,
+                         a_first & 1 ? "first" : "second", a_first & 2 ? 2 : 1,
+                         want, order);
+            free(raw);
+            free(order);
+        }
+    assert_int_equal(warmed, 8);        /* both samples recorded, 4 times */
+}
+
 static int cpus(void)
 {
     cpu_set_t set;
@@ -1724,6 +1785,7 @@ int main(void)
         cmocka_unit_test(test_003_7_cet_mov),
         cmocka_unit_test(test_warm_next_same),
         cmocka_unit_test(test_parallel_flush_same),
+        cmocka_unit_test(test_first_leaf_in_unwinding_order),
         cmocka_unit_test(test_repair_noinline_cs),
         cmocka_unit_test(test_signal_handler_sampled),
         cmocka_unit_test(test_signal_in_frameless),
