@@ -162,14 +162,20 @@ compare() {
     note "$cname" "peak RSS vs llvm-profgen" "${last_rss}%" "<= 33%" "$(meets "$last_rss" "<=" 33.4)"
 }
 
-# cores NAME CMD... : the wall time on both cores against one (taskset)
+# cores NAME TARGET CMD... : the wall time on both cores against one
+# (taskset). Issue 17's target (<= 0.60) is the large program's; TARGET
+# "-" reports the ratio without one (bench (c): 0.4 s leave little to share).
 cores() {
-    kname=$1; shift
+    kname=$1 ktarget=$2; shift 2
     measure two "2 cores" "$@"
     measure one "1 core (taskset -c 0)" taskset -c 0 "$@"
     r=$(awk -v a="$two_wall" -v b="$one_wall" 'BEGIN { printf "%.2f", a / b }')
     echo "  2-core wall / 1-core wall: $r"
-    note "$kname" "2-core / 1-core wall" "$r" "<= 0.60" "$(meets "$r" "<=" 0.6)"
+    if [ "$ktarget" = - ]; then
+        note "$kname" "2-core / 1-core wall" "$r" "(none)" "-"
+    else
+        note "$kname" "2-core / 1-core wall" "$r" "<= $ktarget" "$(meets "$r" "<=" "$ktarget")"
+    fi
 }
 
 # growth NAME CMD1 CMD4 : peak RSS at 4x the input (same distinct samples)
@@ -250,8 +256,8 @@ large_case() {
     compare "($lname) CS, flat CS options" "$bin" "$data" --perfscript="$txt" 10 $FLATCS
     compare "($lname) flat (LBR only)" "$bin" "$data" --perfscript="$txt" 20 --ignore-stack-samples
     echo " ($lname) both cores, default options"
-    cores "($lname) perf.data" "$L" "$data" --binary "$bin" --no-repair-frames -o "$W/o.l"
-    cores "($lname) text" "$L" --perfscript="$txt" --binary "$bin" --no-repair-frames -o "$W/o.l"
+    cores "($lname) perf.data" 0.60 "$L" "$data" --binary "$bin" --no-repair-frames -o "$W/o.l"
+    cores "($lname) text" 0.60 "$L" --perfscript="$txt" --binary "$bin" --no-repair-frames -o "$W/o.l"
 }
 
 large_bench() {
@@ -305,7 +311,7 @@ cg_bench() {
     # shellcheck disable=SC2086
     compare "(c) CS, flat CS options" "$G/cg" "$G/cg.data" --perfscript="$G/cg.txt" 10 $FLATCS
     echo " (c) both cores"
-    cores "(c) perf.data" "$L" "$G/cg.data" --binary "$G/cg" --no-repair-frames -o "$W/o.l"
+    cores "(c) perf.data" - "$L" "$G/cg.data" --binary "$G/cg" --no-repair-frames -o "$W/o.l"
     echo " (c) memory against input size (the same samples 4 times)"
     "$W/perf-replicate" "$G/cg.data" 4 "$W/cg4.data" >/dev/null 2>&1
     growth "(c) perf.data" "'$L' '$G/cg.data' --binary '$G/cg' --no-repair-frames -o '$W/o.l'" \
