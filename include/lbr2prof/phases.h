@@ -62,6 +62,7 @@ typedef struct lp_phases {
     int ended;
     uint64_t unwound, distinct;     /* samples unwound, distinct ones
                                        (lp_phases_unwound; 0: none) */
+    uint64_t ahead;                 /* distinct ones recorded ahead */
 } lp_phases;
 
 /* Start timing now (phase LP_PHASE_START). fn, if not NULL, is called at
@@ -76,17 +77,19 @@ void lp_phases_read(lp_phases *ph, uint64_t bytes, uint64_t total_bytes,
                     uint64_t samples);
 /* The current phase's items. */
 void lp_phases_items(lp_phases *ph, uint64_t done, uint64_t todo);
-/* The input samples the run unwound and how many distinct samples that
- * was, once they are known (the unwinder's statistics at its end):
- * printed under the table. */
-void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct);
+/* The input samples the run unwound, how many distinct samples that
+ * was and how many of those were recorded ahead in the reader's idle
+ * time (lp_unwind_stats.replayed), once they are known (the unwinder's
+ * statistics at its end): printed under the table. */
+void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct,
+                       uint64_t ahead);
 /* Close the current phase; the callback's last call (final = 1). */
 void lp_phases_end(lp_phases *ph);
 const char *lp_phase_name(lp_phase p);
 /* The table of phases, LLVM's timer report layout: CPU (every thread of
  * the process), the main thread's CPU and wall time per phase and in
  * total; then, if the run unwound samples, "  Samples unwound: N (M
- * distinct)". */
+ * distinct)" and "  Distinct samples recorded ahead: K". */
 void lp_phases_print(const lp_phases *ph, const char *title, FILE *f);
 
 #ifdef __cplusplus

@@ -377,7 +377,12 @@ void lp_reader_start(lp_reader *r);
  * and again while fn returns nonzero and the event is still not ready.
  * fn must not call the reader; it should return within tens of
  * microseconds. NULL: none. For perf.data read on the caller's own
- * thread (pipes, lp_reader_opts.no_thread), fn is never called. */
+ * thread (pipes, lp_reader_opts.no_thread), fn is never called. Tests
+ * make the calls independent of timing with the environment variable
+ * LBR2PROF_IDLE (read when the reading thread is set up): "always" calls
+ * fn before every event until it returns 0, as though the parser were
+ * always behind; a number N does so before each of the first N events
+ * only; "never" never calls it. */
 typedef int (*lp_reader_idle_fn)(void *ctx);
 void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx);
 

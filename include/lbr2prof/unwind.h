@@ -202,6 +202,10 @@ typedef struct lp_unwind_stats {
     uint64_t parallel;          /* distinct samples a second thread unwound
                                    (the parallel flush; the result is the
                                    same as one thread's) */
+    uint64_t replayed;          /* distinct samples replayed from their
+                                   recording ahead (lp_unwind_warm_next)
+                                   instead of unwound at the flush: the
+                                   one statistic the idle time changes */
     /* exact stacks (lp_hybrid_sample.exact: Intel PT) */
     uint64_t exact_stacks;      /* samples whose stack was taken as it is */
     uint64_t exact_lbr_agree;   /* ... whose leaf's caller (one the

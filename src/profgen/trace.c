@@ -476,7 +476,8 @@ static int finish_unwinder(pg_run *run, lp_error *err)
     run->r->raw_cs = lp_unwind_finish(run->uw, err);
     run->r->context_sensitive = true;
     st = lp_unwind_stats_get(run->uw);
-    lp_phases_unwound(run->o->phases, st->sample_calls, st->distinct);
+    lp_phases_unwound(run->o->phases, st->sample_calls, st->distinct,
+                      st->replayed);
     return run->r->raw_cs ? 0 : -1;
 }
 

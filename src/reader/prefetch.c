@@ -115,6 +115,10 @@ struct lp_pfetch {
     uint64_t off;               /* input offset of what was handed over */
     lp_reader_idle_fn idle;     /* lp_pfetch_set_idle */
     void *idle_ctx;
+    bool idle_forced;           /* LBR2PROF_IDLE (idle_mode): idle not
+                                   called while behind, only... */
+    uint64_t idle_left;         /* ... before each of the next idle_left
+                                   events (UINT64_MAX: all) */
     lp_reader_ahead_fn ahead;   /* lp_pfetch_set_ahead */
     void *ahead_ctx;
     /* perf.data (p NULL): the reader's walk */
@@ -403,6 +407,39 @@ static void *producer(void *arg)
 
 /* ---- consumer --------------------------------------------------------- */
 
+/* When the consumer calls its idle function. By default while no batch
+ * is ready: how much it gets done depends on timing. LBR2PROF_IDLE makes
+ * that independent of timing (tests: the unwinder's recordings ahead,
+ * docs/unwind.md): "always" calls it before every event handed over, as
+ * if the producer were always behind; a number N before each of the
+ * first N events only (the samples among the first N-1 get the idle
+ * work, none of the later ones); "never" not at all. Anything else, or
+ * unset: the default. Read when the ring is made (the reader's open, or
+ * its thread's start after a perf.data tail), as LBR2PROF_DATA_SPLIT is
+ * when the reader opens. */
+static void idle_mode(lp_pfetch *f)
+{
+    const char *s = getenv("LBR2PROF_IDLE");
+
+    f->idle_forced = true;
+    if (s && !strcmp(s, "always"))
+        f->idle_left = UINT64_MAX;
+    else if (s && *s >= '0' && *s <= '9')
+        f->idle_left = strtoull(s, NULL, 10);
+    else
+        f->idle_forced = s && !strcmp(s, "never");
+}
+
+/* LBR2PROF_IDLE's idle work before the next event (the consumer is done
+ * with the last one): until there is none left. */
+static void idle_before(lp_pfetch *f)
+{
+    if (f->idle_left != UINT64_MAX)
+        f->idle_left--;
+    while (f->idle && f->idle(f->idle_ctx))
+        ;
+}
+
 static lp_pfetch *pfetch_new(lp_pscript *p, lp_pfetch_next_fn next,
                              lp_pfetch_off_fn off, void *ctx, lp_error *err);
 
@@ -431,6 +468,7 @@ static lp_pfetch *pfetch_new(lp_pscript *p, lp_pfetch_next_fn next,
     f->ctx = ctx;
     f->spin_ns = lp_cpus() < 2 ? 0 : p ? PF_SPIN_NS : PF_DATA_SPIN_NS;
     f->nbatch = p ? PF_NBATCH : PF_DATA_NBATCH;
+    idle_mode(f);
     f->maxev = p ? PF_EVENTS : PF_DATA_EVENTS;
     for (k = 0; k < f->nbatch; k++) {
         pf_batch *b = &f->b[k];
@@ -530,9 +568,12 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
     lp_pfetch_start(f);
     if (f->started == 2)
         return next_inline(f, ev, seen, err);
+    if (f->idle_left)
+        idle_before(f);
     for (;;) {
         if (!f->cur) {
-            while (f->idle && nfull_get(f) == 0 && f->idle(f->idle_ctx))
+            while (!f->idle_forced && f->idle && nfull_get(f) == 0 &&
+                   f->idle(f->idle_ctx))
                 ;
             spin_while(f, 0);
             pthread_mutex_lock(&f->mu);

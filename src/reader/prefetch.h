@@ -34,7 +34,9 @@ lp_pfetch *lp_pfetch_new_fn(lp_pfetch_next_fn next, lp_pfetch_off_fn off,
 /* Start the thread now (else at the first lp_pfetch_next). */
 void lp_pfetch_start(lp_pfetch *f);
 /* The consumer's idle work (lp_reader_set_idle): called on the
- * consumer's thread while no batch is ready, until it returns 0. */
+ * consumer's thread while no batch is ready, until it returns 0
+ * (LBR2PROF_IDLE=always: before every event instead, =N before each of
+ * the first N, =never not at all: tests). */
 void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx);
 /* perf.data: the consumer's look ahead (lp_reader_set_ahead), called
  * for each sample of a batch PF_DATA_AHEAD events before it is handed

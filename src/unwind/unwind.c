@@ -851,6 +851,7 @@ int uw_flush_one(lp_unwinder *u, const uw_agg *g, lp_error *err)
     u->rank = uw_owner(u)->flushes << 32 | g->pos;
     if (uw_note_pairs(u, u->lbr, nlbr, g->repeat))
         return lp_error_set(err, LP_ENOMEM, "unwinder: out of memory");
+    u->st.replayed += g->replay >= 0;
     return g->replay >= 0 ? replay(u, &u->replays[g->replay], g->repeat, err)
                           : uw_unwind_one(u, u->cs, ncs, u->lbr, nlbr, g->repeat, err);
 }

@@ -96,12 +96,14 @@ void lp_phases_items(lp_phases *ph, uint64_t done, uint64_t todo)
         call(ph, now);
 }
 
-void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct)
+void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct,
+                       uint64_t ahead)
 {
     if (!ph)
         return;
     ph->unwound = samples;
     ph->distinct = distinct;
+    ph->ahead = ahead;
 }
 
 void lp_phases_end(lp_phases *ph)
@@ -157,6 +159,7 @@ void lp_phases_print(const lp_phases *ph, const char *title, FILE *f)
     fprintf(f, "  %8.4f (100.0%%)  %8.4f (%3.0f%%)  %8.4f (100.0%%)  Total\n\n", c,
             o, pct(o, c), w);
     if (ph->unwound)
-        fprintf(f, "  Samples unwound: %" PRIu64 " (%" PRIu64 " distinct)\n\n",
-                ph->unwound, ph->distinct);
+        fprintf(f, "  Samples unwound: %" PRIu64 " (%" PRIu64 " distinct)\n"
+                "  Distinct samples recorded ahead: %" PRIu64 "\n\n",
+                ph->unwound, ph->distinct, ph->ahead);
 }

@@ -6,7 +6,8 @@
  * event, and the error at the end - across batch boundaries, arena
  * overflow, an event larger than a whole arena, and cached samples the
  * consumer makes from references; stopping early joins; the consumer's
- * idle function runs while it waits.
+ * idle function runs while it waits, and LBR2PROF_IDLE forces it
+ * (before every event, the first N, never).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -318,6 +319,75 @@ static void test_idle_runs_while_waiting(void **state)
     free(c.t.s);
 }
 
+/* LBR2PROF_IDLE's idle work: one unit per event handed over so far,
+ * as the unwinder's (one per distinct sample so far). */
+typedef struct units {
+    uint64_t seen, done, calls;
+} units;
+
+static int unit_of_work(void *arg)
+{
+    units *u = arg;
+
+    u->calls++;
+    if (u->done == u->seen)
+        return 0;
+    u->done++;
+    return 1;
+}
+
+/* Every event of make_input through a prefetcher made with LBR2PROF_IDLE
+ * set to `mode`; *ok: every event came with the work up to the one
+ * before done (mode "always"). */
+static units run_idle(const char *mode, bool *ok)
+{
+    text t = make_input();
+    FILE *mf = fmemopen(t.s, t.len, "r");
+    lp_error e;
+    lp_pscript *p = lp_pscript_open(mf, NULL, 0, "x.txt", &e);
+    lp_pfetch *pf;
+    const lp_event *ev;
+    units u = {0, 0, 0};
+    uint64_t seen;
+
+    assert_non_null(p);
+    setenv("LBR2PROF_IDLE", mode, 1);
+    pf = lp_pfetch_new(p, &e);
+    unsetenv("LBR2PROF_IDLE");  /* read when the ring is made */
+    assert_non_null(pf);
+    lp_pfetch_set_idle(pf, unit_of_work, &u);
+    *ok = true;
+    while (lp_pfetch_next(pf, &ev, &seen, &e) == 1)
+        *ok &= u.done == u.seen++;
+    lp_pfetch_free(pf);
+    lp_pscript_close(p);
+    fclose(mf);
+    free(t.s);
+    return u;
+}
+
+/* LBR2PROF_IDLE=always: the work is done up to the last event before
+ * each one is handed over (and before the end); =5: before the first
+ * five only (the work of 4 events); =never: the function is never
+ * called, though a consumer that starts before the producer waits. */
+static void test_idle_forced(void **state)
+{
+    units u;
+    bool ok;
+    (void)state;
+
+    u = run_idle("always", &ok);
+    assert_true(ok);
+    assert_int_equal(u.seen, 3000 + 5);
+    assert_int_equal(u.done, 3000 + 5);
+    u = run_idle("5", &ok);
+    assert_int_equal(u.done, 4);
+    assert_int_equal(u.calls, 4 + 5);   /* each time, one more that finds none */
+    u = run_idle("never", &ok);
+    assert_int_equal(u.calls, 0);
+    assert_int_equal(u.seen, 3000 + 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_via_reader_file),
         cmocka_unit_test(test_idle_runs_while_waiting),
+        cmocka_unit_test(test_idle_forced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -889,9 +889,10 @@ static char *run_script(const char *script, const char *bin, bool repair)
 
 /* lp_unwind_warm_next (the consumer's idle work: an unwinding recorded
  * ahead and replayed with the final count) changes no context, count,
- * note or statistic, with or without the repair, whether it keeps up with
- * the samples (8 per sample) or lags behind them (1 per sample), with
- * each sample taken once or three times. */
+ * note or statistic but `replayed` (which counts it: at most one per
+ * distinct sample warmed, none without), with or without the repair,
+ * whether it keeps up with the samples (8 per sample) or lags behind
+ * them (1 per sample), with each sample taken once or three times. */
 static void test_warm_next_same(void **state)
 {
     static const char *const names[][2] = {
@@ -907,7 +908,7 @@ static void test_warm_next_same(void **state)
         {"artificial-branch", "noinline-cs-noprobe"},
     };
     char script[256], bin[256];
-    size_t i, nonempty = 0, warmed = 0, notes = 0;
+    size_t i, nonempty = 0, warmed = 0, notes = 0, replayed = 0;
     int rep, w;
 
     (void)state;
@@ -929,6 +930,10 @@ static void test_warm_next_same(void **state)
                 notes += w0 && strstr(w0, " samples)");
                 free(w0);
                 free(w1);
+                assert_int_equal(s0.replayed, 0);
+                assert_true(s1.replayed <= n);
+                replayed += s1.replayed;
+                s1.replayed = 0;
                 assert_memory_equal(&s0, &s1, sizeof s0);
                 if (w == 8)     /* kept up: every distinct sample warmed */
                     assert_int_equal(n, s1.distinct);
@@ -939,6 +944,7 @@ static void test_warm_next_same(void **state)
             }
     assert_true(nonempty >= 20); /* the repair drops some inputs' only sample */
     assert_true(warmed >= 40);   /* and the warming did happen */
+    assert_true(replayed >= 40); /* and replayed, counted (76 of 130) */
     assert_true(notes >= 4);     /* counted notes were compared too */
 }
 

@@ -226,12 +226,13 @@ static void test_phases_account_and_report(void **state)
     assert_null(strstr(buf, "generation"));     /* phases never entered */
     assert_non_null(strstr(buf, "Total"));
     assert_null(strstr(buf, "Samples unwound"));  /* none given */
-    lp_phases_unwound(NULL, 1, 1);
-    lp_phases_unwound(&ph, 1552882, 71092);
+    lp_phases_unwound(NULL, 1, 1, 0);
+    lp_phases_unwound(&ph, 1552882, 71092, 1233);
     assert_non_null(f = fmemopen(buf, sizeof buf, "w"));
     lp_phases_print(&ph, "test", f);
     fclose(f);
-    assert_non_null(strstr(buf, " Total\n\n  Samples unwound: 1552882 (71092 distinct)\n"));
+    assert_non_null(strstr(buf, " Total\n\n  Samples unwound: 1552882 (71092 distinct)\n"
+                                "  Distinct samples recorded ahead: 1233\n\n"));
 }
 
 /* A due reading report calls back; NULL is taken everywhere. */
