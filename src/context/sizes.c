@@ -275,11 +275,7 @@ static int inst_step(lp_binary *b, pthread_mutex_t *lock, uint64_t *ip,
     return k;
 }
 
-/* computeInlinedContextSizeForRange over [start, end): with a lock (the
- * sizes' thread alongside generation), SIZES_CHUNK instructions under
- * each taking of it - one taking an instruction made the two threads
- * hand it over ~700 times through futex sleeps on bench (a) */
-#define SIZES_CHUNK 64
+/* computeInlinedContextSizeForRange over [start, end) */
 static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
                        bool probes, const lp_cs_opts *o, pthread_mutex_t *lock,
                        lp_error *err)
@@ -288,8 +284,8 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     uint64_t ip = UINT64_MAX;
     size_walk w = {NULL, 0, NULL, probes};
     uint32_t size;
-    size_t n, i;
-    int k, rc = 0;
+    size_t n;
+    int k;
     lp_frame buf[2][LP_BINARY_MAX_FRAMES];  /* w.fr's stack and the next one */
 
     bin_lock(lock);
@@ -302,16 +298,10 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     if (ip != start)
         cs_warnf(o, "Invalid start instruction at %8" PRIx64, start);
     while (k == 1 && ip < end) {
-        bin_lock(lock);
-        for (i = 0; i < SIZES_CHUNK && k == 1 && ip < end && rc == 0; i++)
-            if ((k = inst_step(b, NULL, &ip, buf[w.fr == buf[0]], &fr, &n, &size,
-                               err)) < 0)
-                rc = -1;
-            else if (add_inst(st, &w, fr, n, size))
-                rc = cs_oom(err);
-        bin_unlock(lock);
-        if (rc)
+        if ((k = inst_step(b, lock, &ip, buf[w.fr == buf[0]], &fr, &n, &size, err)) < 0)
             return -1;
+        if (add_inst(st, &w, fr, n, size))
+            return cs_oom(err);
     }
     return 0;
 }
