@@ -274,9 +274,6 @@ cs_funcs *cs_funcs_new(void);
 void cs_funcs_add_entry(cs_funcs *s, lp_binary *const *bins, size_t nbins,
                         const lp_ctx_entry *e);
 int cs_funcs_merge(cs_funcs *dst, cs_funcs *src);
-/* Every entry of cc's functions added to s: 0, or -1 (no memory). */
-int cs_funcs_add_all(cs_funcs *s, lp_binary *const *bins, size_t nbins,
-                     const lp_ctxcount *cc);
 void cs_funcs_free(cs_funcs *s);
 /* Symbolize every instruction of the profiled functions into the size
  * trie `st`. */
@@ -351,12 +348,10 @@ const cs_irun *cs_itab_leaf(const cs_itab *x, uint64_t a);
 /* generateLineNumBasedProfile into t (empty). With `consume`, every
  * entry's counters are freed once used, and then the entries (cc is left
  * empty). With funcs, the profiled functions are collected into it too
- * (cs_funcs_collect's, entry by entry before the counters go). lock: the
- * binaries' while the sizes' thread runs (cs_sizes_start; generation
- * then stays on one thread), or NULL. */
+ * (cs_funcs_collect's, entry by entry before the counters go). */
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
-                     cs_funcs *funcs, pthread_mutex_t *lock, lp_error *err);
+                     cs_funcs *funcs, lp_error *err);
 /* decodePseudoProbe of the probe tables not decoded yet, for the
  * functions cc's address contexts and counters touch. */
 int cs_probes_decode(lp_binary *const *bins, size_t nbins,

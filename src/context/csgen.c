@@ -1014,18 +1014,10 @@ static void split_free(split *s)
 /* Generation on two threads when the entries group well (see above):
  * 1 when done, 0 when not tried (the caller generates on one thread),
  * -1 on error. */
-/* Whether generation tries two threads for n entries (generate_split). */
-static bool splits(size_t n, const lp_cs_opts *o)
-{
-    size_t min = o->parallel_min ? o->parallel_min : 4096;
-
-    return n >= min && min != SIZE_MAX && lp_cpus() >= 2;
-}
-
 static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
                           size_t n, lp_ctxcount *consume, const lp_cs_opts *o)
 {
-    size_t i;
+    size_t min = o->parallel_min ? o->parallel_min : 4096, i;
     split s = {.v = v, .n = n, .consume = consume,
                .update_total = o->update_total_samples,
                .stage_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -1035,7 +1027,7 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
     worker *w = NULL;
     int rc = 0;
 
-    if (!splits(n, o) || th->lock)  /* th->lock: the sizes' thread's */
+    if (n < min || min == SIZE_MAX || lp_cpus() < 2)
         return 0;
     if (!(s.gnode = malloc(n * sizeof *s.gnode)) ||
         !(s.gdepth = malloc(n * sizeof *s.gdepth)) ||
@@ -1098,13 +1090,13 @@ static int generate_split(cs_trie *t, genth *th, lp_ctx_entry *const *v,
 
 int cs_generate_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
                      lp_ctxcount *cc, bool consume, const lp_cs_opts *o,
-                     cs_funcs *funcs, pthread_mutex_t *lock, lp_error *err)
+                     cs_funcs *funcs, lp_error *err)
 {
     lp_ctx_entry **v = NULL;
     long n = lp_ctxcount_entries(cc, &v), i;
     genth th;
     int rc = n < 0 ? cs_oom(err)
-                   : genth_init(&th, t, bins, nbins, NULL, funcs, lock, err);
+                   : genth_init(&th, t, bins, nbins, NULL, funcs, NULL, err);
 
     for (i = 0; i < n && rc == 0; i++) {
         if (i + 16 < n)     /* scattered over the heap */
@@ -1152,7 +1144,7 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
     rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, (lp_ctxcount *)cc,
                                             false, o, NULL, err)
                    : cs_generate_trie(&t, bins, nbins, (lp_ctxcount *)cc, false,
-                                      o, NULL, NULL, err);
+                                      o, NULL, err);
     out->is_probe_based = o->probes != NULL;
     if (rc == 0 && cs_trie_to_profile(&t, out))
         rc = cs_oom(err);
@@ -1164,27 +1156,14 @@ int lp_cs_generate(lp_binary *const *bins, size_t nbins, const lp_ctxcount *cc,
  * second thread while the profile is generated (the probe tables decoded
  * first: then neither changes them): the lock the generation takes
  * around its calls into the binaries (and the missing-frame hook), or
- * NULL (one thread). Line-based, the same when generation will run on
- * one thread (too few contexts to split them: the second core would
- * idle, and the pre-inliner waited for the sizes after it; bench (a)),
- * the profiled functions collected first (*collected); else (split
- * generation collects them on its worker meanwhile) after generation. */
+ * NULL (one thread). */
 static pthread_mutex_t *sizes_alongside(lp_binary *const *bins, size_t nbins,
                                         const lp_ctxcount *cc, cs_funcs *funcs,
-                                        const lp_cs_opts *o, bool *collected,
-                                        int *rc, lp_error *err)
+                                        const lp_cs_opts *o, int *rc,
+                                        lp_error *err)
 {
-    *collected = false;
-    if (!funcs)
+    if (!funcs || !o->probes)
         return NULL;
-    if (!o->probes) {
-        if (!o->preinliner || lp_cpus() < 2 || splits(lp_ctxcount_size(cc), o))
-            return NULL;
-        if ((*rc = cs_funcs_add_all(funcs, bins, nbins, cc)))
-            return cs_oom(err), NULL;
-        *collected = true;
-        return cs_sizes_start(funcs, bins, o);
-    }
     if ((*rc = cs_probes_decode(bins, nbins, o->probes, cc, err)))
         return NULL;
     return cs_sizes_start(funcs, bins, o);
@@ -1196,7 +1175,6 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
 {
     cs_funcs *funcs = NULL;
     pthread_mutex_t *lock = NULL;
-    bool collected = false;
     cs_trie t;
     int rc = 0;
 
@@ -1209,15 +1187,13 @@ static int profile(lp_binary *const *bins, size_t nbins, lp_ctxcount *cc,
                             : cs_funcs_new()))
         rc = o->probes ? -1 : cs_oom(err);
     if (rc == 0)
-        lock = sizes_alongside(bins, nbins, cc, funcs, o, &collected, &rc, err);
+        lock = sizes_alongside(bins, nbins, cc, funcs, o, &rc, err);
     if (rc == 0)
         rc = o->probes ? cs_generate_probe_trie(&t, bins, nbins, cc, consume, o,
                                                 lock, err)
-                       : cs_generate_trie(&t, bins, nbins, cc, consume, o,
-                                          collected ? NULL : funcs, lock, err);
-    /* line-based, unless started: the sizes on a second thread from now
-     * (nothing else calls into the binaries until the pre-inliner gets
-     * them) */
+                       : cs_generate_trie(&t, bins, nbins, cc, consume, o, funcs, err);
+    /* line-based: the sizes on a second thread from now (nothing else
+     * calls into the binaries until the pre-inliner gets them) */
     if (rc == 0 && funcs && !o->probes && o->preinliner)
         cs_sizes_start(funcs, bins, o);
     out->is_probe_based = o->probes != NULL;

@@ -152,13 +152,6 @@ static void funcs_from_counters(func_set *s, lp_binary *const *bins, size_t nbin
     free(v);
 }
 
-int cs_funcs_add_all(cs_funcs *s, lp_binary *const *bins, size_t nbins,
-                     const lp_ctxcount *cc)
-{
-    funcs_from_counters(s, bins, nbins, cc);
-    return s->oom ? -1 : 0;
-}
-
 /* collectFunctionsFromLLVMProfile: the functions named by trie nodes */
 static void funcs_from_trie(func_set *s, lp_binary *const *bins, size_t nbins,
                             cs_trie *pt)
