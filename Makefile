@@ -55,6 +55,11 @@ $(BUILD)/gen/builtins.inc: $(wildcard src/builtin/*.c)
 
 $(BUILD)/obj/src/cli/main.o: $(BUILD)/gen/builtins.inc
 $(BUILD)/obj/src/cli/main.o: CFLAGS_ALL += -I$(BUILD)/gen
+# lp_digest_inline's AVX2 code (util/hash.h calls it only where the CPU has AVX2)
+ifeq ($(shell uname -m),x86_64)
+$(BUILD)/obj/src/util/digest_avx2.o: CFLAGS_ALL += -mavx2
+build-fuzz/obj/src/util/digest_avx2.o: FUZZ_CFLAGS += -mavx2
+endif
 
 $(BUILD)/liblbr2prof.a: $(LIB_OBJS)
 	@rm -f $@

@@ -199,6 +199,11 @@ typedef struct lp_sample {
                                 and LBR lines byte for byte; the repeat
                                 count may differ), so a consumer may reuse
                                 what it derived from the first; 0: unknown */
+    int arrays_deferred;     /* perf script text, after
+                                lp_reader_defer_arrays: callchain and
+                                branches are NULL (callchain_nr and
+                                branch_nr are not) until
+                                lp_reader_arrays makes them */
     lp_stacks_id stacks_id;  /* perf.data through the reader's thread, when
                                 the sample has a call chain: its
                                 lp_stacks_id_of(), computed ahead; {0, 0}:
@@ -395,6 +400,16 @@ void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx);
  * without a thread, never called. */
 typedef void (*lp_reader_ahead_fn)(void *ctx, lp_sample *s);
 void lp_reader_set_ahead(lp_reader *r, lp_reader_ahead_fn fn, void *ctx);
+
+/* Perf script text: a sample the parser knew (nonzero dup_id) comes with
+ * its call chain and branches not made (lp_sample.arrays_deferred), for a
+ * consumer that may need only its dup_id (the unwinder's memo: making
+ * them was a tenth of bench (a)'s instructions); lp_reader_arrays makes
+ * those of the sample of the event lp_reader_next returned last (then
+ * valid as the event is), and does nothing for a sample that has them.
+ * 0, or -1 (no memory). For perf.data, neither does anything. */
+void lp_reader_defer_arrays(lp_reader *r);
+int lp_reader_arrays(lp_reader *r, const lp_sample *s, lp_error *err);
 
 /* Read from an open FILE (pipe mode or text; no seeking). `name` is used in
  * messages. The stream is not closed by lp_reader_close(). */

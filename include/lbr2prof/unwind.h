@@ -235,6 +235,12 @@ int lp_unwind_mmap(lp_unwinder *u, const lp_mmap_event *m, lp_error *err);
 /* One hybrid sample. -1 only on allocation or binary decoding errors. */
 int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s,
                      lp_error *err);
+/* A sample taken in as an earlier one with the same dup_id or stacks
+ * was, when the unwinder remembers that intake (it would replay it): 1,
+ * counted as lp_unwind_sample counts it; else 0, nothing done (then
+ * lp_unwind_sample takes it). Reads neither stack nor br: a caller
+ * without them yet makes them only on 0 (lp_reader_defer_arrays). */
+int lp_unwind_replay(lp_unwinder *u, const lp_hybrid_sample *s);
 
 /* A sample lp_unwind_sample will get soon (e.g. from lp_reader_set_ahead's
  * function): starts loading the memo's slots its stacks' identity picks,

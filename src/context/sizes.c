@@ -201,7 +201,8 @@ static bool same_context(const size_walk *w, const lp_frame *fr, size_t n)
     if (!w->node || n != w->n)
         return false;
     for (i = 0; i < n; i++) {
-        if (strcmp(fr[i].func, w->fr[i].func) != 0)
+        /* the binary's strings: mostly the very same pointer */
+        if (fr[i].func != w->fr[i].func && strcmp(fr[i].func, w->fr[i].func) != 0)
             return false;
         if (i + 1 == n)
             continue;
@@ -268,7 +269,11 @@ static int inst_step(lp_binary *b, pthread_mutex_t *lock, uint64_t *ip,
     return k;
 }
 
-/* computeInlinedContextSizeForRange over [start, end) */
+/* computeInlinedContextSizeForRange over [start, end); with a lock (the
+ * sizes' thread), SIZES_CHUNK instructions under each taking of it: a
+ * lock and an unlock an instruction were 8% of the walk's instructions
+ * (bench (a)), and the thread's walk is what the pre-inliner waits for */
+#define SIZES_CHUNK 64
 static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
                        bool probes, const lp_cs_opts *o, pthread_mutex_t *lock,
                        lp_error *err)
@@ -277,8 +282,8 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     uint64_t ip = UINT64_MAX;
     size_walk w = {NULL, 0, NULL, probes};
     uint32_t size;
-    size_t n;
-    int k;
+    size_t n, i;
+    int k, rc = 0;
     lp_frame buf[2][LP_BINARY_MAX_FRAMES];  /* w.fr's stack and the next one */
 
     bin_lock(lock);
@@ -291,10 +296,16 @@ static int range_sizes(cs_trie *st, lp_binary *b, uint64_t start, uint64_t end,
     if (ip != start)
         cs_warnf(o, "Invalid start instruction at %8" PRIx64, start);
     while (k == 1 && ip < end) {
-        if ((k = inst_step(b, lock, &ip, buf[w.fr == buf[0]], &fr, &n, &size, err)) < 0)
+        bin_lock(lock);
+        for (i = 0; i < SIZES_CHUNK && k == 1 && ip < end && rc == 0; i++)
+            if ((k = inst_step(b, NULL, &ip, buf[w.fr == buf[0]], &fr, &n, &size,
+                               err)) < 0)
+                rc = -1;
+            else if (add_inst(st, &w, fr, n, size))
+                rc = cs_oom(err);
+        bin_unlock(lock);
+        if (rc)
             return -1;
-        if (add_inst(st, &w, fr, n, size))
-            return cs_oom(err);
     }
     return 0;
 }

@@ -52,6 +52,8 @@ typedef struct pg_run {
     pg_held held;
     bool markers;               /* callchains carry PERF_CONTEXT_* markers */
     const lp_ptsynth *pt;       /* --itrace: the Intel PT synthesizer */
+    lp_reader *reader;          /* the trace being read: a sample's
+                                   deferred arrays (lp_reader_arrays) */
 } pg_run;
 
 /* Message helpers: nothing happens when the callback is NULL. */

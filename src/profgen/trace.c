@@ -129,6 +129,19 @@ static bool event_wanted(const lp_profgen_opts *a, const lp_sample *s)
     return false; /* filtered out by --perf-event */
 }
 
+/* A sample whose arrays the reader deferred (only samples with a call
+ * chain while there is an unwinder: lp_reader_defer_arrays in read_one):
+ * made, and h pointed at them. */
+static int sample_arrays(pg_run *run, const lp_sample *s, lp_hybrid_sample *h,
+                         lp_error *err)
+{
+    if (lp_reader_arrays(run->reader, s, err))
+        return -1;
+    h->stack = s->callchain;
+    h->br = s->branches;
+    return 0;
+}
+
 /* One sample: hybrid ones (with a call stack) to the unwinder unless the
  * stacks are ignored (then run->uw is NULL); run->markers: the callchain
  * is a perf.data one, with PERF_CONTEXT_* markers, which only a kernel
@@ -169,6 +182,10 @@ static int feed_sample(pg_run *run, const lp_sample *s, lp_error *err)
                               .stacks_id = s->stacks_id,
                               .regs_stack = s->stack_user_size ? s : NULL};
         st->hybrid += n;
+        if (s->arrays_deferred && lp_unwind_replay(run->uw, &h))
+            return 0;
+        if (s->arrays_deferred && sample_arrays(run, s, &h, err))
+            return -1;
         return lp_unwind_sample(run->uw, &h, err);
     }
     st->lbr_only += n;
@@ -351,6 +368,7 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
     if (run->uw) {
         lp_reader_set_idle(r, warm_unwinder, run->uw);
         lp_reader_set_ahead(r, sample_ahead, run);
+        lp_reader_defer_arrays(r);      /* feed_sample makes them */
     } else {
         lp_reader_set_ahead(r, flat_ahead, run);
     }
@@ -362,6 +380,7 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
     lp_pages_release_loader();  /* read once by ld.so: 1.8 MB */
     release_binary_pages(run);
     run->pt = pt;
+    run->reader = r;
     while ((k = pg_next_event(r, pt, &ev, err)) == 1) {
         if (trace_event(run, info, &nids, ev, err))
             break;
@@ -369,6 +388,7 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
             tick(ph, r, run->r->stats.samples);
     }
     run->pt = NULL;
+    run->reader = NULL;
     lp_ptsynth_close(pt);
     rs = lp_reader_stats_get(r);
     *text_seen |= text;

@@ -1173,13 +1173,10 @@ static const ps_block *cache_get(lp_pscript *p, size_t len,
     return NULL;
 }
 
-/* A cached block's sample as an event: what hybrid_sample would make,
- * its arrays unpacked into *a. 0, or -1: no memory. */
-static int block_event(const lp_pscript *p, const ps_block *b, uint64_t count,
-                       uint64_t calls, uint64_t offset, lp_event *ev,
-                       lp_pscript_arrays *a)
+/* Block b's arrays unpacked into *a, and s pointed at them. 0, or -1: no
+ * memory. */
+static int block_arrays(const ps_block *b, lp_sample *s, lp_pscript_arrays *a)
 {
-    lp_sample *s = &ev->u.sample;
     const unsigned char *q = b->data;
     uint64_t prev = 0;
     size_t i;
@@ -1194,18 +1191,36 @@ static int block_event(const lp_pscript *p, const ps_block *b, uint64_t count,
         a->br[i].to = lp_get_sv(&q, &prev);
         a->br[i].flags = lp_get_uv(&q);
     }
+    s->callchain = a->frames;
+    s->branches = a->br;
+    s->arrays_deferred = 0;
+    return 0;
+}
+
+/* A cached block's sample as an event: what hybrid_sample would make,
+ * its arrays unpacked into *a, or with a NULL, left for block_arrays
+ * (callchain and branches NULL, arrays_deferred set). 0, or -1: no
+ * memory. */
+static int block_event(const lp_pscript *p, const ps_block *b, uint64_t count,
+                       uint64_t calls, uint64_t offset, lp_event *ev,
+                       lp_pscript_arrays *a)
+{
+    lp_sample *s = &ev->u.sample;
+
     sample_event(p, ev, count);
     ev->offset = offset;
     s->attr = b->attr;
     s->sample_type = b->sample_type;
     s->ip = b->ip;
-    s->callchain = a->frames;
     s->callchain_nr = b->nframes;
-    s->branches = a->br;
     s->branch_nr = b->nbr;
     s->dup_id = b->id;
     s->calls = calls;
-    return 0;
+    if (!a) {
+        s->arrays_deferred = 1;
+        return 0;
+    }
+    return block_arrays(b, s, a);
 }
 
 /* The sample of cached block b, with this repeat and calls (0: one): a
@@ -1701,6 +1716,12 @@ int lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
                         lp_event *out, lp_pscript_arrays *a)
 {
     return block_event(p, ref->blk, ref->repeat, ref->calls, ref->offset, out, a);
+}
+
+int lp_pscript_arrays_of(const lp_pscript_ref *ref, lp_event *ev,
+                         lp_pscript_arrays *a)
+{
+    return block_arrays(ref->blk, &ev->u.sample, a);
 }
 
 const lp_pscript_stats *lp_pscript_stats_get(const lp_pscript *p)

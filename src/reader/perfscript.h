@@ -72,11 +72,16 @@ typedef struct lp_pscript_arrays {
 } lp_pscript_arrays;
 
 /* The event lp_pscript_next would have returned for ref, its arrays in
- * *a (valid until a is used again). Reads only what stays unchanged until
- * lp_pscript_close (the name, the cached block), so any thread may call
- * it while another one parses. 0, or -1: no memory. */
+ * *a (valid until a is used again); a NULL: without them (callchain and
+ * branches NULL, their counts set, arrays_deferred), for
+ * lp_pscript_arrays_of to make if the consumer needs them. Reads only
+ * what stays unchanged until lp_pscript_close (the name, the cached
+ * block), so any thread may call them while another one parses. 0, or
+ * -1: no memory. */
 int lp_pscript_event_of(const lp_pscript *p, const lp_pscript_ref *ref,
                         lp_event *out, lp_pscript_arrays *a);
+int lp_pscript_arrays_of(const lp_pscript_ref *ref, lp_event *ev,
+                         lp_pscript_arrays *a);
 /* The consumer weights each sample by its repeat and needs nothing else
  * of a sample's place in the text: samples of the file's tail may then
  * come as one with their count as repeat, counted on a second thread

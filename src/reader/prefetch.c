@@ -111,7 +111,10 @@ struct lp_pfetch {
     pf_batch *cur;
     size_t i, j;
     lp_event made;
+    lp_pscript_ref made_ref;    /* the reference made is of */
     lp_pscript_arrays arrays;   /* made's arrays */
+    bool defer;                 /* made's arrays only when asked for
+                                   (lp_pfetch_defer_arrays) */
     uint64_t off;               /* input offset of what was handed over */
     lp_reader_idle_fn idle;     /* lp_pfetch_set_idle */
     void *idle_ctx;
@@ -492,10 +495,23 @@ oom:
     return NULL;
 }
 
+/* The event of a cached sample's reference, in f->made (its arrays
+ * deferred when the consumer asked for that). 1, or -1: no memory. */
+static int made_event(lp_pfetch *f, const lp_pscript_ref *ref,
+                      const lp_event **ev, lp_error *err)
+{
+    f->made_ref = *ref;
+    if (lp_pscript_event_of(f->p, ref, &f->made, f->defer ? NULL : &f->arrays))
+        return lp_error_set(err, LP_ENOMEM, "reader: out of memory");
+    *ev = &f->made;
+    return 1;
+}
+
 /* Without a thread (it could not be started): parse in the caller. */
 static int next_inline(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                        lp_error *err)
 {
+    lp_pscript_ref ref;
     bool body;
     int rc;
 
@@ -503,9 +519,23 @@ static int next_inline(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         *seen = 0;
         return f->next(f->ctx, ev, &body, err);
     }
-    rc = lp_pscript_next(f->p, ev, err);
+    rc = lp_pscript_next_ref(f->p, ev, &ref, err);
     *seen = lp_pscript_stats_get(f->p)->samples_seen;
-    return rc;
+    return rc == 2 ? made_event(f, &ref, ev, err) : rc;
+}
+
+void lp_pfetch_defer_arrays(lp_pfetch *f)
+{
+    f->defer = true;
+}
+
+int lp_pfetch_arrays(lp_pfetch *f, const lp_sample *s, lp_error *err)
+{
+    if (s != &f->made.u.sample || !s->arrays_deferred)
+        return 0;
+    if (lp_pscript_arrays_of(&f->made_ref, &f->made, &f->arrays))
+        return lp_error_set(err, LP_ENOMEM, "reader: out of memory");
+    return 0;
 }
 
 void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx)
@@ -592,9 +622,8 @@ int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
         if (f->i < f->cur->n) {
             const pf_item *it = &f->cur->it[f->i++];
             if (it->ref.blk) {
-                if (lp_pscript_event_of(f->p, &it->ref, &f->made, &f->arrays))
-                    return lp_error_set(err, LP_ENOMEM, "reader: out of memory");
-                *ev = &f->made;
+                if (made_event(f, &it->ref, ev, err) < 0)
+                    return -1;
             } else {
                 if (f->ahead && !f->p)
                     look_ahead(f, f->j + PF_DATA_AHEAD);

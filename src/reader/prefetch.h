@@ -42,6 +42,11 @@ void lp_pfetch_set_idle(lp_pfetch *f, lp_reader_idle_fn fn, void *ctx);
  * for each sample of a batch PF_DATA_AHEAD events before it is handed
  * over (the first ones when the batch is taken). */
 void lp_pfetch_set_ahead(lp_pfetch *f, lp_reader_ahead_fn fn, void *ctx);
+/* Text: the events of cached samples come without their arrays
+ * (lp_reader_defer_arrays); lp_pfetch_arrays makes those of the sample
+ * of the event lp_pfetch_next returned last (0, or -1: no memory). */
+void lp_pfetch_defer_arrays(lp_pfetch *f);
+int lp_pfetch_arrays(lp_pfetch *f, const lp_sample *s, lp_error *err);
 /* As lp_pscript_next; *seen = the parser's samples_seen at that event. */
 int lp_pfetch_next(lp_pfetch *f, const lp_event **ev, uint64_t *seen,
                    lp_error *err);

@@ -369,6 +369,17 @@ void lp_reader_set_ahead(lp_reader *r, lp_reader_ahead_fn fn, void *ctx)
         lp_pfetch_set_ahead(r->pf, fn, ctx);
 }
 
+void lp_reader_defer_arrays(lp_reader *r)
+{
+    if (r && r->text)
+        lp_pfetch_defer_arrays(r->pf);
+}
+
+int lp_reader_arrays(lp_reader *r, const lp_sample *s, lp_error *err)
+{
+    return r->text ? lp_pfetch_arrays(r->pf, s, err) : 0;
+}
+
 lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
                           lp_error *err)
 {

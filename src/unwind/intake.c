@@ -948,31 +948,60 @@ void lp_unwind_ahead(lp_unwinder *u, uint32_t pid, const uint64_t *stack, size_t
     __builtin_prefetch(m + 2 * sizeof(uw_memo) - 1);
 }
 
-int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
+/* The memo set of s, *key and *way (the way holding its intake, or -1),
+ * after the generation follows the address map; NULL: s is not
+ * memoized. */
+static uw_memo *memo_find(lp_unwinder *u, const lp_hybrid_sample *s,
+                          memo_key *key, int *way)
 {
-    uint64_t n = s->repeat ? s->repeat : 1, calls = s->calls ? s->calls : 1, gen, notes;
-    int way;
+    uint64_t n = s->repeat ? s->repeat : 1, calls = s->calls ? s->calls : 1;
     uint64_t changes = u->o.map ? lp_addrmap_changes(u->o.map) : 0;
-    memo_key key = memo_key_of(u, s);
-    lp_unwind_stats before;
     uw_memo *m;
 
+    *key = memo_key_of(u, s);
     if (changes != u->map_changes) {
         u->map_changes = changes;
         u->memo_gen++;          /* addresses may resolve differently */
     }
-    gen = u->memo_gen;
-    if ((!key.id && !key.id2) || n > UINT32_MAX || calls > UINT32_MAX)
-        return take(u, s, err);
+    if ((!key->id && !key->id2) || n > UINT32_MAX || calls > UINT32_MAX)
+        return NULL;
     if (!u->memo &&
         !(u->memo = memo_new()))
+        return NULL;
+    m = memo_set(u, *key);
+    *way = memo_hit(m, *key, u->memo_gen, s->pid) ? 0
+           : memo_hit(m + 1, *key, u->memo_gen, s->pid) ? 1 : -1;
+    return m;
+}
+
+int lp_unwind_replay(lp_unwinder *u, const lp_hybrid_sample *s)
+{
+    memo_key key;
+    int way;
+    uw_memo *m = memo_find(u, s, &key, &way);
+
+    if (!m || way < 0)
+        return 0;
+    memo_replay(u, m + way, s->repeat ? s->repeat : 1, s->calls ? s->calls : 1);
+    return 1;
+}
+
+int lp_unwind_sample(lp_unwinder *u, const lp_hybrid_sample *s, lp_error *err)
+{
+    uint64_t n = s->repeat ? s->repeat : 1, calls = s->calls ? s->calls : 1;
+    uint64_t gen, notes;
+    lp_unwind_stats before;
+    memo_key key;
+    int way;
+    uw_memo *m = memo_find(u, s, &key, &way);
+
+    if (!m)
         return take(u, s, err);
-    m = memo_set(u, key);
-    way = memo_hit(m, key, gen, s->pid) ? 0 : memo_hit(m + 1, key, gen, s->pid) ? 1 : -1;
     if (way >= 0) {
         memo_replay(u, m + way, n, calls);
         return 0;
     }
+    gen = u->memo_gen;
     m[1] = m[0];                /* the set's older entry goes, the new one first */
     before = u->st;
     notes = u->intake_notes;

@@ -9,7 +9,9 @@
  * perf script text, so the hash must run at memory speed. Short keys use
  * the inlined code (no call); long ones libxxhash's runtime dispatch, which
  * picks AVX2 (or AVX-512) when the CPU has it, where the inlined code is
- * limited to the SSE2 the build targets. Both compute the same XXH3 value.
+ * limited to the SSE2 the build targets (lp_digest_inline: the inlined
+ * code built for AVX2 too, util/digest_avx2.c). All compute the same
+ * XXH3 value.
  */
 #ifndef LP_UTIL_HASH_H
 #define LP_UTIL_HASH_H
@@ -68,15 +70,28 @@ static inline lp_digest lp_digest_bytes(const void *data, size_t n)
     return (lp_digest){h.low64, h.high64};
 }
 
-/* The inlined (SSE2) code at every length, for a digest taken between
- * other work, one sample at a time: there the dispatched AVX-512 code
- * measured 2.5x slower than in a loop (~950 against ~380 cycles for a
- * sample's 570 bytes, src/reader/sample_id.c), its wide units cold at
- * each call; the value is the same XXH3. */
+#if defined(__x86_64__)
+/* util/digest_avx2.c: XXH3_128bits built for AVX2; only where the CPU
+ * has it. */
+lp_digest lp_digest_avx2(const void *data, size_t n);
+#define LP_DIGEST_AVX2_FROM 256 /* bytes: XXH3's long-input loop */
+#endif
+
+/* The inlined code at every length, for a digest taken between other
+ * work, one sample at a time: there the dispatched AVX-512 code measured
+ * 2.5x slower than in a loop (~950 against ~380 cycles for a sample's
+ * 570 bytes, src/reader/sample_id.c), its wide units cold at each call;
+ * from 256 bytes on, the same code built for AVX2 where the CPU has it
+ * (util/digest_avx2.c). The value is the same XXH3. */
 static inline lp_digest lp_digest_inline(const void *data, size_t n)
 {
-    XXH128_hash_t h = XXH3_128bits(data, n);
+    XXH128_hash_t h;
 
+#if defined(__x86_64__)
+    if (n > LP_DIGEST_AVX2_FROM && __builtin_cpu_supports("avx2"))
+        return lp_digest_avx2(data, n);
+#endif
+    h = XXH3_128bits(data, n);
     return (lp_digest){h.low64, h.high64};
 }
 

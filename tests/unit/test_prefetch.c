@@ -235,6 +235,62 @@ static void test_via_reader_file(void **state)
     free(t.s);
 }
 
+/* With lp_reader_defer_arrays, cached samples come without their arrays
+ * (NULL, the counts and dup_id set) and lp_reader_arrays makes them: then
+ * the same event as the parser's. Made for some deferred samples only
+ * (a consumer needs them for few); a sample that came with its arrays is
+ * left as it is. */
+static void test_deferred_arrays(void **state)
+{
+    text t = make_input();
+    char *path = write_tmp(&t);
+    FILE *mf = fmemopen(t.s, t.len, "r");
+    lp_error e1, e2;
+    lp_pscript *direct = lp_pscript_open(mf, NULL, 0, path, &e1);
+    lp_reader *r = lp_reader_open(path, NULL, &e2);
+    const lp_event *a, *b;
+    uint64_t n = 0, deferred = 0, whole = 0;
+    int r1, r2;
+    (void)state;
+
+    assert_non_null(direct);
+    assert_non_null(r);
+    lp_reader_defer_arrays(r);
+    while ((r1 = lp_pscript_next(direct, &a, &e1)) == 1) {
+        assert_int_equal(r2 = lp_reader_next(r, &b, &e2), 1);
+        const lp_sample *y = &b->u.sample;
+        if (b->kind == LP_EV_SAMPLE && y->arrays_deferred) {
+            assert_null(y->callchain);
+            assert_null(y->branches);
+            assert_int_equal(y->callchain_nr, a->u.sample.callchain_nr);
+            assert_int_equal(y->dup_id, a->u.sample.dup_id);
+            assert_int_equal(y->repeat, a->u.sample.repeat);
+            if (deferred++ % 3)
+                continue;
+            assert_int_equal(lp_reader_arrays(r, y, &e2), 0);
+            assert_int_equal(y->arrays_deferred, 0);
+        } else if (b->kind == LP_EV_SAMPLE) {
+            const uint64_t *cc = y->callchain;
+            assert_int_equal(lp_reader_arrays(r, y, &e2), 0);
+            assert_ptr_equal(y->callchain, cc);
+            whole++;
+        }
+        expect_same(a, b);
+        n++;
+    }
+    assert_int_equal(r1, -1);
+    assert_int_equal(lp_reader_next(r, &b, &e2), -1);
+    assert_true(deferred >= 40);        /* the repeats of seed 7 */
+    assert_true(whole >= 2000);         /* the others, parsed */
+    assert_true(n > 1000);
+    lp_reader_close(r);
+    lp_pscript_close(direct);
+    fclose(mf);
+    unlink(path);
+    free(path);
+    free(t.s);
+}
+
 /* The idle function runs on the consumer's thread while no batch is
  * ready: the parser reads a pipe that a writer thread fills only once the
  * idle function has run, so the first event cannot come before it (the
@@ -394,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_same_events),
         cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_via_reader_file),
+        cmocka_unit_test(test_deferred_arrays),
         cmocka_unit_test(test_idle_runs_while_waiting),
         cmocka_unit_test(test_idle_forced),
     };

@@ -1479,7 +1479,11 @@ static void map_fixture(lp_addrmap *m, uint32_t pid)
  * earlier samples are external code): the memo must see the map change by
  * itself; 5: as 3, with every other sample's stacks_id computed ahead
  * (the reader's thread does so for some batches, not others: the keys
- * must be the same), and every sixth one's by lp_unwind_ahead. `memo` false: every intake from scratch. */
+ * must be the same), and every sixth one's by lp_unwind_ahead; 6 and 7:
+ * as 1 and 2, each sample first offered without its stack and branches
+ * to lp_unwind_replay, and given whole to lp_unwind_sample only when that
+ * did not take it (lp_reader_defer_arrays' consumer). `memo` false: every
+ * intake from scratch. */
 static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
                       const uint64_t *rep, const uint64_t *calls, size_t n,
                       bool memo, int pass, lp_unwind_stats *st)
@@ -1491,8 +1495,10 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
     lp_addrmap *m = NULL;
     uint64_t *idw = NULL;
     size_t i, idw_cap = 0;
+    bool deferred = pass >= 6;
     char *out;
 
+    pass = deferred ? pass - 5 : pass;
     lp_unwind_opts_default(&o);
     o.repair_frames = pass != 1 && pass < 3;
     o.no_memo = !memo;
@@ -1524,6 +1530,13 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
                                               &idw_cap, &h.stacks_id), 0);
         else if (pass == 5 && i % 3 == 0)   /* the reader's look-ahead's */
             lp_unwind_ahead(u, h.pid, h.stack, h.nstack, h.br, h.nbr, &h.stacks_id);
+        if (deferred) {
+            lp_hybrid_sample bare = h;
+            bare.stack = NULL;
+            bare.br = NULL;
+            if (lp_unwind_replay(u, &bare))
+                continue;
+        }
         assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
     }
     assert_non_null(cc = lp_unwind_finish(u, &e));
@@ -1581,18 +1594,19 @@ static void test_dup_id_memo(void **state)
     }
 #undef RND
     b = open_bin(fixture);
-    /* passes 6-11: 0-5 with folded samples (lp_hybrid_sample.calls, the
+    /* passes 8-15: 0-7 with folded samples (lp_hybrid_sample.calls, the
      * readers' tails), replayed from the memo too: each statistic counts
      * as many input samples (sample_calls, leaf_external) or as much
      * weight as without it, whatever the sample it was recorded from */
-    for (pass = 0; pass < 12; pass++) {
-        bool folded = pass >= 6;
+    for (pass = 0; pass < 16; pass++) {
+        bool folded = pass >= 8;
         char *a = run_dups(b, pool, pick, folded ? frep : rep, folded ? calls : NULL,
-                           n, true, pass % 6, &with);
+                           n, true, pass % 8, &with);
         char *c = run_dups(b, pool, pick, folded ? frep : rep, folded ? calls : NULL,
-                           n, false, pass % 6, &without);
+                           n, false, pass % 8, &without);
         expect(a, c);
-        assert_true(with.intakes_reused > (pass % 2 ? n / 4 : n / 40));
+        int base = pass % 8 >= 6 ? pass % 8 - 5 : pass % 8;
+        assert_true(with.intakes_reused > (base % 2 ? n / 4 : n / 40));
         assert_int_equal(without.intakes_reused, 0);
         assert_true(with.sample_calls > (folded ? n : n - 1));
         with.intakes_reused = 0;

@@ -21,6 +21,7 @@
 #include "lbr2prof/error.h"
 #include "lbr2prof/outfile.h"
 #include "lbr2prof/phases.h"
+#include "util/hash.h"
 #include "util/arena.h"
 #include "util/heaphome.h"
 #include "util/pages.h"
@@ -478,6 +479,29 @@ static void test_freebox_put_drain(void **state)
     lp_freebox_drain(&b);
 }
 
+/* lp_digest_inline is XXH3_128bits at every length, whichever code
+ * computes it (from 256 bytes on, the AVX2 build where the CPU has it):
+ * against libxxhash's dispatched code, over lengths and alignments
+ * around the switch and XXH3's input-size classes. */
+static void test_digest_inline_is_xxh3(void **state)
+{
+    unsigned char *buf = malloc(4200);
+    size_t n, off;
+    (void)state;
+
+    assert_non_null(buf);
+    for (n = 0; n < 4200; n++)
+        buf[n] = (unsigned char)(n * 131 + (n >> 7));
+    for (off = 0; off < 3; off++)
+        for (n = 0; n + off <= 4200; n += n < 300 ? 1 : 37) {
+            lp_digest h = lp_digest_long(buf + off, n);
+            lp_digest d = lp_digest_inline(buf + off, n);
+            assert_int_equal(d.lo, h.lo);
+            assert_int_equal(d.hi, h.hi);
+        }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_arena_alloc_reset_free),
         cmocka_unit_test(test_heaphome_homes),
         cmocka_unit_test(test_freebox_put_drain),
+        cmocka_unit_test(test_digest_inline_is_xxh3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
