@@ -189,6 +189,9 @@ grep -q "cannot be mixed" err || { cat err; fail "mixed kinds: message"; }
 grep -q "only one of the inputs" err || { cat err; fail "stdin twice: message"; }
 "$LBR2PROF" k1.data - -o x < k2.data 2> err && fail "stdin without --binary"
 grep -q "binary is required" err || { cat err; fail "stdin without --binary: message"; }
+# two.raw again: k2.data may have been recorded anew since (the host2 loop)
+"$LBR2PROF" k1.data k2.data --binary=kernel --skip-symbolization -o two.raw 2> /dev/null ||
+    fail "two traces"
 "$LBR2PROF" k1.data - --binary=kernel --skip-symbolization -o s.raw < k2.data 2> /dev/null ||
     fail "a file and stdin"
 cmp -s s.raw two.raw || fail "a file and stdin differ from two files"
