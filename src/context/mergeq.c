@@ -23,7 +23,14 @@
 #define MQ_BODY_AHEAD 4         /* ... their bodies this many */
 #define MQ_BATCH 16             /* merges the worker runs per turn */
 #define MQ_PUBLISH 32           /* merges pushed between publications */
-#define MQ_SPIN_NS 50000L       /* an empty queue polled this long, then slept on */
+#define MQ_YIELD_SPINS 4096     /* polls of a drain for the worker's turn
+                                   before it yields the core */
+/* An empty queue polled this long by the worker, then slept on: 50 us
+ * gained ~1 ms more on an idle machine, but with other processes on both
+ * cores the worker's polling took the pusher's time (bench (c) at load
+ * 5: pre-inlining 0.171 s with 50 us, 0.142-0.150 s with 10-20 us, 0.129
+ * -0.143 s on one thread) */
+#define MQ_SPIN_NS 20000L
 
 enum { RUN_NONE, RUN_WORKER, RUN_PUSHER };
 
@@ -31,11 +38,12 @@ typedef struct merge_op {
     cs_prof *to, *from;
 } merge_op;
 
-/* The merges are run in push order by one thread at a time: the worker
- * a batch per turn while the pusher promotes, the pusher itself all
- * that are left when it drains (it waits for no worker that is not
- * running: with other processes on the cores, a worker woken late
- * cost the pusher more than the merges). */
+/* The merges are run in push order by one thread at a time (the run
+ * token): the worker a batch per turn while the pusher promotes, the
+ * pusher itself all that are left when it drains - it waits for the
+ * worker only to end a batch it is in, never for a sleeping worker to
+ * wake (small functions' merges are not even published before the
+ * drain). */
 struct cs_mergeq {
     merge_op ring[MQ_CAP];
     size_t pushed;              /* merges queued (the pusher's) */
@@ -201,10 +209,18 @@ void cs_mergeq_push(cs_mergeq *q, cs_prof *to, cs_prof *from)
 
 int cs_mergeq_drain(cs_mergeq *q)
 {
+    unsigned k = 0;
+
     publish(q, false);
     while (__atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) != q->pushed)
-        if (!run_turn(q, RUN_PUSHER, MQ_CAP))
-            lp_cpu_relax();
+        if (!run_turn(q, RUN_PUSHER, MQ_CAP)) {
+            /* the worker is in a batch: a few us, unless it lost its
+             * core to another process */
+            if (++k < MQ_YIELD_SPINS)
+                lp_cpu_relax();
+            else
+                sched_yield();
+        }
     return __atomic_load_n(&q->rc, __ATOMIC_RELAXED);
 }
 

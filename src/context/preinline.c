@@ -982,10 +982,7 @@ int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
     size_t i;
     int rc;
 
-    /* the merges on this thread: on two (cs_mergeq_new(true)) the
-     * pre-inliner took longer, even with one thread idle (docs/cost-model.md,
-     * branch preinl2) */
-    if (!(P.mq = cs_mergeq_new(false)))
+    if (!(P.mq = cs_mergeq_new(lp_cpus() >= 2)))
         return cs_oom(err);
     lp_job_start(&lists, populate_job, &P);
     rc = top_down_order(&P, &order);
