@@ -21,7 +21,7 @@
 #define MQ_CAP 4096u            /* queued merges (a power of two) */
 #define MQ_AHEAD 8              /* profiles prefetched this many merges ahead */
 #define MQ_BODY_AHEAD 4         /* ... their bodies this many */
-#define MQ_BATCH 16             /* merges the worker runs per turn */
+#define MQ_BATCH 64             /* merges the worker runs per turn, at most */
 #define MQ_PUBLISH 32           /* merges pushed between publications */
 #define MQ_YIELD_SPINS 4096     /* polls of a drain for the worker's turn
                                    before it yields the core */
@@ -51,6 +51,7 @@ struct cs_mergeq {
     size_t tail;                /* merges done (atomic; its runner's) */
     int run;                    /* who runs merges: RUN_ (atomic) */
     int rc;                     /* a merge ran out of memory (atomic) */
+    bool draining;              /* the pusher waits for the run token (atomic) */
     bool threaded, stop, sleeping;
     pthread_t th;
     pthread_mutex_t mu;
@@ -88,14 +89,18 @@ static void prefetch_op(const merge_op *m, bool bodies)
 }
 
 /* The queued merges [t, e) run by their runner, those up to h ahead
- * prefetched (profiles, then their bodies); the tail published. */
-static void run_ops(cs_mergeq *q, size_t t, size_t e, size_t h)
+ * prefetched (profiles, then their bodies); the tail published. The
+ * worker's turn ends early when the pusher drains (it then runs the
+ * rest itself rather than wait). */
+static void run_ops(cs_mergeq *q, size_t t, size_t e, size_t h, bool worker)
 {
     size_t k;
 
     for (k = t; k < t + MQ_AHEAD && k < h; k++)
         prefetch_op(&q->ring[k & (MQ_CAP - 1)], false);
     for (; t < e; t++) {
+        if (worker && __atomic_load_n(&q->draining, __ATOMIC_RELAXED))
+            break;
         if (t + MQ_AHEAD < h)
             prefetch_op(&q->ring[(t + MQ_AHEAD) & (MQ_CAP - 1)], false);
         if (t + MQ_BODY_AHEAD < h)
@@ -103,11 +108,11 @@ static void run_ops(cs_mergeq *q, size_t t, size_t e, size_t h)
         if (merge_one(&q->ring[t & (MQ_CAP - 1)]))
             __atomic_store_n(&q->rc, -1, __ATOMIC_RELAXED);
     }
-    __atomic_store_n(&q->tail, e, __ATOMIC_RELEASE);
+    __atomic_store_n(&q->tail, t, __ATOMIC_RELEASE);
 }
 
-/* Runs the merges published and not done, or returns false when the
- * other thread runs them. */
+/* Runs the merges published and not done (at most max), or returns
+ * false when the other thread runs them. */
 static bool run_turn(cs_mergeq *q, int who, size_t max)
 {
     int none = RUN_NONE;
@@ -118,7 +123,7 @@ static bool run_turn(cs_mergeq *q, int who, size_t max)
         return false;
     t = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
     h = __atomic_load_n(&q->head, __ATOMIC_ACQUIRE);
-    run_ops(q, t, h - t > max ? t + max : h, h);
+    run_ops(q, t, h - t > max ? t + max : h, h, who == RUN_WORKER);
     __atomic_store_n(&q->run, RUN_NONE, __ATOMIC_RELEASE);
     return true;
 }
@@ -166,7 +171,8 @@ static void *worker(void *arg)
     cs_mergeq *q = arg;
 
     while (await_ops(q))
-        if (!run_turn(q, RUN_WORKER, MQ_BATCH))
+        if (__atomic_load_n(&q->draining, __ATOMIC_RELAXED) ||
+            !run_turn(q, RUN_WORKER, MQ_BATCH))
             lp_cpu_relax();
     return NULL;
 }
@@ -212,15 +218,18 @@ int cs_mergeq_drain(cs_mergeq *q)
     unsigned k = 0;
 
     publish(q, false);
-    while (__atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) != q->pushed)
-        if (!run_turn(q, RUN_PUSHER, MQ_CAP)) {
-            /* the worker is in a batch: a few us, unless it lost its
-             * core to another process */
-            if (++k < MQ_YIELD_SPINS)
-                lp_cpu_relax();
-            else
-                sched_yield();
-        }
+    while (__atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) != q->pushed) {
+        if (run_turn(q, RUN_PUSHER, MQ_CAP))
+            continue;
+        /* the worker is in a merge: a us or so, unless it lost its core
+         * to another process */
+        __atomic_store_n(&q->draining, true, __ATOMIC_RELAXED);
+        if (++k < MQ_YIELD_SPINS)
+            lp_cpu_relax();
+        else
+            sched_yield();
+    }
+    __atomic_store_n(&q->draining, false, __ATOMIC_RELAXED);
     return __atomic_load_n(&q->rc, __ATOMIC_RELAXED);
 }
 
