@@ -733,6 +733,8 @@ static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent, walk *w)
     uint32_t at = 0;
     walk own;
 
+    __builtin_prefetch(from->prof);     /* merge_nodes', after the search */
+    __builtin_prefetch(from->kids);
     if (++P->steps > P->max_steps)
         P->bounded = true;
     if (P->o->fold_recursion && to_root)
