@@ -37,15 +37,25 @@ void lp_buf_put(lp_buf *b, const void *p, size_t n)
 
 void lp_buf_uleb(lp_buf *b, uint64_t v)
 {
-    uint8_t c;
+    uint8_t *d;
 
+    /* room for the longest encoding made once, the bytes stored in place
+     * (not one lp_buf_put a byte) */
+    if (b->oom)
+        return;
+    if (lp_grow_bytes((void **)&b->d, &b->cap, b->n + 10, 4096)) {
+        b->oom = 1;
+        return;
+    }
+    d = b->d + b->n;
     do {
-        c = v & 0x7f;
+        *d = v & 0x7f;
         v >>= 7;
         if (v)
-            c |= 0x80;
-        lp_buf_put(b, &c, 1);
+            *d |= 0x80;
+        d++;
     } while (v);
+    b->n = (size_t)(d - b->d);
 }
 
 void lp_buf_u64le(lp_buf *b, uint64_t v)
