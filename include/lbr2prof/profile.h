@@ -99,6 +99,9 @@ lp_loc lp_body_loc(const lp_body_rec *b);
 /* The i-th body record of fs in location order (i < lp_fs_nr_body). */
 const lp_body_rec *lp_fs_body_at(const lp_fsamples *fs, size_t i);
 void lp_body_set_count(lp_body_rec *b, uint64_t count);
+/* A hint: fs's body records (their first few cache lines) will be read
+ * soon. Reads fs itself. */
+void lp_fs_prefetch_body(const lp_fsamples *fs);
 /* Add `n` to the record's sample count (saturating). */
 void lp_body_add(lp_body_rec *b, uint64_t n);
 /* Add `n` to the call target `callee` of the record. -1 on no memory. */

@@ -25,7 +25,8 @@
 #include "lbr2prof/csprofile.h"
 #include "util/job.h"
 
-/* SampleContext states (ContextStateMask) */
+/* SampleContext states (ContextStateMask; RawContext and SyntheticContext
+ * are not kept: nothing reads them) */
 enum { CS_RAW = 1, CS_SYNTHETIC = 2, CS_INLINED = 4, CS_MERGED = 8 };
 /* SampleContext attributes (ContextAttributeMask) */
 enum { CS_WAS_INLINED = 1, CS_SHOULD_INLINE = 2, CS_DUP_INTO_BASE = 4 };
@@ -57,7 +58,9 @@ typedef struct cs_prof {        /* a FunctionSamples owned by the trie */
     uint16_t csum_from;         /* probe generation: 1 + the binary fs.checksum
                                    is from (0: none yet; probegen.c) */
     bool csum_mixed;            /* ... and another binary's differed */
-    cs_node *node;              /* getContextNodeForProfile */
+    cs_node *node;              /* getContextNodeForProfile: the node
+                                   cs_prof_get made it for, until the
+                                   pre-inliner moves it */
     struct cs_prof *next;       /* every profile of the trie */
 } cs_prof;
 
@@ -72,6 +75,7 @@ struct cs_node {
                                    a trie has ~10^5 nodes) */
     uint32_t nkids, kids_cap;
     bool has_size;              /* size tracker: a size was recorded */
+    bool pre_owns;              /* pre-inliner: prof->node is this node */
     uint32_t size;
     uint64_t serial;            /* pre-inliner: creation order of copies
                                    (generation: its groups' marks) */
@@ -166,8 +170,11 @@ void cs_node_free_kids(cs_trie *t, cs_node *n);
  * pointers). NULL on no memory. */
 cs_node *cs_node_copy(cs_trie *t, const cs_node *n);
 /* std::map iteration that survives insertions: the child with the
- * smallest key above `key` (the first child if `first`), or NULL. */
-cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first);
+ * smallest key above `key` (the first child if `first`), or NULL. *at:
+ * the index of the child returned (n->nkids: none), given back on the
+ * next call of the walk, which then skips the search while the last
+ * child returned has not moved. */
+cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first, uint32_t *at);
 
 /* getOrCreateFunctionSamples: the node's profile, created empty (named
  * after the node) if absent. NULL on no memory. */
@@ -393,6 +400,19 @@ typedef struct cs_sizes_req {
     lp_binary *const *bins;
     cs_funcs *funcs;
 } cs_sizes_req;
+
+/* The pre-inliner's profile merges, deferred (mergeq.c): each pushed
+ * merge adds from's counts to to's (unless the same profile) and carries
+ * ShouldBeInlined over, in push order, partly on a second thread if
+ * `thread`; neither profile's fs may be read nor written elsewhere until
+ * drained. cs_mergeq_drain returns once every pushed merge is done (-1
+ * if one ran out of memory, now or before); cs_mergeq_free drains,
+ * stops the thread, returns the same. NULL: no memory. */
+typedef struct cs_mergeq cs_mergeq;
+cs_mergeq *cs_mergeq_new(bool thread);
+void cs_mergeq_push(cs_mergeq *q, cs_prof *to, cs_prof *from);
+int cs_mergeq_drain(cs_mergeq *q);
+int cs_mergeq_free(cs_mergeq *q);
 
 /* The summary is waited for (sj) once the call graph's edges are in. */
 int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,

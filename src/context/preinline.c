@@ -51,12 +51,12 @@ typedef struct pre {            /* the pre-inliner's state */
     lp_error *err;
     int oom;
     struct ctx_list *lists;     /* FuncToCtxtProfiles */
+    cs_mergeq *mq;              /* the promotions' profile merges */
     uint64_t serial;            /* creation number of node copies */
     uint64_t steps, max_steps;  /* promotion steps; the budget */
     bool bounded;               /* budget spent: walks skip new children */
     size_t nodes;               /* trie nodes at the start */
-    cs_node **bfs;              /* ... breadth first (populate_lists'),
-                                   kept for the call graph's edges */
+    int lists_rc;               /* populate_lists' */
 } pre;
 
 typedef struct ctx_list {
@@ -199,11 +199,9 @@ static int pcg_build(pcg *g, pre *P)
     size_t cnt, i;
     uint32_t k, *at;
 
-    /* the trie as populate_lists walked it (unchanged since) */
-    q = P->bfs;
-    cnt = P->nodes;
-    P->bfs = NULL;
-    if (!q && !(q = cs_bfs(P->t, &cnt)))
+    /* any order of the nodes gives the same graph (edges folded and
+     * sorted, nodes ranked by name) */
+    if (!(q = cs_bfs(P->t, &cnt)))
         return -1;
     for (i = 0; i < cnt; i++) {
         s = q[i] == &P->t->root ? NULL : pcg_func(g, q[i]->func);
@@ -531,7 +529,9 @@ static ctx_list *ctx_list_of(pre *P, const cs_name *name, bool create)
     return l;
 }
 
-/* populateFuncToCtxtMap */
+/* populateFuncToCtxtMap. Each profile's node is already the one it
+ * is at (cs_prof_get's), and its RawContext state is not written
+ * (nothing reads it): no profile is read here. */
 static int populate_lists(pre *P)
 {
     cs_node **q;
@@ -543,10 +543,9 @@ static int populate_lists(pre *P)
         return -1;
     P->nodes = n;
     for (i = 0; i < n; i++) {
+        q[i]->pre_owns = q[i]->prof != NULL;
         if (!q[i]->prof)
             continue;
-        q[i]->prof->state |= CS_RAW;
-        q[i]->prof->node = q[i];
         if (!(l = ctx_list_of(P, q[i]->func, true)))
             break;
         if (l->n == l->cap) {
@@ -557,8 +556,18 @@ static int populate_lists(pre *P)
         }
         l->v[l->n++] = q[i]->prof;
     }
-    P->bfs = q;     /* for pcg_build */
+    free(q);
     return i == n ? 0 : -1;
+}
+
+/* populate_lists as a job: beside the call graph's making (which reads
+ * neither the lists nor the nodes' pre_owns, nor the names' pre_ctxs) */
+static void *populate_job(void *arg)
+{
+    pre *P = arg;
+
+    P->lists_rc = populate_lists(P);
+    return NULL;
 }
 
 static void free_lists(pre *P)
@@ -573,21 +582,30 @@ static void free_lists(pre *P)
     }
 }
 
-/* moveContextSamples' walk: new owner nodes, synthetic state (and no
- * serial: a copy's nodes have none) */
+/* n becomes its profile's node (getContextNodeForProfile); the node
+ * that was loses it */
+static void own_prof(cs_node *n)
+{
+    if (n->prof->node)
+        n->prof->node->pre_owns = false;
+    n->prof->node = n;
+    n->pre_owns = true;
+}
+
+/* moveContextSamples' walk: new owner nodes (a moved subtree's own their
+ * profiles already: those are not read) and no serial (a copy's nodes
+ * have none). The SyntheticContext state it gives the profiles is not
+ * written: nothing reads it. The parents are right already (cs_attach,
+ * cs_node_copy). */
 static void mark_moved(cs_node *n)
 {
     uint32_t i;
 
     n->serial = 0;
-    if (n->prof) {
-        n->prof->node = n;
-        n->prof->state |= CS_SYNTHETIC;
-    }
-    for (i = 0; i < n->nkids; i++) {
-        n->kids[i].n->parent = n;
+    if (n->prof && !n->pre_owns)
+        own_prof(n);
+    for (i = 0; i < n->nkids; i++)
         mark_moved(n->kids[i].n);
-    }
 }
 
 /* moveContextSamples: a copy of the subtree goes under to_parent at loc;
@@ -642,34 +660,56 @@ static cs_node *move_under(pre *P, cs_node *to_parent, cs_node *from)
     return from;
 }
 
-/* n is in the subtree of anc (below it) */
-static bool descends(const cs_node *n, const cs_node *anc)
+/* A promotion to the root's walk: its source, the base profile's node
+ * it merges into, and whether the source is outside that node's
+ * subtree (1, 0, or -1: not known yet). */
+typedef struct walk {
+    const cs_node *from, *to;
+    int apart;
+} walk;
+
+/* The walk's source is not in its destination's subtree: found the
+ * first time it is asked (the source's ancestors do not change during
+ * the walk: only its descendants move). */
+static bool walk_apart(walk *w)
 {
-    for (n = n->parent; n; n = n->parent)
-        if (n == anc)
-            return true;
-    return false;
+    const cs_node *n;
+
+    if (w->apart < 0) {
+        for (n = w->from->parent; n && n != w->to; n = n->parent)
+            ;
+        w->apart = n == NULL;
+    }
+    return w->apart;
 }
 
 /* mergeContextNode. The source node keeps its profile pointer, as in
- * LLVM: merging into it later reaches that profile again. */
-static int merge_nodes(cs_node *from, cs_node *to)
+ * LLVM: merging into it later reaches that profile again. The profiles'
+ * merge is queued (mergeq.c: read once drained); the destination's
+ * SyntheticContext state, which nothing reads, is not written (its
+ * profile stays out of this thread's cache). */
+static void merge_nodes(pre *P, cs_node *from, cs_node *to)
 {
     cs_prof *fp = from->prof, *tp = to->prof;
 
     if (fp && tp) {
-        if (fp != tp && lp_fs_merge(&tp->fs, &fp->fs))
-            return -1;
-        tp->state |= CS_SYNTHETIC;
+        cs_mergeq_push(P->mq, tp, fp);
         fp->state |= CS_MERGED;
-        if (fp->fs.attrs & CS_SHOULD_INLINE)
-            tp->fs.attrs |= CS_SHOULD_INLINE;
     } else if (fp) {
         to->prof = fp;
-        fp->node = to;
-        fp->state |= CS_SYNTHETIC;
+        own_prof(to);
     }
-    return 0;
+}
+
+/* The walk over n's children is at child `at`: the next ones' nodes and
+ * the one after's profile, which the walk reads first (merge_nodes),
+ * prefetched. */
+static void prefetch_next(const cs_node *n, uint32_t at)
+{
+    if (at + 2 < n->nkids)
+        __builtin_prefetch(n->kids[at + 2].n);
+    if (at + 1 < n->nkids)
+        __builtin_prefetch(n->kids[at + 1].n->prof);
 }
 
 /* promoteMergeContextSamplesTree(FromNode, ToNodeParent), with LLVM's
@@ -678,42 +718,48 @@ static int merge_nodes(cs_node *from, cs_node *to)
  * its children are walked in key order including children inserted
  * meanwhile, moved subtrees are copies. llvm-profgen can loop forever
  * there; after a budget of steps, children inserted during a walk are no
- * longer visited. `apart` (set here for a promotion to the root): the
- * source is not in the destination's subtree, so no promotion of this
+ * longer visited. When the walk's source (w, made here for a promotion
+ * to the root) is not in the destination's subtree, no promotion of this
  * walk reaches a source node: a child's subtree copied there is moved
  * instead (its original would be freed with the source's children,
  * never read again; ~5% of the pre-inliner's instructions on bench (c)
  * were those copies and frees). */
-static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent, bool apart)
+static cs_node *promote(pre *P, cs_node *from, cs_node *to_parent, walk *w)
 {
     bool to_root = to_parent == &P->t->root, first = true;
     lp_loc loc = to_root ? (lp_loc){0, 0} : from->callsite;
     cs_node *from_parent = from->parent, *to, *c;
     uint64_t cur = 0, serial = P->serial;
+    uint32_t at = 0;
+    walk own;
 
+    __builtin_prefetch(from->prof);     /* merge_nodes', after the search */
+    __builtin_prefetch(from->kids);
     if (++P->steps > P->max_steps)
         P->bounded = true;
     if (P->o->fold_recursion && to_root)
         cs_detach(from); /* never merged into its own ancestors */
     if (!(to = cs_child(to_parent, loc, from->func))) {
         if (!(to = to_root && from_parent ? move_to_root(P, from)
-                   : !to_root && apart ? move_under(P, to_parent, from)
+                   : !to_root && walk_apart(w) ? move_under(P, to_parent, from)
                                        : move_copy(P, to_parent, loc, from)))
             return NULL;
         to->serial = ++P->serial;
         if (to == from)
             return to;  /* moved: no original left to free */
     } else {
-        if (to_root)
-            apart = !descends(from, to);
-        if (merge_nodes(from, to))
-            P->oom = 1;
-        while ((c = cs_kid_after(from, cur, first))) {
+        if (to_root) {
+            own = (walk){from, to, -1};
+            w = &own;
+        }
+        merge_nodes(P, from, to);
+        while ((c = cs_kid_after(from, cur, first, &at))) {
+            prefetch_next(from, at);
             first = false;
             cur = c->key;
             if (P->bounded && c->serial > serial)
                 continue;
-            promote(P, c, to, apart);
+            promote(P, c, to, w);
         }
         cs_node_free_kids(P->t, from);
     }
@@ -735,7 +781,7 @@ static cs_prof *base_samples(pre *P, const cs_name *name)
         cs_prof *p = l->v[i];
         if ((p->state & (CS_INLINED | CS_MERGED)) || !p->node || p->node == node)
             continue;
-        node = promote(P, p->node, &P->t->root, false);
+        node = promote(P, p->node, &P->t->root, NULL);
     }
     return node ? node->prof : NULL;
 }
@@ -886,6 +932,8 @@ static int process_function(pre *P, const cs_name *name)
 
     if (!fs)
         return P->oom ? -1 : 0;
+    if (cs_mergeq_drain(P->mq))
+        return -1;
     size = (uint32_t)func_size(P, fs->node);
     final = size;
     limit = size * (uint32_t)P->o->inline_growth_limit;
@@ -930,15 +978,20 @@ static int drop_outlined(cs_trie *t)
 int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
                  const lp_cs_opts *o, lp_error *err)
 {
-    pre P = {t, NULL, o, 0, 0, sj, false, err, 0, NULL, 0, 0, 0, false, 0, NULL};
+    pre P = {t, NULL, o, 0, 0, sj, false, err, 0, NULL, NULL, 0, 0, 0, false, 0, 0};
     name_vec order = {0};
+    lp_job lists;
     size_t i;
     int rc;
 
-    rc = populate_lists(&P);
+    if (!(P.mq = cs_mergeq_new(lp_cpus() >= 2)))
+        return cs_oom(err);
+    lp_job_start(&lists, populate_job, &P);
+    rc = top_down_order(&P, &order);
+    lp_job_wait(&lists);
+    if (P.lists_rc)
+        rc = -1;
     P.max_steps = 1000000 + 100 * (uint64_t)P.nodes;
-    if (rc == 0)
-        rc = top_down_order(&P, &order);
     if (rc == 0 && sizes->funcs &&
         !(P.sizes = cs_sizes_get(sizes->own, sizes->bins, sizes->funcs, o, err))) {
         rc = -1;
@@ -946,10 +999,11 @@ int cs_preinline(cs_trie *t, const cs_sizes_req *sizes, cs_summary_job *sj,
     }
     for (i = 0; i < order.n && rc == 0; i++)
         rc = process_function(&P, order.v[i]);
+    if (cs_mergeq_free(P.mq) && rc == 0)
+        rc = -1;
     if (rc == 0)
         rc = drop_outlined(t);
     free(order.v);
-    free(P.bfs);    /* not taken by pcg_build (an error before it) */
     free_lists(&P);
     return rc ? P.no_summary ? -1 : cs_oom(err) : 0;
 }

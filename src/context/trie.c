@@ -369,6 +369,7 @@ cs_node *cs_node_copy(cs_trie *t, const cs_node *n)
     c->key = n->key;
     c->prof = n->prof;
     c->has_size = n->has_size;
+    c->pre_owns = false;
     c->size = n->size;
     if (n->nkids && !(c->kids = malloc(n->nkids * sizeof *c->kids))) {
         pool_put(&t->node_pool, c);
@@ -386,14 +387,24 @@ cs_node *cs_node_copy(cs_trie *t, const cs_node *n)
     return c;
 }
 
-cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first)
+cs_node *cs_kid_after(cs_node *n, uint64_t key, bool first, uint32_t *at)
 {
-    uint32_t i = first ? 0 : kid_lower(n, key);
+    uint32_t i = *at;
 
-    if (!first && i < n->nkids && n->kids[i].key == key)
-        i++;
+    if (first) {
+        i = 0;
+    } else if (i < n->nkids && n->kids[i].key == key &&
+               (i == 0 || n->kids[i - 1].key < key)) {
+        i++;    /* the last one is still where it was: no search */
+    } else {
+        i = kid_lower(n, key);
+        if (i < n->nkids && n->kids[i].key == key)
+            i++;
+    }
+    *at = i;
     return i < n->nkids ? n->kids[i].n : NULL;
 }
+
 
 /* A trie profile's contents freed; its name is in its block
  * (cs_prof_new) and goes with it. */

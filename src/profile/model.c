@@ -544,6 +544,16 @@ uint64_t lp_body_count(const lp_body_rec *b) { return b->count; }
 lp_loc lp_body_loc(const lp_body_rec *b) { return b->loc; }
 const lp_body_rec *lp_fs_body_at(const lp_fsamples *fs, size_t i) { return &fs->body[i]; }
 void lp_body_set_count(lp_body_rec *b, uint64_t c) { b->count = c; }
+
+void lp_fs_prefetch_body(const lp_fsamples *fs)
+{
+    const char *b = (const char *)fs->body, *end = b + fs->nr_body * sizeof *fs->body;
+
+    if (end > b + 4 * 64)       /* the merges' bodies: ~10 records */
+        end = b + 4 * 64;
+    for (; b < end; b += 64)
+        __builtin_prefetch(b);
+}
 void lp_body_add(lp_body_rec *b, uint64_t n) { b->count = lp_sat_add(b->count, n); }
 
 /* index of the first target with name >= s */

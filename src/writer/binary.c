@@ -16,8 +16,9 @@
 
 #include "lbr2prof/profile.h"
 #include "profile/format.h"
-#include "util/job.h"
 #include "util/grow.h"
+#include "util/hash.h"
+#include "util/job.h"
 #include "writer/writer.h"
 
 /* ---- byte buffer ---------------------------------------------------------- */
@@ -36,15 +37,25 @@ void lp_buf_put(lp_buf *b, const void *p, size_t n)
 
 void lp_buf_uleb(lp_buf *b, uint64_t v)
 {
-    uint8_t c;
+    uint8_t *d;
 
+    /* room for the longest encoding made once, the bytes stored in place
+     * (not one lp_buf_put a byte) */
+    if (b->oom)
+        return;
+    if (lp_grow_bytes((void **)&b->d, &b->cap, b->n + 10, 4096)) {
+        b->oom = 1;
+        return;
+    }
+    d = b->d + b->n;
     do {
-        c = v & 0x7f;
+        *d = v & 0x7f;
         v >>= 7;
         if (v)
-            c |= 0x80;
-        lp_buf_put(b, &c, 1);
+            *d |= 0x80;
+        d++;
     } while (v);
+    b->n = (size_t)(d - b->d);
 }
 
 void lp_buf_u64le(lp_buf *b, uint64_t v)
@@ -65,18 +76,70 @@ void lp_buf_free(lp_buf *b)
 
 /* ---- name table ----------------------------------------------------------- */
 
+/* A name's slot in the table's set: the name, its hash, its index in
+ * the sorted table (once finished) */
+typedef struct nt_slot {
+    const char *s;
+    uint64_t h;
+    size_t idx;
+} nt_slot;
+
 typedef struct name_table {     /* sorted, unique */
     const char **v;
     size_t n, cap;
+    nt_slot *set;               /* the names by content (open addressing,
+                                   at most half full): each reference is
+                                   added and found by one hash and one
+                                   comparison instead of a sort of all of
+                                   them and a binary search each */
+    size_t mask;
     int oom;
     char **owned;               /* copies of context frame names */
     size_t nowned, ocap;
 } name_table;
 
+/* s's slot in the set: its own, or the empty one it would take */
+static nt_slot *nt_slot_of(const name_table *t, const char *s, uint64_t h)
+{
+    size_t i = (size_t)h & t->mask;
+
+    while (t->set[i].s && (t->set[i].h != h || strcmp(t->set[i].s, s) != 0))
+        i = (i + 1) & t->mask;
+    return &t->set[i];
+}
+
+/* The set twice as large (or made), its names placed again. -1: no memory. */
+static int nt_grow(name_table *t)
+{
+    size_t n = t->set ? 2 * (t->mask + 1) : 1024, i;
+    nt_slot *old = t->set, *ns = calloc(n, sizeof *ns);
+    size_t omask = t->mask;
+
+    if (!ns)
+        return -1;
+    t->set = ns;
+    t->mask = n - 1;
+    for (i = 0; old && i <= omask; i++)
+        if (old[i].s)
+            *nt_slot_of(t, old[i].s, old[i].h) = old[i];
+    free(old);
+    return 0;
+}
+
 static void nt_add(name_table *t, const char *s)
 {
     const char **nv;
+    uint64_t h = lp_hash_bytes(s, strlen(s));
+    nt_slot *e;
 
+    if (t->oom)
+        return;
+    if (2 * (t->n + 1) > (t->set ? t->mask + 1 : 0) && nt_grow(t)) {
+        t->oom = 1;
+        return;
+    }
+    if ((e = nt_slot_of(t, s, h))->s)
+        return;
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
         nv = realloc(t->v, t->cap * sizeof *nv);
@@ -87,6 +150,7 @@ static void nt_add(name_table *t, const char *s)
         }
         t->v = nv;
     }
+    *e = (nt_slot){s, h, 0};
     t->v[t->n++] = s;
 }
 
@@ -95,7 +159,8 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* names in LLVM's FunctionId order (MD5 names numerically, first) */
+/* names in LLVM's FunctionId order (MD5 names numerically, first; two
+ * names compare equal only when they are the same text) */
 static int name_cmp(const void *a, const void *b)
 {
     return lp_name_cmp(*(const char *const *)a, *(const char *const *)b);
@@ -103,21 +168,24 @@ static int name_cmp(const void *a, const void *b)
 
 static void nt_finish(name_table *t)
 {
-    size_t i, j = 0;
+    size_t i;
 
+    if (t->oom)
+        return;
     if (t->n)
         qsort(t->v, t->n, sizeof *t->v, name_cmp);
     for (i = 0; i < t->n; i++)
-        if (j == 0 || strcmp(t->v[j - 1], t->v[i]) != 0)
-            t->v[j++] = t->v[i];
-    t->n = j;
+        nt_slot_of(t, t->v[i], lp_hash_bytes(t->v[i], strlen(t->v[i])))->idx = i;
 }
 
 static uint64_t nt_index(const name_table *t, const char *s)
 {
-    const char **p = bsearch(&s, t->v, t->n, sizeof *t->v, name_cmp);
+    const nt_slot *e;
 
-    return p ? (uint64_t)(p - t->v) : 0;
+    if (!t->set)
+        return 0;
+    e = nt_slot_of(t, s, lp_hash_bytes(s, strlen(s)));
+    return e->s ? (uint64_t)e->idx : 0;
 }
 
 /* llvm SampleProfileWriterBinary::addNames */
@@ -205,6 +273,7 @@ static void free_names(name_table *t)
         free(t->owned[i]);
     free(t->owned);
     free(t->v);
+    free(t->set);
 }
 
 /* ---- CS context table (CSNameTableSection) ---------------------------------- */

@@ -859,6 +859,156 @@ static void test_parallel_bodies(void **state)
     lp_binary_close(b[1]);
 }
 
+/* A profile of the merge tests: records at a few of 8 lines, some with
+ * call targets, counts from seed */
+static void fill_prof(lp_fsamples *fs, unsigned seed)
+{
+    unsigned k;
+
+    fs->total = 100 + seed;
+    fs->head = seed % 3;
+    for (k = 0; k < 8; k++) {
+        lp_body_rec *b;
+        if ((seed >> k) & 1)
+            continue;
+        assert_non_null(b = lp_fs_body(fs, (lp_loc){k * 2, k % 2}));
+        lp_body_add(b, seed * 7 + k);
+        if (k % 3 == 0)
+            assert_int_equal(lp_body_add_target(b, k % 2 ? "callee_a" : "callee_b",
+                                                seed + k), 0);
+    }
+}
+
+static void assert_prof_equal(const lp_fsamples *a, const lp_fsamples *b)
+{
+    size_t i;
+
+    assert_int_equal(a->total, b->total);
+    assert_int_equal(a->head, b->head);
+    assert_int_equal(a->attrs, b->attrs);
+    assert_int_equal(lp_fs_nr_body(a), lp_fs_nr_body(b));
+    for (i = 0; i < lp_fs_nr_body(a); i++) {
+        const lp_body_rec *x = lp_fs_body_at(a, i), *y = lp_fs_body_at(b, i);
+        assert_int_equal(lp_body_loc(x).line, lp_body_loc(y).line);
+        assert_int_equal(lp_body_loc(x).disc, lp_body_loc(y).disc);
+        assert_int_equal(lp_body_count(x), lp_body_count(y));
+        assert_int_equal(lp_body_target_sum(x), lp_body_target_sum(y));
+    }
+}
+
+/* The pre-inliner's deferred merges (mergeq.c), on one thread and on
+ * two: sources merged once (as the promotions' are), chains (a profile
+ * merged into, then merged on: ~30, the counts do not saturate), merges
+ * of a profile into itself, ShouldBeInlined carried, more merges than
+ * the queue holds, drained midway: each profile as merging at once in
+ * push order makes it. */
+static void test_merge_queue(void **state)
+{
+    enum { ND = 48, NOPS = 10000 };
+    cs_prof *q[ND], *ref[ND], *qs, *rs;
+    cs_trie t;
+    uint64_t x = 12345;
+    int thread, i, k, a, b;
+    (void)state;
+
+    for (thread = 0; thread < 2; thread++) {
+        cs_mergeq *mq = cs_mergeq_new(thread);
+        assert_non_null(mq);
+        cs_trie_init(&t);
+        for (i = 0; i < ND; i++) {
+            assert_non_null(q[i] = cs_prof_new(&t, "f"));
+            assert_non_null(ref[i] = cs_prof_new(&t, "f"));
+            fill_prof(&q[i]->fs, (unsigned)i * 37);
+            fill_prof(&ref[i]->fs, (unsigned)i * 37);
+        }
+        for (k = 0; k < NOPS; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            a = (int)(x >> 33) % ND;
+            b = (int)(x >> 45) % ND;
+            if (k % 333 == 0) {             /* a chain */
+                qs = q[b];
+                rs = ref[b];
+            } else if (k % 97 == 0) {       /* a profile into itself */
+                qs = q[a];
+                rs = ref[a];
+            } else {                        /* a source merged once */
+                assert_non_null(qs = cs_prof_new(&t, "f"));
+                assert_non_null(rs = cs_prof_new(&t, "f"));
+                fill_prof(&qs->fs, (unsigned)k);
+                fill_prof(&rs->fs, (unsigned)k);
+                if (k % 7 == 0)
+                    qs->fs.attrs = rs->fs.attrs = CS_SHOULD_INLINE;
+            }
+            cs_mergeq_push(mq, q[a], qs);
+            if (rs != ref[a])
+                assert_int_equal(lp_fs_merge(&ref[a]->fs, &rs->fs), 0);
+            if (rs->fs.attrs & CS_SHOULD_INLINE)
+                ref[a]->fs.attrs |= CS_SHOULD_INLINE;
+            if (k == NOPS / 3) {
+                assert_int_equal(cs_mergeq_drain(mq), 0);
+                for (i = 0; i < ND; i++)
+                    assert_prof_equal(&q[i]->fs, &ref[i]->fs);
+            }
+        }
+        assert_int_equal(cs_mergeq_free(mq), 0);
+        for (i = 0; i < ND; i++) {
+            assert_true(ref[i]->fs.total < UINT64_MAX / 2);
+            assert_prof_equal(&q[i]->fs, &ref[i]->fs);
+        }
+        cs_trie_free(&t);
+    }
+}
+
+/* cs_kid_after's walk over a node's children in key order while
+ * children are inserted into it (shifting the one the hint points at):
+ * each step is the child with the smallest key above the last one's
+ * among those there at that step (std::map's iteration) */
+static void test_kid_walk(void **state)
+{
+    static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h",
+                                  "i", "j", "k", "l"};
+    enum { N = sizeof names / sizeof *names, FIRST = 4 };
+    cs_node *c, *all[N];
+    bool present[N] = {0};
+    uint64_t cur = 0;
+    uint32_t at = 0;
+    size_t steps = 0;
+    bool first = true;
+    cs_trie t;
+    int i, added = FIRST, want;
+    (void)state;
+
+    cs_trie_init(&t);
+    for (i = 0; i < N; i++)     /* every node made now, attached later */
+        assert_non_null(all[i] = cs_child_get(&t, &t.root, (lp_loc){1, 0},
+                                              cs_intern(&t, names[i], 1)));
+    for (i = FIRST; i < N; i++)
+        cs_detach(all[i]);
+    for (i = 0; i < FIRST; i++)
+        present[i] = true;
+    for (;;) {
+        for (want = -1, i = 0; i < N; i++)  /* the model's next */
+            if (present[i] && (first || all[i]->key > cur) &&
+                (want < 0 || all[i]->key < all[want]->key))
+                want = i;
+        c = cs_kid_after(&t.root, cur, first, &at);
+        if (want < 0) {
+            assert_null(c);
+            break;
+        }
+        assert_ptr_equal(c, all[want]);
+        assert_ptr_equal(t.root.kids[at].n, c);
+        first = false;
+        cur = c->key;
+        steps++;
+        if (added < N) {        /* one more child, above or below this one */
+            assert_int_equal(cs_attach(&t.root, all[added], (lp_loc){1, 0}), 0);
+            present[added++] = true;
+        }
+    }
+    assert_true(steps >= FIRST);
+    cs_trie_free(&t);
+}
 
 int main(void)
 {
@@ -882,6 +1032,8 @@ int main(void)
         cmocka_unit_test(test_probe_two_mains),
         cmocka_unit_test(test_probe_mismatch),
         cmocka_unit_test(test_parallel_bodies),
+        cmocka_unit_test(test_merge_queue),
+        cmocka_unit_test(test_kid_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

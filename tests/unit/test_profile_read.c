@@ -283,6 +283,45 @@ static void test_round_trips(void **state)
     }
 }
 
+/* Many names (the writer's name table grows its set several times),
+ * each referenced many times (call targets, inlinees, top-level names),
+ * MD5-like numeric names among them (FunctionId order: numerically,
+ * first): flat, legacy binary and CS profiles read back the same. */
+static void test_many_names(void **state)
+{
+    enum { N = 3000 };
+    size_t cap = (size_t)N * 160, len = 0, clen = 0;
+    char *flat = malloc(cap), *cs = malloc(cap), name[N][24];
+    unsigned i;
+    (void)state;
+
+    assert_true(flat && cs);
+    for (i = 0; i < N; i++) {
+        if (i % 7 == 0)
+            snprintf(name[i], sizeof name[i], "%u", 1000u + i * 7919u);
+        else
+            snprintf(name[i], sizeof name[i], "_Z%uf%u", i % 13, i);
+    }
+    for (i = 0; i < N; i++) {
+        len += (size_t)snprintf(flat + len, cap - len,
+                                "%s:%u:%u\n 1: %u %s:%u %s:%u\n 2.1: %s:5\n  1: 5 %s:5\n",
+                                name[i], 100 + i, i % 3, 10 + i,
+                                name[(i * 31 + 1) % N], 1 + i % 5,
+                                name[(i * 17 + 3) % N], 2,
+                                name[(i + 1) % N], name[(i + 2) % N]);
+        clen += (size_t)snprintf(cs + clen, cap - clen,
+                                 "[%s:1 @ %s]:%u:1\n 1: %u %s:3\n",
+                                 name[(i * 7 + 5) % N], name[i], 20 + i, 4 + i,
+                                 name[(i * 11 + 2) % N]);
+        assert_true(len < cap && clen < cap);
+    }
+    round_trip(flat, &(lp_write_opts){.format = LP_PROF_EXTBINARY}, NULL);
+    round_trip(flat, &(lp_write_opts){.format = LP_PROF_BINARY}, NULL);
+    round_trip(cs, &(lp_write_opts){.format = LP_PROF_EXTBINARY}, NULL);
+    free(flat);
+    free(cs);
+}
+
 /* the text profile's summary is computed as LLVM's reader computes it */
 static void test_text_summary(void **state)
 {
@@ -723,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_sniff),
         cmocka_unit_test(test_text_metadata),
         cmocka_unit_test(test_round_trips),
+        cmocka_unit_test(test_many_names),
         cmocka_unit_test(test_text_summary),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_malformed_fields),
