@@ -76,6 +76,11 @@ void lp_profile_free(lp_profile *p);
 lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
                             const char *name);
 lp_fsamples *lp_profile_find(const lp_profile *p, const char *context);
+/* Every entry of src into dst, src left empty: one dst lacks is moved
+ * whole (its key neither copied nor hashed again), one dst has is merged
+ * into dst's (lp_fs_merge_ranked). -1 on no memory (src is emptied
+ * either way). */
+int lp_profile_absorb(lp_profile *dst, lp_profile *src);
 /* Remove and free one top-level profile. */
 void lp_profile_remove(lp_profile *p, const char *context);
 
@@ -136,6 +141,10 @@ void lp_fs_clear(lp_fsamples *fs);
  * nothing (LLVM's hash_mismatch, which its callers ignore: one profile is
  * dropped). -1 on no memory. */
 int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src);
+/* lp_fs_merge of two top-level CS profiles of one printed context, made
+ * from two nodes of one trie: dst's order becomes the lower nonzero one
+ * of the two (the first in LLVM's order), whichever came first. */
+int lp_fs_merge_ranked(lp_fsamples *dst, const lp_fsamples *src);
 /* Move src's counts, body and inlinees into dst, which must be empty
  * (just created); attributes are moved too. src is left empty. */
 void lp_fs_move(lp_fsamples *dst, lp_fsamples *src);

@@ -389,6 +389,10 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
     return lp_flat_density(p, &fo, err);
 }
 
+/* Nodes of a trie converted on two threads when its profile is ranked
+ * (p's order does not matter): fewer are not worth a thread. */
+#define SPLIT_MIN 4096
+
 /* Summary, thresholds, pre-inliner; the trie back to p (unless direct:
  * then the trie is left for nest_trie), its nodes numbered first if
  * *ranked (a flat CS profile: *ranked becomes the number of nodes, 0 if
@@ -439,7 +443,9 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cold = NULL;
     if (cold)
         cold->thr = hot;
-    if (rc == 0 && !direct && cs_trie_to_profile_hot(t, p, cold))
+    if (rc == 0 && !direct &&
+        (*ranked >= SPLIT_MIN ? cs_trie_to_profile_split(t, p, cold)
+                              : cs_trie_to_profile_hot(t, p, cold)))
         rc = cs_oom(err);
     cs_funcs_free(own);
     cs_trie_free(&own_st);

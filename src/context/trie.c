@@ -641,36 +641,40 @@ static int ks_put_site(key_stack *k, lp_loc loc)
     return ks_put(k, t, n + 3);
 }
 
+/* n's profile (its printed context in ks; is_base: of one frame) into
+ * p, or to cold; the node keeps none. 0 or -1. */
+static int emit_prof(cs_node *n, const key_stack *ks, bool is_base,
+                     lp_profile *p, cs_cold *cold)
+{
+    size_t nr = p->nr_funcs;    /* lp_profile_get counts what it makes */
+    int rc = cold ? cs_cold_take(cold, ks->b, is_base, &n->prof->fs) : 0;
+    lp_fsamples *e;
+
+    if (rc > 0)
+        prof_clear(n->prof);
+    else if (rc < 0 || !(e = lp_profile_get(p, ks->b, n->func->s)))
+        return -1;
+    else if (p->nr_funcs == nr && lp_fs_merge_ranked(e, &n->prof->fs))
+        return -1;
+    else if (p->nr_funcs != nr)
+        lp_fs_move(e, &n->prof->fs);
+    n->prof->node = NULL;
+    n->prof = NULL;
+    return 0;
+}
+
+/* n's subtree; ks holds the printed context of n's callers. */
 static int emit(cs_node *n, key_stack *ks, lp_profile *p, cs_cold *cold)
 {
-    size_t base = ks->len, named, nr;
-    lp_fsamples *e;
+    size_t base = ks->len, named;
     uint32_t i;
     int rc = 0;
 
     if (ks_put(ks, n->func->s, n->func->len))
         return -1;
     named = ks->len;
-    if (n->prof && cold &&
-        (rc = cs_cold_take(cold, ks->b, base == 0, &n->prof->fs)) != 0) {
-        if (rc < 0)
-            return -1;
-        rc = 0;
-        prof_clear(n->prof);
-        n->prof->node = NULL;
-        n->prof = NULL;
-    }
-    if (n->prof) {
-        nr = p->nr_funcs;       /* lp_profile_get counts the profiles it makes */
-        if (!(e = lp_profile_get(p, ks->b, n->func->s)))
-            rc = -1;
-        else if (p->nr_funcs == nr)
-            rc = lp_fs_merge(e, &n->prof->fs);
-        else
-            lp_fs_move(e, &n->prof->fs);
-        n->prof->node = NULL;
-        n->prof = NULL;
-    }
+    if (n->prof)
+        rc = emit_prof(n, ks, base == 0, p, cold);
     for (i = 0; i < n->nkids && rc == 0; i++) {
         ks->len = named;
         rc = ks_put_site(ks, n->kids[i].n->callsite)
@@ -689,6 +693,184 @@ int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold)
     for (i = 0; i < t->root.nkids && rc == 0; i++)
         rc = emit(t->root.kids[i].n, &ks, p, cold);
     free(ks.b);
+    p->is_cs = 1;
+    return rc;
+}
+
+/* ---- the conversion on two threads ---------------------------------------------- */
+
+/* Converting a large trie is bound by memory latency (per context a node,
+ * its profile and a new entry, each a first touch: ~30 ms for the 84k
+ * contexts of bench (c) on one core). Below the top levels of the trie,
+ * the subtrees are taken one at a time by two threads, each with maps of
+ * its own, joined after: the same entries, not in the same order. */
+#define SPLIT_SUBTREES 64       /* at least, if the top levels have them */
+#define SPLIT_LEVELS 4          /* top levels at most */
+
+typedef struct emit_part {
+    lp_profile *p;
+    cs_cold cold, *cp;          /* the caller's thresholds, a map of its own */
+    key_stack ks;
+    int rc;
+} emit_part;
+
+typedef struct emit_split {
+    cs_node **sub, **top;       /* the subtrees; the nodes above them */
+    size_t nsub, ntop, sub_cap, top_cap;
+    size_t next;                /* the next subtree to take (atomic) */
+    emit_part part[2];          /* the caller's, the helper's */
+} emit_split;
+
+/* The printed context of n's callers into ks (empty): each caller's
+ * frame and call site, then " @ ". 0 or -1. */
+static int ks_callers(key_stack *ks, const cs_node *n)
+{
+    const cs_node *c = n->parent;
+
+    if (!c || !c->func)
+        return 0;
+    return ks_callers(ks, c) || ks_put(ks, c->func->s, c->func->len) ||
+                   ks_put_site(ks, n->callsite)
+               ? -1 : 0;
+}
+
+/* The subtrees one level down: each one with children becomes a top
+ * node and its children subtrees. 1 if any had children, 0, -1. */
+static int split_down(emit_split *s)
+{
+    cs_node **v = s->sub, *x;
+    size_t n = s->nsub, cap = 0, k = 0, i, j;
+    int rc = 0;
+
+    s->sub = NULL;
+    for (i = 0; i < n; i++) {
+        x = v[i];
+        if (lp_grow_array(&s->sub, &cap, k + 1 + x->nkids, sizeof *s->sub, 64) ||
+            (x->nkids && lp_grow_array(&s->top, &s->top_cap, s->ntop + 1,
+                                       sizeof *s->top, 16))) {
+            rc = -1;
+            break;
+        }
+        if (x->nkids == 0)
+            s->sub[k++] = x;
+        else
+            s->top[s->ntop++] = x;
+        for (j = 0; j < x->nkids; j++)
+            s->sub[k++] = x->kids[j].n;
+        rc |= x->nkids > 0;
+    }
+    free(v);
+    s->nsub = k;
+    s->sub_cap = cap;
+    return rc;
+}
+
+/* s's subtrees and top nodes. 0 or -1. */
+static int split_trie(cs_trie *t, emit_split *s)
+{
+    int lv, rc = 1;
+
+    if (t->root.nkids && !(s->sub = malloc(t->root.nkids * sizeof *s->sub)))
+        return -1;
+    for (s->nsub = 0; s->nsub < t->root.nkids; s->nsub++)
+        s->sub[s->nsub] = t->root.kids[s->nsub].n;
+    for (lv = 0; rc > 0 && lv < SPLIT_LEVELS && s->nsub < SPLIT_SUBTREES; lv++)
+        rc = split_down(s);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The subtrees a part takes, until none is left or it fails. */
+static void emit_subtrees(emit_split *s, emit_part *w)
+{
+    size_t i;
+
+    while (w->rc == 0 &&
+           (i = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED)) < s->nsub) {
+        w->ks.len = 0;
+        w->rc = ks_callers(&w->ks, s->sub[i]) ||
+                        emit(s->sub[i], &w->ks, w->p, w->cp)
+                    ? -1 : 0;
+    }
+}
+
+static void *emit_helper(void *arg)
+{
+    emit_split *s = arg;
+
+    emit_subtrees(s, &s->part[1]);
+    return NULL;
+}
+
+/* The top nodes' own profiles (their subtrees are s's). */
+static int emit_tops(emit_split *s, emit_part *w)
+{
+    cs_node *n;
+    size_t i;
+
+    for (i = 0; i < s->ntop; i++) {
+        n = s->top[i];
+        w->ks.len = 0;
+        if (ks_callers(&w->ks, n) || ks_put(&w->ks, n->func->s, n->func->len) ||
+            (n->prof && emit_prof(n, &w->ks, w->ks.len == n->func->len,
+                                  w->p, w->cp)))
+            return -1;
+    }
+    return 0;
+}
+
+/* The helper's part; -1 on no memory. */
+static int part_init(emit_part *w, const cs_cold *cold)
+{
+    memset(w, 0, sizeof *w);
+    if (!(w->p = lp_profile_new()))
+        return -1;
+    if (!cold)
+        return 0;
+    w->cold = *cold;
+    w->cp = &w->cold;
+    return cold->merge && !(w->cold.merged = lp_profile_new()) ? -1 : 0;
+}
+
+/* The helper's maps into the caller's (whose cold map is cold's). */
+static int part_join(emit_part *w, lp_profile *p, cs_cold *cold)
+{
+    int rc = w->rc;
+
+    if (rc == 0 && w->p)
+        rc = lp_profile_absorb(p, w->p);
+    if (rc == 0 && w->cp && w->cold.merged)
+        rc = lp_profile_absorb(cold->merged, w->cold.merged);
+    lp_profile_free(w->p);
+    if (w->cp)
+        lp_profile_free(w->cold.merged);
+    free(w->ks.b);
+    return rc;
+}
+
+int cs_trie_to_profile_split(cs_trie *t, lp_profile *p, cs_cold *cold)
+{
+    emit_split s = {0};
+    emit_part *w = &s.part[0];
+    lp_job job;
+    int rc;
+
+    w->p = p;
+    w->cp = cold;
+    if (split_trie(t, &s) || part_init(&s.part[1], cold)) {
+        rc = -1;
+        s.nsub = 0;             /* nothing for the helper */
+    } else {
+        lp_job_start(&job, emit_helper, &s);
+        w->rc = emit_tops(&s, w);
+        emit_subtrees(&s, w);
+        lp_job_wait(&job);
+        rc = w->rc;
+    }
+    if (part_join(&s.part[1], p, cold))
+        rc = -1;
+    free(w->ks.b);
+    free(s.sub);
+    free(s.top);
     p->is_cs = 1;
     return rc;
 }

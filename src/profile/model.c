@@ -330,6 +330,26 @@ static int top_reserve(lp_profile *p)
     return 0;
 }
 
+/* t (key hashed, not in any table) into p's table as its newest entry.
+ * -1 on no memory. */
+static int top_insert(lp_profile *p, struct lp_top *t)
+{
+    top_table *tt;
+    top_slot *s;
+
+    if (top_reserve(p))
+        return -1;
+    tt = p->funcs;
+    t->at = tt->nv;
+    tt->v[tt->nv++] = t;
+    s = top_slot_of(tt, t->fs.context, t->len, t->h);
+    s->h = t->h;
+    s->t = t;
+    p->ordered = 0;
+    p->nr_funcs++;
+    return 0;
+}
+
 lp_fsamples *lp_profile_find(const lp_profile *p, const char *context)
 {
     size_t len = strlen(context);
@@ -346,24 +366,52 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
     uint64_t h = lp_hash_bytes(context, len);
     const struct lp_top *f = top_find(p, context, len, h);
     struct lp_top *t;
-    top_table *tt;
-    top_slot *s;
 
     if (f)
         return (lp_fsamples *)&f->fs;
-    if (top_reserve(p) || !(t = top_new(context, len, name)))
+    if (!(t = top_new(context, len, name)))
         return NULL;
-    tt = p->funcs;
     t->h = h;
     t->len = len;
-    t->at = tt->nv;
-    tt->v[tt->nv++] = t;
-    s = top_slot_of(tt, context, len, h);
-    s->h = h;
-    s->t = t;
-    p->ordered = 0;
-    p->nr_funcs++;
+    if (top_insert(p, t)) {
+        free(t);
+        return NULL;
+    }
     return &t->fs;
+}
+
+/* src's entry t into dst: 1 if moved there, 0 if merged into dst's
+ * entry of its key (t is left to free), -1 on no memory. */
+static int absorb_one(lp_profile *dst, struct lp_top *t)
+{
+    struct lp_top *f = (struct lp_top *)top_find(dst, t->fs.context, t->len,
+                                                 t->h);
+
+    if (!f)
+        return top_insert(dst, t) ? -1 : 1;
+    return lp_fs_merge_ranked(&f->fs, &t->fs) ? -1 : 0;
+}
+
+int lp_profile_absorb(lp_profile *dst, lp_profile *src)
+{
+    top_table *st = src->funcs;
+    size_t i;
+    int rc = 0, r;
+
+    for (i = 0; st && i < st->nv; i++) {
+        if (!st->v[i])
+            continue;
+        if ((r = rc ? -1 : absorb_one(dst, st->v[i])) < 0)
+            rc = -1;
+        if (r != 1)
+            top_free(st->v[i]);
+    }
+    if (st) {
+        memset(st->slot, 0, (st->slot ? st->mask + 1 : 0) * sizeof *st->slot);
+        st->nv = st->dead = 0;
+    }
+    src->nr_funcs = 0;
+    return rc;
 }
 
 /* Drop v's NULLs (entries keep their order). */
@@ -1168,6 +1216,15 @@ int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
     unsigned st = 0;
 
     return lp_fs_merge_weighted(dst, src, 1, &st);
+}
+
+int lp_fs_merge_ranked(lp_fsamples *dst, const lp_fsamples *src)
+{
+    if (lp_fs_merge(dst, src))
+        return -1;
+    if (src->order && (!dst->order || src->order < dst->order))
+        dst->order = src->order;
+    return 0;
 }
 
 void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)

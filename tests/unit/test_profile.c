@@ -288,6 +288,61 @@ static void test_top_table(void **state)
     lp_profile_free(p);
 }
 
+/* Absorbing a profile: the entries dst lacks move over (found by key
+ * afterwards, names kept), the ones it has are merged into its own, whose
+ * order becomes the lower nonzero one; src is left empty. */
+static void test_absorb(void **state)
+{
+    lp_profile *d = lp_profile_new(), *s = lp_profile_new();
+    lp_fsamples *fs;
+    char key[32];
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < 200; i++) {         /* d: even keys, s: every third */
+        snprintf(key, sizeof key, "main:%zu @ f", i);
+        if (i % 2 == 0) {
+            assert_non_null(fs = lp_profile_get(d, key, "f"));
+            fs->total = i;
+            fs->order = (uint32_t)(i % 4 ? 3 * i + 1 : 0);
+            lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), i);
+        }
+        if (i % 3 == 0) {
+            assert_non_null(fs = lp_profile_get(s, key, "f"));
+            fs->total = 1000;
+            fs->order = (uint32_t)(2 * i + 1);
+            lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), 7);
+        }
+    }
+    assert_int_equal(lp_profile_absorb(d, s), 0);
+    assert_int_equal(s->nr_funcs, 0);
+    assert_null(lp_profile_find(s, "main:0 @ f"));
+    assert_int_equal(d->nr_funcs, 100 + 67 - 34);
+    for (i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "main:%zu @ f", i);
+        fs = lp_profile_find(d, key);
+        if (i % 2 && i % 3) {
+            assert_null(fs);
+            continue;
+        }
+        assert_non_null(fs);
+        assert_string_equal(fs->name, "f");
+        assert_int_equal(fs->total, (i % 2 ? 0 : i) + (i % 3 ? 0 : 1000));
+        assert_int_equal(lp_body_count(lp_fs_body(fs, (lp_loc){1, 0})),
+                         (i % 2 ? 0 : i) + (i % 3 ? 0 : 7));
+        if (i % 3)
+            assert_int_equal(fs->order, i % 4 ? 3 * i + 1 : 0);
+        else if (i % 2 == 0 && i % 4)
+            assert_int_equal(fs->order, 2 * i + 1 < 3 * i + 1 ? 2 * i + 1 : 3 * i + 1);
+        else
+            assert_int_equal(fs->order, 2 * i + 1);
+    }
+    assert_non_null(lp_profile_get(s, "again", NULL));  /* s still works */
+    assert_int_equal(s->nr_funcs, 1);
+    lp_profile_free(s);
+    lp_profile_free(d);
+}
+
 static void test_fixups(void **state)
 {
     lp_profile *p = lp_profile_new();
@@ -447,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_top_level_order),
         cmocka_unit_test(test_cs_top_level_order),
         cmocka_unit_test(test_top_table),
+        cmocka_unit_test(test_absorb),
         cmocka_unit_test(test_fixups),
         cmocka_unit_test(test_drop_callees),
         cmocka_unit_test(test_merge_bodies),
