@@ -375,7 +375,8 @@ out:
 
 /* ---- the whole post-processing ---------------------------------------------------- */
 
-static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
+/* Ambiguous names filtered, then the density warning (one pass). */
+static int filter_density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
 {
     lp_flat_opts fo;
 
@@ -386,7 +387,7 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
     fo.warn = o->warn;
     fo.warn_ctx = o->warn_ctx;
     fo.info = o->info;
-    return lp_flat_density(p, &fo, err);
+    return lp_flat_filter_density(p, &fo, err);
 }
 
 /* Nodes of a trie converted on two threads when its profile is ranked
@@ -492,8 +493,7 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_profile_free(cold.merged);
     if (rc)
         return -1;
-    lp_flat_filter_ambiguous(p);
-    return density(p, o, err);
+    return filter_density(p, o, err);
 }
 
 int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,
