@@ -76,6 +76,9 @@ void lp_profile_free(lp_profile *p);
 lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
                             const char *name);
 lp_fsamples *lp_profile_find(const lp_profile *p, const char *context);
+/* Room for n more entries made at once (a table grown step by step
+ * rehashes every entry ~twice). -1 on no memory. */
+int lp_profile_reserve(lp_profile *p, size_t n);
 /* Every entry of src into dst, src left empty: one dst lacks is moved
  * whole (its key neither copied nor hashed again), one dst has is merged
  * into dst's (lp_fs_merge_ranked). -1 on no memory (src is emptied

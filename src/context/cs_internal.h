@@ -236,8 +236,10 @@ int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold);
 /* The same on two threads (taking the subtrees below the trie's top
  * levels one at a time): the same entries in p, not in the same order
  * (for a caller that ranks them; two of one printed context keep the
- * lower order, lp_fs_merge_ranked). -1 on no memory. */
-int cs_trie_to_profile_split(cs_trie *t, lp_profile *p, cs_cold *cold);
+ * lower order, lp_fs_merge_ranked). nprof: about how many profiles t has
+ * (room is made for them at once). -1 on no memory. */
+int cs_trie_to_profile_split(cs_trie *t, lp_profile *p, cs_cold *cold,
+                             size_t nprof);
 /* The SampleContextTracker built from a flat CS profile: every entry of p
  * moved into the trie (p is left empty). -1 on no memory. */
 int cs_trie_from_profile(cs_trie *t, lp_profile *p);

@@ -217,6 +217,7 @@ typedef struct rank_walk {
     cs_node **buf;              /* the children being walked, per level */
     size_t n, cap;
     uint64_t next;              /* serials given so far */
+    size_t nprof;               /* nodes with a profile so far */
 } rank_walk;
 
 /* (call site, function) of a child against (loc, name) */
@@ -250,8 +251,10 @@ static int rank_kids(cs_node *n, rank_walk *w)
     for (i = 0; i < n->nkids; i++) {
         c = w->buf[base + i];
         c->serial = ++w->next;
-        if (c->prof)
+        if (c->prof) {
             c->prof->fs.order = (uint32_t)(2 * c->serial);
+            w->nprof++;
+        }
         if (rank_kids(c, w))
             return -1;
     }
@@ -261,13 +264,14 @@ static int rank_kids(cs_node *n, rank_walk *w)
 
 /* Number t's nodes; the number of nodes, 0 when there are too many for
  * 32-bit ranks (the profile is then sorted by its printed contexts), or
- * -1 on no memory. */
-static int64_t rank_trie(cs_trie *t)
+ * -1 on no memory. *nprof: the nodes with a profile. */
+static int64_t rank_trie(cs_trie *t, size_t *nprof)
 {
     rank_walk w = {0};
     int rc = rank_kids(&t->root, &w);
 
     free(w.buf);
+    *nprof = w.nprof;
     if (rc)
         return -1;
     return w.next < UINT32_MAX / 2 - 1 ? (int64_t)w.next : 0;
@@ -405,6 +409,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       lp_error *err)
 {
     uint64_t hot = 0;
+    size_t nprof = 0;
     cs_funcs *own = NULL;
     cs_trie own_st;
     cs_sizes_req sr = {&own_st, bins, NULL};
@@ -430,7 +435,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
     /* the trie is final: its ranks while the summary is made (the walk
      * writes the nodes' serials and the profiles' fs.order, which the
      * summary does not read) */
-    if (rc == 0 && *ranked && (*ranked = rank_trie(t)) < 0)
+    if (rc == 0 && *ranked && (*ranked = rank_trie(t, &nprof)) < 0)
         rc = cs_oom(err);
     /* waited for on every path: the thread reads the trie */
     s = cs_summary_wait(&sj, rc ? NULL : err);
@@ -445,7 +450,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
     if (cold)
         cold->thr = hot;
     if (rc == 0 && !direct &&
-        (*ranked >= SPLIT_MIN ? cs_trie_to_profile_split(t, p, cold)
+        (*ranked >= SPLIT_MIN ? cs_trie_to_profile_split(t, p, cold, nprof)
                               : cs_trie_to_profile_hot(t, p, cold)))
         rc = cs_oom(err);
     cs_funcs_free(own);

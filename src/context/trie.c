@@ -818,11 +818,11 @@ static int emit_tops(emit_split *s, emit_part *w)
     return 0;
 }
 
-/* The helper's part; -1 on no memory. */
-static int part_init(emit_part *w, const cs_cold *cold)
+/* The helper's part (room for nprof profiles); -1 on no memory. */
+static int part_init(emit_part *w, const cs_cold *cold, size_t nprof)
 {
     memset(w, 0, sizeof *w);
-    if (!(w->p = lp_profile_new()))
+    if (!(w->p = lp_profile_new()) || lp_profile_reserve(w->p, nprof))
         return -1;
     if (!cold)
         return 0;
@@ -847,7 +847,8 @@ static int part_join(emit_part *w, lp_profile *p, cs_cold *cold)
     return rc;
 }
 
-int cs_trie_to_profile_split(cs_trie *t, lp_profile *p, cs_cold *cold)
+int cs_trie_to_profile_split(cs_trie *t, lp_profile *p, cs_cold *cold,
+                             size_t nprof)
 {
     emit_split s = {0};
     emit_part *w = &s.part[0];
@@ -856,7 +857,9 @@ int cs_trie_to_profile_split(cs_trie *t, lp_profile *p, cs_cold *cold)
 
     w->p = p;
     w->cp = cold;
-    if (split_trie(t, &s) || part_init(&s.part[1], cold)) {
+    /* the helper takes about half of them; all end in p */
+    if (lp_profile_reserve(p, nprof) || split_trie(t, &s) ||
+        part_init(&s.part[1], cold, nprof / 2)) {
         rc = -1;
         s.nsub = 0;             /* nothing for the helper */
     } else {

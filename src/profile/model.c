@@ -11,6 +11,7 @@
 #include "lbr2prof/profile.h"
 #include "util/grow.h"
 #include "util/hash.h"
+#include "util/zalloc.h"
 #include "util/sort.h"
 
 /* ---- data structures ------------------------------------------------ */
@@ -299,8 +300,8 @@ static const struct lp_top *top_find(const lp_profile *p, const char *key,
     return tt ? top_slot_of(tt, key, len, h)->t : NULL;
 }
 
-/* Room for one more entry: slots at most half full, a place in v. */
-static int top_reserve(lp_profile *p)
+/* Room for k more entries: slots at most half full, places in v. */
+static int top_reserve_n(lp_profile *p, size_t k)
 {
     top_table *tt = p->funcs;
     top_slot *ns, *os;
@@ -308,12 +309,15 @@ static int top_reserve(lp_profile *p)
 
     if (!tt && !(tt = p->funcs = calloc(1, sizeof *tt)))
         return -1;
-    if (lp_grow_array(&tt->v, &tt->cap, tt->nv + 1, sizeof *tt->v, 64))
+    if (lp_grow_array(&tt->v, &tt->cap, tt->nv + k, sizeof *tt->v, 64))
         return -1;
-    if (tt->slot && 2 * (p->nr_funcs + 1) <= tt->mask + 1)
+    if (tt->slot && 2 * (p->nr_funcs + k) <= tt->mask + 1)
         return 0;
-    n = tt->slot ? 2 * (tt->mask + 1) : 64;
-    if (!(ns = calloc(n, sizeof *ns)))
+    for (n = tt->slot ? 2 * (tt->mask + 1) : 64; n < 2 * (p->nr_funcs + k); n *= 2)
+        ;
+    /* probed before written: zeroed by writing (util/zalloc.h), no
+     * shoot-down per page while a second thread converts a trie */
+    if (!(ns = lp_zalloc_written(n * sizeof *ns)))
         return -1;
     os = tt->slot;
     omask = tt->mask;
@@ -330,6 +334,11 @@ static int top_reserve(lp_profile *p)
     return 0;
 }
 
+int lp_profile_reserve(lp_profile *p, size_t n)
+{
+    return top_reserve_n(p, n);
+}
+
 /* t (key hashed, not in any table) into p's table as its newest entry.
  * -1 on no memory. */
 static int top_insert(lp_profile *p, struct lp_top *t)
@@ -337,7 +346,7 @@ static int top_insert(lp_profile *p, struct lp_top *t)
     top_table *tt;
     top_slot *s;
 
-    if (top_reserve(p))
+    if (top_reserve_n(p, 1))
         return -1;
     tt = p->funcs;
     t->at = tt->nv;
@@ -396,7 +405,7 @@ int lp_profile_absorb(lp_profile *dst, lp_profile *src)
 {
     top_table *st = src->funcs;
     size_t i;
-    int rc = 0, r;
+    int rc = lp_profile_reserve(dst, src->nr_funcs), r;
 
     for (i = 0; st && i < st->nv; i++) {
         if (!st->v[i])

@@ -850,7 +850,7 @@ static void test_trie_split(void **state)
         split_trie_of(&t1);
         split_trie_of(&t2);
         assert_int_equal(cs_trie_to_profile_hot(&t1, p1, round ? &c1 : NULL), 0);
-        assert_int_equal(cs_trie_to_profile_split(&t2, p2, round ? &c2 : NULL), 0);
+        assert_int_equal(cs_trie_to_profile_split(&t2, p2, round ? &c2 : NULL, 100), 0);
         assert_true(p2->is_cs);
         assert_true(p1->nr_funcs > 100);
         assert_same_entries(p1, p2);

@@ -314,6 +314,8 @@ static void test_absorb(void **state)
             lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), 7);
         }
     }
+    assert_int_equal(lp_profile_reserve(d, 5000), 0);   /* rehashed at once */
+    assert_non_null(lp_profile_find(d, "main:198 @ f"));
     assert_int_equal(lp_profile_absorb(d, s), 0);
     assert_int_equal(s->nr_funcs, 0);
     assert_null(lp_profile_find(s, "main:0 @ f"));
