@@ -362,11 +362,12 @@ static void test_generate_example_a(void **state)
     lp_binary_close(b);
 }
 
-/* filterAmbiguousProfile and the density warning in one pass: the
- * ambiguous entries and inlinees go, and the density is that of what is
- * left (more than the prefetch distance of entries, of one body record
- * each: density = count; the one at the 99% cutoff decides). */
-static void test_filter_density(void **state)
+/* filterAmbiguousProfile and the density warning in one pass (two
+ * halves on two threads from 8192 entries): the ambiguous entries and
+ * inlinees go, in either half, and the density is that of what is left
+ * (entries of one body record each: density = count; the one at the 99%
+ * cutoff decides). */
+static void filter_density_of(int n)
 {
     lp_profile *p = lp_profile_new();
     lp_fsamples *fs;
@@ -375,15 +376,14 @@ static void test_filter_density(void **state)
     warns w = {{0}};
     char key[32];
     int i;
-    (void)state;
 
-    for (i = 0; i < 40; i++) {
+    for (i = 0; i < n; i++) {
         snprintf(key, sizeof key, i % 10 == 3 ? "__tls_init.%d" : "f%d", i);
         assert_non_null(fs = lp_profile_get(p, key, NULL));
         /* the ambiguous ones would make the density 1 */
         lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), i % 10 == 3 ? 1 : 2);
         fs->total = 2;
-        if (i == 5)
+        if (i == 5 || i == n - 5)
             lp_body_add(lp_fs_body(lp_fs_callee(fs, (lp_loc){2, 0},
                                                 "__cxx_global_var_init.1"),
                                    (lp_loc){1, 0}), 5);
@@ -392,12 +392,24 @@ static void test_filter_density(void **state)
     o.warn = collect;
     o.warn_ctx = &w;
     assert_int_equal(lp_flat_filter_density(p, &o, &e), 0);
-    assert_int_equal(p->nr_funcs, 36);
+    assert_int_equal(p->nr_funcs, n - n / 10);
     assert_null(lp_profile_find(p, "__tls_init.13"));
-    assert_null(lp_fs_find_callee(lp_profile_find(p, "f5"), (lp_loc){2, 0},
-                                  "__cxx_global_var_init.1"));
+    snprintf(key, sizeof key, "__tls_init.%d", n - 7);
+    assert_null(lp_profile_find(p, key));
+    for (i = 5; i < n; i += n - 10) {
+        snprintf(key, sizeof key, "f%d", i);
+        assert_null(lp_fs_find_callee(lp_profile_find(p, key), (lp_loc){2, 0},
+                                      "__cxx_global_var_init.1"));
+    }
     assert_non_null(strstr(w.buf, "with 25.0x more samples"));
     lp_profile_free(p);
+}
+
+static void test_filter_density(void **state)
+{
+    (void)state;
+    filter_density_of(40);
+    filter_density_of(20000);
 }
 
 /* The flat probe profile of noinline-cs-pseudoprobe's LBR (llvm-profgen-22
