@@ -718,6 +718,7 @@ typedef struct emit_split {
     cs_node **sub, **top;       /* the subtrees; the nodes above them */
     size_t nsub, ntop, sub_cap, top_cap;
     size_t next;                /* the next subtree to take (atomic) */
+    size_t room;                /* the helper's map's first size */
     emit_part part[2];          /* the caller's, the helper's */
 } emit_split;
 
@@ -793,11 +794,18 @@ static void emit_subtrees(emit_split *s, emit_part *w)
     }
 }
 
+/* The helper's part: room in its map first (each thread zeroes its own
+ * table's pages), unless no subtree is left (run where waited for), then
+ * subtrees. */
 static void *emit_helper(void *arg)
 {
     emit_split *s = arg;
+    emit_part *w = &s->part[1];
 
-    emit_subtrees(s, &s->part[1]);
+    if (__atomic_load_n(&s->next, __ATOMIC_RELAXED) < s->nsub &&
+        lp_profile_reserve(w->p, s->room))
+        w->rc = -1;
+    emit_subtrees(s, w);
     return NULL;
 }
 
@@ -818,11 +826,11 @@ static int emit_tops(emit_split *s, emit_part *w)
     return 0;
 }
 
-/* The helper's part (room for nprof profiles); -1 on no memory. */
-static int part_init(emit_part *w, const cs_cold *cold, size_t nprof)
+/* The helper's part; -1 on no memory. */
+static int part_init(emit_part *w, const cs_cold *cold)
 {
     memset(w, 0, sizeof *w);
-    if (!(w->p = lp_profile_new()) || lp_profile_reserve(w->p, nprof))
+    if (!(w->p = lp_profile_new()))
         return -1;
     if (!cold)
         return 0;
@@ -857,14 +865,13 @@ int cs_trie_to_profile_split(cs_trie *t, lp_profile *p, cs_cold *cold,
 
     w->p = p;
     w->cp = cold;
-    /* the helper takes about half of them; all end in p */
-    if (lp_profile_reserve(p, nprof) || split_trie(t, &s) ||
-        part_init(&s.part[1], cold, nprof / 2)) {
+    s.room = nprof / 2;         /* the helper takes about half; all end in p */
+    if (split_trie(t, &s) || part_init(&s.part[1], cold)) {
         rc = -1;
         s.nsub = 0;             /* nothing for the helper */
     } else {
         lp_job_start(&job, emit_helper, &s);
-        w->rc = emit_tops(&s, w);
+        w->rc = lp_profile_reserve(p, nprof) || emit_tops(&s, w) ? -1 : 0;
         emit_subtrees(&s, w);
         lp_job_wait(&job);
         rc = w->rc;
