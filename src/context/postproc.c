@@ -244,10 +244,16 @@ static int rank_kids(cs_node *n, rank_walk *w)
 
     if (lp_grow_array(&w->buf, &w->cap, base + n->nkids, sizeof *w->buf, 256))
         return -1;
-    for (i = 0; i < n->nkids; i++)
+    for (i = 0; i < n->nkids; i++) {
         w->buf[base + i] = n->kids[i].n;
+        __builtin_prefetch(n->kids[i].n);   /* the sort reads them */
+    }
     w->n = base + n->nkids;
     lp_sort(w->buf + base, n->nkids, sizeof *w->buf, kid_cmp);
+    for (i = 0; i < n->nkids; i++) {    /* what the walk reads next */
+        __builtin_prefetch(w->buf[base + i]->kids);
+        __builtin_prefetch(w->buf[base + i]->prof);
+    }
     for (i = 0; i < n->nkids; i++) {
         c = w->buf[base + i];
         c->serial = ++w->next;
