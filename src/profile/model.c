@@ -975,25 +975,34 @@ static int sort_cs(lp_fsamples **v, size_t n)
 }
 
 /* v by the entries' fs.order, then stably by total (descending): the
- * order of sort_cs without a context compared. 1 if done, 0 if an order
- * is missing or repeated (sort_cs then), -1 on no memory. */
+ * order of sort_cs without a context compared. Each entry is read once,
+ * for both keys (two passes over ~10^5 entries were two cache misses per
+ * entry). 1 if done, 0 if an order is missing or repeated (sort_cs then),
+ * -1 on no memory. */
 static int sort_ordered(lp_fsamples **v, size_t n)
 {
     lp_radix_item *a = malloc((n ? 2 * n : 1) * sizeof *a), *r;
+    uint64_t *tot = malloc((n ? n : 1) * sizeof *tot);
     size_t i;
-    int ok = 1;
+    int ok = a && tot, rc = ok ? 0 : -1;
 
-    if (!a)
-        return -1;
-    for (i = 0; i < n; i++)
-        a[i] = (lp_radix_item){v[i]->order, (uintptr_t)v[i]};
-    r = lp_radix_sort(a, a + n, n);
-    for (i = 0; i < n && ok; i++)
+    for (i = 0; ok && i < n; i++) {
+        a[i] = (lp_radix_item){v[i]->order, i};
+        tot[i] = v[i]->total;
+    }
+    r = ok ? lp_radix_sort(a, a + n, n) : NULL;
+    for (i = 0; ok && i < n; i++)
         ok = r[i].key && (i == 0 || r[i].key > r[i - 1].key);
-    for (i = 0; i < n && ok; i++)
-        v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+    for (i = 0; ok && i < n; i++)   /* by total now, stably */
+        r[i] = (lp_radix_item){~tot[r[i].val], (uintptr_t)v[r[i].val]};
+    if (ok) {
+        r = lp_radix_sort(r, r == a ? a + n : a, n);
+        for (i = 0; i < n; i++)
+            v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+    }
+    free(tot);
     free(a);
-    return ok ? (sort_by_total(v, n) ? -1 : 1) : 0;
+    return rc ? rc : ok;
 }
 
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
