@@ -251,14 +251,24 @@ static void tout_free(tout *o)
     free(o);
 }
 
-/* v[a .. b) through o. 0 or -1 (no memory). */
+/* v[a .. b) through o, the profiles ahead brought into the caches: the
+ * entries 16 ahead, the contexts and body records of the one 8 ahead
+ * (formatting waited for a cache miss on each, in output order). 0 or -1
+ * (no memory). */
 static int write_range(tout *o, lp_fsamples *const *v, size_t a, size_t b,
                        const lp_profile *p)
 {
     int rc = 0;
 
-    for (; a < b && rc == 0; a++)
+    for (; a < b && rc == 0; a++) {
+        if (a + 16 < b)
+            __builtin_prefetch(v[a + 16]);
+        if (a + 8 < b) {
+            __builtin_prefetch(v[a + 8]->context);
+            __builtin_prefetch(v[a + 8]->body);
+        }
         rc = write_fs(o, v[a], 0, p);
+    }
     return rc || o->failed ? -1 : 0;
 }
 
