@@ -217,24 +217,13 @@ typedef struct rank_walk {
     cs_node **buf;              /* the children being walked, per level */
     size_t n, cap;
     uint64_t next;              /* serials given so far */
-    size_t nprof;               /* nodes with a profile so far */
 } rank_walk;
-
-/* (call site, function) of a child against (loc, name) */
-static int site_cmp(const cs_node *c, lp_loc loc, const char *name)
-{
-    if (c->callsite.line != loc.line)
-        return c->callsite.line < loc.line ? -1 : 1;
-    if (c->callsite.disc != loc.disc)
-        return c->callsite.disc < loc.disc ? -1 : 1;
-    return lp_name_cmp(c->func->s, name);
-}
 
 static int kid_cmp(const void *a, const void *b)
 {
     const cs_node *y = *(cs_node *const *)b;
 
-    return site_cmp(*(cs_node *const *)a, y->callsite, y->func->s);
+    return cs_rank_cmp(*(cs_node *const *)a, y->callsite, y->func->s);
 }
 
 static int rank_kids(cs_node *n, rank_walk *w)
@@ -257,10 +246,8 @@ static int rank_kids(cs_node *n, rank_walk *w)
     for (i = 0; i < n->nkids; i++) {
         c = w->buf[base + i];
         c->serial = ++w->next;
-        if (c->prof) {
+        if (c->prof)
             c->prof->fs.order = (uint32_t)(2 * c->serial);
-            w->nprof++;
-        }
         if (rank_kids(c, w))
             return -1;
     }
@@ -268,19 +255,21 @@ static int rank_kids(cs_node *n, rank_walk *w)
     return 0;
 }
 
-/* Number t's nodes; the number of nodes, 0 when there are too many for
- * 32-bit ranks (the profile is then sorted by its printed contexts), or
- * -1 on no memory. *nprof: the nodes with a profile. */
-static int64_t rank_trie(cs_trie *t, size_t *nprof)
+/* The number of nodes numbered, or 0 when there are too many for 32-bit
+ * ranks (the profile is then sorted by its printed contexts). */
+static int64_t ranks_fit(uint64_t nodes)
+{
+    return nodes < UINT32_MAX / 2 - 1 ? (int64_t)nodes : 0;
+}
+
+/* Number t's nodes; ranks_fit's, or -1 on no memory. */
+static int64_t rank_trie(cs_trie *t)
 {
     rank_walk w = {0};
     int rc = rank_kids(&t->root, &w);
 
     free(w.buf);
-    *nprof = w.nprof;
-    if (rc)
-        return -1;
-    return w.next < UINT32_MAX / 2 - 1 ? (int64_t)w.next : 0;
+    return rc ? -1 : ranks_fit(w.next);
 }
 
 /* The serial after n's subtree (nodes of the trie: nr). */
@@ -323,7 +312,7 @@ static uint64_t rank_of(const cs_node *root, const char *ctx, uint64_t nr)
         name[f[i].len] = 0;
         for (next = after = NULL, k = 0; k < cur->nkids; k++) {
             c = cur->kids[k].n;
-            if ((d = site_cmp(c, in, name)) == 0)
+            if ((d = cs_rank_cmp(c, in, name)) == 0)
                 next = c;
             else if (d > 0 && (!after || c->serial < after->serial))
                 after = c;
@@ -400,9 +389,24 @@ static int filter_density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
     return lp_flat_filter_density(p, &fo, err);
 }
 
-/* Nodes of a trie converted on two threads when its profile is ranked
- * (p's order does not matter): fewer are not worth a thread. */
+/* Nodes of a trie ranked and converted on two threads when its profile
+ * is ranked (p's order does not matter): fewer are not worth a thread. */
 #define SPLIT_MIN 4096
+
+/* The trie to p, its cold contexts to cold; ranked on the way when
+ * split (*ranked then ranks_fit's). 0 or -1. */
+static int to_profile(cs_trie *t, lp_profile *p, cs_cold *cold, bool split,
+                      int64_t *ranked)
+{
+    int64_t n;
+
+    if (!split)
+        return cs_trie_to_profile_hot(t, p, cold);
+    if ((n = cs_trie_to_profile_ranked(t, p, cold)) < 0)
+        return -1;
+    *ranked = ranks_fit((uint64_t)n);
+    return 0;
+}
 
 /* Summary, thresholds, pre-inliner; the trie back to p (unless direct:
  * then the trie is left for nest_trie), its nodes numbered first if
@@ -415,7 +419,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       lp_error *err)
 {
     uint64_t hot = 0;
-    size_t nprof = 0;
+    bool split = *ranked && cs_trie_nodes_max(t) >= SPLIT_MIN;
     cs_funcs *own = NULL;
     cs_trie own_st;
     cs_sizes_req sr = {&own_st, bins, NULL};
@@ -440,8 +444,8 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     /* the trie is final: its ranks while the summary is made (the walk
      * writes the nodes' serials and the profiles' fs.order, which the
-     * summary does not read) */
-    if (rc == 0 && *ranked && (*ranked = rank_trie(t, &nprof)) < 0)
+     * summary does not read), or with the conversion when split */
+    if (rc == 0 && *ranked && !split && (*ranked = rank_trie(t)) < 0)
         rc = cs_oom(err);
     /* waited for on every path: the thread reads the trie */
     s = cs_summary_wait(&sj, rc ? NULL : err);
@@ -455,9 +459,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cold = NULL;
     if (cold)
         cold->thr = hot;
-    if (rc == 0 && !direct &&
-        (*ranked >= SPLIT_MIN ? cs_trie_to_profile_split(t, p, cold, nprof)
-                              : cs_trie_to_profile_hot(t, p, cold)))
+    if (rc == 0 && !direct && to_profile(t, p, cold, split, ranked))
         rc = cs_oom(err);
     cs_funcs_free(own);
     cs_trie_free(&own_st);

@@ -833,13 +833,41 @@ static void assert_same_entries(lp_profile *a, lp_profile *b)
     free(v);
 }
 
-/* The trie converted on two threads, by subtrees, gives the entries and
- * the merged cold contexts one thread gives (and the ones cold=NULL keeps) */
+static int order_cmp(const void *a, const void *b)
+{
+    uint32_t x = (*(lp_fsamples *const *)a)->order;
+    uint32_t y = (*(lp_fsamples *const *)b)->order;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The entries by their orders: distinct, even, in lp_context_cmp's order
+ * of their contexts (LLVM's). */
+static void assert_ranked(lp_profile *p)
+{
+    lp_fsamples **v;
+    size_t n = lp_profile_all(p, &v), i;
+
+    qsort(v, n, sizeof *v, order_cmp);
+    for (i = 0; i < n; i++) {
+        assert_int_equal(v[i]->order % 2, 0);
+        assert_true(v[i]->order > 0);
+        if (i && lp_context_cmp(v[i - 1]->context, v[i]->context) >= 0)
+            fail_msg("'%s' ranked before '%s'", v[i - 1]->context, v[i]->context);
+    }
+    free(v);
+}
+
+/* The trie converted and ranked on two threads, by subtrees, gives the
+ * entries and the merged cold contexts one thread gives (and the ones
+ * cold=NULL keeps), every node numbered, the profiles in LLVM's order */
 static void test_trie_split(void **state)
 {
     cs_cold c1 = {2, 2, true, false, lp_profile_new()}, c2 = c1;
     lp_profile *p1, *p2;
     cs_trie t1, t2;
+    cs_node **q;
+    size_t nodes;
     int round;
     (void)state;
 
@@ -849,11 +877,15 @@ static void test_trie_split(void **state)
         p2 = lp_profile_new();
         split_trie_of(&t1);
         split_trie_of(&t2);
+        assert_non_null(q = cs_bfs(&t2, &nodes));
+        free(q);
         assert_int_equal(cs_trie_to_profile_hot(&t1, p1, round ? &c1 : NULL), 0);
-        assert_int_equal(cs_trie_to_profile_split(&t2, p2, round ? &c2 : NULL, 100), 0);
+        assert_int_equal(cs_trie_to_profile_ranked(&t2, p2, round ? &c2 : NULL),
+                         nodes - 1);
         assert_true(p2->is_cs);
         assert_true(p1->nr_funcs > 100);
         assert_same_entries(p1, p2);
+        assert_ranked(p2);
         assert_int_equal(lp_profile_find(p2, "main:9 @ x:1 @ y") == NULL, round);
         cs_trie_free(&t1);
         cs_trie_free(&t2);
