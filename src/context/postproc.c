@@ -331,47 +331,85 @@ out:
     return r;
 }
 
-static int ctx_ptr_cmp(const void *a, const void *b)
+/* An entry in rank order, and its total (read with its rank: sorting by
+ * it after reads no entry). */
+typedef struct ranked {
+    lp_fsamples *fs;
+    uint64_t total;
+} ranked;
+
+static int ranked_ctx_cmp(const void *a, const void *b)
 {
-    return lp_context_cmp((*(lp_fsamples *const *)a)->context,
-                          (*(lp_fsamples *const *)b)->context);
+    return lp_context_cmp(((const ranked *)a)->fs->context,
+                          ((const ranked *)b)->fs->context);
+}
+
+/* p's entries in rank order (rk) by total descending, stably:
+ * lp_profile_sorted's order, kept in p. -1 on no memory. */
+static int keep_sorted(lp_profile *p, const ranked *rk, size_t n)
+{
+    lp_radix_item *b = malloc((n ? 2 * n : 1) * sizeof *b), *s;
+    lp_fsamples **v = malloc((n ? n : 1) * sizeof *v);
+    size_t i;
+
+    if (!b || !v) {
+        free(b);
+        free(v);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        b[i] = (lp_radix_item){~rk[i].total, (uintptr_t)rk[i].fs};
+    s = lp_radix_sort(b, b + n, n);
+    for (i = 0; i < n; i++)
+        v[i] = (lp_fsamples *)(uintptr_t)s[i].val;
+    free(b);
+    lp_profile_keep_sorted(p, v, n);
+    return 0;
 }
 
 /* Every entry of p its final order: the ranks (the trie's, or rank_of's)
- * made distinct and dense (1..n); p->ordered set. -1 on no memory. */
+ * made distinct and dense (1..n); p->ordered set, and the written order
+ * kept (lp_profile_keep_sorted). -1 on no memory. */
 static int rank_entries(lp_profile *p, const cs_trie *t, uint64_t nr)
 {
-    lp_fsamples **v = NULL, **w;
+    lp_fsamples **v = NULL;
     lp_radix_item *a = NULL, *r;
+    uint64_t *tot = NULL;           /* by v's index */
+    ranked *rk = NULL;
     size_t n = lp_profile_all(p, &v), i, j;
     int rc = -1;
 
-    if (n == (size_t)-1 || !(a = malloc((n ? 2 * n : 1) * sizeof *a)))
+    if (n == (size_t)-1 || !(a = malloc((n ? 2 * n : 1) * sizeof *a)) ||
+        !(tot = malloc((n ? n : 1) * sizeof *tot)) ||
+        !(rk = malloc((n ? n : 1) * sizeof *rk)))
         goto out;
     for (i = 0; i < n; i++) {
         if (i + 16 < n)     /* a cache miss per entry, one at a time */
             __builtin_prefetch(v[i + 16]);
-        a[i] = (lp_radix_item){v[i]->order, (uintptr_t)v[i]};
+        a[i] = (lp_radix_item){v[i]->order, i};
+        tot[i] = v[i]->total;
         if (!a[i].key && !(a[i].key = rank_of(&t->root, v[i]->context, nr)))
             goto out;
     }
     r = lp_radix_sort(a, a + n, n);
     for (i = 0; i < n; i++)
-        v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+        rk[i] = (ranked){v[r[i].val], tot[r[i].val]};
     for (i = 0; i < n; i = j) {     /* odd ranks can repeat */
         for (j = i + 1; j < n && r[j].key == r[i].key; j++)
             ;
         if (j - i > 1)
-            qsort(v + i, j - i, sizeof *v, ctx_ptr_cmp);
+            qsort(rk + i, j - i, sizeof *rk, ranked_ctx_cmp);
     }
-    for (i = 0, w = v; i < n; i++) {
+    for (i = 0; i < n; i++) {
         if (i + 16 < n)
-            __builtin_prefetch(w[i + 16], 1);
-        w[i]->order = (uint32_t)(i + 1);
+            __builtin_prefetch(rk[i + 16].fs, 1);
+        rk[i].fs->order = (uint32_t)(i + 1);
     }
     p->ordered = 1;
-    rc = 0;
+    rc = keep_sorted(p, rk, n);
 out:
+    free(rk);
+    free(tot);
     free(a);
     free(v);
     return rc;

@@ -74,6 +74,8 @@ typedef struct top_table {
     size_t mask;                /* slots - 1 */
     struct lp_top **v;
     size_t nv, cap, dead;       /* dead: NULLs in v */
+    lp_fsamples **sorted;       /* lp_profile_keep_sorted's (NULL: none) */
+    size_t nsorted;
 } top_table;
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -269,6 +271,7 @@ void lp_profile_free(lp_profile *p)
                 top_free(tt->v[i]);
         free(tt->slot);
         free(tt->v);
+        free(tt->sorted);
         free(tt);
     }
     if (p->pending)
@@ -349,6 +352,10 @@ static int top_insert(lp_profile *p, struct lp_top *t)
     if (top_reserve_n(p, 1))
         return -1;
     tt = p->funcs;
+    if (tt->sorted) {           /* a new entry: no longer the sorted view */
+        free(tt->sorted);
+        tt->sorted = NULL;
+    }
     t->at = tt->nv;
     tt->v[tt->nv++] = t;
     s = top_slot_of(tt, t->fs.context, t->len, t->h);
@@ -1007,12 +1014,43 @@ static int sort_ordered(lp_fsamples **v, size_t n)
     return rc ? rc : ok;
 }
 
+void lp_profile_keep_sorted(lp_profile *p, lp_fsamples **v, size_t n)
+{
+    top_table *tt = p->funcs;
+
+    if (!tt || n != p->nr_funcs) {
+        free(v);
+        return;
+    }
+    free(tt->sorted);
+    tt->sorted = v;
+    tt->nsorted = n;
+}
+
+/* The kept view, if it still holds every entry (none added: top_insert
+ * drops it; none removed: as many) and the ranks hold (ordered), copied
+ * into *out: 1, 0, or -1. */
+static int kept_sorted(const lp_profile *p, lp_fsamples ***out, size_t *n)
+{
+    const top_table *tt = p->funcs;
+
+    if (!tt || !tt->sorted || tt->nsorted != p->nr_funcs || !p->ordered)
+        return 0;
+    if (!(*out = malloc((tt->nsorted ? tt->nsorted : 1) * sizeof **out)))
+        return -1;
+    memcpy(*out, tt->sorted, tt->nsorted * sizeof **out);
+    *n = tt->nsorted;
+    return 1;
+}
+
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 {
-    size_t n = lp_profile_all(p, out);
-    int rc = 0;
+    size_t n;
+    int rc = kept_sorted(p, out, &n);
 
-    if (n == (size_t)-1)
+    if (rc)
+        return rc < 0 ? (size_t)-1 : n;
+    if ((n = lp_profile_all(p, out)) == (size_t)-1)
         return n;
     if (p->is_cs && p->ordered)
         rc = sort_ordered(*out, n);

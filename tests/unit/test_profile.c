@@ -345,6 +345,49 @@ static void test_absorb(void **state)
     lp_profile_free(d);
 }
 
+/* A kept sorted view is what lp_profile_sorted returns (whatever the
+ * totals say) until an entry is added or removed, or p is no longer
+ * ordered; then the entries are sorted again. */
+static void test_keep_sorted(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples **v, **w, *fs;
+    char key[16];
+    size_t n, i;
+    (void)state;
+
+    p->is_cs = 1;
+    for (i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "main:%zu @ f", i);
+        assert_non_null(fs = lp_profile_get(p, key, "f"));
+        fs->total = i;
+        fs->order = (uint32_t)(i + 1);
+    }
+    p->ordered = 1;
+    n = lp_profile_all(p, &v);              /* totals ascending: not sorted */
+    lp_profile_keep_sorted(p, v, n);
+    assert_int_equal(lp_profile_sorted(p, &w), 10);
+    for (i = 0; i < 10; i++)
+        assert_int_equal(w[i]->total, i);   /* the view, as kept */
+    free(w);
+    p->ordered = 0;
+    assert_int_equal(lp_profile_sorted(p, &w), 10);
+    assert_int_equal(w[0]->total, 9);       /* sorted again */
+    free(w);
+    p->ordered = 1;
+    lp_profile_remove(p, "main:3 @ f");
+    assert_int_equal(lp_profile_sorted(p, &w), 9);
+    assert_int_equal(w[0]->total, 9);
+    free(w);
+    n = lp_profile_all(p, &v);
+    lp_profile_keep_sorted(p, v, n);
+    lp_profile_get(p, "main:3 @ f", "f")->total = 3;    /* drops the view */
+    assert_int_equal(lp_profile_sorted(p, &w), 10);
+    assert_int_equal(w[0]->total, 9);
+    free(w);
+    lp_profile_free(p);
+}
+
 static void test_fixups(void **state)
 {
     lp_profile *p = lp_profile_new();
@@ -505,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_cs_top_level_order),
         cmocka_unit_test(test_top_table),
         cmocka_unit_test(test_absorb),
+        cmocka_unit_test(test_keep_sorted),
         cmocka_unit_test(test_fixups),
         cmocka_unit_test(test_drop_callees),
         cmocka_unit_test(test_merge_bodies),
