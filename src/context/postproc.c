@@ -331,60 +331,51 @@ out:
     return r;
 }
 
-/* An entry in rank order, and its total (read with its rank: sorting by
- * it after reads no entry). */
-typedef struct ranked {
-    lp_fsamples *fs;
-    uint64_t total;
-} ranked;
-
-static int ranked_ctx_cmp(const void *a, const void *b)
+static int item_ctx_cmp(const void *a, const void *b)
 {
-    return lp_context_cmp(((const ranked *)a)->fs->context,
-                          ((const ranked *)b)->fs->context);
+    return lp_context_cmp(
+        ((const lp_fsamples *)(uintptr_t)((const lp_radix_item *)a)->val)->context,
+        ((const lp_fsamples *)(uintptr_t)((const lp_radix_item *)b)->val)->context);
 }
 
-/* p's entries in rank order (rk) by total descending, stably:
- * lp_profile_sorted's order, kept in p. -1 on no memory. */
-static int keep_sorted(lp_profile *p, const ranked *rk, size_t n)
+/* The entries in rank order (x: each entry, keyed by its total, a
+ * radix sort's result, r the same items by rank), each run of one rank
+ * (odd ranks can repeat) by context, then numbered 1..n. */
+static void number_ranked(lp_radix_item *x, const lp_radix_item *r, size_t n)
 {
-    lp_radix_item *b = malloc((n ? 2 * n : 1) * sizeof *b), *s;
-    lp_fsamples **v = malloc((n ? n : 1) * sizeof *v);
-    size_t i;
+    size_t i, j;
 
-    if (!b || !v) {
-        free(b);
-        free(v);
-        return -1;
+    for (i = 0; i < n; i = j) {
+        for (j = i + 1; j < n && r[j].key == r[i].key; j++)
+            ;
+        if (j - i > 1)
+            qsort(x + i, j - i, sizeof *x, item_ctx_cmp);
     }
-    for (i = 0; i < n; i++)
-        b[i] = (lp_radix_item){~rk[i].total, (uintptr_t)rk[i].fs};
-    s = lp_radix_sort(b, b + n, n);
-    for (i = 0; i < n; i++)
-        v[i] = (lp_fsamples *)(uintptr_t)s[i].val;
-    free(b);
-    lp_profile_keep_sorted(p, v, n);
-    return 0;
+    for (i = 0; i < n; i++) {
+        if (i + 16 < n)     /* a cache miss per entry, one at a time */
+            __builtin_prefetch((void *)(uintptr_t)x[i + 16].val, 1);
+        ((lp_fsamples *)(uintptr_t)x[i].val)->order = (uint32_t)(i + 1);
+    }
 }
 
 /* Every entry of p its final order: the ranks (the trie's, or rank_of's)
  * made distinct and dense (1..n); p->ordered set, and the written order
- * kept (lp_profile_keep_sorted). -1 on no memory. */
+ * (by total, stably) kept in p (lp_profile_keep_sorted): the totals are
+ * read with the ranks, and the writer's sort reads no entry. -1 on no
+ * memory. */
 static int rank_entries(lp_profile *p, const cs_trie *t, uint64_t nr)
 {
     lp_fsamples **v = NULL;
-    lp_radix_item *a = NULL, *r;
+    lp_radix_item *a = NULL, *r, *x;
     uint64_t *tot = NULL;           /* by v's index */
-    ranked *rk = NULL;
-    size_t n = lp_profile_all(p, &v), i, j;
+    size_t n = lp_profile_all(p, &v), i;
     int rc = -1;
 
     if (n == (size_t)-1 || !(a = malloc((n ? 2 * n : 1) * sizeof *a)) ||
-        !(tot = malloc((n ? n : 1) * sizeof *tot)) ||
-        !(rk = malloc((n ? n : 1) * sizeof *rk)))
+        !(tot = malloc((n ? n : 1) * sizeof *tot)))
         goto out;
     for (i = 0; i < n; i++) {
-        if (i + 16 < n)     /* a cache miss per entry, one at a time */
+        if (i + 16 < n)
             __builtin_prefetch(v[i + 16]);
         a[i] = (lp_radix_item){v[i]->order, i};
         tot[i] = v[i]->total;
@@ -392,23 +383,18 @@ static int rank_entries(lp_profile *p, const cs_trie *t, uint64_t nr)
             goto out;
     }
     r = lp_radix_sort(a, a + n, n);
+    x = r == a ? a + n : a;         /* the other half */
     for (i = 0; i < n; i++)
-        rk[i] = (ranked){v[r[i].val], tot[r[i].val]};
-    for (i = 0; i < n; i = j) {     /* odd ranks can repeat */
-        for (j = i + 1; j < n && r[j].key == r[i].key; j++)
-            ;
-        if (j - i > 1)
-            qsort(rk + i, j - i, sizeof *rk, ranked_ctx_cmp);
-    }
-    for (i = 0; i < n; i++) {
-        if (i + 16 < n)
-            __builtin_prefetch(rk[i + 16].fs, 1);
-        rk[i].fs->order = (uint32_t)(i + 1);
-    }
+        x[i] = (lp_radix_item){~tot[r[i].val], (uintptr_t)v[r[i].val]};
+    number_ranked(x, r, n);
+    x = lp_radix_sort(x, r, n);
+    for (i = 0; i < n; i++)
+        v[i] = (lp_fsamples *)(uintptr_t)x[i].val;
     p->ordered = 1;
-    rc = keep_sorted(p, rk, n);
+    lp_profile_keep_sorted(p, v, n);
+    v = NULL;
+    rc = 0;
 out:
-    free(rk);
     free(tot);
     free(a);
     free(v);
