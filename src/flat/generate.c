@@ -457,26 +457,61 @@ static int density_item(const lp_fsamples *fs, lp_radix_item *it,
     return 1;
 }
 
-/* showDensitySuggestion on the m items of dl (room for 2m). */
-static void density_report(lp_radix_item *dl, size_t m, uint64_t total,
-                           const lp_flat_opts *o)
+#define DENSITY_BUCKET_BITS 12
+
+/* calculateDensity's result on the m items of dl (room for 2m): the
+ * density, by densities descending (a non-negative double's bits order
+ * as its value: keys ascending), of the last one taken while the sum so
+ * far is below lim (0 if none is). Equal densities in any order (LLVM:
+ * the hash's) give the same result: the one taken last only depends on
+ * what each density adds up to. The items are bucketed by their keys'
+ * top bits and only the bucket where the sum gets to lim (or the last
+ * one) is sorted: a radix sort of every density was 8 passes over them.
+ * dl's order is lost. */
+static double density_at(lp_radix_item *dl, size_t m, float lim)
 {
-    uint64_t acc = 0, k;
+    uint64_t sum[1 << DENSITY_BUCKET_BITS] = {0}, acc = 0, k;
+    uint32_t cnt[1 << DENSITY_BUCKET_BITS] = {0};
+    size_t i, b, last = 0, c = 0;
     double result = 0;
     lp_radix_item *r;
-    size_t i;
 
-    /* by density descending: a non-negative double's bits order as its
-     * value. Equal densities in any order (LLVM: the hash's) give the
-     * same result: the one taken last only depends on what each density
-     * adds up to. */
-    r = lp_radix_sort(dl, dl + m, m);
-    for (i = 0; i < m && acc < total * ((float)o->density_cutoff_hot) / 1000000;
-         i++) {
+    if (m == 0 || !(acc < lim))
+        return 0;
+    for (i = 0; i < m; i++) {
+        b = (size_t)(dl[i].key >> (64 - DENSITY_BUCKET_BITS));
+        sum[b] += dl[i].val;
+        cnt[b]++;
+    }
+    for (b = 0; b < (1u << DENSITY_BUCKET_BITS); b++) {
+        if (!cnt[b])
+            continue;
+        last = b;
+        if (!(acc + sum[b] < lim))
+            break;
+        acc += sum[b];
+    }
+    if (b == (1u << DENSITY_BUCKET_BITS))   /* never got there: the last */
+        acc -= sum[last];
+    for (i = 0; i < m; i++)
+        if ((size_t)(dl[i].key >> (64 - DENSITY_BUCKET_BITS)) == last)
+            dl[c++] = dl[i];
+    r = lp_radix_sort(dl, dl + m, c);
+    for (i = 0; i < c && acc < lim; i++) {
         acc += r[i].val;
         k = ~r[i].key;
         memcpy(&result, &k, sizeof result);
     }
+    return result;
+}
+
+/* showDensitySuggestion on the m items of dl (room for 2m). */
+static void density_report(lp_radix_item *dl, size_t m, uint64_t total,
+                           const lp_flat_opts *o)
+{
+    double result = density_at(dl, m, total * ((float)o->density_cutoff_hot) /
+                                          1000000);
+
     if (result == 0.0)
         lp_warnf(o->warn, o->warn_ctx, "The output profile is empty or the "
                  "--profile-density-cutoff-hot option is set too low. Please "
