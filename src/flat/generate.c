@@ -458,32 +458,46 @@ static int density_item(const lp_fsamples *fs, lp_radix_item *it,
 }
 
 #define DENSITY_BUCKET_BITS 12
+#define DENSITY_BUCKETS (1u << DENSITY_BUCKET_BITS)
+
+/* The bucket of key: keys from lo on, 1 << shift of them per bucket. */
+static inline size_t density_bucket(uint64_t key, uint64_t lo, unsigned shift)
+{
+    return (size_t)((key - lo) >> shift);
+}
 
 /* calculateDensity's result on the m items of dl (room for 2m): the
  * density, by densities descending (a non-negative double's bits order
  * as its value: keys ascending), of the last one taken while the sum so
  * far is below lim (0 if none is). Equal densities in any order (LLVM:
  * the hash's) give the same result: the one taken last only depends on
- * what each density adds up to. The items are bucketed by their keys'
- * top bits and only the bucket where the sum gets to lim (or the last
- * one) is sorted: a radix sort of every density was 8 passes over them.
- * dl's order is lost. */
+ * what each density adds up to. The items are bucketed by key (the keys'
+ * range cut in DENSITY_BUCKETS) and only the bucket where the sum gets
+ * to lim (or the last one) is sorted: a radix sort of every density was
+ * 8 passes over them. dl's order is lost. */
 static double density_at(lp_radix_item *dl, size_t m, float lim)
 {
-    uint64_t sum[1 << DENSITY_BUCKET_BITS] = {0}, acc = 0, k;
-    uint32_t cnt[1 << DENSITY_BUCKET_BITS] = {0};
+    uint64_t sum[DENSITY_BUCKETS] = {0}, acc = 0, lo = UINT64_MAX, hi = 0, k;
+    uint32_t cnt[DENSITY_BUCKETS] = {0};
     size_t i, b, last = 0, c = 0;
+    unsigned shift = 0;
     double result = 0;
     lp_radix_item *r;
 
     if (m == 0 || !(acc < lim))
         return 0;
     for (i = 0; i < m; i++) {
-        b = (size_t)(dl[i].key >> (64 - DENSITY_BUCKET_BITS));
+        lo = dl[i].key < lo ? dl[i].key : lo;
+        hi = dl[i].key > hi ? dl[i].key : hi;
+    }
+    while ((hi - lo) >> shift >= DENSITY_BUCKETS)
+        shift++;
+    for (i = 0; i < m; i++) {
+        b = density_bucket(dl[i].key, lo, shift);
         sum[b] += dl[i].val;
         cnt[b]++;
     }
-    for (b = 0; b < (1u << DENSITY_BUCKET_BITS); b++) {
+    for (b = 0; b < DENSITY_BUCKETS; b++) {
         if (!cnt[b])
             continue;
         last = b;
@@ -491,10 +505,10 @@ static double density_at(lp_radix_item *dl, size_t m, float lim)
             break;
         acc += sum[b];
     }
-    if (b == (1u << DENSITY_BUCKET_BITS))   /* never got there: the last */
+    if (b == DENSITY_BUCKETS)       /* never got there: the last */
         acc -= sum[last];
     for (i = 0; i < m; i++)
-        if ((size_t)(dl[i].key >> (64 - DENSITY_BUCKET_BITS)) == last)
+        if (density_bucket(dl[i].key, lo, shift) == last)
             dl[c++] = dl[i];
     r = lp_radix_sort(dl, dl + m, c);
     for (i = 0; i < c && acc < lim; i++) {
