@@ -2,8 +2,10 @@
  * trie.c - the context trie (see cs_internal.h): interned names, children
  * keyed by LLVM's call-site hash and walked in key order, paths from frame
  * vectors and printed contexts, breadth-first walks, conversion from and
- * to flat CS profiles, and the context-less summary. Owns the nodes and
- * the profiles attached to them; not what is computed on them.
+ * to flat CS profiles (a large one ranked and converted on two threads),
+ * LLVM's context order between siblings, and the context-less summary.
+ * Owns the nodes and the profiles attached to them; not what is computed
+ * on them.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,7 +5,8 @@
  * counts the max at a location times the duplication factor), call targets
  * and head samples from branches, then the count fix-ups and the
  * post-processing (summary thresholds, cold trimming, ambiguous-name
- * filtering, the density warning). Owns no I/O.
+ * filtering, the density warning: for a large profile on two threads).
+ * Owns no I/O.
  */
 #include <inttypes.h>
 #include <stdlib.h>
