@@ -715,8 +715,11 @@ static int emit(cs_node *n, key_stack *ks, lp_profile *p, cs_cold *cold,
     uint32_t i;
     int rc = 0;
 
-    if (next && (n->serial = ++*next) && n->prof)
-        n->prof->fs.order = (uint32_t)(2 * n->serial);
+    if (next) {
+        n->serial = ++*next;
+        if (n->prof)
+            n->prof->fs.order = (uint32_t)(2 * n->serial);
+    }
     if (ks_put(ks, n->func->s, n->func->len))
         return -1;
     named = ks->len;
