@@ -76,6 +76,14 @@ void lp_profile_free(lp_profile *p);
 lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
                             const char *name);
 lp_fsamples *lp_profile_find(const lp_profile *p, const char *context);
+/* Room for n more entries made at once (a table grown step by step
+ * rehashes every entry ~twice). -1 on no memory. */
+int lp_profile_reserve(lp_profile *p, size_t n);
+/* Every entry of src into dst, src left empty: one dst lacks is moved
+ * whole (its key neither copied nor hashed again), one dst has is merged
+ * into dst's (lp_fs_merge_ranked). -1 on no memory (src is emptied
+ * either way). */
+int lp_profile_absorb(lp_profile *dst, lp_profile *src);
 /* Remove and free one top-level profile. */
 void lp_profile_remove(lp_profile *p, const char *context);
 
@@ -139,6 +147,10 @@ void lp_fs_clear(lp_fsamples *fs);
  * nothing (LLVM's hash_mismatch, which its callers ignore: one profile is
  * dropped). -1 on no memory. */
 int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src);
+/* lp_fs_merge of two top-level CS profiles of one printed context, made
+ * from two nodes of one trie: dst's order becomes the lower nonzero one
+ * of the two (the first in LLVM's order), whichever came first. */
+int lp_fs_merge_ranked(lp_fsamples *dst, const lp_fsamples *src);
 /* Move src's counts, body and inlinees into dst, which must be empty
  * (just created); attributes are moved too. src is left empty. */
 void lp_fs_move(lp_fsamples *dst, lp_fsamples *src);
@@ -226,6 +238,13 @@ size_t lp_fs_sorted_callees(const lp_fsamples *fs, lp_callee_view **out);
 /* Top-level profiles by total desc, then context (llvm sortFuncProfiles;
  * CS contexts compare as lp_context_cmp). */
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out);
+/* v (malloc'ed, taken): every entry of p in lp_profile_sorted's order,
+ * made by the caller from what it read anyway (the CS post-processing's
+ * ranks and totals), returned by lp_profile_sorted as long as no entry
+ * is added or removed and p stays ordered: its sort then reads no entry
+ * (a cache miss each on ~10^5 of them). The caller changes no total
+ * after. */
+void lp_profile_keep_sorted(lp_profile *p, lp_fsamples **v, size_t n);
 /* Every top-level profile, unsorted (iteration helper). */
 size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out);
 

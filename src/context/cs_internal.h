@@ -240,6 +240,21 @@ int cs_cold_take(cs_cold *c, const char *ctx, bool is_base, lp_fsamples *fs);
 /* cs_trie_to_profile with the cold contexts given to cs_cold_take (NULL:
  * none is cold). */
 int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold);
+/* At most how many nodes t has (its pool's room: no walk). */
+size_t cs_trie_nodes_max(const cs_trie *t);
+/* LLVM's order of contexts, frame by frame, at one level of the trie:
+ * a child c (by its call site, then its function's name) against the
+ * call site loc and function name. */
+int cs_rank_cmp(const cs_node *c, lp_loc loc, const char *name);
+/* cs_trie_to_profile_hot on two threads (the subtrees below the trie's
+ * top levels taken one at a time), ranking as it goes: every node
+ * numbered in that order (n->serial from 1, a node before its children,
+ * which are left in that order in their arrays: the trie is not looked
+ * up by key after), each profile's fs.order twice its node's serial as
+ * it moves into p. The entries are those of cs_trie_to_profile_hot, not
+ * in the same order (two of one printed context keep the lower order,
+ * lp_fs_merge_ranked). The number of nodes, or -1 on no memory. */
+int64_t cs_trie_to_profile_ranked(cs_trie *t, lp_profile *p, cs_cold *cold);
 /* The SampleContextTracker built from a flat CS profile: every entry of p
  * moved into the trie (p is left empty). -1 on no memory. */
 int cs_trie_from_profile(cs_trie *t, lp_profile *p);

@@ -219,21 +219,11 @@ typedef struct rank_walk {
     uint64_t next;              /* serials given so far */
 } rank_walk;
 
-/* (call site, function) of a child against (loc, name) */
-static int site_cmp(const cs_node *c, lp_loc loc, const char *name)
-{
-    if (c->callsite.line != loc.line)
-        return c->callsite.line < loc.line ? -1 : 1;
-    if (c->callsite.disc != loc.disc)
-        return c->callsite.disc < loc.disc ? -1 : 1;
-    return lp_name_cmp(c->func->s, name);
-}
-
 static int kid_cmp(const void *a, const void *b)
 {
     const cs_node *y = *(cs_node *const *)b;
 
-    return site_cmp(*(cs_node *const *)a, y->callsite, y->func->s);
+    return cs_rank_cmp(*(cs_node *const *)a, y->callsite, y->func->s);
 }
 
 static int rank_kids(cs_node *n, rank_walk *w)
@@ -243,10 +233,16 @@ static int rank_kids(cs_node *n, rank_walk *w)
 
     if (lp_grow_array(&w->buf, &w->cap, base + n->nkids, sizeof *w->buf, 256))
         return -1;
-    for (i = 0; i < n->nkids; i++)
+    for (i = 0; i < n->nkids; i++) {
         w->buf[base + i] = n->kids[i].n;
+        __builtin_prefetch(n->kids[i].n);   /* the sort reads them */
+    }
     w->n = base + n->nkids;
     lp_sort(w->buf + base, n->nkids, sizeof *w->buf, kid_cmp);
+    for (i = 0; i < n->nkids; i++) {    /* what the walk reads next */
+        __builtin_prefetch(w->buf[base + i]->kids);
+        __builtin_prefetch(w->buf[base + i]->prof);
+    }
     for (i = 0; i < n->nkids; i++) {
         c = w->buf[base + i];
         c->serial = ++w->next;
@@ -259,18 +255,21 @@ static int rank_kids(cs_node *n, rank_walk *w)
     return 0;
 }
 
-/* Number t's nodes; the number of nodes, 0 when there are too many for
- * 32-bit ranks (the profile is then sorted by its printed contexts), or
- * -1 on no memory. */
+/* The number of nodes numbered, or 0 when there are too many for 32-bit
+ * ranks (the profile is then sorted by its printed contexts). */
+static int64_t ranks_fit(uint64_t nodes)
+{
+    return nodes < UINT32_MAX / 2 - 1 ? (int64_t)nodes : 0;
+}
+
+/* Number t's nodes; ranks_fit's, or -1 on no memory. */
 static int64_t rank_trie(cs_trie *t)
 {
     rank_walk w = {0};
     int rc = rank_kids(&t->root, &w);
 
     free(w.buf);
-    if (rc)
-        return -1;
-    return w.next < UINT32_MAX / 2 - 1 ? (int64_t)w.next : 0;
+    return rc ? -1 : ranks_fit(w.next);
 }
 
 /* The serial after n's subtree (nodes of the trie: nr). */
@@ -313,7 +312,7 @@ static uint64_t rank_of(const cs_node *root, const char *ctx, uint64_t nr)
         name[f[i].len] = 0;
         for (next = after = NULL, k = 0; k < cur->nkids; k++) {
             c = cur->kids[k].n;
-            if ((d = site_cmp(c, in, name)) == 0)
+            if ((d = cs_rank_cmp(c, in, name)) == 0)
                 next = c;
             else if (d > 0 && (!after || c->serial < after->serial))
                 after = c;
@@ -332,42 +331,71 @@ out:
     return r;
 }
 
-static int ctx_ptr_cmp(const void *a, const void *b)
+static int item_ctx_cmp(const void *a, const void *b)
 {
-    return lp_context_cmp((*(lp_fsamples *const *)a)->context,
-                          (*(lp_fsamples *const *)b)->context);
+    return lp_context_cmp(
+        ((const lp_fsamples *)(uintptr_t)((const lp_radix_item *)a)->val)->context,
+        ((const lp_fsamples *)(uintptr_t)((const lp_radix_item *)b)->val)->context);
+}
+
+/* The entries in rank order (x: each entry, keyed by its total, a
+ * radix sort's result, r the same items by rank), each run of one rank
+ * (odd ranks can repeat) by context, then numbered 1..n. */
+static void number_ranked(lp_radix_item *x, const lp_radix_item *r, size_t n)
+{
+    size_t i, j;
+
+    for (i = 0; i < n; i = j) {
+        for (j = i + 1; j < n && r[j].key == r[i].key; j++)
+            ;
+        if (j - i > 1)
+            qsort(x + i, j - i, sizeof *x, item_ctx_cmp);
+    }
+    for (i = 0; i < n; i++) {
+        if (i + 16 < n)     /* a cache miss per entry, one at a time */
+            __builtin_prefetch((void *)(uintptr_t)x[i + 16].val, 1);
+        ((lp_fsamples *)(uintptr_t)x[i].val)->order = (uint32_t)(i + 1);
+    }
 }
 
 /* Every entry of p its final order: the ranks (the trie's, or rank_of's)
- * made distinct and dense (1..n); p->ordered set. -1 on no memory. */
+ * made distinct and dense (1..n); p->ordered set, and the written order
+ * (by total, stably) kept in p (lp_profile_keep_sorted): the totals are
+ * read with the ranks, and the writer's sort reads no entry. -1 on no
+ * memory. */
 static int rank_entries(lp_profile *p, const cs_trie *t, uint64_t nr)
 {
-    lp_fsamples **v = NULL, **w;
-    lp_radix_item *a = NULL, *r;
-    size_t n = lp_profile_all(p, &v), i, j;
+    lp_fsamples **v = NULL;
+    lp_radix_item *a = NULL, *r, *x;
+    uint64_t *tot = NULL;           /* by v's index */
+    size_t n = lp_profile_all(p, &v), i;
     int rc = -1;
 
-    if (n == (size_t)-1 || !(a = malloc((n ? 2 * n : 1) * sizeof *a)))
+    if (n == (size_t)-1 || !(a = malloc((n ? 2 * n : 1) * sizeof *a)) ||
+        !(tot = malloc((n ? n : 1) * sizeof *tot)))
         goto out;
     for (i = 0; i < n; i++) {
-        a[i] = (lp_radix_item){v[i]->order, (uintptr_t)v[i]};
+        if (i + 16 < n)
+            __builtin_prefetch(v[i + 16]);
+        a[i] = (lp_radix_item){v[i]->order, i};
+        tot[i] = v[i]->total;
         if (!a[i].key && !(a[i].key = rank_of(&t->root, v[i]->context, nr)))
             goto out;
     }
     r = lp_radix_sort(a, a + n, n);
+    x = r == a ? a + n : a;         /* the other half */
     for (i = 0; i < n; i++)
-        v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
-    for (i = 0; i < n; i = j) {     /* odd ranks can repeat */
-        for (j = i + 1; j < n && r[j].key == r[i].key; j++)
-            ;
-        if (j - i > 1)
-            qsort(v + i, j - i, sizeof *v, ctx_ptr_cmp);
-    }
-    for (i = 0, w = v; i < n; i++)
-        w[i]->order = (uint32_t)(i + 1);
+        x[i] = (lp_radix_item){~tot[r[i].val], (uintptr_t)v[r[i].val]};
+    number_ranked(x, r, n);
+    x = lp_radix_sort(x, r, n);
+    for (i = 0; i < n; i++)
+        v[i] = (lp_fsamples *)(uintptr_t)x[i].val;
     p->ordered = 1;
+    lp_profile_keep_sorted(p, v, n);
+    v = NULL;
     rc = 0;
 out:
+    free(tot);
     free(a);
     free(v);
     return rc;
@@ -375,7 +403,8 @@ out:
 
 /* ---- the whole post-processing ---------------------------------------------------- */
 
-static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
+/* Ambiguous names filtered, then the density warning (one pass). */
+static int filter_density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
 {
     lp_flat_opts fo;
 
@@ -386,7 +415,26 @@ static int density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
     fo.warn = o->warn;
     fo.warn_ctx = o->warn_ctx;
     fo.info = o->info;
-    return lp_flat_density(p, &fo, err);
+    return lp_flat_filter_density(p, &fo, err);
+}
+
+/* Nodes of a trie ranked and converted on two threads when its profile
+ * is ranked (p's order does not matter): fewer are not worth a thread. */
+#define SPLIT_MIN 4096
+
+/* The trie to p, its cold contexts to cold; ranked on the way when
+ * split (*ranked then ranks_fit's). 0 or -1. */
+static int to_profile(cs_trie *t, lp_profile *p, cs_cold *cold, bool split,
+                      int64_t *ranked)
+{
+    int64_t n;
+
+    if (!split)
+        return cs_trie_to_profile_hot(t, p, cold);
+    if ((n = cs_trie_to_profile_ranked(t, p, cold)) < 0)
+        return -1;
+    *ranked = ranks_fit((uint64_t)n);
+    return 0;
 }
 
 /* Summary, thresholds, pre-inliner; the trie back to p (unless direct:
@@ -400,6 +448,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       lp_error *err)
 {
     uint64_t hot = 0;
+    bool split = *ranked && cs_trie_nodes_max(t) >= SPLIT_MIN;
     cs_funcs *own = NULL;
     cs_trie own_st;
     cs_sizes_req sr = {&own_st, bins, NULL};
@@ -424,8 +473,8 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
     /* the trie is final: its ranks while the summary is made (the walk
      * writes the nodes' serials and the profiles' fs.order, which the
-     * summary does not read) */
-    if (rc == 0 && *ranked && (*ranked = rank_trie(t)) < 0)
+     * summary does not read), or with the conversion when split */
+    if (rc == 0 && *ranked && !split && (*ranked = rank_trie(t)) < 0)
         rc = cs_oom(err);
     /* waited for on every path: the thread reads the trie */
     s = cs_summary_wait(&sj, rc ? NULL : err);
@@ -439,7 +488,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cold = NULL;
     if (cold)
         cold->thr = hot;
-    if (rc == 0 && !direct && cs_trie_to_profile_hot(t, p, cold))
+    if (rc == 0 && !direct && to_profile(t, p, cold, split, ranked))
         rc = cs_oom(err);
     cs_funcs_free(own);
     cs_trie_free(&own_st);
@@ -486,8 +535,7 @@ int cs_postprocess_trie(cs_trie *t, lp_binary *const *bins, size_t nbins,
     lp_profile_free(cold.merged);
     if (rc)
         return -1;
-    lp_flat_filter_ambiguous(p);
-    return density(p, o, err);
+    return filter_density(p, o, err);
 }
 
 int lp_cs_postprocess(lp_binary *const *bins, size_t nbins,

@@ -2,8 +2,10 @@
  * trie.c - the context trie (see cs_internal.h): interned names, children
  * keyed by LLVM's call-site hash and walked in key order, paths from frame
  * vectors and printed contexts, breadth-first walks, conversion from and
- * to flat CS profiles, and the context-less summary. Owns the nodes and
- * the profiles attached to them; not what is computed on them.
+ * to flat CS profiles (a large one ranked and converted on two threads),
+ * LLVM's context order between siblings, and the context-less summary.
+ * Owns the nodes and the profiles attached to them; not what is computed
+ * on them.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "context/cs_internal.h"
 #include "util/grow.h"
 #include "util/hash.h"
+#include "util/sort.h"
 
 /* The interned names' table (the only uthash table here) hashes with XXH3:
  * ~750k lookups of long linkage names on a large CS profile, where
@@ -152,6 +155,16 @@ static void pool_put(cs_pool *p, void *o)
 {
     *(void **)o = p->free;
     p->free = o;
+}
+
+size_t cs_trie_nodes_max(const cs_trie *t)
+{
+    const cs_chunk *c;
+    size_t n = 0;
+
+    for (c = t->node_pool.chunks; c; c = c->next)
+        n += CS_POOL_CHUNK;
+    return n;
 }
 
 static void pool_free(cs_pool *p)
@@ -621,6 +634,35 @@ cs_node **cs_bfs(cs_trie *t, size_t *n)
     return q;
 }
 
+/* ---- LLVM's context order ----------------------------------------------------- */
+
+int cs_rank_cmp(const cs_node *c, lp_loc loc, const char *name)
+{
+    if (c->callsite.line != loc.line)
+        return c->callsite.line < loc.line ? -1 : 1;
+    if (c->callsite.disc != loc.disc)
+        return c->callsite.disc < loc.disc ? -1 : 1;
+    return lp_name_cmp(c->func->s, name);
+}
+
+/* two children (cs_kid) in that order */
+static int kid_rank_cmp(const void *a, const void *b)
+{
+    const cs_node *y = ((const cs_kid *)b)->n;
+
+    return cs_rank_cmp(((const cs_kid *)a)->n, y->callsite, y->func->s);
+}
+
+/* n's children put in rank order (their keys' order is lost). */
+static void kids_rank(cs_node *n)
+{
+    uint32_t i;
+
+    for (i = 0; i < n->nkids; i++)
+        __builtin_prefetch(n->kids[i].n);   /* the sort reads them */
+    lp_sort(n->kids, n->nkids, sizeof *n->kids, kid_rank_cmp);
+}
+
 /* ---- conversion to and from flat CS profiles ------------------------------------ */
 
 /* The printed context of the node being emitted (lp_ctx_key's format),
@@ -652,40 +694,52 @@ static int ks_put_site(key_stack *k, lp_loc loc)
     return ks_put(k, t, n + 3);
 }
 
-static int emit(cs_node *n, key_stack *ks, lp_profile *p, cs_cold *cold)
+/* n's profile (its printed context in ks; is_base: of one frame) into
+ * p, or to cold; the node keeps none. 0 or -1. */
+static int emit_prof(cs_node *n, const key_stack *ks, bool is_base,
+                     lp_profile *p, cs_cold *cold)
 {
-    size_t base = ks->len, named, nr;
+    size_t nr = p->nr_funcs;    /* lp_profile_get counts what it makes */
+    int rc = cold ? cs_cold_take(cold, ks->b, is_base, &n->prof->fs) : 0;
     lp_fsamples *e;
+
+    if (rc > 0)
+        prof_clear(n->prof);
+    else if (rc < 0 || !(e = lp_profile_get(p, ks->b, n->func->s)))
+        return -1;
+    else if (p->nr_funcs == nr && lp_fs_merge_ranked(e, &n->prof->fs))
+        return -1;
+    else if (p->nr_funcs != nr)
+        lp_fs_move(e, &n->prof->fs);
+    n->prof->node = NULL;
+    n->prof = NULL;
+    return 0;
+}
+
+/* n's subtree; ks holds the printed context of n's callers. With next,
+ * the nodes are numbered as they come (n->serial = ++*next, a profile's
+ * fs.order twice that), the children taken in their array's order. */
+static int emit(cs_node *n, key_stack *ks, lp_profile *p, cs_cold *cold,
+                uint64_t *next)
+{
+    size_t base = ks->len, named;
     uint32_t i;
     int rc = 0;
 
+    if (next) {
+        n->serial = ++*next;
+        if (n->prof)
+            n->prof->fs.order = (uint32_t)(2 * n->serial);
+    }
     if (ks_put(ks, n->func->s, n->func->len))
         return -1;
     named = ks->len;
-    if (n->prof && cold &&
-        (rc = cs_cold_take(cold, ks->b, base == 0, &n->prof->fs)) != 0) {
-        if (rc < 0)
-            return -1;
-        rc = 0;
-        prof_clear(n->prof);
-        n->prof->node = NULL;
-        n->prof = NULL;
-    }
-    if (n->prof) {
-        nr = p->nr_funcs;       /* lp_profile_get counts the profiles it makes */
-        if (!(e = lp_profile_get(p, ks->b, n->func->s)))
-            rc = -1;
-        else if (p->nr_funcs == nr)
-            rc = lp_fs_merge(e, &n->prof->fs);
-        else
-            lp_fs_move(e, &n->prof->fs);
-        n->prof->node = NULL;
-        n->prof = NULL;
-    }
+    if (n->prof)
+        rc = emit_prof(n, ks, base == 0, p, cold);
     for (i = 0; i < n->nkids && rc == 0; i++) {
         ks->len = named;
         rc = ks_put_site(ks, n->kids[i].n->callsite)
-                 ? -1 : emit(n->kids[i].n, ks, p, cold);
+                 ? -1 : emit(n->kids[i].n, ks, p, cold, next);
     }
     ks->len = base;
     return rc;
@@ -698,8 +752,282 @@ int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold)
     int rc = 0;
 
     for (i = 0; i < t->root.nkids && rc == 0; i++)
-        rc = emit(t->root.kids[i].n, &ks, p, cold);
+        rc = emit(t->root.kids[i].n, &ks, p, cold, NULL);
     free(ks.b);
+    p->is_cs = 1;
+    return rc;
+}
+
+/* ---- the conversion on two threads ---------------------------------------------- */
+
+/* Converting a large trie is bound by memory latency (per context a node,
+ * its profile and a new entry, each a first touch: ~30 ms for the 84k
+ * contexts of bench (c) on one core), and so is ranking it (~6 ms: the
+ * children arrays and nodes). Below the top levels of the trie, the
+ * subtrees are taken one at a time by two threads, twice: first each
+ * subtree's children are put in rank order and its nodes counted; then,
+ * the top levels numbered and each subtree given its first serial from
+ * the counts, the subtrees are converted and numbered as they are
+ * walked, each thread into maps of its own, joined after: the entries
+ * and ranks of rank_trie and cs_trie_to_profile_hot, not in the same
+ * order in p. */
+#define SPLIT_SUBTREES 64       /* at least, if the top levels have them */
+#define SPLIT_LEVELS 4          /* top levels at most */
+#define SPLIT_TOP UINT64_MAX    /* serial of a top node until numbered */
+
+typedef struct emit_part {
+    lp_profile *p;
+    cs_cold cold, *cp;          /* the caller's thresholds, a map of its own */
+    key_stack ks;
+    size_t nprof;               /* first pass: the profiles counted */
+    int rc;
+} emit_part;
+
+typedef struct emit_split {
+    cs_node **sub, **top;       /* the subtrees; the nodes above them */
+    size_t nsub, ntop, sub_cap, top_cap;
+    uint64_t *base;             /* per subtree: its size, then the serial
+                                   before its root's */
+    size_t next;                /* the next subtree to take (atomic) */
+    size_t room;                /* the helper's map's first size */
+    emit_part part[2];          /* the caller's, the helper's */
+} emit_split;
+
+/* The printed context of n's callers into ks (empty): each caller's
+ * frame and call site, then " @ ". 0 or -1. */
+static int ks_callers(key_stack *ks, const cs_node *n)
+{
+    const cs_node *c = n->parent;
+
+    if (!c || !c->func)
+        return 0;
+    return ks_callers(ks, c) || ks_put(ks, c->func->s, c->func->len) ||
+                   ks_put_site(ks, n->callsite)
+               ? -1 : 0;
+}
+
+/* The subtrees one level down: each one with children becomes a top
+ * node and its children subtrees. 1 if any had children, 0, -1. */
+static int split_down(emit_split *s)
+{
+    cs_node **v = s->sub, *x;
+    size_t n = s->nsub, cap = 0, k = 0, i, j;
+    int rc = 0;
+
+    s->sub = NULL;
+    for (i = 0; i < n; i++) {
+        x = v[i];
+        if (lp_grow_array(&s->sub, &cap, k + 1 + x->nkids, sizeof *s->sub, 64) ||
+            (x->nkids && lp_grow_array(&s->top, &s->top_cap, s->ntop + 1,
+                                       sizeof *s->top, 16))) {
+            rc = -1;
+            break;
+        }
+        if (x->nkids == 0)
+            s->sub[k++] = x;
+        else
+            s->top[s->ntop++] = x;
+        for (j = 0; j < x->nkids; j++)
+            s->sub[k++] = x->kids[j].n;
+        rc |= x->nkids > 0;
+    }
+    free(v);
+    s->nsub = k;
+    s->sub_cap = cap;
+    return rc;
+}
+
+/* s's subtrees and top nodes, marked for numbering (a top node's serial
+ * SPLIT_TOP, a subtree root's its index). 0 or -1. */
+static int split_trie(cs_trie *t, emit_split *s)
+{
+    int lv, rc = 1;
+    size_t i;
+
+    if (t->root.nkids && !(s->sub = malloc(t->root.nkids * sizeof *s->sub)))
+        return -1;
+    for (s->nsub = 0; s->nsub < t->root.nkids; s->nsub++)
+        s->sub[s->nsub] = t->root.kids[s->nsub].n;
+    for (lv = 0; rc > 0 && lv < SPLIT_LEVELS && s->nsub < SPLIT_SUBTREES; lv++)
+        rc = split_down(s);
+    if (rc < 0 || !(s->base = malloc((s->nsub ? s->nsub : 1) * sizeof *s->base)))
+        return -1;
+    for (i = 0; i < s->ntop; i++)
+        s->top[i]->serial = SPLIT_TOP;
+    for (i = 0; i < s->nsub; i++)
+        s->sub[i]->serial = i;
+    return 0;
+}
+
+/* First pass on n's subtree: children in rank order; its nodes. */
+static uint64_t rank_count(cs_node *n, emit_part *w)
+{
+    uint64_t k = 1;
+    uint32_t i;
+
+    kids_rank(n);
+    for (i = 0; i < n->nkids; i++)      /* what the walk reads next */
+        __builtin_prefetch(n->kids[i].n->kids);
+    w->nprof += n->prof != NULL;
+    for (i = 0; i < n->nkids; i++)
+        k += rank_count(n->kids[i].n, w);
+    return k;
+}
+
+/* The subtrees a part takes (first pass, or conversion), until none is
+ * left or it fails. */
+static void take_subtrees(emit_split *s, emit_part *w, bool convert)
+{
+    uint64_t next;
+    size_t i;
+
+    while (w->rc == 0 &&
+           (i = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED)) < s->nsub) {
+        if (!convert) {
+            s->base[i] = rank_count(s->sub[i], w);
+            continue;
+        }
+        w->ks.len = 0;
+        next = s->base[i];
+        w->rc = ks_callers(&w->ks, s->sub[i]) ||
+                        emit(s->sub[i], &w->ks, w->p, w->cp, &next)
+                    ? -1 : 0;
+    }
+}
+
+static void *count_helper(void *arg)
+{
+    emit_split *s = arg;
+
+    take_subtrees(s, &s->part[1], false);
+    return NULL;
+}
+
+/* The helper's conversion: room in its map first (each thread zeroes
+ * its own table's pages), unless no subtree is left (run where waited
+ * for), then subtrees. */
+static void *emit_helper(void *arg)
+{
+    emit_split *s = arg;
+    emit_part *w = &s->part[1];
+
+    if (__atomic_load_n(&s->next, __ATOMIC_RELAXED) < s->nsub &&
+        lp_profile_reserve(w->p, s->room))
+        w->rc = -1;
+    take_subtrees(s, w, true);
+    return NULL;
+}
+
+/* The top levels below n numbered in preorder (children in rank order):
+ * a top node its serial (and its profile its order), a subtree the
+ * serials of its size. *next: the serials given. */
+static void number_top(emit_split *s, cs_node *n, uint64_t *next)
+{
+    uint64_t size;
+    uint32_t i;
+    cs_node *c;
+
+    kids_rank(n);
+    for (i = 0; i < n->nkids; i++) {
+        c = n->kids[i].n;
+        if (c->serial == SPLIT_TOP) {
+            c->serial = ++*next;
+            if (c->prof)
+                c->prof->fs.order = (uint32_t)(2 * c->serial);
+            number_top(s, c, next);
+        } else {
+            size = s->base[c->serial];
+            s->base[c->serial] = *next;
+            *next += size;
+        }
+    }
+}
+
+/* The top nodes' own profiles (their subtrees are s's). */
+static int emit_tops(emit_split *s, emit_part *w)
+{
+    cs_node *n;
+    size_t i;
+
+    for (i = 0; i < s->ntop; i++) {
+        n = s->top[i];
+        w->ks.len = 0;
+        if (ks_callers(&w->ks, n) || ks_put(&w->ks, n->func->s, n->func->len) ||
+            (n->prof && emit_prof(n, &w->ks, w->ks.len == n->func->len,
+                                  w->p, w->cp)))
+            return -1;
+    }
+    return 0;
+}
+
+/* The helper's part; -1 on no memory. */
+static int part_init(emit_part *w, const cs_cold *cold)
+{
+    memset(w, 0, sizeof *w);
+    if (!(w->p = lp_profile_new()))
+        return -1;
+    if (!cold)
+        return 0;
+    w->cold = *cold;
+    w->cp = &w->cold;
+    return cold->merge && !(w->cold.merged = lp_profile_new()) ? -1 : 0;
+}
+
+/* The helper's maps into the caller's (whose cold map is cold's). */
+static int part_join(emit_part *w, lp_profile *p, cs_cold *cold)
+{
+    int rc = w->rc;
+
+    if (rc == 0 && w->p)
+        rc = lp_profile_absorb(p, w->p);
+    if (rc == 0 && w->cp && w->cold.merged)
+        rc = lp_profile_absorb(cold->merged, w->cold.merged);
+    lp_profile_free(w->p);
+    if (w->cp)
+        lp_profile_free(w->cold.merged);
+    free(w->ks.b);
+    return rc;
+}
+
+/* Both passes over s's subtrees, the top levels numbered between them.
+ * The number of nodes, or -1. */
+static int64_t split_passes(cs_trie *t, emit_split *s, lp_profile *p)
+{
+    emit_part *w = &s->part[0];
+    uint64_t nodes = 0;
+    size_t nprof;
+    lp_job job;
+
+    lp_job_start(&job, count_helper, s);
+    take_subtrees(s, w, false);
+    lp_job_wait(&job);
+    number_top(s, &t->root, &nodes);
+    __atomic_store_n(&s->next, 0, __ATOMIC_RELAXED);    /* both joined */
+    nprof = w->nprof + s->part[1].nprof + s->ntop;
+    s->room = nprof / 2;        /* the helper takes about half; all end in p */
+    lp_job_start(&job, emit_helper, s);
+    w->rc = lp_profile_reserve(p, nprof) || emit_tops(s, w) ? -1 : 0;
+    take_subtrees(s, w, true);
+    lp_job_wait(&job);
+    return w->rc ? -1 : (int64_t)nodes;
+}
+
+int64_t cs_trie_to_profile_ranked(cs_trie *t, lp_profile *p, cs_cold *cold)
+{
+    emit_split s = {0};
+    emit_part *w = &s.part[0];
+    int64_t rc = -1;
+
+    w->p = p;
+    w->cp = cold;
+    if (split_trie(t, &s) == 0 && part_init(&s.part[1], cold) == 0)
+        rc = split_passes(t, &s, p);
+    if (part_join(&s.part[1], p, cold))
+        rc = -1;
+    free(w->ks.b);
+    free(s.sub);
+    free(s.top);
+    free(s.base);
     p->is_cs = 1;
     return rc;
 }

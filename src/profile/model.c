@@ -11,6 +11,7 @@
 #include "lbr2prof/profile.h"
 #include "util/grow.h"
 #include "util/hash.h"
+#include "util/zalloc.h"
 #include "util/sort.h"
 
 /* ---- data structures ------------------------------------------------ */
@@ -73,6 +74,8 @@ typedef struct top_table {
     size_t mask;                /* slots - 1 */
     struct lp_top **v;
     size_t nv, cap, dead;       /* dead: NULLs in v */
+    lp_fsamples **sorted;       /* lp_profile_keep_sorted's (NULL: none) */
+    size_t nsorted;
 } top_table;
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -268,6 +271,7 @@ void lp_profile_free(lp_profile *p)
                 top_free(tt->v[i]);
         free(tt->slot);
         free(tt->v);
+        free(tt->sorted);
         free(tt);
     }
     if (p->pending)
@@ -299,8 +303,8 @@ static const struct lp_top *top_find(const lp_profile *p, const char *key,
     return tt ? top_slot_of(tt, key, len, h)->t : NULL;
 }
 
-/* Room for one more entry: slots at most half full, a place in v. */
-static int top_reserve(lp_profile *p)
+/* Room for k more entries: slots at most half full, places in v. */
+static int top_reserve_n(lp_profile *p, size_t k)
 {
     top_table *tt = p->funcs;
     top_slot *ns, *os;
@@ -308,12 +312,15 @@ static int top_reserve(lp_profile *p)
 
     if (!tt && !(tt = p->funcs = calloc(1, sizeof *tt)))
         return -1;
-    if (lp_grow_array(&tt->v, &tt->cap, tt->nv + 1, sizeof *tt->v, 64))
+    if (lp_grow_array(&tt->v, &tt->cap, tt->nv + k, sizeof *tt->v, 64))
         return -1;
-    if (tt->slot && 2 * (p->nr_funcs + 1) <= tt->mask + 1)
+    if (tt->slot && 2 * (p->nr_funcs + k) <= tt->mask + 1)
         return 0;
-    n = tt->slot ? 2 * (tt->mask + 1) : 64;
-    if (!(ns = calloc(n, sizeof *ns)))
+    for (n = tt->slot ? 2 * (tt->mask + 1) : 64; n < 2 * (p->nr_funcs + k); n *= 2)
+        ;
+    /* probed before written: zeroed by writing (util/zalloc.h), no
+     * shoot-down per page while a second thread converts a trie */
+    if (!(ns = lp_zalloc_written(n * sizeof *ns)))
         return -1;
     os = tt->slot;
     omask = tt->mask;
@@ -327,6 +334,35 @@ static int top_reserve(lp_profile *p)
         ns[j] = os[i];
     }
     free(os);
+    return 0;
+}
+
+int lp_profile_reserve(lp_profile *p, size_t n)
+{
+    return top_reserve_n(p, n);
+}
+
+/* t (key hashed, not in any table) into p's table as its newest entry.
+ * -1 on no memory. */
+static int top_insert(lp_profile *p, struct lp_top *t)
+{
+    top_table *tt;
+    top_slot *s;
+
+    if (top_reserve_n(p, 1))
+        return -1;
+    tt = p->funcs;
+    if (tt->sorted) {           /* a new entry: no longer the sorted view */
+        free(tt->sorted);
+        tt->sorted = NULL;
+    }
+    t->at = tt->nv;
+    tt->v[tt->nv++] = t;
+    s = top_slot_of(tt, t->fs.context, t->len, t->h);
+    s->h = t->h;
+    s->t = t;
+    p->ordered = 0;
+    p->nr_funcs++;
     return 0;
 }
 
@@ -346,24 +382,52 @@ lp_fsamples *lp_profile_get(lp_profile *p, const char *context,
     uint64_t h = lp_hash_bytes(context, len);
     const struct lp_top *f = top_find(p, context, len, h);
     struct lp_top *t;
-    top_table *tt;
-    top_slot *s;
 
     if (f)
         return (lp_fsamples *)&f->fs;
-    if (top_reserve(p) || !(t = top_new(context, len, name)))
+    if (!(t = top_new(context, len, name)))
         return NULL;
-    tt = p->funcs;
     t->h = h;
     t->len = len;
-    t->at = tt->nv;
-    tt->v[tt->nv++] = t;
-    s = top_slot_of(tt, context, len, h);
-    s->h = h;
-    s->t = t;
-    p->ordered = 0;
-    p->nr_funcs++;
+    if (top_insert(p, t)) {
+        free(t);
+        return NULL;
+    }
     return &t->fs;
+}
+
+/* src's entry t into dst: 1 if moved there, 0 if merged into dst's
+ * entry of its key (t is left to free), -1 on no memory. */
+static int absorb_one(lp_profile *dst, struct lp_top *t)
+{
+    struct lp_top *f = (struct lp_top *)top_find(dst, t->fs.context, t->len,
+                                                 t->h);
+
+    if (!f)
+        return top_insert(dst, t) ? -1 : 1;
+    return lp_fs_merge_ranked(&f->fs, &t->fs) ? -1 : 0;
+}
+
+int lp_profile_absorb(lp_profile *dst, lp_profile *src)
+{
+    top_table *st = src->funcs;
+    size_t i;
+    int rc = lp_profile_reserve(dst, src->nr_funcs), r;
+
+    for (i = 0; st && i < st->nv; i++) {
+        if (!st->v[i])
+            continue;
+        if ((r = rc ? -1 : absorb_one(dst, st->v[i])) < 0)
+            rc = -1;
+        if (r != 1)
+            top_free(st->v[i]);
+    }
+    if (st) {
+        memset(st->slot, 0, (st->slot ? st->mask + 1 : 0) * sizeof *st->slot);
+        st->nv = st->dead = 0;
+    }
+    src->nr_funcs = 0;
+    return rc;
 }
 
 /* Drop v's NULLs (entries keep their order). */
@@ -928,33 +992,75 @@ static int sort_cs(lp_fsamples **v, size_t n)
 }
 
 /* v by the entries' fs.order, then stably by total (descending): the
- * order of sort_cs without a context compared. 1 if done, 0 if an order
- * is missing or repeated (sort_cs then), -1 on no memory. */
+ * order of sort_cs without a context compared. Each entry is read once,
+ * for both keys (two passes over ~10^5 entries were two cache misses per
+ * entry). 1 if done, 0 if an order is missing or repeated (sort_cs then),
+ * -1 on no memory. */
 static int sort_ordered(lp_fsamples **v, size_t n)
 {
     lp_radix_item *a = malloc((n ? 2 * n : 1) * sizeof *a), *r;
+    uint64_t *tot = malloc((n ? n : 1) * sizeof *tot);
     size_t i;
-    int ok = 1;
+    int ok = a && tot, rc = ok ? 0 : -1;
 
-    if (!a)
-        return -1;
-    for (i = 0; i < n; i++)
-        a[i] = (lp_radix_item){v[i]->order, (uintptr_t)v[i]};
-    r = lp_radix_sort(a, a + n, n);
-    for (i = 0; i < n && ok; i++)
+    for (i = 0; ok && i < n; i++) {
+        if (i + 16 < n)     /* a cache miss per entry, one at a time */
+            __builtin_prefetch(v[i + 16]);
+        a[i] = (lp_radix_item){v[i]->order, i};
+        tot[i] = v[i]->total;
+    }
+    r = ok ? lp_radix_sort(a, a + n, n) : NULL;
+    for (i = 0; ok && i < n; i++)
         ok = r[i].key && (i == 0 || r[i].key > r[i - 1].key);
-    for (i = 0; i < n && ok; i++)
-        v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+    for (i = 0; ok && i < n; i++)   /* by total now, stably */
+        r[i] = (lp_radix_item){~tot[r[i].val], (uintptr_t)v[r[i].val]};
+    if (ok) {
+        r = lp_radix_sort(r, r == a ? a + n : a, n);
+        for (i = 0; i < n; i++)
+            v[i] = (lp_fsamples *)(uintptr_t)r[i].val;
+    }
+    free(tot);
     free(a);
-    return ok ? (sort_by_total(v, n) ? -1 : 1) : 0;
+    return rc ? rc : ok;
+}
+
+void lp_profile_keep_sorted(lp_profile *p, lp_fsamples **v, size_t n)
+{
+    top_table *tt = p->funcs;
+
+    if (!tt || n != p->nr_funcs) {
+        free(v);
+        return;
+    }
+    free(tt->sorted);
+    tt->sorted = v;
+    tt->nsorted = n;
+}
+
+/* The kept view, if it still holds every entry (none added: top_insert
+ * drops it; none removed: as many) and the ranks hold (ordered), copied
+ * into *out: 1, 0, or -1. */
+static int kept_sorted(const lp_profile *p, lp_fsamples ***out, size_t *n)
+{
+    const top_table *tt = p->funcs;
+
+    if (!tt || !tt->sorted || tt->nsorted != p->nr_funcs || !p->ordered)
+        return 0;
+    if (!(*out = malloc((tt->nsorted ? tt->nsorted : 1) * sizeof **out)))
+        return -1;
+    memcpy(*out, tt->sorted, tt->nsorted * sizeof **out);
+    *n = tt->nsorted;
+    return 1;
 }
 
 size_t lp_profile_sorted(const lp_profile *p, lp_fsamples ***out)
 {
-    size_t n = lp_profile_all(p, out);
-    int rc = 0;
+    size_t n;
+    int rc = kept_sorted(p, out, &n);
 
-    if (n == (size_t)-1)
+    if (rc)
+        return rc < 0 ? (size_t)-1 : n;
+    if ((n = lp_profile_all(p, out)) == (size_t)-1)
         return n;
     if (p->is_cs && p->ordered)
         rc = sort_ordered(*out, n);
@@ -1178,6 +1284,15 @@ int lp_fs_merge(lp_fsamples *dst, const lp_fsamples *src)
     unsigned st = 0;
 
     return lp_fs_merge_weighted(dst, src, 1, &st);
+}
+
+int lp_fs_merge_ranked(lp_fsamples *dst, const lp_fsamples *src)
+{
+    if (lp_fs_merge(dst, src))
+        return -1;
+    if (src->order && (!dst->order || src->order < dst->order))
+        dst->order = src->order;
+    return 0;
 }
 
 void lp_fs_move(lp_fsamples *dst, lp_fsamples *src)

@@ -21,16 +21,20 @@
 /* Numbers, names and indents written directly: the text of a large CS
  * profile is ~10^6 lines and fprintf's format parsing was a fifth of a
  * run. The bytes are those of the printf formats they replace. They go
- * to a buffer of the writer's own, handed to stdio 64 KiB at a time: one
- * fwrite per number or name (stdio's lock, its bookkeeping) was 40% of
- * writing an 84k-context profile. */
+ * to a buffer of the writer's own: handed to stdio 64 KiB at a time (one
+ * fwrite per number or name, stdio's lock and bookkeeping, was 40% of
+ * writing an 84k-context profile), or, for a batch of profiles made on
+ * the side (f NULL), grown to hold the batch. */
 typedef struct tout {
-    FILE *f;
-    size_t n;
+    FILE *f;                    /* NULL: into memory */
+    char *b;
+    size_t n, cap;
     lp_target_view *tv;         /* one record's sorted targets */
     size_t tv_cap;
-    char b[1 << 16];
+    bool failed;                /* into memory: no room (b's end reused) */
 } tout;
+
+#define TOUT_FILE_BUF ((size_t)1 << 16)
 
 /* "00" .. "99": numbers are written two digits at a time */
 static const char digits2[] =
@@ -40,28 +44,45 @@ static const char digits2[] =
 
 static void flush(tout *o)
 {
-    fwrite(o->b, 1, o->n, o->f);
+    if (o->f)
+        fwrite(o->b, 1, o->n, o->f);
     o->n = 0;
 }
 
-/* Room for n more bytes (n <= sizeof o->b) at the buffer's end. Numbers,
+/* Room for n more bytes at b's end: stdio given the buffer, or the
+ * buffer grown (on no memory, o failed and the batch's end rewritten:
+ * its caller drops it). */
+static void make_room(tout *o, size_t n)
+{
+    if (o->f) {
+        flush(o);
+    } else if (lp_grow_bytes((void **)&o->b, &o->cap, o->n + n, 1 << 16)) {
+        o->failed = true;
+        o->n = 0;
+    }
+}
+
+/* Room for n more bytes (n <= 64 KiB) at the buffer's end. Numbers,
  * indents and punctuation are written there in place: through a memcpy
  * per piece they were ~40% of writing a flat CS profile's text. */
 static inline char *room(tout *o, size_t n)
 {
-    if (n > sizeof o->b - o->n)
-        flush(o);
+    if (n > o->cap - o->n)
+        make_room(o, n);
     return o->b + o->n;
 }
 
 static inline void put_mem(tout *o, const char *s, size_t n)
 {
-    if (n > sizeof o->b - o->n) {
-        flush(o);
-        if (n > sizeof o->b) {
+    if (n > o->cap - o->n) {
+        if (o->f && n > o->cap) {
+            flush(o);
             fwrite(s, 1, n, o->f);
             return;
         }
+        make_room(o, n);
+        if (n > o->cap - o->n)  /* failed */
+            return;
     }
     memcpy(o->b + o->n, s, n);
     o->n += n;
@@ -205,139 +226,158 @@ static int write_fs(tout *f, const lp_fsamples *fs, int indent,
     return rc;
 }
 
+/* A writer to f, or into memory (f NULL); NULL on no memory. */
 static tout *tout_new(FILE *f)
 {
-    tout *o = malloc(sizeof *o);
+    tout *o = calloc(1, sizeof *o);
 
+    if (o && !(o->b = malloc(TOUT_FILE_BUF))) {
+        free(o);
+        return NULL;
+    }
     if (o) {
         o->f = f;
-        o->n = 0;
-        o->tv = NULL;
-        o->tv_cap = 0;
+        o->cap = TOUT_FILE_BUF;
     }
     return o;
 }
 
 static void tout_free(tout *o)
 {
-    if (o)
+    if (o) {
         free(o->tv);
+        free(o->b);
+    }
     free(o);
 }
 
-/* v[a .. b) through o. 0 or -1 (no memory). */
+/* v[a .. b) through o, the profiles ahead brought into the caches: the
+ * entries 16 ahead, the contexts and body records of the one 8 ahead
+ * (formatting waited for a cache miss on each, in output order). 0 or -1
+ * (no memory). */
 static int write_range(tout *o, lp_fsamples *const *v, size_t a, size_t b,
                        const lp_profile *p)
 {
     int rc = 0;
 
-    for (; a < b && rc == 0; a++)
+    for (; a < b && rc == 0; a++) {
+        if (a + 16 < b)
+            __builtin_prefetch(v[a + 16]);
+        if (a + 8 < b) {
+            __builtin_prefetch(v[a + 8]->context);
+            __builtin_prefetch(v[a + 8]->body);
+        }
         rc = write_fs(o, v[a], 0, p);
-    return rc;
+    }
+    return rc || o->failed ? -1 : 0;
 }
 
 /* ---- two threads (large profiles) ------------------------------------------- */
 
 /* A large profile's text is made on two threads: the profiles in
- * batches, the even ones formatted by the caller straight to the file,
- * the odd ones by a helper into memory (open_memstream), written in
- * their turn. Two of the helper's batches at most wait in memory (~0.3
- * MB each), so the output is never held whole. Formatting is memory-
- * bound (each profile's first touch, in output order): 75k flat CS
- * profiles took ~60 ms on one core. */
+ * batches, each taken by whichever thread is free and formatted into
+ * memory, batch b into slot b % TEXT_SLOTS (kept from batch to batch: no
+ * buffer grows once the first ones have); the caller writes the slots to
+ * the file in batch order as they get ready, between its own batches.
+ * TEXT_SLOTS batches at most wait in memory (~0.1 MB each), so the output
+ * is never held whole. Formatting is memory-bound (each profile's first
+ * touch, in output order): 75k flat CS profiles took ~60 ms on one core.
+ * Batches were given alternately to the caller and the helper before:
+ * the caller, which also wrote every batch to the file, was the last
+ * (~37 of ~65 ms of CPU). */
 #define TEXT_SPLIT_MIN 8192         /* profiles: fewer are written alone */
-#define TEXT_BATCH 1024
+#define TEXT_BATCH 512
+#define TEXT_SLOTS 8
 
-typedef struct tbatch {
-    char *buf;
-    size_t len;
-    int state;                      /* 0: free, 1: ready, -1: failed */
-} tbatch;
+enum { SLOT_FREE, SLOT_BUSY, SLOT_READY, SLOT_FAILED };
 
 typedef struct tsplit {
     lp_fsamples *const *v;
-    size_t n;
+    size_t n, nb;                   /* profiles, batches */
     const lp_profile *p;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    tbatch slot[2];                 /* odd batch 2k+1 goes to slot[k % 2] */
+    size_t next;                    /* the next batch to format */
+    tout *slot[TEXT_SLOTS];         /* into memory */
+    int state[TEXT_SLOTS];
     bool stop;                      /* the caller failed: no more batches */
 } tsplit;
 
-/* One odd batch into memory: 0, or -1 (no memory). */
-static int format_batch(tsplit *ts, size_t b, tbatch *out)
+/* The next batch to format, its slot taken (mu held): 1, or 0 if its
+ * slot is not written yet, -1 if none is left. */
+static int take_batch(tsplit *ts, size_t *b)
+{
+    size_t k = ts->next % TEXT_SLOTS;
+
+    if (ts->stop || ts->next >= ts->nb)
+        return -1;
+    if (ts->state[k] != SLOT_FREE)
+        return 0;
+    ts->state[k] = SLOT_BUSY;
+    *b = ts->next++;
+    return 1;
+}
+
+/* Batch b into its slot (mu not held; retaken on return). */
+static void format_batch(tsplit *ts, size_t b)
 {
     size_t a = b * TEXT_BATCH, e = a + TEXT_BATCH < ts->n ? a + TEXT_BATCH : ts->n;
-    FILE *m = open_memstream(&out->buf, &out->len);
-    tout *o = m ? tout_new(m) : NULL;
-    int rc = o ? write_range(o, ts->v, a, e, ts->p) : -1;
+    tout *o = ts->slot[b % TEXT_SLOTS];
+    int rc;
 
-    if (o)
-        flush(o);
-    tout_free(o);
-    if (m && (ferror(m) | fclose(m)))
-        rc = -1;
-    return rc;
+    pthread_mutex_unlock(&ts->mu);
+    o->n = 0;
+    rc = write_range(o, ts->v, a, e, ts->p);
+    pthread_mutex_lock(&ts->mu);
+    ts->state[b % TEXT_SLOTS] = rc ? SLOT_FAILED : SLOT_READY;
+    pthread_cond_broadcast(&ts->cv);
 }
 
 static void *helper(void *arg)
 {
     tsplit *ts = arg;
-    tbatch *s, t;
     size_t b;
-    bool stop;
-    int rc;
+    int t;
 
-    for (b = 1; b * TEXT_BATCH < ts->n; b += 2) {
-        s = &ts->slot[(b / 2) % 2];
-        pthread_mutex_lock(&ts->mu);
-        while (s->state != 0 && !ts->stop)
+    pthread_mutex_lock(&ts->mu);
+    while ((t = take_batch(ts, &b)) >= 0) {
+        if (t)
+            format_batch(ts, b);
+        else
             pthread_cond_wait(&ts->cv, &ts->mu);
-        stop = ts->stop;
-        pthread_mutex_unlock(&ts->mu);
-        if (stop)
-            break;
-        t = (tbatch){NULL, 0, 0};
-        rc = format_batch(ts, b, &t);
-        pthread_mutex_lock(&ts->mu);
-        *s = (tbatch){t.buf, t.len, rc ? -1 : 1};
-        pthread_cond_broadcast(&ts->cv);
-        pthread_mutex_unlock(&ts->mu);
-        if (rc)
-            break;
     }
+    pthread_mutex_unlock(&ts->mu);
     return NULL;
 }
 
-/* The caller's part: even batches formatted, odd ones taken in turn. */
+/* The caller's part: the ready slots written in order, batches formatted
+ * when one is free, else a wait. 0 or -1 (no memory). */
 static int write_split(tout *o, tsplit *ts)
 {
-    size_t b, a, e;
-    tbatch *s;
+    size_t w = 0, b;
+    tout *s;
     int rc = 0;
 
-    for (b = 0; rc == 0 && b * TEXT_BATCH < ts->n; b++) {
-        a = b * TEXT_BATCH;
-        e = a + TEXT_BATCH < ts->n ? a + TEXT_BATCH : ts->n;
-        if (b % 2 == 0) {
-            rc = write_range(o, ts->v, a, e, ts->p);
-            continue;
-        }
-        s = &ts->slot[(b / 2) % 2];
-        pthread_mutex_lock(&ts->mu);
-        while (s->state == 0)
+    pthread_mutex_lock(&ts->mu);
+    while (rc == 0 && w < ts->nb) {
+        if (ts->state[w % TEXT_SLOTS] >= SLOT_READY) {
+            s = ts->slot[w % TEXT_SLOTS];
+            rc = ts->state[w % TEXT_SLOTS] == SLOT_FAILED ? -1 : 0;
+            pthread_mutex_unlock(&ts->mu);
+            if (rc == 0)
+                put_mem(o, s->b, s->n);
+            pthread_mutex_lock(&ts->mu);
+            ts->state[w++ % TEXT_SLOTS] = SLOT_FREE;
+            pthread_cond_broadcast(&ts->cv);
+        } else if (take_batch(ts, &b) > 0) {
+            format_batch(ts, b);
+        } else {
             pthread_cond_wait(&ts->cv, &ts->mu);
-        pthread_mutex_unlock(&ts->mu);
-        if (s->state < 0)
-            rc = -1;
-        else
-            put_mem(o, s->buf, s->len);
-        free(s->buf);
-        pthread_mutex_lock(&ts->mu);
-        *s = (tbatch){NULL, 0, 0};
-        pthread_cond_broadcast(&ts->cv);
-        pthread_mutex_unlock(&ts->mu);
+        }
     }
+    ts->stop = true;
+    pthread_cond_broadcast(&ts->cv);
+    pthread_mutex_unlock(&ts->mu);
     return rc;
 }
 
@@ -348,26 +388,24 @@ static int write_two(tout *o, lp_fsamples *const *v, size_t n,
 {
     tsplit ts = {.v = v, .n = n, .p = p};
     pthread_t th;
-    int rc, i;
+    int rc = 1, i;
 
+    ts.nb = (n + TEXT_BATCH - 1) / TEXT_BATCH;
     if (lp_cpus() < 2)
         return 1;
+    for (i = 0; i < TEXT_SLOTS; i++)
+        if (!(ts.slot[i] = tout_new(NULL)))
+            rc = -1;
     pthread_mutex_init(&ts.mu, NULL);
     pthread_cond_init(&ts.cv, NULL);
-    if (pthread_create(&th, NULL, helper, &ts)) {
-        rc = 1;
-    } else {
+    if (rc == 1 && pthread_create(&th, NULL, helper, &ts) == 0) {
         rc = write_split(o, &ts);
-        pthread_mutex_lock(&ts.mu);
-        ts.stop = true;
-        pthread_cond_broadcast(&ts.cv);
-        pthread_mutex_unlock(&ts.mu);
         pthread_join(th, NULL);
-        for (i = 0; i < 2; i++)     /* a batch made after a failure */
-            free(ts.slot[i].buf);
     }
     pthread_cond_destroy(&ts.cv);
     pthread_mutex_destroy(&ts.mu);
+    for (i = 0; i < TEXT_SLOTS; i++)
+        tout_free(ts.slot[i]);
     return rc;
 }
 

@@ -362,6 +362,136 @@ static void test_generate_example_a(void **state)
     lp_binary_close(b);
 }
 
+/* filterAmbiguousProfile and the density warning in one pass (two
+ * halves on two threads from 8192 entries): the ambiguous entries and
+ * inlinees go, in either half, and the density is that of what is left
+ * (entries of one body record each: density = count; the one at the 99%
+ * cutoff decides). */
+static void filter_density_of(int n)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs;
+    lp_flat_opts o;
+    lp_error e = {0};
+    warns w = {{0}};
+    char key[32];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        snprintf(key, sizeof key, i % 10 == 3 ? "__tls_init.%d" : "f%d", i);
+        assert_non_null(fs = lp_profile_get(p, key, NULL));
+        /* the ambiguous ones would make the density 1 */
+        lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), i % 10 == 3 ? 1 : 2);
+        fs->total = 2;
+        if (i == 5 || i == n - 5)
+            lp_body_add(lp_fs_body(lp_fs_callee(fs, (lp_loc){2, 0},
+                                                "__cxx_global_var_init.1"),
+                                   (lp_loc){1, 0}), 5);
+    }
+    lp_flat_opts_default(&o);
+    o.warn = collect;
+    o.warn_ctx = &w;
+    assert_int_equal(lp_flat_filter_density(p, &o, &e), 0);
+    assert_int_equal(p->nr_funcs, n - n / 10);
+    assert_null(lp_profile_find(p, "__tls_init.13"));
+    snprintf(key, sizeof key, "__tls_init.%d", n - 7);
+    assert_null(lp_profile_find(p, key));
+    for (i = 5; i < n; i += n - 10) {
+        snprintf(key, sizeof key, "f%d", i);
+        assert_null(lp_fs_find_callee(lp_profile_find(p, key), (lp_loc){2, 0},
+                                      "__cxx_global_var_init.1"));
+    }
+    assert_non_null(strstr(w.buf, "with 25.0x more samples"));
+    lp_profile_free(p);
+}
+
+static void test_filter_density(void **state)
+{
+    (void)state;
+    filter_density_of(40);
+    filter_density_of(20000);
+}
+
+typedef struct dens {
+    double d;
+    uint64_t s;
+} dens;
+
+static int dens_desc(const void *a, const void *b)
+{
+    double x = ((const dens *)a)->d, y = ((const dens *)b)->d;
+
+    return x > y ? -1 : x < y;
+}
+
+/* calculateDensity's loop on every density sorted (the test's own) */
+static double density_brute(dens *v, size_t n, uint64_t total, uint32_t cutoff)
+{
+    uint64_t acc = 0;
+    double r = 0;
+    size_t i;
+
+    qsort(v, n, sizeof *v, dens_desc);
+    for (i = 0; i < n && acc < total * ((float)cutoff) / 1000000; i++) {
+        acc += v[i].s;
+        r = v[i].d;
+    }
+    return r;
+}
+
+/* The density (--show-density's line) of many profiles of distinct
+ * densities and some equal ones, at several cutoffs: the one found by
+ * sorting every density. */
+static void test_density_cutoffs(void **state)
+{
+    static const uint32_t cut[] = {990000, 500000, 1000000, 1, 999999};
+    enum { N = 20000 };
+    lp_profile *p = lp_profile_new();
+    dens *v = malloc(N * sizeof *v);
+    uint64_t total = 0, x = 88172645463325252ull, c;
+    lp_fsamples *fs;
+    lp_flat_opts o;
+    lp_error e = {0};
+    char key[32], want[128], *got = NULL;
+    size_t len, k;
+    uint32_t j, nr;
+    FILE *f;
+    int i;
+    (void)state;
+
+    for (i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "f%d", i);
+        assert_non_null(fs = lp_profile_get(p, key, NULL));
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        nr = 1 + (uint32_t)(x % 7);
+        c = i % 50 ? x % 100000 : 7;            /* some equal densities */
+        for (j = 0; j < nr; j++)
+            lp_body_add(lp_fs_body(fs, (lp_loc){j, 0}), c);
+        v[i] = (dens){(double)(c * nr) / nr, c * nr};
+        total += c * nr;
+    }
+    for (k = 0; k < sizeof cut / sizeof *cut; k++) {
+        dens *w = malloc(N * sizeof *w);
+
+        memcpy(w, v, N * sizeof *w);
+        snprintf(want, sizeof want, "Functions with density >= %.1f account "
+                 "for %.2f%% total sample counts.\n",
+                 density_brute(w, N, total, cut[k]), (double)cut[k] / 10000);
+        free(w);
+        lp_flat_opts_default(&o);
+        o.density_cutoff_hot = cut[k];
+        o.show_density = true;
+        o.info = f = open_memstream(&got, &len);
+        assert_int_equal(lp_flat_density(p, &o, &e), 0);
+        fclose(f);
+        assert_string_equal(got, want);
+        free(got);
+        got = NULL;
+    }
+    free(v);
+    lp_profile_free(p);
+}
+
 /* The flat probe profile of noinline-cs-pseudoprobe's LBR (llvm-profgen-22
  * --ignore-stack-samples, to the byte): bodies by probe id with zero
  * records for the probes of touched functions, bar's head from its entry
@@ -549,6 +679,8 @@ int main(void)
         cmocka_unit_test(test_counters_every_size),
         cmocka_unit_test(test_counters_in_place),
         cmocka_unit_test(test_disjoint_ranges_scratch),
+        cmocka_unit_test(test_filter_density),
+        cmocka_unit_test(test_density_cutoffs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -782,6 +782,123 @@ static void test_trie_round_trip(void **state)
     lp_profile_free(q);
 }
 
+/* A trie of 4 x 6 x 6 x 4 contexts under main (totals 1 .. 4 by a hash
+ * of the path, body counts of their own) from a flat CS profile. */
+static void split_trie_of(cs_trie *t)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs;
+    char key[96];
+    int a, b, c, d, n = 0;
+
+    for (a = 0; a < 4; a++)
+        for (b = 0; b < 6; b++)
+            for (c = 0; c < 6; c++)
+                for (d = 0; d < 4; d++, n++) {
+                    if (c == 5)   /* one frame less */
+                        snprintf(key, sizeof key, "main:%d @ f%d:%d @ g%d",
+                                 a, b, d + 1, d);
+                    else
+                        snprintf(key, sizeof key,
+                                 "main:%d @ f%d:%d @ g%d:%d.%d @ h%d", a, b,
+                                 c + 1, c, d, b, (a + d) % 3);
+                    assert_non_null(fs = lp_profile_get(p, key, NULL));
+                    fs->total = 1 + (uint64_t)(n * 7919) % 4;
+                    lp_body_add(lp_fs_body(fs, (lp_loc){(uint32_t)d, 0}), fs->total);
+                }
+    lp_profile_get(p, "main", NULL)->total = 9;
+    lp_profile_get(p, "main:9 @ x:1 @ y", NULL)->total = 1;   /* cold */
+    cs_trie_init(t);
+    assert_int_equal(cs_trie_from_profile(t, p), 0);
+    lp_profile_free(p);
+}
+
+/* The same entries in both (totals, bodies, names), whatever their order */
+static void assert_same_entries(lp_profile *a, lp_profile *b)
+{
+    lp_fsamples **v, *y;
+    size_t n = lp_profile_all(a, &v), i;
+
+    assert_int_equal(n, b->nr_funcs);
+    for (i = 0; i < n; i++) {
+        if (!(y = lp_profile_find(b, v[i]->context)))
+            fail_msg("context '%s' lost", v[i]->context);
+        assert_string_equal(y->name, v[i]->name);
+        assert_int_equal(y->total, v[i]->total);
+        assert_int_equal(lp_fs_nr_body(y), lp_fs_nr_body(v[i]));
+        if (lp_fs_nr_body(y))
+            assert_int_equal(lp_body_count(lp_fs_body_at(y, 0)),
+                             lp_body_count(lp_fs_body_at(v[i], 0)));
+    }
+    free(v);
+}
+
+static int order_cmp(const void *a, const void *b)
+{
+    uint32_t x = (*(lp_fsamples *const *)a)->order;
+    uint32_t y = (*(lp_fsamples *const *)b)->order;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The entries by their orders: distinct, even, in lp_context_cmp's order
+ * of their contexts (LLVM's). */
+static void assert_ranked(lp_profile *p)
+{
+    lp_fsamples **v;
+    size_t n = lp_profile_all(p, &v), i;
+
+    qsort(v, n, sizeof *v, order_cmp);
+    for (i = 0; i < n; i++) {
+        assert_int_equal(v[i]->order % 2, 0);
+        assert_true(v[i]->order > 0);
+        if (i && lp_context_cmp(v[i - 1]->context, v[i]->context) >= 0)
+            fail_msg("'%s' ranked before '%s'", v[i - 1]->context, v[i]->context);
+    }
+    free(v);
+}
+
+/* The trie converted and ranked on two threads, by subtrees, gives the
+ * entries and the merged cold contexts one thread gives (and the ones
+ * cold=NULL keeps), every node numbered, the profiles in LLVM's order */
+static void test_trie_split(void **state)
+{
+    cs_cold c1 = {2, 2, true, false, lp_profile_new()}, c2 = c1;
+    lp_profile *p1, *p2;
+    cs_trie t1, t2;
+    cs_node **q;
+    size_t nodes;
+    int round;
+    (void)state;
+
+    c2.merged = lp_profile_new();
+    for (round = 0; round < 2; round++) {
+        p1 = lp_profile_new();
+        p2 = lp_profile_new();
+        split_trie_of(&t1);
+        split_trie_of(&t2);
+        assert_non_null(q = cs_bfs(&t2, &nodes));
+        free(q);
+        assert_int_equal(cs_trie_to_profile_hot(&t1, p1, round ? &c1 : NULL), 0);
+        assert_int_equal(cs_trie_to_profile_ranked(&t2, p2, round ? &c2 : NULL),
+                         nodes - 1);
+        assert_true(p2->is_cs);
+        assert_true(p1->nr_funcs > 100);
+        assert_same_entries(p1, p2);
+        assert_ranked(p2);
+        assert_int_equal(lp_profile_find(p2, "main:9 @ x:1 @ y") == NULL, round);
+        cs_trie_free(&t1);
+        cs_trie_free(&t2);
+        lp_profile_free(p1);
+        lp_profile_free(p2);
+    }
+    assert_true(c1.merged->nr_funcs > 10);
+    assert_same_entries(c1.merged, c2.merged);
+    assert_non_null(lp_profile_find(c2.merged, "x:1 @ y"));
+    lp_profile_free(c1.merged);
+    lp_profile_free(c2.merged);
+}
+
 /* Many contexts (some of them the same path under a second binary, whose
  * profile two entries share): generation on two threads, by subtrees,
  * makes the profile one thread makes. */
@@ -1027,6 +1144,7 @@ int main(void)
         cmocka_unit_test(test_bad_binary_index),
         cmocka_unit_test(test_intern_memo),
         cmocka_unit_test(test_trie_round_trip),
+        cmocka_unit_test(test_trie_split),
         cmocka_unit_test(test_probe_profile),
         cmocka_unit_test(test_probe_branches_only),
         cmocka_unit_test(test_probe_two_mains),

@@ -288,6 +288,106 @@ static void test_top_table(void **state)
     lp_profile_free(p);
 }
 
+/* Absorbing a profile: the entries dst lacks move over (found by key
+ * afterwards, names kept), the ones it has are merged into its own, whose
+ * order becomes the lower nonzero one; src is left empty. */
+static void test_absorb(void **state)
+{
+    lp_profile *d = lp_profile_new(), *s = lp_profile_new();
+    lp_fsamples *fs;
+    char key[32];
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < 200; i++) {         /* d: even keys, s: every third */
+        snprintf(key, sizeof key, "main:%zu @ f", i);
+        if (i % 2 == 0) {
+            assert_non_null(fs = lp_profile_get(d, key, "f"));
+            fs->total = i;
+            fs->order = (uint32_t)(i % 4 ? 3 * i + 1 : 0);
+            lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), i);
+        }
+        if (i % 3 == 0) {
+            assert_non_null(fs = lp_profile_get(s, key, "f"));
+            fs->total = 1000;
+            fs->order = (uint32_t)(2 * i + 1);
+            lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), 7);
+        }
+    }
+    assert_int_equal(lp_profile_reserve(d, 5000), 0);   /* rehashed at once */
+    assert_non_null(lp_profile_find(d, "main:198 @ f"));
+    assert_int_equal(lp_profile_absorb(d, s), 0);
+    assert_int_equal(s->nr_funcs, 0);
+    assert_null(lp_profile_find(s, "main:0 @ f"));
+    assert_int_equal(d->nr_funcs, 100 + 67 - 34);
+    for (i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "main:%zu @ f", i);
+        fs = lp_profile_find(d, key);
+        if (i % 2 && i % 3) {
+            assert_null(fs);
+            continue;
+        }
+        assert_non_null(fs);
+        assert_string_equal(fs->name, "f");
+        assert_int_equal(fs->total, (i % 2 ? 0 : i) + (i % 3 ? 0 : 1000));
+        assert_int_equal(lp_body_count(lp_fs_body(fs, (lp_loc){1, 0})),
+                         (i % 2 ? 0 : i) + (i % 3 ? 0 : 7));
+        if (i % 3)
+            assert_int_equal(fs->order, i % 4 ? 3 * i + 1 : 0);
+        else if (i % 2 == 0 && i % 4)
+            assert_int_equal(fs->order, 2 * i + 1 < 3 * i + 1 ? 2 * i + 1 : 3 * i + 1);
+        else
+            assert_int_equal(fs->order, 2 * i + 1);
+    }
+    assert_non_null(lp_profile_get(s, "again", NULL));  /* s still works */
+    assert_int_equal(s->nr_funcs, 1);
+    lp_profile_free(s);
+    lp_profile_free(d);
+}
+
+/* A kept sorted view is what lp_profile_sorted returns (whatever the
+ * totals say) until an entry is added or removed, or p is no longer
+ * ordered; then the entries are sorted again. */
+static void test_keep_sorted(void **state)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples **v, **w, *fs;
+    char key[16];
+    size_t n, i;
+    (void)state;
+
+    p->is_cs = 1;
+    for (i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "main:%zu @ f", i);
+        assert_non_null(fs = lp_profile_get(p, key, "f"));
+        fs->total = i;
+        fs->order = (uint32_t)(i + 1);
+    }
+    p->ordered = 1;
+    n = lp_profile_all(p, &v);              /* totals ascending: not sorted */
+    lp_profile_keep_sorted(p, v, n);
+    assert_int_equal(lp_profile_sorted(p, &w), 10);
+    for (i = 0; i < 10; i++)
+        assert_int_equal(w[i]->total, i);   /* the view, as kept */
+    free(w);
+    p->ordered = 0;
+    assert_int_equal(lp_profile_sorted(p, &w), 10);
+    assert_int_equal(w[0]->total, 9);       /* sorted again */
+    free(w);
+    p->ordered = 1;
+    lp_profile_remove(p, "main:3 @ f");
+    assert_int_equal(lp_profile_sorted(p, &w), 9);
+    assert_int_equal(w[0]->total, 9);
+    free(w);
+    n = lp_profile_all(p, &v);
+    lp_profile_keep_sorted(p, v, n);
+    lp_profile_get(p, "main:3 @ f", "f")->total = 3;    /* drops the view */
+    assert_int_equal(lp_profile_sorted(p, &w), 10);
+    assert_int_equal(w[0]->total, 9);
+    free(w);
+    lp_profile_free(p);
+}
+
 static void test_fixups(void **state)
 {
     lp_profile *p = lp_profile_new();
@@ -447,6 +547,8 @@ int main(void)
         cmocka_unit_test(test_top_level_order),
         cmocka_unit_test(test_cs_top_level_order),
         cmocka_unit_test(test_top_table),
+        cmocka_unit_test(test_absorb),
+        cmocka_unit_test(test_keep_sorted),
         cmocka_unit_test(test_fixups),
         cmocka_unit_test(test_drop_callees),
         cmocka_unit_test(test_merge_bodies),
