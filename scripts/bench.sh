@@ -3,8 +3,9 @@
 # against llvm-profgen-22 (its fastest path: perf script text with raw
 # addresses), same binary, same options, same output format. Each tool
 # runs BENCH_RUNS times (default 3) after one untimed warm-up (page
-# cache); the run with the median wall time is reported (wall time to the
-# millisecond, its CPU time user+sys, the largest peak RSS of the runs),
+# cache), its runs alternating with the other tool's (a slower spell of
+# a shared machine weighs on both); the run with the median wall time
+# is reported (wall time to the millisecond, its CPU time user+sys, the largest peak RSS of the runs),
 # with the ratios llvm-profgen / lbr2prof, and the outputs are compared.
 # A closing table lists every ratio against its target (docs/cost-model.md).
 #
@@ -81,13 +82,16 @@ digest() { cat "$@" | md5sum | cut -c1-16; }
 # ---- measuring ----------------------------------------------------------------
 
 # one_run CMD... : appends "WALL USER SYS KB" of one run to $W/runs
-one_run() {
+# (one_run_to FILE CMD...: to FILE)
+one_run() { one_run_to "$W/runs" "$@"; }
+one_run_to() {
+    rf=$1; shift
     perl -MTime::HiRes=time -e '
         my $out = shift; my $t0 = time; my $rc = system { $ARGV[0] } @ARGV;
         my $wall = time - $t0; exit 1 if $rc != 0;
         open(T, "<", $out) or exit 1; my $l = <T>; close T; chomp $l;
         printf "%.4f %s\n", $wall, $l;' "$W/t" /usr/bin/time -o "$W/t" -f "%U %S %M" "$@" \
-        >>"$W/runs" 2>/dev/null </dev/null
+        >>"$rf" 2>/dev/null </dev/null
 }
 
 # measure TAG LABEL CMD... : prints "LABEL: W s wall, C s CPU, M MB peak RSS"
@@ -100,8 +104,14 @@ measure() {
         one_run "$@" || { echo "$mname failed: $*"; exit 1; }
         i=$((i + 1))
     done
-    kb=$(awk 'BEGIN { m = 0 } $4 > m { m = $4 } END { print m }' "$W/runs")
-    set -- $(sort -n "$W/runs" | sed -n "$(((RUNS + 1) / 2))p")
+    summarize "$tag" "$mname" "$W/runs"
+}
+
+# summarize TAG LABEL RUNSFILE : measure's report of the runs in RUNSFILE
+summarize() {
+    tag=$1 mname=$2
+    kb=$(awk 'BEGIN { m = 0 } $4 > m { m = $4 } END { print m }' "$3")
+    set -- $(sort -n "$3" | sed -n "$(((RUNS + 1) / 2))p")
     wall=$(echo "$1" | awk '{printf "%.3f", $1}')
     cpu=$(echo "$2 $3" | awk '{printf "%.2f", $1 + $2}')
     mb=$(echo "$kb" | awk '{printf "%.1f", $1 / 1024}')
@@ -153,8 +163,19 @@ outcome() { # A B (a difference is kept in $TMPDIR/lbr2prof-bench-diff.*)
 compare() {
     cname=$1 bin=$2 ours=$3 theirs=$4 target=$5; shift 5
     echo " $cname"
-    measure ours "lbr2prof --no-repair-frames" "$L" "$ours" --binary "$bin" --no-repair-frames "$@" -o "$W/o.l"
-    measure theirs "$PG" $PG "$theirs" --binary="$bin" "$@" --output="$W/o.p"
+    # the two tools' runs alternate: a slower spell of the shared machine
+    # (minutes long, seen here at +25% for every phase) then weighs on both
+    : >"$W/runs.ours"; : >"$W/runs.theirs"
+    i=0
+    while [ $i -lt "$RUNS" ]; do
+        one_run_to "$W/runs.ours" "$L" "$ours" --binary "$bin" --no-repair-frames "$@" -o "$W/o.l" ||
+            { echo "lbr2prof failed: $ours $*"; exit 1; }
+        one_run_to "$W/runs.theirs" $PG "$theirs" --binary="$bin" "$@" --output="$W/o.p" ||
+            { echo "$PG failed: $theirs $*"; exit 1; }
+        i=$((i + 1))
+    done
+    summarize ours "lbr2prof --no-repair-frames" "$W/runs.ours"
+    summarize theirs "$PG" "$W/runs.theirs"
     what=$(outcome "$W/o.l" "$W/o.p")
     case $what in identical) ;; *) bad=1 ;; esac
     ratio theirs ours "$what"
@@ -167,8 +188,15 @@ compare() {
 # "-" reports the ratio without one (bench (c): 0.4 s leave little to share).
 cores() {
     kname=$1 ktarget=$2; shift 2
-    measure two "2 cores" "$@"
-    measure one "1 core (taskset -c 0)" taskset -c 0 "$@"
+    : >"$W/runs.two"; : >"$W/runs.one"
+    i=0
+    while [ $i -lt "$RUNS" ]; do # alternating, as compare's
+        one_run_to "$W/runs.two" "$@" || { echo "failed: $*"; exit 1; }
+        one_run_to "$W/runs.one" taskset -c 0 "$@" || { echo "failed: taskset -c 0 $*"; exit 1; }
+        i=$((i + 1))
+    done
+    summarize two "2 cores" "$W/runs.two"
+    summarize one "1 core (taskset -c 0)" "$W/runs.one"
     r=$(awk -v a="$two_wall" -v b="$one_wall" 'BEGIN { printf "%.2f", a / b }')
     echo "  2-core wall / 1-core wall: $r"
     if [ "$ktarget" = - ]; then
