@@ -2,10 +2,12 @@
 # bench.sh [large|cs|flat|all] [COPIES] - end-to-end benchmark of lbr2prof
 # against llvm-profgen-22 (its fastest path: perf script text with raw
 # addresses), same binary, same options, same output format. Each tool
-# runs BENCH_RUNS times (default 3) after one untimed warm-up (page
-# cache), its runs alternating with the other tool's (a slower spell of
-# a shared machine weighs on both); the run with the median wall time
-# is reported (wall time to the millisecond, its CPU time user+sys, the largest peak RSS of the runs),
+# runs BENCH_RUNS times (default 3 for large, 5 for the sub-second cs
+# and flat cases, where a slow spell of seconds moves a median of 3)
+# after one untimed warm-up (page cache), its runs alternating with the
+# other tool's (a slower spell of a shared machine weighs on both); the
+# run with the median wall time is reported (wall time to the
+# millisecond, its CPU time user+sys, the largest peak RSS of the runs),
 # with the ratios llvm-profgen / lbr2prof, and the outputs are compared.
 # A closing table lists every ratio against its target (docs/cost-model.md).
 #
@@ -64,7 +66,7 @@ L=${LBR2PROF:-$TOP/build/lbr2prof}
 PG=llvm-profgen-22
 PD=llvm-profdata-22
 C=${BENCH_CACHE:-$TOP/build-bench}
-RUNS=${BENCH_RUNS:-3}
+RUNS=${BENCH_RUNS:-3} # set per part below unless BENCH_RUNS is
 for t in $PG $PD clang-19 perf taskset; do
     command -v $t >/dev/null 2>&1 || { echo "bench.sh: $t not found (scripts/install-deps.sh bench)"; exit 1; }
 done
@@ -392,12 +394,13 @@ flat_bench() {
 }
 
 echo "bench.sh: lbr2prof $("$L" version 2>/dev/null | head -1) against $($PG --version | grep -i 'llvm version' | head -1 | sed 's/^ *//');" \
-    "$RUNS runs each, median; load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+    "${BENCH_RUNS:-3 (large), 5 (cs, flat)} runs each, median; load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+short_runs() { RUNS=${BENCH_RUNS:-5}; }
 case $MODE in
 large) large_bench ;;
-cs) cg_bench; replicated_bench ;;
-flat) flat_bench ;;
-all) large_bench; cg_bench; replicated_bench; flat_bench ;;
+cs) short_runs; cg_bench; replicated_bench ;;
+flat) short_runs; flat_bench ;;
+all) large_bench; short_runs; cg_bench; replicated_bench; flat_bench ;;
 esac
 if [ -s "$W/summary" ]; then
     echo
