@@ -240,8 +240,6 @@ int cs_cold_take(cs_cold *c, const char *ctx, bool is_base, lp_fsamples *fs);
 /* cs_trie_to_profile with the cold contexts given to cs_cold_take (NULL:
  * none is cold). */
 int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold);
-/* At most how many nodes t has (its pool's room: no walk). */
-size_t cs_trie_nodes_max(const cs_trie *t);
 /* LLVM's order of contexts, frame by frame, at one level of the trie:
  * a child c (by its call site, then its function's name) against the
  * call site loc and function name. */

@@ -207,69 +207,15 @@ static int nest(lp_profile *p, bool merged_base)
  * order: frame by frame the function (FunctionId order), then the call
  * site; a context before its extensions. Over the trie that is a preorder
  * walk, each node before its children and the children by call site,
- * then function. The walk numbers every node (its serial: the pre-
+ * then function. The conversion (cs_trie_to_profile_ranked, trie.c)
+ * numbers every node as it walks the trie (its serial: the pre-
  * inliner's, which is done by then) and gives each node's profile the
- * even rank 2 * serial in fs.order, which the conversion moves into the
- * profile map: no context is printed, parsed or compared to sort the
+ * even rank 2 * serial in fs.order, which it moves into the profile map: no context is printed, parsed or compared to sort the
  * profile (the printed contexts' sort was ~200 M instructions on 84k
  * contexts). */
-typedef struct rank_walk {
-    cs_node **buf;              /* the children being walked, per level */
-    size_t n, cap;
-    uint64_t next;              /* serials given so far */
-} rank_walk;
-
-static int kid_cmp(const void *a, const void *b)
-{
-    const cs_node *y = *(cs_node *const *)b;
-
-    return cs_rank_cmp(*(cs_node *const *)a, y->callsite, y->func->s);
-}
-
-static int rank_kids(cs_node *n, rank_walk *w)
-{
-    size_t base = w->n, i;
-    cs_node *c;
-
-    if (lp_grow_array(&w->buf, &w->cap, base + n->nkids, sizeof *w->buf, 256))
-        return -1;
-    for (i = 0; i < n->nkids; i++) {
-        w->buf[base + i] = n->kids[i].n;
-        __builtin_prefetch(n->kids[i].n);   /* the sort reads them */
-    }
-    w->n = base + n->nkids;
-    lp_sort(w->buf + base, n->nkids, sizeof *w->buf, kid_cmp);
-    for (i = 0; i < n->nkids; i++) {    /* what the walk reads next */
-        __builtin_prefetch(w->buf[base + i]->kids);
-        __builtin_prefetch(w->buf[base + i]->prof);
-    }
-    for (i = 0; i < n->nkids; i++) {
-        c = w->buf[base + i];
-        c->serial = ++w->next;
-        if (c->prof)
-            c->prof->fs.order = (uint32_t)(2 * c->serial);
-        if (rank_kids(c, w))
-            return -1;
-    }
-    w->n = base;
-    return 0;
-}
-
-/* The number of nodes numbered, or 0 when there are too many for 32-bit
- * ranks (the profile is then sorted by its printed contexts). */
 static int64_t ranks_fit(uint64_t nodes)
 {
     return nodes < UINT32_MAX / 2 - 1 ? (int64_t)nodes : 0;
-}
-
-/* Number t's nodes; ranks_fit's, or -1 on no memory. */
-static int64_t rank_trie(cs_trie *t)
-{
-    rank_walk w = {0};
-    int rc = rank_kids(&t->root, &w);
-
-    free(w.buf);
-    return rc ? -1 : ranks_fit(w.next);
 }
 
 /* The serial after n's subtree (nodes of the trie: nr). */
@@ -418,18 +364,15 @@ static int filter_density(lp_profile *p, const lp_cs_opts *o, lp_error *err)
     return lp_flat_filter_density(p, &fo, err);
 }
 
-/* Nodes of a trie ranked and converted on two threads when its profile
- * is ranked (p's order does not matter): fewer are not worth a thread. */
-#define SPLIT_MIN 4096
-
-/* The trie to p, its cold contexts to cold; ranked on the way when
- * split (*ranked then ranks_fit's). 0 or -1. */
-static int to_profile(cs_trie *t, lp_profile *p, cs_cold *cold, bool split,
+/* The trie to p, its cold contexts to cold; when *ranked (a flat CS
+ * profile), its nodes numbered on the way, on two threads
+ * (cs_trie_to_profile_ranked; *ranked then ranks_fit's). 0 or -1. */
+static int to_profile(cs_trie *t, lp_profile *p, cs_cold *cold,
                       int64_t *ranked)
 {
     int64_t n;
 
-    if (!split)
+    if (!*ranked)
         return cs_trie_to_profile_hot(t, p, cold);
     if ((n = cs_trie_to_profile_ranked(t, p, cold)) < 0)
         return -1;
@@ -448,7 +391,6 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
                       lp_error *err)
 {
     uint64_t hot = 0;
-    bool split = *ranked && cs_trie_nodes_max(t) >= SPLIT_MIN;
     cs_funcs *own = NULL;
     cs_trie own_st;
     cs_sizes_req sr = {&own_st, bins, NULL};
@@ -471,11 +413,6 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         p->is_preinlined = 1;
     }
     lp_phases_enter(o->phases, LP_PHASE_POSTPROCESS);
-    /* the trie is final: its ranks while the summary is made (the walk
-     * writes the nodes' serials and the profiles' fs.order, which the
-     * summary does not read), or with the conversion when split */
-    if (rc == 0 && *ranked && !split && (*ranked = rank_trie(t)) < 0)
-        rc = cs_oom(err);
     /* waited for on every path: the thread reads the trie */
     s = cs_summary_wait(&sj, rc ? NULL : err);
     if (rc == 0 && !s)
@@ -488,7 +425,7 @@ static int trie_stage(cs_trie *t, lp_binary *const *bins, size_t nbins,
         cold = NULL;
     if (cold)
         cold->thr = hot;
-    if (rc == 0 && !direct && to_profile(t, p, cold, split, ranked))
+    if (rc == 0 && !direct && to_profile(t, p, cold, ranked))
         rc = cs_oom(err);
     cs_funcs_free(own);
     cs_trie_free(&own_st);

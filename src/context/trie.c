@@ -157,16 +157,6 @@ static void pool_put(cs_pool *p, void *o)
     p->free = o;
 }
 
-size_t cs_trie_nodes_max(const cs_trie *t)
-{
-    const cs_chunk *c;
-    size_t n = 0;
-
-    for (c = t->node_pool.chunks; c; c = c->next)
-        n += CS_POOL_CHUNK;
-    return n;
-}
-
 static void pool_free(cs_pool *p)
 {
     cs_chunk *c, *n;
@@ -769,8 +759,9 @@ int cs_trie_to_profile_hot(cs_trie *t, lp_profile *p, cs_cold *cold)
  * the top levels numbered and each subtree given its first serial from
  * the counts, the subtrees are converted and numbered as they are
  * walked, each thread into maps of its own, joined after: the entries
- * and ranks of rank_trie and cs_trie_to_profile_hot, not in the same
- * order in p. */
+ * of cs_trie_to_profile_hot, ranked in SampleContext order (the one
+ * ranking of a flat CS profile's contexts: small tries take this path
+ * too), not in the same order in p. */
 #define SPLIT_SUBTREES 64       /* at least, if the top levels have them */
 #define SPLIT_LEVELS 4          /* top levels at most */
 #define SPLIT_TOP UINT64_MAX    /* serial of a top node until numbered */

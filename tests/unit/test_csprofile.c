@@ -813,6 +813,23 @@ static void split_trie_of(cs_trie *t)
     lp_profile_free(p);
 }
 
+/* A trie of the n contexts keys, each with a total and one record */
+static void small_trie_of(cs_trie *t, const char *const *keys, size_t n)
+{
+    lp_profile *p = lp_profile_new();
+    lp_fsamples *fs;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        assert_non_null(fs = lp_profile_get(p, keys[i], NULL));
+        fs->total = 3 + i;
+        lp_body_add(lp_fs_body(fs, (lp_loc){1, 0}), fs->total);
+    }
+    cs_trie_init(t);
+    assert_int_equal(cs_trie_from_profile(t, p), 0);
+    lp_profile_free(p);
+}
+
 /* The same entries in both (totals, bodies, names), whatever their order */
 static void assert_same_entries(lp_profile *a, lp_profile *b)
 {
@@ -856,6 +873,38 @@ static void assert_ranked(lp_profile *p)
             fail_msg("'%s' ranked before '%s'", v[i - 1]->context, v[i]->context);
     }
     free(v);
+}
+
+/* Tries too small to split into subtrees (every ranked trie takes
+ * cs_trie_to_profile_ranked): the entries the one-thread conversion
+ * gives, every node numbered, in LLVM's order - also for no context */
+static void test_trie_ranked_small(void **state)
+{
+    static const char *const keys[] = {"main:2 @ f", "main", "b", "main:1 @ f",
+                                       "main:1 @ f:3 @ g", "a:1 @ b"};
+    size_t k, nodes;
+    lp_profile *p1, *p2;
+    cs_trie t1, t2;
+    cs_node **q;
+    (void)state;
+
+    for (k = 0; k <= sizeof keys / sizeof *keys; k++) {
+        p1 = lp_profile_new();
+        p2 = lp_profile_new();
+        small_trie_of(&t1, keys, k);
+        small_trie_of(&t2, keys, k);
+        assert_non_null(q = cs_bfs(&t2, &nodes));
+        free(q);
+        assert_int_equal(cs_trie_to_profile_hot(&t1, p1, NULL), 0);
+        assert_int_equal(cs_trie_to_profile_ranked(&t2, p2, NULL), nodes - 1);
+        assert_int_equal(p2->nr_funcs, k);
+        assert_same_entries(p1, p2);
+        assert_ranked(p2);
+        cs_trie_free(&t1);
+        cs_trie_free(&t2);
+        lp_profile_free(p1);
+        lp_profile_free(p2);
+    }
 }
 
 /* The trie converted and ranked on two threads, by subtrees, gives the
@@ -1145,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_intern_memo),
         cmocka_unit_test(test_trie_round_trip),
         cmocka_unit_test(test_trie_split),
+        cmocka_unit_test(test_trie_ranked_small),
         cmocka_unit_test(test_probe_profile),
         cmocka_unit_test(test_probe_branches_only),
         cmocka_unit_test(test_probe_two_mains),
