@@ -31,8 +31,11 @@ int rd_tail_replay(lp_reader *r, lp_error *err);
 
 /* Whether the tail's thread still walks (caller's thread, before the
  * walk has a thread of its own). Once it has ended, the walk may take the
- * second core (the region is delivered when the walk gets there); a tail
- * that ended with nothing is forgotten here. */
+ * second core: the region is delivered when the walk gets there, or the
+ * rest of its replay when the walk is in it already (the replay's
+ * decoding, page faults and give-backs then leave the consumer's thread:
+ * sqlite-line CS, ~55 ms of replay after the tail's end); a tail that
+ * ended with nothing is forgotten here. */
 int rd_tail_walking(lp_reader *r);
 
 /* Stops and forgets the tail (a record the tail cannot stand beside). */
