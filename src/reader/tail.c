@@ -81,18 +81,19 @@
                                          the tail) */
 #define TAIL_MAX_ENTS (1u << 17)      /* table cap: 2 + 2 MiB of entries */
 #define TAIL_RESYNC_SPAN (1u << 20)   /* how far to look for a boundary */
-#define TAIL_MAP_WINDOW (4u << 20)    /* the tail's mapping: populated ahead
-                                         and given back behind in these
-                                         steps. Each give-back is a TLB
-                                         shootdown, an interrupt of the
-                                         other core: with 512 KiB steps
-                                         ~1,900 of them on sqlite-line,
-                                         ~30 ms of its 0.6 s on 2 cores */
-#define TAIL_MAP_WINDOW_LIGHT (512u << 10) /* ... with a light consumer,
-                                         whose peak RSS is during the
-                                         replay, with those pages
-                                         resident (sqlite-probe flat: 4
-                                         MiB steps, +7 MB) */
+#define TAIL_MAP_WINDOW_MIN (512u << 10) /* the tail's mapping: populated
+                                         ahead and given back behind in
+                                         steps of the region's 1/256th,
+                                         within these bounds. Each give-
+                                         back is a TLB shootdown, an
+                                         interrupt of the other core: with
+                                         512 KiB steps sqlite-line made
+                                         ~1,900 of them, ~30 ms of its 0.6
+                                         s on 2 cores; a small input's
+                                         peak RSS is while it reads (bench
+                                         (b), 100 MB: 4 MiB steps +3 MB) */
+#define TAIL_MAP_WINDOW_MAX (4u << 20)
+#define TAIL_MAP_STEPS 256
 #define TAIL_RESYNC_CHAIN 16          /* records that must follow it */
 
 typedef struct tail_ent {   /* what the replay needs: 16 bytes */
@@ -497,6 +498,18 @@ static void tail_free(rd_tail *t)
     free(t);
 }
 
+/* The tail's mapping steps for a region starting at `at`. With a light
+ * consumer the smallest: its peak RSS is during the replay, with the
+ * tail's pages resident (sqlite-probe flat: 4 MiB steps, +7 MB). */
+static uint64_t window_for(const lp_reader *r, uint64_t at)
+{
+    uint64_t w = (r->files[0].end - at) / TAIL_MAP_STEPS;
+
+    if (light_consumer(r) || w < TAIL_MAP_WINDOW_MIN)
+        return TAIL_MAP_WINDOW_MIN;
+    return w > TAIL_MAP_WINDOW_MAX ? TAIL_MAP_WINDOW_MAX : w & ~(uint64_t)4095;
+}
+
 static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
 {
     rd_tail *t = calloc(1, sizeof *t);
@@ -532,7 +545,7 @@ static rd_tail *tail_new(lp_reader *r, uint64_t at, uint32_t cap)
     t->cap = cap;
     t->f = r->files[0];
     t->f.pos = at;
-    t->f.window = light_consumer(r) ? TAIL_MAP_WINDOW_LIGHT : TAIL_MAP_WINDOW;
+    t->f.window = window_for(r, at);
     uint64_t st = r->attrs[0].sample_type;
     t->time_word = fixed_word(st, LP_SAMPLE_TIME);
     t->cpu_word = fixed_word(st, LP_SAMPLE_CPU);
