@@ -894,6 +894,7 @@ static void memo_record(lp_unwinder *u, uw_memo *m, memo_key key,
     m->id = key.id;
     m->id2 = key.id2;
     m->gen = u->memo_gen;
+    u->memo_fill++;
     m->pid = s->pid;
     m->g = u->last_agg;
 }
@@ -909,9 +910,9 @@ static bool memo_hit(const uw_memo *m, memo_key key, uint64_t gen, uint32_t pid)
  * MB, a TLB miss and a page walk per sample with 4 KiB pages. Only the
  * whole ones: a huge page for the last 0.7 MB would add 1.3 MB to the
  * peak. Freed by free(). */
-static uw_memo *memo_new(void)
+static uw_memo *memo_new(unsigned bits)
 {
-    size_t bytes = ((size_t)1 << UW_MEMO_BITS) * sizeof(uw_memo), huge = (size_t)2 << 20;
+    size_t bytes = ((size_t)1 << bits) * sizeof(uw_memo), huge = (size_t)2 << 20;
     void *p;
     uw_memo *m;
 
@@ -924,10 +925,42 @@ static uw_memo *memo_new(void)
     return memset(m, 0, bytes);
 }
 
-/* The set a sample's memo key picks. */
+/* The set a key picks in a memo of 1 << bits slots. */
+static uw_memo *set_of(uw_memo *memo, unsigned bits, uint64_t id)
+{
+    return &memo[id & (((uint64_t)1 << bits) - 2)];
+}
+
 static uw_memo *memo_set(lp_unwinder *u, memo_key key)
 {
-    return &u->memo[key.id & (((uint64_t)1 << UW_MEMO_BITS) - 2)];
+    return set_of(u->memo, u->memo_bits, key.id);
+}
+
+/* The memo made (at its smallest) or grown 4x, its entries kept in their
+ * sets' order where they fit; 0, or -1 (no memory: the memo stays). */
+static int memo_grow(lp_unwinder *u)
+{
+    unsigned bits = u->memo ? u->memo_bits + 2 : UW_MEMO_MIN_BITS;
+    size_t i, n = u->memo ? (size_t)1 << u->memo_bits : 0;
+    uw_memo *m = memo_new(bits), *s;
+
+    if (!m)
+        return -1;
+    for (i = 0; i < n; i++) {
+        const uw_memo *e = &u->memo[i];
+        if ((!e->id && !e->id2) || e->gen != u->memo_gen)
+            continue;           /* empty, or of an earlier generation */
+        s = set_of(m, bits, e->id);
+        if (!s->id && !s->id2)
+            s[0] = *e;
+        else if (!s[1].id && !s[1].id2)
+            s[1] = *e;
+    }
+    free(u->memo);
+    u->memo = m;
+    u->memo_bits = bits;
+    u->memo_fill = 0;
+    return 0;
 }
 
 void lp_unwind_ahead(lp_unwinder *u, uint32_t pid, const uint64_t *stack, size_t nstack,
@@ -965,8 +998,9 @@ static uw_memo *memo_find(lp_unwinder *u, const lp_hybrid_sample *s,
     }
     if ((!key->id && !key->id2) || n > UINT32_MAX || calls > UINT32_MAX)
         return NULL;
-    if (!u->memo &&
-        !(u->memo = memo_new()))
+    if ((!u->memo || (u->memo_bits < UW_MEMO_BITS &&
+                      u->memo_fill > (size_t)1 << (u->memo_bits - 1))) &&
+        memo_grow(u) && !u->memo)
         return NULL;
     m = memo_set(u, *key);
     *way = memo_hit(m, *key, u->memo_gen, s->pid) ? 0
