@@ -1623,6 +1623,84 @@ static void test_dup_id_memo(void **state)
     free(calls);
 }
 
+/* The memo starts small and grows (4 K slots, then 16 K, then 64 K): the
+ * entries recorded before a growth are still there after it. 12,000
+ * distinct dup_ids, each taken in once (two growths on the way), then
+ * each again: every second intake is a replay, and the output is the one
+ * without a memo. */
+static char *run_twice(lp_binary *b, const dup_smp *pool, size_t npool, bool memo,
+                       lp_unwind_stats *st)
+{
+    lp_unwind_opts o;
+    lp_error e = {0};
+    lp_unwinder *u;
+    lp_ctxcount *cc;
+    size_t i;
+    char *out;
+
+    lp_unwind_opts_default(&o);
+    o.repair_frames = false;
+    o.no_memo = !memo;
+    assert_non_null(u = lp_unwind_new(&b, 1, &o, &e));
+    for (i = 0; i < 2 * npool; i++) {
+        const dup_smp *d = &pool[i % npool];
+        lp_hybrid_sample h = {0};
+        h.stack = d->stack;
+        h.nstack = d->ns;
+        h.fp_walk = d->fp_walk;
+        h.br = d->br;
+        h.nbr = d->nb;
+        h.dup_id = i % npool + 1;
+        assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
+    }
+    assert_non_null(cc = lp_unwind_finish(u, &e));
+    out = raw_string(cc, 0);
+    *st = *lp_unwind_stats_get(u);
+    lp_ctxcount_free(cc);
+    lp_unwind_free(u);
+    return out;
+}
+
+static void test_memo_grows(void **state)
+{
+    static const uint64_t addrs[] = {
+        0x401000, 0x401010, 0x401020, 0x401030, 0x401040, 0x401050, 0x401060,
+        0x401080, 0x4010c0, 0x4010e0, 0x401100, 0x401130, 0x401150, 0x401180,
+        EXT, 0};
+    const size_t na = sizeof addrs / sizeof *addrs, npool = 12000;
+    dup_smp *pool = calloc(npool, sizeof *pool);
+    uint64_t seed = 4242;
+    lp_unwind_stats with, without;
+    lp_binary *b;
+    char *a, *c;
+    size_t i, k;
+
+    NEED_FIXTURE();
+    assert_non_null(pool);
+#define RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33)
+    for (i = 0; i < npool; i++) {
+        pool[i].ns = 1 + RND() % 7;
+        pool[i].nb = 1 + RND() % 11;
+        for (k = 0; k < pool[i].ns; k++)
+            pool[i].stack[k] = addrs[RND() % na];
+        for (k = 0; k < pool[i].nb; k++)
+            pool[i].br[k] = (lp_branch_entry){addrs[RND() % na], addrs[RND() % na], 0};
+    }
+#undef RND
+    b = open_bin(fixture);
+    a = run_twice(b, pool, npool, true, &with);
+    c = run_twice(b, pool, npool, false, &without);
+    expect(a, c);
+    assert_int_equal(with.intakes_reused, npool);
+    assert_int_equal(without.intakes_reused, 0);
+    with.intakes_reused = 0;
+    assert_memory_equal(&with, &without, sizeof with);
+    free(a);
+    free(c);
+    lp_binary_close(b);
+    free(pool);
+}
+
 /* ---- aggregation and batches ------------------------------------------------------ */
 
 /* Identical samples are stored once; unwinding in batches (a tiny budget
@@ -1814,6 +1892,7 @@ int main(void)
         cmocka_unit_test(test_user_stack),
         cmocka_unit_test(test_random_samples),
         cmocka_unit_test(test_dup_id_memo),
+        cmocka_unit_test(test_memo_grows),
         cmocka_unit_test(test_batches_same_output),
         cmocka_unit_test(test_compress_recursion),
         cmocka_unit_test(test_unordered_map_order),
