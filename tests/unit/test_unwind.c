@@ -1484,6 +1484,21 @@ static void map_fixture(lp_addrmap *m, uint32_t pid)
  * to lp_unwind_replay, and given whole to lp_unwind_sample only when that
  * did not take it (lp_reader_defer_arrays' consumer). `memo` false: every
  * intake from scratch. */
+/* The run's profile as a string and its statistics; u is freed. */
+static char *finish_string(lp_unwinder *u, lp_unwind_stats *st)
+{
+    lp_error e = {0};
+    lp_ctxcount *cc;
+    char *out;
+
+    assert_non_null(cc = lp_unwind_finish(u, &e));
+    out = raw_string(cc, 0);
+    *st = *lp_unwind_stats_get(u);
+    lp_ctxcount_free(cc);
+    lp_unwind_free(u);
+    return out;
+}
+
 static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
                       const uint64_t *rep, const uint64_t *calls, size_t n,
                       bool memo, int pass, lp_unwind_stats *st)
@@ -1491,7 +1506,6 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
     lp_unwind_opts o;
     lp_error e = {0};
     lp_unwinder *u;
-    lp_ctxcount *cc;
     lp_addrmap *m = NULL;
     uint64_t *idw = NULL;
     size_t i, idw_cap = 0;
@@ -1539,11 +1553,7 @@ static char *run_dups(lp_binary *b, const dup_smp *pool, const uint32_t *pick,
         }
         assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
     }
-    assert_non_null(cc = lp_unwind_finish(u, &e));
-    out = raw_string(cc, 0);
-    *st = *lp_unwind_stats_get(u);
-    lp_ctxcount_free(cc);
-    lp_unwind_free(u);
+    out = finish_string(u, st);
     lp_addrmap_free(m);
     free(idw);
     return out;
@@ -1634,9 +1644,7 @@ static char *run_twice(lp_binary *b, const dup_smp *pool, size_t npool, bool mem
     lp_unwind_opts o;
     lp_error e = {0};
     lp_unwinder *u;
-    lp_ctxcount *cc;
     size_t i;
-    char *out;
 
     lp_unwind_opts_default(&o);
     o.repair_frames = false;
@@ -1653,12 +1661,7 @@ static char *run_twice(lp_binary *b, const dup_smp *pool, size_t npool, bool mem
         h.dup_id = i % npool + 1;
         assert_int_equal(lp_unwind_sample(u, &h, &e), 0);
     }
-    assert_non_null(cc = lp_unwind_finish(u, &e));
-    out = raw_string(cc, 0);
-    *st = *lp_unwind_stats_get(u);
-    lp_ctxcount_free(cc);
-    lp_unwind_free(u);
-    return out;
+    return finish_string(u, st);
 }
 
 static void test_memo_grows(void **state)
