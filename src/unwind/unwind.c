@@ -809,7 +809,8 @@ void uw_replays_free(lp_unwinder *u)
 static int replay(lp_unwinder *u, const uw_replay *r, uint64_t n,
                   lp_error *err)
 {
-    const uw_eff *x = u->effs + r->first, *end = x + r->n;
+    /* a recording without effects may have none allocated (NULL) */
+    const uw_eff *x = r->n ? u->effs + r->first : NULL, *end = r->n ? x + r->n : NULL;
     int rc = 0;
 
     u->st.contextless += r->contextless * n;
