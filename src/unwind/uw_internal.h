@@ -403,7 +403,8 @@ struct lp_unwinder {
                                    order, all alive until the inference
                                    has learned them (uw_agg_done) */
     size_t flush_n;
-    /* intakes done once per dup_id (1 << UW_MEMO_BITS slots, lazily) */
+    /* intakes done once per dup_id (made at the first sample, grown up
+     * to 1 << UW_MEMO_BITS slots) */
     uw_memo *memo;
     unsigned memo_bits;         /* 1 << memo_bits slots */
     size_t memo_fill;           /* entries recorded since it grew */
