@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "binary/binary_internal.h"
+#include "util/zalloc.h"
 
 #ifndef DW_AT_GNU_discriminator
 #define DW_AT_GNU_discriminator 0x2136
@@ -268,7 +269,7 @@ static int sym_reserve(lp_sym_cache *c)
 
     if (c->slots && (c->count + 1) * 4 <= (c->mask + 1) * 3)
         return 0;
-    if (!(g.slots = calloc(n, sizeof *g.slots)))
+    if (!(g.slots = lp_zalloc_written(n * sizeof *g.slots)))
         return -1;
     g.mask = n - 1;
     for (i = 0; c->slots && i <= c->mask; i++)
