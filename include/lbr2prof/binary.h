@@ -15,11 +15,14 @@
  * DW_TAG_subprogram, which llvm-profgen also loads up front). Disassembly is
  * done per symbol range on first use and cached; inline stacks are computed
  * per address on first use and cached. Nothing is ever disassembled or
- * symbolized that was not asked for (or is not in the same symbol range).
+ * symbolized that was not asked for (or is not in the same symbol range),
+ * unless the caller asks for all of it ahead on a thread of its own
+ * (lp_binary_warm_start).
  *
  * Lifetime. Every pointer returned (names, frames, ranges, functions) stays
  * valid until lp_binary_close(). An lp_binary is not thread-safe (the lazy
- * caches mutate on lookups).
+ * caches mutate on lookups); its warmer is the one thread that may work
+ * on it alongside the caller's.
  */
 #ifndef LBR2PROF_BINARY_H
 #define LBR2PROF_BINARY_H
@@ -90,6 +93,31 @@ void lp_binary_close(lp_binary *b);
  * debug file) back to the kernel: what was decoded from them is kept, and
  * a page read again comes back from the page cache. Memory only. */
 void lp_binary_release_pages(lp_binary *b);
+
+/* Decode every code region of b and symbolize every instruction ahead,
+ * in address order, on a thread of its own (the warmer), while the caller
+ * goes on: its lookups then find what they need done (a region being
+ * decoded is waited for; one not reached yet is decoded by the lookup, as
+ * without a warmer). Answers do not change, only where and when the work
+ * is done, and the memory kept (every instruction's, not only those asked
+ * about). For a second core that would idle otherwise. While it runs,
+ * only the calling thread may call into b. 0, or -1 (one runs already, or
+ * no thread or decoder could be had: nothing started). Started again
+ * after a stop, it passes over what is done. */
+int lp_binary_warm_start(lp_binary *b);
+
+typedef struct lp_binary_warm_stats {
+    size_t regions;             /* code regions the warmer decoded (the
+                                   caller's lookups decoded the others) */
+    size_t symbolized;          /* instructions it symbolized */
+    bool finished;              /* it went through every region */
+} lp_binary_warm_stats;
+
+/* The warmer stopped - after the instruction it is at, or once it has
+ * gone through everything when `finish` - and waited for; what it did
+ * stays, and is told in *st when not NULL (zeros without a warmer).
+ * No-op without one; lp_binary_close calls it. */
+void lp_binary_warm_stop(lp_binary *b, bool finish, lp_binary_warm_stats *st);
 
 /* Non-fatal diagnostics gathered while opening, i-th (NULL past the end). */
 const char *lp_binary_warning(const lp_binary *b, size_t i);

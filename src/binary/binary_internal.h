@@ -45,8 +45,14 @@ typedef struct lp_code_region {
     size_t sec_size;
     lp_rinst *insts;            /* sorted by addr, NULL until decoded */
     size_t ninsts;
-    bool decoded;
+    uint8_t state;              /* LP_RG_*, atomic: a warmer (warm.c)
+                                   may decode it meanwhile */
 } lp_code_region;
+
+/* A region's state. Whoever moves it from RAW to BUSY decodes it, then
+ * publishes DONE (or RAW again on an error); a lookup that finds it BUSY
+ * waits for the other thread's decoding to end. */
+enum { LP_RG_RAW, LP_RG_BUSY, LP_RG_DONE };
 
 /* Per-arch disassembler settings and instruction classification.
  * classify needs the instruction decoded with CS_OPT_DETAIL. branch_id:
@@ -87,6 +93,14 @@ const char *lp_x86_prefix_inst(const uint8_t *p, size_t n);
 
 int lp_decoder_open(lp_decoder *d, const lp_arch_ops *ops);
 void lp_decoder_close(lp_decoder *d);
+/* Decode region ri with d (a decoder of the calling thread) unless
+ * another thread has it or had it: 1 decoded here, 0 not (decoded, or
+ * being decoded), -1 error (left RAW for the lookups to report). */
+int lp_bin_region_try_decode(lp_binary *b, lp_decoder *d, size_t ri,
+                             lp_error *err);
+/* Region ri's LP_RG_* state (acquire: DONE means its instructions are
+ * there to read). */
+uint8_t lp_bin_region_state(const lp_binary *b, size_t ri);
 /* Decode the instruction at code (left bytes, at addr) into *o (addr,
  * size, kind, indirect, target); false if the bytes do not decode. */
 bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,
@@ -254,6 +268,7 @@ struct lp_binary {
     enum lp_arch arch;
     const lp_arch_ops *ops;
     lp_decoder dec;
+    struct lp_warmer *warm;     /* warm.c's thread while it runs, or NULL */
     bool is_pie;
     bool fs_disc;
     bool no_file_names;         /* lp_binary_opts.no_file_names */
@@ -389,5 +404,15 @@ void lp_dwp_close(lp_dwp *d);
 
 /* symbolize.c */
 void lp_bin_free_symbolizer(lp_binary *b);
+/* lp_binary_symbolize without lp_bin_sym_lock: for the warmer, which
+ * holds its mutex. */
+int lp_bin_symbolize_unlocked(lp_binary *b, uint64_t addr,
+                              const lp_frame **frames, size_t *n,
+                              lp_error *err);
+
+/* warm.c: the symbolization's state taken while a warmer runs (no-ops
+ * without one; only the thread that started it calls them). */
+void lp_bin_sym_lock(lp_binary *b);
+void lp_bin_sym_unlock(lp_binary *b);
 
 #endif

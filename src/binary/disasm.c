@@ -20,11 +20,13 @@
  * none), and classified by the same classifier; what neither decodes is
  * skipped a byte at a time, as llvm-profgen does.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "binary/binary_internal.h"
 #include "insn/insn.h"
+#include "util/cpus.h"
 
 /* ---- per-arch classification ------------------------------------------ */
 
@@ -329,11 +331,10 @@ void lp_bin_free_regions(lp_binary *b)
     b->nregions = 0;
 }
 
-/* Decode one region: from its start while the address is below its end,
- * bytes available up to the section end; undecodable bytes skip 1. Not
- * inlined, so that ensure's test stays inlined in every lookup. */
-__attribute__((noinline))
-static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
+/* Decode one region with d: from its start while the address is below
+ * its end, bytes available up to the section end; undecodable bytes skip
+ * 1. The caller holds the region (BUSY) and publishes it. */
+static int decode_region(lp_decoder *d, lp_code_region *r, lp_error *err)
 {
     size_t cap = 0;
     uint64_t addr = r->start;
@@ -350,7 +351,7 @@ static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
                 return lp_error_set(err, LP_ENOMEM, "out of memory");
             r->insts = ni;
         }
-        if (!lp_decoder_inst(&b->dec, r->sec_bytes + off, r->sec_size - off,
+        if (!lp_decoder_inst(d, r->sec_bytes + off, r->sec_size - off,
                              addr, &o)) {
             addr++;
             continue;
@@ -365,9 +366,57 @@ static int decode_region(lp_binary *b, lp_code_region *r, lp_error *err)
         if (ni)
             r->insts = ni;
     }
-    /* release: lp_binary_is_code_ready reads insts without the lock */
-    __atomic_store_n(&r->decoded, true, __ATOMIC_RELEASE);
     return 0;
+}
+
+static uint8_t region_state(const lp_code_region *r)
+{
+    return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+}
+
+uint8_t lp_bin_region_state(const lp_binary *b, size_t ri)
+{
+    return region_state(&b->regions[ri]);
+}
+
+int lp_bin_region_try_decode(lp_binary *b, lp_decoder *d, size_t ri,
+                             lp_error *err)
+{
+    lp_code_region *r = &b->regions[ri];
+    uint8_t raw = LP_RG_RAW;
+    int rc;
+
+    if (!__atomic_compare_exchange_n(&r->state, &raw, LP_RG_BUSY, false,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+        return 0;
+    if ((rc = decode_region(d, r, err)) != 0) {
+        free(r->insts);
+        r->insts = NULL;
+        r->ninsts = 0;
+    }
+    /* release: what is read once DONE is seen (insts, ninsts) */
+    __atomic_store_n(&r->state, rc ? LP_RG_RAW : LP_RG_DONE, __ATOMIC_RELEASE);
+    return rc ? -1 : 1;
+}
+
+/* Region ri decoded by this thread, or by the warmer if it is at it
+ * (a region takes microseconds; a thread that lost its core may take
+ * longer: then this one gives its core up). Not inlined, so that
+ * ensure's test stays inlined in every lookup. */
+__attribute__((noinline))
+static int decode_or_wait(lp_binary *b, size_t ri, lp_error *err)
+{
+    unsigned spins = 0;
+    int k;
+
+    while ((k = lp_bin_region_try_decode(b, &b->dec, ri, err)) == 0 &&
+           region_state(&b->regions[ri]) != LP_RG_DONE) {
+        if (++spins < 4096)
+            lp_cpu_relax();
+        else
+            sched_yield();
+    }
+    return k < 0 ? -1 : 0;
 }
 
 /* Index of the region with start <= addr < end, or -1. The region found
@@ -403,7 +452,8 @@ static ptrdiff_t find_region(lp_binary *b, uint64_t addr)
 
 static int ensure(lp_binary *b, size_t ri, lp_error *err)
 {
-    return b->regions[ri].decoded ? 0 : decode_region(b, &b->regions[ri], err);
+    return region_state(&b->regions[ri]) == LP_RG_DONE ? 0
+                                                       : decode_or_wait(b, ri, err);
 }
 
 /* Index of the instruction at addr in region r, or -1. Walks over the
@@ -508,7 +558,7 @@ int lp_binary_is_code_ready(const lp_binary *b, uint64_t addr)
     ptrdiff_t r = region_at(b, addr);
     if (r < 0)
         return 0;
-    if (!__atomic_load_n(&b->regions[r].decoded, __ATOMIC_ACQUIRE))
+    if (region_state(&b->regions[r]) != LP_RG_DONE)
         return -1;
     return find_inst(&b->regions[r], addr, SIZE_MAX) >= 0;
 }
@@ -698,7 +748,7 @@ size_t lp_binary_decoded_regions(const lp_binary *b, size_t *total)
 {
     size_t n = 0;
     for (size_t i = 0; i < b->nregions; i++)
-        n += b->regions[i].decoded;
+        n += region_state(&b->regions[i]) == LP_RG_DONE;
     if (total)
         *total = b->nregions;
     return n;

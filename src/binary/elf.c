@@ -464,6 +464,7 @@ void lp_binary_close(lp_binary *b)
 {
     if (!b)
         return;
+    lp_binary_warm_stop(b, false, NULL);
     lp_bin_free_dwarf(b);
     lp_xref_free(b->xrefs);
     lp_taken_free(b->taken);

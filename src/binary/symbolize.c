@@ -325,8 +325,9 @@ static long compute(lp_binary *b, uint64_t addr, lp_frame *out, lp_error *err)
     return t ? (long)make_frames(b, dr, t, addr, out) : 0;
 }
 
-int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
-                        size_t *n, lp_error *err)
+int lp_bin_symbolize_unlocked(lp_binary *b, uint64_t addr,
+                              const lp_frame **frames, size_t *n,
+                              lp_error *err)
 {
     lp_sym_slot *s = b->cache.slots ? sym_find(&b->cache, addr) : NULL;
     if (!s || !s->n1) {
@@ -349,8 +350,19 @@ int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
     return 0;
 }
 
-int lp_binary_symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
-                             const lp_frame **frames, size_t *n, lp_error *err)
+int lp_binary_symbolize(lp_binary *b, uint64_t addr, const lp_frame **frames,
+                        size_t *n, lp_error *err)
+{
+    int rc;
+
+    lp_bin_sym_lock(b);
+    rc = lp_bin_symbolize_unlocked(b, addr, frames, n, err);
+    lp_bin_sym_unlock(b);
+    return rc;
+}
+
+static int symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
+                          const lp_frame **frames, size_t *n, lp_error *err)
 {
     lp_sym_slot *s = b->cache.slots ? sym_find(&b->cache, addr) : NULL;
     long k;
@@ -365,6 +377,17 @@ int lp_binary_symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
     *frames = buf;
     *n = (size_t)k;
     return 0;
+}
+
+int lp_binary_symbolize_once(lp_binary *b, uint64_t addr, lp_frame *buf,
+                             const lp_frame **frames, size_t *n, lp_error *err)
+{
+    int rc;
+
+    lp_bin_sym_lock(b);
+    rc = symbolize_once(b, addr, buf, frames, n, err);
+    lp_bin_sym_unlock(b);
+    return rc;
 }
 
 void lp_bin_free_symbolizer(lp_binary *b)

@@ -183,8 +183,12 @@ static pg_inst *profgen_listing(const char *bin, size_t *np)
         size_t ml = strcspn(m, "\t ");
         static const char *const prefixes[] = {"rep", "repz", "repne", "bnd",
                                                "notrack", "lock", "data16"};
+        /* "rep\t\tstosq\t...": a prefix, then the mnemonic after a tab;
+         * a standalone one (LLVM's LOCK_PREFIX: "lock   f:7") is the
+         * instruction, its location after spaces */
         for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++)
-            if (ml == strlen(prefixes[k]) && strncmp(m, prefixes[k], ml) == 0) {
+            if (ml == strlen(prefixes[k]) && strncmp(m, prefixes[k], ml) == 0 &&
+                m[ml] == '\t') {
                 m += ml;
                 m += strspn(m, "\t ");
                 ml = strcspn(m, "\t ");
@@ -1907,6 +1911,134 @@ static void test_symtab_functions_llvm22(void **state)
     lp_binary_close(b);
 }
 
+/* ---- the warmer ----------------------------------------------------------- */
+
+/* Every instruction start of b, in address order (a walk decodes all). */
+static uint64_t *all_starts(lp_binary *b, size_t *n)
+{
+    lp_error e = {0};
+    uint64_t a, *v = NULL;
+    size_t cap = 0;
+
+    *n = 0;
+    assert_int_equal(lp_binary_inst_at_or_after(b, 0, &a, &e), 1);
+    do {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 4096;
+            assert_non_null(v = realloc(v, cap * sizeof *v));
+        }
+        v[(*n)++] = a;
+    } while (lp_binary_next_inst(b, a, &a, &e) == 1);
+    return v;
+}
+
+static bool frames_equal(const lp_frame *x, size_t nx, const lp_frame *y,
+                         size_t ny)
+{
+    if (nx != ny)
+        return false;
+    for (size_t i = 0; i < nx; i++)
+        if (strcmp(x[i].func, y[i].func) || strcmp(x[i].file, y[i].file) ||
+            x[i].line != y[i].line || x[i].column != y[i].column ||
+            x[i].discriminator != y[i].discriminator ||
+            x[i].start_line != y[i].start_line)
+            return false;
+    return true;
+}
+
+/* The instruction and the inline frames at a, from b as from ref. */
+static void check_same_at(lp_binary *b, lp_binary *ref, uint64_t a)
+{
+    lp_error e = {0};
+    lp_inst x, y;
+    const lp_frame *fx, *fy;
+    size_t nx, ny;
+
+    if (lp_binary_inst(b, a, &x, &e) != 1 || lp_binary_inst(ref, a, &y, &e) != 1 ||
+        x.kind != y.kind || x.size != y.size || x.target != y.target ||
+        x.indirect != y.indirect)
+        fail_msg("%#" PRIx64 ": not the same instruction", a);
+    if (lp_binary_symbolize(b, a, &fx, &nx, &e) ||
+        lp_binary_symbolize(ref, a, &fy, &ny, &e) || !frames_equal(fx, nx, fy, ny))
+        fail_msg("%#" PRIx64 ": not the same frames", a);
+}
+
+/* This test program itself: large enough (its library, with DWARF) for
+ * the warmer to run while this thread asks. */
+static char *self_path(void)
+{
+    char *p = realpath("/proc/self/exe", NULL);
+
+    assert_non_null(p);
+    return p;
+}
+
+/* The warmer alone, through: every region decoded and every instruction
+ * symbolized by it, and the answers a cold binary gives. */
+static void test_warm_through(void **state)
+{
+    (void)state;
+    char *exe = self_path();
+    lp_binary *ref = open_ok(exe, NULL), *b = open_ok(exe, NULL);
+    lp_binary_warm_stats st;
+    size_t n, total, i;
+    uint64_t *v = all_starts(ref, &n);
+
+    assert_int_equal(lp_binary_decoded_regions(b, &total), 0);
+    assert_int_equal(lp_binary_warm_start(b), 0);
+    assert_int_equal(lp_binary_warm_start(b), -1);     /* one at a time */
+    lp_binary_warm_stop(b, true, &st);
+    assert_true(st.finished);
+    assert_int_equal(st.regions, total);
+    assert_int_equal(st.symbolized, n);
+    assert_int_equal(lp_binary_decoded_regions(b, NULL), total);
+    for (i = 0; i < n; i++)
+        check_same_at(b, ref, v[i]);
+    lp_binary_warm_stop(b, true, &st);                  /* none: no-op */
+    assert_int_equal(st.regions, 0);
+    assert_false(st.finished);
+    free(v);
+    free(exe);
+    lp_binary_close(b);
+    lp_binary_close(ref);
+}
+
+/* This thread asks from the end while the warmer goes from the start:
+ * they meet (regions claimed by one, waited for by the other), the
+ * answers are the cold binary's, and each did part of the work. A warmer
+ * stopped early, or left running at close, leaves a binary that works. */
+static void test_warm_while_asked(void **state)
+{
+    (void)state;
+    char *exe = self_path();
+    lp_binary *ref = open_ok(exe, NULL), *b = open_ok(exe, NULL);
+    lp_binary_warm_stats st;
+    size_t n, total, i;
+    uint64_t *v = all_starts(ref, &n);
+
+    assert_int_equal(lp_binary_warm_start(b), 0);
+    for (i = n; i-- > 0;)
+        check_same_at(b, ref, v[i]);
+    lp_binary_warm_stop(b, false, &st);
+    lp_binary_decoded_regions(b, &total);
+    assert_true(st.regions > 0 && st.regions < total);
+    assert_true(st.symbolized > 0);
+    assert_int_equal(lp_binary_decoded_regions(b, NULL), total);
+    lp_binary_close(b);
+
+    b = open_ok(exe, NULL);                             /* stopped at once */
+    assert_int_equal(lp_binary_warm_start(b), 0);
+    lp_binary_warm_stop(b, false, &st);
+    for (i = 0; i < n; i += 97)
+        check_same_at(b, ref, v[i]);
+    assert_int_equal(lp_binary_warm_start(b), 0);       /* again, then closed */
+    check_same_at(b, ref, v[n / 2]);
+    lp_binary_close(b);
+    free(v);
+    free(exe);
+    lp_binary_close(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1938,6 +2070,8 @@ int main(void)
         cmocka_unit_test(test_refs_to),
         cmocka_unit_test(test_addr_taken),
         cmocka_unit_test(test_symtab_functions_llvm22),
+        cmocka_unit_test(test_warm_through),
+        cmocka_unit_test(test_warm_while_asked),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
