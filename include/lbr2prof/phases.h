@@ -63,6 +63,8 @@ typedef struct lp_phases {
     uint64_t unwound, distinct;     /* samples unwound, distinct ones
                                        (lp_phases_unwound; 0: none) */
     uint64_t ahead;                 /* distinct ones recorded ahead */
+    int warmed;                     /* lp_phases_warmed was called */
+    uint64_t warm_regions, warm_symbolized;
 } lp_phases;
 
 /* Start timing now (phase LP_PHASE_START). fn, if not NULL, is called at
@@ -83,13 +85,19 @@ void lp_phases_items(lp_phases *ph, uint64_t done, uint64_t todo);
  * statistics at its end): printed under the table. */
 void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct,
                        uint64_t ahead);
+/* What the profiled binary's warmer (lp_binary_warm_start) did while
+ * the trace was read - code regions decoded, instructions symbolized -
+ * when one ran: printed under the table. */
+void lp_phases_warmed(lp_phases *ph, uint64_t regions, uint64_t symbolized);
 /* Close the current phase; the callback's last call (final = 1). */
 void lp_phases_end(lp_phases *ph);
 const char *lp_phase_name(lp_phase p);
 /* The table of phases, LLVM's timer report layout: CPU (every thread of
  * the process), the main thread's CPU and wall time per phase and in
  * total; then, if the run unwound samples, "  Samples unwound: N (M
- * distinct)" and "  Distinct samples recorded ahead: K". */
+ * distinct)" and "  Distinct samples recorded ahead: K"; and if a
+ * warmer ran, "  Binary warmed while reading: R code regions decoded, S
+ * instructions symbolized". */
 void lp_phases_print(const lp_phases *ph, const char *title, FILE *f);
 
 #ifdef __cplusplus

@@ -376,6 +376,11 @@ lp_reader *lp_reader_open(const char *path, const lp_reader_opts *opts,
  * while the caller does something else (e.g. opens the binaries). A no-op
  * for perf.data. */
 void lp_reader_start(lp_reader *r);
+/* Whether reading keeps a second core busy: perf script text parsed on a
+ * thread of its own, or a large perf.data's back part walked on one
+ * (src/reader/tail.c). A perf.data's prefetching thread only hands
+ * records over: it leaves the core mostly idle. 1 or 0. */
+int lp_reader_second_core_busy(const lp_reader *r);
 
 /* Work for the caller's idle time. When the next event of perf script
  * text is not parsed yet, lp_reader_next calls fn(ctx) before it waits,

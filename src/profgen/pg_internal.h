@@ -54,6 +54,8 @@ typedef struct pg_run {
     const lp_ptsynth *pt;       /* --itrace: the Intel PT synthesizer */
     lp_reader *reader;          /* the trace being read: a sample's
                                    deferred arrays (lp_reader_arrays) */
+    bool warming;               /* the binary's warmer runs (trace.c) */
+    uint64_t warm_regions, warm_symbolized;   /* what warmers did */
 } pg_run;
 
 /* Message helpers: nothing happens when the callback is NULL. */

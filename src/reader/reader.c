@@ -349,6 +349,11 @@ void lp_reader_start(lp_reader *r)
         lp_pfetch_start(r->pf);
 }
 
+int lp_reader_second_core_busy(const lp_reader *r)
+{
+    return r && ((r->text && r->pf) || r->tail);
+}
+
 void lp_reader_set_idle(lp_reader *r, lp_reader_idle_fn fn, void *ctx)
 {
     if (r) {

@@ -106,6 +106,15 @@ void lp_phases_unwound(lp_phases *ph, uint64_t samples, uint64_t distinct,
     ph->ahead = ahead;
 }
 
+void lp_phases_warmed(lp_phases *ph, uint64_t regions, uint64_t symbolized)
+{
+    if (!ph)
+        return;
+    ph->warmed = 1;
+    ph->warm_regions = regions;
+    ph->warm_symbolized = symbolized;
+}
+
 void lp_phases_end(lp_phases *ph)
 {
     double now;
@@ -162,4 +171,8 @@ void lp_phases_print(const lp_phases *ph, const char *title, FILE *f)
         fprintf(f, "  Samples unwound: %" PRIu64 " (%" PRIu64 " distinct)\n"
                 "  Distinct samples recorded ahead: %" PRIu64 "\n\n",
                 ph->unwound, ph->distinct, ph->ahead);
+    if (ph->warmed)
+        fprintf(f, "  Binary warmed while reading: %" PRIu64 " code regions "
+                "decoded, %" PRIu64 " instructions symbolized\n\n",
+                ph->warm_regions, ph->warm_symbolized);
 }

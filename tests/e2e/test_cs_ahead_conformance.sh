@@ -31,6 +31,8 @@
 #     decides otherwise without its multiplier for previous inlining:
 #     checked); the default mode (the repair) gives one profile in every
 #     mode;
+#     On two cores the binary is warmed while the perf.data is read
+#     (--time-trace says so), and the profile is the one-core run's;
 #  3. the DWARF CS perf scripts of tests/data/llvm-profgen-inputs (10)
 #     with every sample recorded ahead: flat CS and the defaults.
 # Without 0b710d6's ranks (the context kept its creator's leaf) 1 and 2
@@ -227,6 +229,28 @@ for route in DATA TEXT; do
             fail "$b $route: the default mode's profile with LBR2PROF_IDLE=$m is not always's"
     done
 done
+# the binary warmed while the perf.data is read, on a second core that
+# would idle (src/binary/warm.c): --time-trace says what it did (here
+# maybe nothing: the reading takes ~2 ms; test_binary's warm tests check
+# the work), and the profile is the one made on one core, where no warmer
+# runs; the text's parser takes the second core itself: no warmer
+warm_line() {
+    sed -n 's/^  Binary warmed while reading: \([0-9]*\) code regions decoded, \([0-9]*\) instructions symbolized$/\1 \2/p' "$1"
+}
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    $T "$LBR2PROF" $DATA --no-repair-frames --format=text --time-trace -o warm.txt 2>warm.err
+    # shellcheck disable=SC2086
+    taskset -c 0 $T "$LBR2PROF" $DATA --no-repair-frames --format=text --time-trace -o one.txt 2>one.err
+    # shellcheck disable=SC2086
+    $T "$LBR2PROF" $TEXT --no-repair-frames --format=text --time-trace -o warmtext.txt 2>warmtext.err
+    n=$((n + 3))
+    w=$(warm_line warm.err)
+    [ -n "$w" ] || { fail "$b: no binary warmed while reading the perf.data"; tail -4 warm.err; }
+    [ -z "$(warm_line one.err)" ] && cmp -s warm.txt one.txt ||
+        fail "$b: one core: a warmer, or another profile"
+    [ -z "$(warm_line warmtext.err)" ] || fail "$b: a warmer while the text's parser runs"
+fi
 echo "$b: $((fails - before)) failed"
 
 # ---- 3. the llvm-profgen inputs, every sample recorded ahead -------------------------
