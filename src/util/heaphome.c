@@ -60,6 +60,28 @@ int lp_heap_home_self(const lp_heapinfo *h)
     return home;
 }
 
+/* Below the mmap threshold src/cli/main.c fixes (128 KiB): from the
+ * arena's heap, not a mapping of its own. */
+#define RESERVE_BLOCK (120u << 10)
+
+void lp_heap_reserve(const lp_heapinfo *h, size_t bytes)
+{
+    size_t n = bytes / RESERVE_BLOCK, i, k;
+    void **v;
+
+    if (!n || lp_heap_home_self(h) != LP_HOME_OTHER || !(v = malloc(n * sizeof *v)))
+        return;
+    for (i = 0; i < n && (v[i] = malloc(RESERVE_BLOCK)); i++)
+        ;
+    /* lowest first: each joins the free block below it, and only the
+     * last one reaches the heap's top, so the heap is cut back once
+     * (MADV_DONTNEED); glibc keeps the protection it granted, and the
+     * heap then grows back up to there without a system call */
+    for (k = 0; k < i; k++)
+        free(v[k]);
+    free(v);
+}
+
 bool lp_freebox_put(lp_freebox *b, void *p)
 {
     void *head = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
