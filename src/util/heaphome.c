@@ -66,7 +66,7 @@ int lp_heap_home_self(const lp_heapinfo *h)
 
 void lp_heap_reserve(const lp_heapinfo *h, size_t bytes)
 {
-    size_t n = bytes / RESERVE_BLOCK, i, k;
+    size_t n = (bytes + RESERVE_BLOCK - 1) / RESERVE_BLOCK, i, k;
     void **v;
 
     if (!n || lp_heap_home_self(h) != LP_HOME_OTHER || !(v = malloc(n * sizeof *v)))

@@ -394,6 +394,55 @@ static void test_arena_alloc_reset_free(void **state)
     assert_int_equal(a.bytes, 0);
 }
 
+/* The size of the readable and writable mapping holding p (0: none). */
+static size_t rw_mapping_of(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    unsigned long lo, hi;
+    char perm[8], line[512];
+    size_t size = 0;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 &&
+            (uintptr_t)p >= lo && (uintptr_t)p < hi && !strncmp(perm, "rw", 2))
+            size = hi - lo;
+    fclose(f);
+    return size;
+}
+
+static void *thread_reserves(void *arg)
+{
+    void **out = arg;
+    void *p = malloc(4096);     /* this thread's arena, made now */
+
+    out[1] = (void *)rw_mapping_of(p);
+    lp_heap_reserve(out[0], 16u << 20);
+    out[2] = (void *)rw_mapping_of(p);
+    free(p);
+    return NULL;
+}
+
+/* lp_heap_reserve: a new thread's glibc heap is writable for what it
+ * used; readied for 16 MiB, it is writable for at least that (and
+ * nothing is asked of another allocator). */
+static void test_heap_reserve(void **state)
+{
+    lp_heapinfo h;
+    void *out[3];
+    pthread_t t;
+
+    (void)state;
+    lp_heapinfo_get(&h);
+    out[0] = &h;
+    assert_int_equal(pthread_create(&t, NULL, thread_reserves, out), 0);
+    pthread_join(t, NULL);
+    if (h.glibc) {
+        assert_true((size_t)out[1] < (8u << 20));
+        assert_true((size_t)out[2] >= (16u << 20));
+    }
+}
+
 static void *thread_blocks(void *arg)
 {
     void **out = arg;
@@ -518,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_pages_release_keeps_written),
         cmocka_unit_test(test_arena_alloc_reset_free),
         cmocka_unit_test(test_heaphome_homes),
+        cmocka_unit_test(test_heap_reserve),
         cmocka_unit_test(test_freebox_put_drain),
         cmocka_unit_test(test_digest_inline_is_xxh3),
     };
