@@ -1,7 +1,11 @@
 /*
  * fuzz_binary.c - libFuzzer target for the binary loader: writes the input
  * to a temporary file (the loader takes paths), opens it and walks every
- * instruction, stack, function range and prolog/epilog query. Any crash,
+ * instruction, stack, function range and prolog/epilog query - with the
+ * warmer (lp_binary_warm_start) decoding and symbolizing beside the walk
+ * when the ELF identification's first padding byte (e_ident[9], which
+ * nothing reads) is odd, waited for at the end when its second bit is
+ * set, else stopped by the close. Any crash,
  * sanitizer report, hang or leak is a bug; open errors are expected.
  * Best seeded with the .perfbin files of tests/data/llvm-profgen-inputs.
  */
@@ -41,12 +45,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int fd = mkstemp(path);
     if (fd < 0)
         return 0;
-    if (write(fd, data, size) == (ssize_t)size) {
+    if (size && write(fd, data, size) == (ssize_t)size) {
         lp_error err;
         lp_binary *b = lp_binary_open(path, NULL, &err);
         if (b) {
+            lp_binary_warm_stats st;
+            uint8_t pad = size > 9 ? data[9] : 0;
+
+            if (pad & 1)
+                (void)lp_binary_warm_start(b);
             walk(b);
-            lp_binary_close(b);
+            if (pad & 2)
+                lp_binary_warm_stop(b, true, &st);
+            lp_binary_close(b);     /* stops a warmer still running */
         }
     }
     close(fd);
