@@ -131,7 +131,7 @@ static void check_regions(lp_binary *b, const char *path, size_t kinds[5])
         lp_error e = {0};
         /* decode through the public lookup, as the pipeline does */
         assert_int_not_equal(lp_binary_inst(b, reg->start, &got, &e), -1);
-        assert_true(reg->decoded);
+        assert_int_equal(reg->state, LP_RG_DONE);
         size_t k = 0;
         for (uint64_t a = reg->start; a < reg->end;) {
             uint64_t off = a - reg->sec_addr;
