@@ -39,13 +39,16 @@ static void release_binary_pages(const pg_run *run)
  * tail); when it does not, the second does that work ahead, for every
  * function (lp_binary_warm_start; bench (c): ~37 ms of work, of which
  * the flush and generation asked ~13 ms themselves, for 2.9 MB more
- * kept). Stopped when the reading ends: the flush's two threads take
- * both cores then. */
+ * kept). Not for a run that symbolizes nothing (probe contexts are
+ * addresses; --skip-symbolization): decoding ahead alone gained nothing
+ * (docs/cost-model.md). Stopped when the reading ends: the flush's two
+ * threads take both cores then. */
 static void warm_binary(pg_run *run, const lp_reader *r, bool start)
 {
     lp_binary_warm_stats st;
 
-    if (!run->uw || !run->r || !run->r->nbins)
+    if (!run->uw || !run->r || !run->r->nbins || pg_probe_mode(run->r) ||
+        run->o->skip_symbolization)
         return;
     if (start) {
         if (!lp_reader_second_core_busy(r) && lp_cpus() >= 2 &&
