@@ -29,7 +29,8 @@
 # cs: (c) scripts/gen-callgraph.pl's 1,500-function program, `cg 3000 8`
 #   recorded with -c 60 (~16 k distinct samples, ~84 k contexts): the text
 #   and the perf.data for lbr2prof, the text for llvm-profgen, both option
-#   sets, 1 vs 2 cores, 1x vs 4x; and the replicated reader-throughput
+#   sets (and the flat CS one as extbinary, reported), 1 vs 2 cores, 1x vs
+#   4x; and the replicated reader-throughput
 #   checks: (a) lbr2prof's own trace (cs-preinline-cost.perfscript,
 #   recorded with -c 100) as ~100 MB of repeated text, (b) the same
 #   replicated to ~100 MB of perf.data, also against `llvm-profgen
@@ -161,7 +162,8 @@ outcome() { # A B (a difference is kept in $TMPDIR/lbr2prof-bench-diff.*)
 
 # compare NAME BIN OURS_INPUT THEIRS_INPUT TARGET OPTS... : lbr2prof
 # (--no-repair-frames) against llvm-profgen with OPTS, outputs compared;
-# the wall ratio and RSS share go to the closing table
+# the wall ratio and RSS share go to the closing table (TARGET "-": the
+# ratio reported without one)
 compare() {
     cname=$1 bin=$2 ours=$3 theirs=$4 target=$5; shift 5
     echo " $cname"
@@ -181,7 +183,11 @@ compare() {
     what=$(outcome "$W/o.l" "$W/o.p")
     case $what in identical) ;; *) bad=1 ;; esac
     ratio theirs ours "$what"
-    note "$cname" "wall ratio" "${last_wall}x" ">= ${target}x" "$(meets "$last_wall" ">=" "$target")"
+    if [ "$target" = - ]; then
+        note "$cname" "wall ratio" "${last_wall}x" "(reported)" ""
+    else
+        note "$cname" "wall ratio" "${last_wall}x" ">= ${target}x" "$(meets "$last_wall" ">=" "$target")"
+    fi
     note "$cname" "peak RSS vs llvm-profgen" "${last_rss}%" "<= 33%" "$(meets "$last_rss" "<=" 33.4)"
 }
 
@@ -340,6 +346,11 @@ cg_bench() {
     ratio theirs txt "(text against text)"
     # shellcheck disable=SC2086
     compare "(c) CS, flat CS options" "$G/cg" "$G/cg.data" --perfscript="$G/cg.txt" 10 $FLATCS
+    # the same written as extbinary (the default format): a flat CS
+    # profile's name table holds all 84 k contexts (reported; the issue's
+    # flat CS target is the text's above)
+    compare "(c) CS, flat CS options, extbinary" "$G/cg" "$G/cg.data" --perfscript="$G/cg.txt" - \
+        --csspgo-preinliner=0 --gen-cs-nested-profile=0
     echo " (c) both cores"
     cores "(c) perf.data" - "$L" "$G/cg.data" --binary "$G/cg" --no-repair-frames -o "$W/o.l"
     echo " (c) memory against input size (the same samples 4 times)"

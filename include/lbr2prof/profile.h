@@ -168,6 +168,10 @@ uint64_t lp_fs_head_estimate(const lp_fsamples *fs, int cs);
  * frame by frame, function names as strings, then (line, discriminator)
  * numerically (a leaf frame is at 0.0), then the shorter first. */
 int lp_context_cmp(const char *a, const char *b);
+/* v[0..n) in lp_context_cmp's order, each context parsed once (a
+ * comparison parses both: 84 k contexts sorted with it took ~0.3 s).
+ * 0, or -1 (no memory: v unchanged). */
+int lp_context_sort(const char **v, size_t n);
 /* The frames of a printed context: names (not NUL-terminated: len) and
  * call-site locations (0.0 for the leaf). Fills up to max frames and
  * returns the number of frames. */

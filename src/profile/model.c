@@ -895,7 +895,7 @@ size_t lp_profile_all(const lp_profile *p, lp_fsamples ***out)
 typedef struct cs_sort_item {
     const unsigned char *key;   /* set once every key is in the buffer */
     size_t off, len;            /* the key in the keys' buffer */
-    lp_fsamples *fs;
+    const void *p;              /* what is sorted: a profile, a context */
 } cs_sort_item;
 
 static int cs_item_cmp(const void *a, const void *b)
@@ -916,26 +916,70 @@ typedef struct key_buf {
 
 static int ctx_key_append(key_buf *k, const char *ctx);
 
-/* Sort v[0..n) (one total) by context; it has room for n items. The
- * keys share one buffer; their offsets become pointers once it stops
- * moving. */
-static int sort_tied(lp_fsamples **v, size_t n, cs_sort_item *it, key_buf *k)
+/* it[0..n) sorted by context, ctx(i) the context of it[i].p: the keys
+ * share one buffer; their offsets become pointers once it stops moving. */
+static int sort_keyed(cs_sort_item *it, size_t n, key_buf *k,
+                      const char *(*ctx)(const void *))
 {
     size_t i, o;
 
     k->n = 0;
     for (i = 0; i < n; i++) {
         o = k->n;
-        if (ctx_key_append(k, v[i]->context))
+        if (ctx_key_append(k, ctx(it[i].p)))
             return -1;
-        it[i] = (cs_sort_item){NULL, o, k->n - o, v[i]};
+        it[i].off = o;
+        it[i].len = k->n - o;
     }
     for (i = 0; i < n; i++)
         it[i].key = k->b + it[i].off;
     qsort(it, n, sizeof *it, cs_item_cmp);
-    for (i = 0; i < n; i++)
-        v[i] = it[i].fs;
     return 0;
+}
+
+static const char *fs_context(const void *p)
+{
+    return ((const lp_fsamples *)p)->context;
+}
+
+static const char *str_context(const void *p)
+{
+    return p;
+}
+
+/* Sort v[0..n) (one total) by context; it has room for n items. */
+static int sort_tied(lp_fsamples **v, size_t n, cs_sort_item *it, key_buf *k)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        it[i].p = v[i];
+    if (sort_keyed(it, n, k, fs_context))
+        return -1;
+    for (i = 0; i < n; i++)
+        v[i] = (lp_fsamples *)(uintptr_t)it[i].p;
+    return 0;
+}
+
+int lp_context_sort(const char **v, size_t n)
+{
+    cs_sort_item *it;
+    key_buf k = {0};
+    size_t i;
+    int rc;
+
+    if (n < 2)
+        return 0;
+    if (!(it = malloc(n * sizeof *it)))
+        return -1;
+    for (i = 0; i < n; i++)
+        it[i].p = v[i];
+    if ((rc = sort_keyed(it, n, &k, str_context)) == 0)
+        for (i = 0; i < n; i++)
+            v[i] = it[i].p;
+    free(k.b);
+    free(it);
+    return rc;
 }
 
 /* v by total descending, stably (qsort's comparisons were a fifth of

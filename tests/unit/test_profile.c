@@ -238,6 +238,53 @@ static void test_cs_top_level_order(void **state)
     lp_profile_free(p);
 }
 
+/* lp_context_sort: the order of lp_context_cmp on contexts of the same
+ * kinds (names prefixing each other, numeric lines and discriminators,
+ * depths 1-4, bytes above 0x7f, an MD5 name), each with a copy of itself
+ * (equal contexts stay together), every one in its place. */
+static void test_context_sort(void **state)
+{
+    static const char *names[] = {"f", "fo", "foo", "foo.bar", "f\xc3\xa9", "g",
+                                  "0x00000000deadbeef"};
+    char buf[900][64];
+    const char *v[900];
+    unsigned seed = 11;
+    size_t n = 0, i;
+    int d, k, len;
+    (void)state;
+
+    while (n < 900) {
+        len = 0;
+        d = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 4;
+        for (k = 0; k < d; k++) {
+            seed = seed * 1103515245u + 12345u;
+            len += snprintf(buf[n] + len, sizeof buf[n] - (size_t)len, "%s%s",
+                            k ? " @ " : "", names[(seed >> 16) % 7]);
+            if (k + 1 < d) {
+                seed = seed * 1103515245u + 12345u;
+                len += snprintf(buf[n] + len, sizeof buf[n] - (size_t)len, ":%u",
+                                (seed >> 16) % 12);
+                if ((seed >> 8) & 1)
+                    len += snprintf(buf[n] + len, sizeof buf[n] - (size_t)len,
+                                    ".%u", 1 + (seed >> 20) % 11);
+            }
+        }
+        v[n] = buf[n];
+        n++;
+        if (n % 5 == 0 && n < 900) {          /* a copy, elsewhere */
+            memcpy(buf[n], buf[n - 1], sizeof buf[n]);
+            v[n] = buf[n];
+            n++;
+        }
+    }
+    assert_int_equal(lp_context_sort(v, n), 0);
+    for (i = 1; i < n; i++)
+        if (lp_context_cmp(v[i - 1], v[i]) > 0)
+            fail_msg("%zu: '%s' before '%s'", i, v[i - 1], v[i]);
+    assert_int_equal(lp_context_sort(v, 1), 0);
+    assert_int_equal(lp_context_sort(NULL, 0), 0);
+}
+
 /* The top-level table: 3000 keys (the slots grow several times), a third
  * removed (linear probing's backward shift must keep every other key
  * findable), removed keys added again at the end; iteration follows
@@ -546,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_first_target),
         cmocka_unit_test(test_top_level_order),
         cmocka_unit_test(test_cs_top_level_order),
+        cmocka_unit_test(test_context_sort),
         cmocka_unit_test(test_top_table),
         cmocka_unit_test(test_absorb),
         cmocka_unit_test(test_keep_sorted),
