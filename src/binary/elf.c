@@ -439,16 +439,17 @@ lp_binary *lp_binary_open(const char *path, const lp_binary_opts *opts,
     return b;
 }
 
-/* The mapped image of one ELF file (libelf's ELF_C_READ_MMAP). Had mmap
- * failed, elf_rawfile would read the file into memory: lp_pages_release
- * then finds no file mapping there and drops nothing. */
+/* The mapped image of one ELF file (libelf's ELF_C_READ_MMAP: PROT_READ,
+ * MAP_PRIVATE, never writable). Had mmap failed, elf_rawfile would read
+ * the file into memory: lp_pages_release_ro then finds no file mapping
+ * there and drops nothing. */
 static void release_image(Elf *e)
 {
     size_t n = 0;
     char *p = e ? elf_rawfile(e, &n) : NULL;
 
     if (p)
-        lp_pages_release(p, n);
+        lp_pages_release_ro(p, n);
 }
 
 void lp_binary_release_pages(lp_binary *b)

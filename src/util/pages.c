@@ -2,8 +2,9 @@
  * pages.c - resident pages of read-only mapped files handed back to the
  * kernel with MADV_DONTNEED (pages.h). Owns the check that a range is a
  * clean private file mapping (/proc/self/smaps: read-only, file-backed, no
- * anonymous pages), so that dropping it loses nothing; which ranges and
- * when belong to the callers.
+ * anonymous pages; or, for a mapping that was never writable,
+ * /proc/self/maps, which walks no page table), so that dropping it loses
+ * nothing; which ranges and when belong to the callers.
  */
 #include <link.h>
 #include <stdbool.h>
@@ -32,25 +33,45 @@ static void drop_overlap(const pg_want *w, uintptr_t mlo, uintptr_t mhi)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-void lp_pages_release(const void *addr, size_t len)
+/* The mappings of `file` (/proc/self/smaps or /proc/self/maps) that are
+ * read-only, private and file-backed and overlap w; with smaps, only
+ * those without anonymous pages. Their overlap dropped. */
+static void release_in(const char *file, const pg_want *w)
 {
-    pg_want w = { (uintptr_t)addr, (uintptr_t)addr + len };
-    FILE *f = fopen("/proc/self/smaps", "r");
+    FILE *f = fopen(file, "r");
+    bool smaps = strstr(file, "smaps") != NULL, cand = false;
     char line[512], perm[8];
     unsigned long lo = 0, hi = 0, off, ino = 0, kb;
-    bool cand = false;
 
     if (!f)
         return;
     while (fgets(line, sizeof line, f)) {
         if (sscanf(line, "%lx-%lx %7s %lx %*s %lu", &lo, &hi, perm, &off,
-                   &ino) == 5)
+                   &ino) == 5) {
             cand = ino != 0 && strcmp(perm, "r--p") == 0 &&
-                   hi > w.lo && lo < w.hi;
-        else if (cand && sscanf(line, "Anonymous: %lu", &kb) == 1 && kb == 0)
-            drop_overlap(&w, lo, hi);
+                   hi > w->lo && lo < w->hi;
+            if (cand && !smaps)
+                drop_overlap(w, lo, hi);
+        } else if (smaps && cand && sscanf(line, "Anonymous: %lu", &kb) == 1 &&
+                   kb == 0) {
+            drop_overlap(w, lo, hi);
+        }
     }
     fclose(f);
+}
+
+void lp_pages_release(const void *addr, size_t len)
+{
+    pg_want w = { (uintptr_t)addr, (uintptr_t)addr + len };
+
+    release_in("/proc/self/smaps", &w);
+}
+
+void lp_pages_release_ro(const void *addr, size_t len)
+{
+    pg_want w = { (uintptr_t)addr, (uintptr_t)addr + len };
+
+    release_in("/proc/self/maps", &w);
 }
 
 /* DT_RELA and DT_RELASZ of one loaded object: ld.so has made the address

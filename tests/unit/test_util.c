@@ -318,18 +318,19 @@ static unsigned char *map_pattern(size_t len, int prot, char *path)
     return p;
 }
 
-static void test_pages_release_clean_file_pages(void **state)
+/* A read-only file mapping's pages given back by release (either check:
+ * smaps, or maps for a mapping never writable), and read again intact. */
+static void check_release_clean(void (*release)(const void *, size_t))
 {
     char path[] = "/tmp/lp-pages-XXXXXX";
     size_t len = 256 * 1024, i;
     unsigned char *p = map_pattern(len, PROT_READ, path);
     unsigned sum = 0;
-    (void)state;
 
     for (i = 0; i < len; i += 4096)
         sum += p[i];
     assert_true(mapping_rss_kb(p) >= 200);
-    lp_pages_release(p, len);
+    release(p, len);
     assert_int_equal(mapping_rss_kb(p), 0);   /* given back */
     for (i = 0; i < len; i++)                 /* and read again intact */
         assert_int_equal(p[i], (unsigned char)(i * 7 + 3));
@@ -337,6 +338,13 @@ static void test_pages_release_clean_file_pages(void **state)
     assert_true(sum > 0);
     munmap(p, len);
     unlink(path);
+}
+
+static void test_pages_release_clean_file_pages(void **state)
+{
+    (void)state;
+    check_release_clean(lp_pages_release);
+    check_release_clean(lp_pages_release_ro);
 }
 
 static void test_pages_release_keeps_written(void **state)
@@ -354,6 +362,7 @@ static void test_pages_release_keeps_written(void **state)
     assert_int_equal(mprotect(p, len, PROT_READ), 0);
     lp_pages_release(p, len);
     lp_pages_release(anon, len);
+    lp_pages_release_ro(anon, len);     /* not a file: left alone too */
     assert_int_equal(p[4096], 0xee);
     for (i = 0; i < len; i += 512)
         assert_int_equal(anon[i], 0x5a);
