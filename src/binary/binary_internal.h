@@ -98,9 +98,11 @@ void lp_decoder_close(lp_decoder *d);
  * being decoded), -1 error (left RAW for the lookups to report). */
 int lp_bin_region_try_decode(lp_binary *b, lp_decoder *d, size_t ri,
                              lp_error *err);
-/* Region ri's LP_RG_* state (acquire: DONE means its instructions are
- * there to read). */
-uint8_t lp_bin_region_state(const lp_binary *b, size_t ri);
+/* Region ri decoded with d, or waited for while another thread decodes
+ * it (until *stop, when stop is not NULL): 1 decoded here, 0 decoded by
+ * another, -1 an error of this thread's decoding or stopped first. */
+int lp_bin_region_decode_wait(lp_binary *b, lp_decoder *d, size_t ri,
+                              const int *stop, lp_error *err);
 /* Decode the instruction at code (left bytes, at addr) into *o (addr,
  * size, kind, indirect, target); false if the bytes do not decode. */
 bool lp_decoder_inst(lp_decoder *d, const uint8_t *code, size_t left,

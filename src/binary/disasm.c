@@ -374,11 +374,6 @@ static uint8_t region_state(const lp_code_region *r)
     return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
 }
 
-uint8_t lp_bin_region_state(const lp_binary *b, size_t ri)
-{
-    return region_state(&b->regions[ri]);
-}
-
 int lp_bin_region_try_decode(lp_binary *b, lp_decoder *d, size_t ri,
                              lp_error *err)
 {
@@ -399,24 +394,34 @@ int lp_bin_region_try_decode(lp_binary *b, lp_decoder *d, size_t ri,
     return rc ? -1 : 1;
 }
 
-/* Region ri decoded by this thread, or by the warmer if it is at it
- * (a region takes microseconds; a thread that lost its core may take
- * longer: then this one gives its core up). Not inlined, so that
- * ensure's test stays inlined in every lookup. */
-__attribute__((noinline))
-static int decode_or_wait(lp_binary *b, size_t ri, lp_error *err)
+int lp_bin_region_decode_wait(lp_binary *b, lp_decoder *d, size_t ri,
+                              const int *stop, lp_error *err)
 {
     unsigned spins = 0;
     int k;
 
-    while ((k = lp_bin_region_try_decode(b, &b->dec, ri, err)) == 0 &&
-           region_state(&b->regions[ri]) != LP_RG_DONE) {
+    /* a region takes microseconds; a thread that lost its core may take
+     * longer: then this one gives its core up. Found RAW again (the other
+     * thread's decoding failed), it is this thread's to try. */
+    while ((k = lp_bin_region_try_decode(b, d, ri, err)) == 0 &&
+           region_state(&b->regions[ri]) != LP_RG_DONE &&
+           !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED))) {
         if (++spins < 4096)
             lp_cpu_relax();
         else
             sched_yield();
     }
-    return k < 0 ? -1 : 0;
+    if (k != 0)
+        return k;
+    return region_state(&b->regions[ri]) == LP_RG_DONE ? 0 : -1;
+}
+
+/* Region ri decoded by this thread, or by the warmer if it is at it. Not
+ * inlined, so that ensure's test stays inlined in every lookup. */
+__attribute__((noinline))
+static int decode_or_wait(lp_binary *b, size_t ri, lp_error *err)
+{
+    return lp_bin_region_decode_wait(b, &b->dec, ri, NULL, err) < 0 ? -1 : 0;
 }
 
 /* Index of the region with start <= addr < end, or -1. The region found

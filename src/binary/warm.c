@@ -24,11 +24,9 @@
  * when a second core is free (the caller).
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include "binary/binary_internal.h"
-#include "util/cpus.h"
 
 /* Instructions symbolized between two looks at the stop flag. */
 #define WARM_STOP_EVERY 64
@@ -60,23 +58,15 @@ static bool stopping(struct lp_warmer *w)
 }
 
 /* Region i decoded, by this thread or by a lookup of the caller's that
- * has it (then waited for): false if it could not be. */
+ * has it (then waited for): false if it could not be, or on a stop (a
+ * failed one: the lookup meets it and says why). */
 static bool decoded(struct lp_warmer *w, size_t i)
 {
     lp_error ignored;
-    unsigned spins = 0;
-    uint8_t s;
-    int k;
+    int k = lp_bin_region_decode_wait(w->b, &w->dec, i, &w->stop, &ignored);
 
-    if ((k = lp_bin_region_try_decode(w->b, &w->dec, i, &ignored)) < 0)
-        return false;           /* a lookup meets it and says why */
-    w->st.regions += (size_t)k;
-    while ((s = lp_bin_region_state(w->b, i)) == LP_RG_BUSY && !stopping(w))
-        if (++spins < 4096)
-            lp_cpu_relax();
-        else
-            sched_yield();
-    return s == LP_RG_DONE;
+    w->st.regions += k == 1;
+    return k >= 0;
 }
 
 /* Every instruction of region i symbolized; false if stopped first. */

@@ -42,20 +42,24 @@ static void release_binary_pages(const pg_run *run)
  * kept). Not for a run that symbolizes nothing (probe contexts are
  * addresses; --skip-symbolization): decoding ahead alone gained nothing
  * (docs/cost-model.md). Stopped when the reading ends: the flush's two
- * threads take both cores then. */
-static void warm_binary(pg_run *run, const lp_reader *r, bool start)
+ * threads take both cores then (warm_start, warm_stop). */
+static bool warms(const pg_run *run)
+{
+    return run->uw && run->r && run->r->nbins && !pg_probe_mode(run->r) &&
+           !run->o->skip_symbolization;
+}
+
+static void warm_start(pg_run *run, const lp_reader *r)
+{
+    run->warming = warms(run) && !lp_reader_second_core_busy(r) &&
+                   lp_cpus() >= 2 && lp_binary_warm_start(run->r->bins[0]) == 0;
+}
+
+/* What the warmer did goes to --time-trace. */
+static void warm_stop(pg_run *run)
 {
     lp_binary_warm_stats st;
 
-    if (!run->uw || !run->r || !run->r->nbins || pg_probe_mode(run->r) ||
-        run->o->skip_symbolization)
-        return;
-    if (start) {
-        if (!lp_reader_second_core_busy(r) && lp_cpus() >= 2 &&
-            lp_binary_warm_start(run->r->bins[0]) == 0)
-            run->warming = true;
-        return;
-    }
     if (!run->warming)
         return;
     lp_binary_warm_stop(run->r->bins[0], false, &st);
@@ -412,7 +416,7 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
     lp_phases_enter(ph, LP_PHASE_READ);
     lp_pages_release_loader();  /* read once by ld.so: 1.8 MB */
     release_binary_pages(run);
-    warm_binary(run, r, true);
+    warm_start(run, r);
     run->pt = pt;
     run->reader = r;
     while ((k = pg_next_event(r, pt, &ev, err)) == 1) {
@@ -421,7 +425,7 @@ static int read_one(pg_run *run, lp_reader *r, const char *path,
         if ((++nev & 1023) == 0 && ph)
             tick(ph, r, run->r->stats.samples);
     }
-    warm_binary(run, r, false);
+    warm_stop(run);
     run->pt = NULL;
     run->reader = NULL;
     lp_ptsynth_close(pt);

@@ -896,6 +896,7 @@ typedef struct cs_sort_item {
     const unsigned char *key;   /* set once every key is in the buffer */
     size_t off, len;            /* the key in the keys' buffer */
     const void *p;              /* what is sorted: a profile, a context */
+    const char *ctx;            /* ... its context */
 } cs_sort_item;
 
 static int cs_item_cmp(const void *a, const void *b)
@@ -916,17 +917,16 @@ typedef struct key_buf {
 
 static int ctx_key_append(key_buf *k, const char *ctx);
 
-/* it[0..n) sorted by context, ctx(i) the context of it[i].p: the keys
- * share one buffer; their offsets become pointers once it stops moving. */
-static int sort_keyed(cs_sort_item *it, size_t n, key_buf *k,
-                      const char *(*ctx)(const void *))
+/* it[0..n) (p and ctx set) sorted by context: the keys share one
+ * buffer; their offsets become pointers once it stops moving. */
+static int sort_keyed(cs_sort_item *it, size_t n, key_buf *k)
 {
     size_t i, o;
 
     k->n = 0;
     for (i = 0; i < n; i++) {
         o = k->n;
-        if (ctx_key_append(k, ctx(it[i].p)))
+        if (ctx_key_append(k, it[i].ctx))
             return -1;
         it[i].off = o;
         it[i].len = k->n - o;
@@ -937,24 +937,16 @@ static int sort_keyed(cs_sort_item *it, size_t n, key_buf *k,
     return 0;
 }
 
-static const char *fs_context(const void *p)
-{
-    return ((const lp_fsamples *)p)->context;
-}
-
-static const char *str_context(const void *p)
-{
-    return p;
-}
-
 /* Sort v[0..n) (one total) by context; it has room for n items. */
 static int sort_tied(lp_fsamples **v, size_t n, cs_sort_item *it, key_buf *k)
 {
     size_t i;
 
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
         it[i].p = v[i];
-    if (sort_keyed(it, n, k, fs_context))
+        it[i].ctx = v[i]->context;
+    }
+    if (sort_keyed(it, n, k))
         return -1;
     for (i = 0; i < n; i++)
         v[i] = (lp_fsamples *)(uintptr_t)it[i].p;
@@ -973,8 +965,8 @@ int lp_context_sort(const char **v, size_t n)
     if (!(it = malloc(n * sizeof *it)))
         return -1;
     for (i = 0; i < n; i++)
-        it[i].p = v[i];
-    if ((rc = sort_keyed(it, n, &k, str_context)) == 0)
+        it[i].p = it[i].ctx = v[i];
+    if ((rc = sort_keyed(it, n, &k)) == 0)
         for (i = 0; i < n; i++)
             v[i] = it[i].p;
     free(k.b);

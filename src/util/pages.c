@@ -33,13 +33,14 @@ static void drop_overlap(const pg_want *w, uintptr_t mlo, uintptr_t mhi)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-/* The mappings of `file` (/proc/self/smaps or /proc/self/maps) that are
- * read-only, private and file-backed and overlap w; with smaps, only
- * those without anonymous pages. Their overlap dropped. */
-static void release_in(const char *file, const pg_want *w)
+/* The mappings that are read-only, private and file-backed and overlap
+ * w, their overlap dropped: with `anon_checked`, only those smaps shows
+ * without anonymous pages; else any such one in maps (the caller knows
+ * it was never writable). */
+static void release_in(const pg_want *w, bool anon_checked)
 {
-    FILE *f = fopen(file, "r");
-    bool smaps = strstr(file, "smaps") != NULL, cand = false;
+    FILE *f = fopen(anon_checked ? "/proc/self/smaps" : "/proc/self/maps", "r");
+    bool smaps = anon_checked, cand = false;
     char line[512], perm[8];
     unsigned long lo = 0, hi = 0, off, ino = 0, kb;
 
@@ -64,14 +65,14 @@ void lp_pages_release(const void *addr, size_t len)
 {
     pg_want w = { (uintptr_t)addr, (uintptr_t)addr + len };
 
-    release_in("/proc/self/smaps", &w);
+    release_in(&w, true);
 }
 
 void lp_pages_release_ro(const void *addr, size_t len)
 {
     pg_want w = { (uintptr_t)addr, (uintptr_t)addr + len };
 
-    release_in("/proc/self/maps", &w);
+    release_in(&w, false);
 }
 
 /* DT_RELA and DT_RELASZ of one loaded object: ld.so has made the address
